@@ -1,0 +1,108 @@
+"""Architecture adapters: find a model's blocks, final norm and head from an explicit table.
+
+>>> adapter = adapter_for(model)        # doctest: +SKIP
+>>> adapter.family.name, adapter.n_blocks  # doctest: +SKIP
+('Llama / SmolLM', 30)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .families import FAMILIES, FAMILY_BY_MODEL_TYPE, Family
+
+__all__ = ["FAMILIES", "Family", "ModelAdapter", "UnsupportedModelError", "adapter_for",
+           "supported_families"]
+
+
+class UnsupportedModelError(TypeError):
+    """The model is not a decoder-only causal LM of a family in the adapter table."""
+
+
+def supported_families() -> list[str]:
+    """Names of the supported decoder families, in table order."""
+    return [f.name for f in FAMILIES]
+
+
+def _resolve(root: nn.Module, dotted: str) -> nn.Module | None:
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+@dataclass(frozen=True)
+class ModelAdapter:
+    """The resolved readout pieces of one model instance."""
+
+    family: Family
+    blocks: tuple[nn.Module, ...]
+    final_norm: nn.Module | None
+    project_out: nn.Module | None
+    head: nn.Linear
+    softcap: float | None
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of decoder blocks (n); states run h_0 … h_n."""
+        return len(self.blocks)
+
+
+def _not_supported_message(model: nn.Module, model_type: str | None) -> str:
+    cls = type(model).__name__
+    config = getattr(model, "config", None)
+    if config is not None and getattr(config, "is_encoder_decoder", False):
+        why = f"{cls} is an encoder-decoder model; IG-Lens reads decoder-only causal LMs."
+    elif not (cls.endswith("ForCausalLM") or cls.endswith("LMHeadModel")):
+        why = (f"{cls} is not a causal language model (expected a *ForCausalLM class, "
+               f"e.g. from AutoModelForCausalLM); encoder-only and headless models have no "
+               f"next-token distribution to attribute.")
+    else:
+        why = f"{cls} (model_type={model_type!r}) is not in the adapter table."
+    return (f"{why} Supported families: {', '.join(supported_families())}. To add one, append a "
+            f"Family entry to iglens_viz/adapters/families.py (blocks, final norm, head paths "
+            f"and norm kind); the per-forward self-check then verifies it against the model's "
+            f"own probabilities.")
+
+
+def adapter_for(model: nn.Module) -> ModelAdapter:
+    """Resolve the readout pieces of ``model`` from the family table.
+
+    Raises :class:`UnsupportedModelError` (a ``TypeError``) naming the model class and the
+    supported families when the model is not a supported decoder-only causal LM.
+    """
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    family = FAMILY_BY_MODEL_TYPE.get(model_type)
+    if family is None or getattr(config, "is_encoder_decoder", False):
+        raise UnsupportedModelError(_not_supported_message(model, model_type))
+
+    blocks = _resolve(model, family.blocks)
+    head = _resolve(model, family.head)
+    if blocks is None or not isinstance(head, nn.Linear):
+        raise UnsupportedModelError(_not_supported_message(model, model_type) +
+                                    f" (Could not find {family.blocks} / {family.head}.)")
+    n_blocks = getattr(config, family.block_count_attr, None) or len(blocks)
+    softcap = getattr(config, family.softcap_attr, None) if family.softcap_attr else None
+    return ModelAdapter(
+        family=family,
+        blocks=tuple(blocks)[:n_blocks],
+        final_norm=_resolve(model, family.final_norm) if family.final_norm else None,
+        project_out=_resolve(model, family.project_out) if family.project_out else None,
+        head=head,
+        softcap=float(softcap) if softcap else None,
+    )
+
+
+def execution_device(module: nn.Module) -> torch.device:
+    """The device a module computes on, also when accelerate offloads its weights."""
+    hook = getattr(module, "_hf_hook", None)
+    device = getattr(hook, "execution_device", None)
+    if device is not None:
+        return torch.device(device if not isinstance(device, int) else f"cuda:{device}")
+    return next(module.parameters()).device

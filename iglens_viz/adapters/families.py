@@ -1,0 +1,72 @@
+"""The explicit table of supported decoder families.
+
+Each entry says where a family keeps its blocks, its final norm, the optional projection
+between norm and head, and its unembedding head, plus which norm formula applies. Nothing
+here is guessed from module names at run time: a model whose ``config.model_type`` is not in
+the table is refused (see :func:`iglens_viz.adapters.adapter_for`), and every forward pass
+checks numerically that the readout reproduces the model's own probabilities.
+
+Adding a family is one :class:`Family` entry; the tiny-model tests in
+``tests/test_architectures.py`` then show whether it is right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NORM_LAYERNORM = "layernorm"  # (x - mean) / std * w + b
+NORM_RMS = "rmsnorm"  # x / rms(x) * w
+NORM_RMS_PLUS_ONE = "rmsnorm_plus_one"  # Gemma: x / rms(x) * (1 + w)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where one decoder family keeps the pieces of its readout.
+
+    Attributes are dotted attribute paths from the ``*ForCausalLM`` module.
+    """
+
+    name: str
+    """Human-readable family name, shown in errors and docs."""
+    model_types: tuple[str, ...]
+    """``config.model_type`` values that belong to this family."""
+    blocks: str
+    """The ``ModuleList`` of decoder blocks."""
+    final_norm: str | None
+    """The final norm applied to the residual stream before the head (None: post-norm models)."""
+    norm_kind: str
+    """One of ``layernorm``, ``rmsnorm``, ``rmsnorm_plus_one``."""
+    head: str = "lm_head"
+    """The unembedding ``Linear``."""
+    project_out: str | None = None
+    """An optional ``Linear`` between final norm and head (OPT's ``project_out``)."""
+    softcap_attr: str | None = None
+    """Config attribute holding a final-logit soft-capping constant (Gemma-2/3)."""
+    block_count_attr: str = "num_hidden_layers"
+    """Config attribute with the number of blocks that run in the forward pass."""
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("GPT-2", ("gpt2",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
+           block_count_attr="n_layer"),
+    Family("GPT-Neo", ("gpt_neo",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM),
+    Family("GPT-J", ("gptj",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
+           block_count_attr="n_layer"),
+    Family("GPT-NeoX / Pythia", ("gpt_neox",), "gpt_neox.layers", "gpt_neox.final_layer_norm",
+           NORM_LAYERNORM, head="embed_out"),
+    Family("Llama / SmolLM", ("llama",), "model.layers", "model.norm", NORM_RMS),
+    Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS),
+    Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS),
+    Family("Qwen3", ("qwen3",), "model.layers", "model.norm", NORM_RMS),
+    Family("Gemma", ("gemma",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE),
+    Family("Gemma-2", ("gemma2",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
+           softcap_attr="final_logit_softcapping"),
+    Family("Gemma-3", ("gemma3_text",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
+           softcap_attr="final_logit_softcapping"),
+    Family("OPT", ("opt",), "model.decoder.layers", "model.decoder.final_layer_norm",
+           NORM_LAYERNORM, project_out="model.decoder.project_out"),
+    Family("Phi-1/2", ("phi",), "model.layers", "model.final_layernorm", NORM_LAYERNORM),
+    Family("Phi-3", ("phi3",), "model.layers", "model.norm", NORM_RMS),
+)
+
+FAMILY_BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES for t in f.model_types}

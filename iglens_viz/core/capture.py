@@ -1,0 +1,92 @@
+"""One forward pass that records the pre-norm residual stream h_0 … h_n.
+
+Hugging Face's ``output_hidden_states`` is not used: its last element already has the final
+norm applied, so h_n (pre-norm) is missing from it. Instead a pre-hook on block 0 records
+its input (h_0, embeddings scaled as the model scales them) and a hook on every block records
+its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both are handled.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+
+from ..adapters import ModelAdapter
+
+
+def _first_tensor(value) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+        return value[0]
+    raise TypeError(f"decoder block returned {type(value).__name__}; expected a tensor or a "
+                    f"tuple whose first item is the hidden states")
+
+
+def _logits_kwargs(model: nn.Module) -> dict:
+    """Ask the model for the last position's logits only, where it supports that."""
+    params = inspect.signature(model.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    return {}
+
+
+@torch.no_grad()
+def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Tensor,
+                   *, device: torch.device, dtype: torch.dtype
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run ``model`` once on ``input_ids`` (shape ``[T]``).
+
+    Returns ``(states, last_logits)``: ``states[L]`` is h_L, shape ``[n+1, T, d]`` on
+    ``device`` in ``dtype``; ``last_logits`` are the model's own logits at the last position,
+    used for the numeric self-check of the readout.
+    """
+    n = adapter.n_blocks
+    states: torch.Tensor | None = None  # allocated at the first hook, once d is known
+    seen = [False] * (n + 1)
+
+    def keep(index: int, tensor: torch.Tensor) -> None:
+        nonlocal states
+        if states is None:
+            states = torch.empty((n + 1, *tensor.shape[1:]), device=device, dtype=dtype)
+        states[index].copy_(tensor[0])
+        seen[index] = True
+
+    def before_first(module, args, kwargs):
+        keep(0, args[0] if args else kwargs["hidden_states"])
+
+    def after_block(index):
+        def hook(module, args, output):
+            keep(index, _first_tensor(output))
+        return hook
+
+    handles = [adapter.blocks[0].register_forward_pre_hook(before_first, with_kwargs=True)]
+    handles += [block.register_forward_hook(after_block(i + 1))
+                for i, block in enumerate(adapter.blocks)]
+    was_training = model.training
+    model.eval()
+    try:
+        ids = input_ids.unsqueeze(0).to(_input_device(model))
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False,
+                    **_logits_kwargs(model))
+    finally:
+        for handle in handles:
+            handle.remove()
+        model.train(was_training)
+    missing = [i for i, ok in enumerate(seen) if not ok]
+    if missing:
+        raise RuntimeError(f"the forward pass did not run blocks {missing}; "
+                           f"the adapter for {adapter.family.name} does not match this model")
+    return states, out.logits[0, -1]
+
+
+def _input_device(model: nn.Module) -> torch.device:
+    embeddings = model.get_input_embeddings()
+    hook = getattr(embeddings, "_hf_hook", None)
+    if getattr(hook, "execution_device", None) is not None:
+        return torch.device(hook.execution_device)
+    param = next(embeddings.parameters())
+    return param.device if param.device.type != "meta" else torch.device("cpu")

@@ -1,0 +1,268 @@
+"""IG-Lens: exact per-layer decomposition of a target probability, with a state cache.
+
+``IGLens(model, tokenizer).attribute(text)`` runs the model once, reads out every
+(layer, position) row once, and assembles the attribution. Asking again about the same text
+with another target, contrast, boundary set or estimator reuses the cached trace and costs
+readouts only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..adapters import adapter_for
+from .capture import capture_states
+from .estimators import ESTIMATORS, path_values, riemann_totals
+from .inputs import to_input_ids
+from .readout import Readout
+from .result import AttributionResult
+from .targets import NO_TARGET, resolve_targets
+from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
+
+# Probability tolerance of the readout self-check, by model dtype.
+_SELF_CHECK_TOL = {torch.float64: 1e-6, torch.float32: 1e-4}
+_HALF_PRECISION_TOL = 5e-2
+
+
+class ReadoutMismatchError(RuntimeError):
+    """The readout does not reproduce the model's own output probabilities."""
+
+
+def parse_boundaries(boundaries, n: int) -> list[int]:
+    """Validate a boundary list: strictly increasing block indices from 0 to ``n``.
+
+    ``None`` means every block, ``[0, 1, …, n]``.
+    """
+    if boundaries is None:
+        return list(range(n + 1))
+    if isinstance(boundaries, (str, bytes)) or not isinstance(boundaries, (Sequence, np.ndarray)):
+        raise TypeError(f"boundaries must be a list of ints such as [0, {n // 2}, {n}], "
+                        f"not {type(boundaries).__name__}")
+    out = [int(b) for b in boundaries]
+    if len(out) < 2 or out[0] != 0 or out[-1] != n:
+        raise ValueError(f"boundaries must start at 0 and end at n={n} (the model's number of "
+                         f"blocks), e.g. [0, {n // 2}, {n}]; got {out}")
+    if any(b >= c for b, c in zip(out, out[1:])):
+        raise ValueError(f"boundaries must be strictly increasing; got {out}")
+    return out
+
+
+class IGLens:
+    """IG-Lens over one model, caching the forward pass of recently seen inputs.
+
+    Parameters
+    ----------
+    model:
+        A decoder-only ``*ForCausalLM`` of a supported family (see
+        :func:`iglens_viz.adapters.supported_families`). It may live on any device, in any
+        float dtype, or be dispatched/offloaded by accelerate.
+    tokenizer:
+        Its tokenizer (needed for text prompts, string targets and token text).
+    dtype:
+        Readout precision, ``torch.float32`` (default) or ``torch.float64``. States of
+        bf16/fp16 models are upcast before the readout.
+    top_k:
+        Number of lens tokens kept at every (layer, position).
+    memory_budget:
+        Bytes allowed for one chunk of ``[rows × vocab]`` logits and their temporaries.
+    cache_size:
+        How many input sequences to keep traces for.
+    """
+
+    def __init__(self, model: nn.Module, tokenizer=None, *, dtype: torch.dtype = torch.float32,
+                 top_k: int = 5, memory_budget: int = DEFAULT_MEMORY_BUDGET,
+                 cache_size: int = 4):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.adapter = adapter_for(model)
+        self.readout = Readout(self.adapter, dtype)
+        if top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {top_k}")
+        self.top_k = int(top_k)
+        self.memory_budget = int(memory_budget)
+        self.cache_size = int(cache_size)
+        self._cache: OrderedDict[tuple[int, ...], Trace] = OrderedDict()
+
+    @property
+    def n_blocks(self) -> int:
+        """n, the number of decoder blocks."""
+        return self.adapter.n_blocks
+
+    def input_ids(self, text_or_ids) -> torch.Tensor:
+        """The validated ``[T]`` token ids of a prompt (string, id list or tensor)."""
+        return to_input_ids(text_or_ids, self.tokenizer, self.model.config,
+                            self.readout.vocab_size)
+
+    def trace(self, text_or_ids) -> Trace:
+        """Run the model once on a prompt (or return the cached run) and read out every row."""
+        ids = self.input_ids(text_or_ids)
+        key = tuple(ids.tolist())
+        cached = self._cache.get(key)
+        if cached is not None and cached.top_k >= min(self.top_k, self.readout.vocab_size):
+            self._cache.move_to_end(key)
+            return cached
+        states, model_logits = capture_states(self.model, self.adapter, ids,
+                                              device=self.readout.device,
+                                              dtype=self.readout.dtype)
+        features, lse, top_ids, top_lp = readout_map(self.readout, states, self.top_k,
+                                                     self.memory_budget)
+        self._self_check(features[-1, -1], model_logits)
+        trace = Trace(ids, states, features, lse, top_ids, top_lp)
+        self._cache[key] = trace
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return trace
+
+    def _self_check(self, last_features: torch.Tensor, model_logits: torch.Tensor) -> None:
+        """f(h_n) must equal the model's own output distribution at the last position."""
+        ours = torch.softmax(self.readout.logits_from_features(last_features), -1)
+        theirs = torch.softmax(model_logits.to(ours.device, ours.dtype), -1)
+        if ours.shape != theirs.shape:
+            raise ReadoutMismatchError(
+                f"the readout gives {ours.shape[-1]} logits but the model gives "
+                f"{theirs.shape[-1]}; the {self.adapter.family.name} adapter does not fit "
+                f"{type(self.model).__name__}")
+        err = float((ours - theirs).abs().max())
+        model_dtype = model_logits.dtype
+        tol = _SELF_CHECK_TOL.get(model_dtype, _HALF_PRECISION_TOL)
+        if err <= tol:
+            return
+        message = (f"readout self-check: f(h_n) differs from the model's own probabilities by "
+                   f"{err:.2e} (tolerance {tol:.0e}) for {type(self.model).__name__} "
+                   f"({self.adapter.family.name} adapter)")
+        if model_dtype in _SELF_CHECK_TOL:
+            raise ReadoutMismatchError(message + "; the adapter does not match this model")
+        warnings.warn(message + f"; expected some gap for a {model_dtype} model", stacklevel=3)
+
+    def attribute(self, text_or_ids, *, target="predicted", contrast=None, boundaries=None,
+                  steps: int = 1, estimator: str = "prediction_aware") -> AttributionResult:
+        """Attribute each position's target probability across the model's blocks.
+
+        Parameters
+        ----------
+        text_or_ids:
+            A string, a list of token ids, or a 1-D / ``[1, T]`` tensor.
+        target:
+            ``"predicted"`` (the model's top-1 next token at each position), ``"next"`` (the
+            text's next token; the last position has none), a token id, a single-token
+            string, or a sequence of T ids.
+        contrast:
+            Optional second token in the same forms: attribute p(target) − p(contrast).
+        boundaries:
+            Block boundaries ``[0, …, n]`` (strictly increasing); None for every block.
+        steps:
+            Interpolation steps m ≥ 1 per segment. ``prediction_aware`` totals do not depend
+            on m; m > 1 adds ``path_probs`` (the probability along each segment).
+        estimator:
+            ``"prediction_aware"`` (exact: totals are first differences of f) or
+            ``"riemann"`` (midpoint-rule gradients through norm+head; has a discretisation
+            error that shrinks with m).
+        """
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"unknown estimator {estimator!r}; choose one of {ESTIMATORS}")
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
+        steps = int(steps)
+        bounds = parse_boundaries(boundaries, self.n_blocks)
+        trace = self.trace(text_or_ids)
+        vocab = self.readout.vocab_size
+        target_ids = resolve_targets(target, trace.input_ids, trace.predicted, self.tokenizer,
+                                     vocab)
+        contrast_ids = None if contrast is None else resolve_targets(
+            contrast, trace.input_ids, trace.predicted, self.tokenizer, vocab, what="contrast")
+        missing = target_ids == NO_TARGET
+        if contrast_ids is not None:
+            missing |= contrast_ids == NO_TARGET
+
+        def usable(ids):  # a placeholder id where there is no target; masked to NaN below
+            return torch.as_tensor(np.where(missing, 0, ids), device=self.readout.device)
+
+        y = usable(target_ids)
+        c = None if contrast_ids is None else usable(contrast_ids)
+        lens = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
+        h_a = trace.states[bounds[:-1]].transpose(0, 1)  # [T, k, d]
+        h_b = trace.states[bounds[1:]].transpose(0, 1)
+        T, k = h_a.shape[:2]
+
+        def per_pair(ids):  # one id per (position, segment) pair, flattened like h_a
+            return None if ids is None else ids[:, None].expand(T, k).reshape(-1)
+
+        pairs = (h_a.reshape(T * k, -1), h_b.reshape(T * k, -1), per_pair(y), per_pair(c))
+        if estimator == "riemann":
+            contributions = riemann_totals(self.readout, *pairs, steps, self.memory_budget)
+            contributions = contributions.reshape(T, k).double()
+        else:
+            contributions = lens[:, 1:] - lens[:, :-1]
+        path = None
+        if steps > 1:
+            alphas = torch.arange(1, steps, dtype=self.readout.dtype) / steps
+            interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
+            path = torch.cat([lens[:, :-1, None], interior.reshape(T, k, -1).double(),
+                              lens[:, 1:, None]], dim=-1)
+        return self._result(trace, bounds, target_ids, contrast_ids, missing, lens,
+                            contributions, path, estimator, steps)
+
+    def _result(self, trace, bounds, target_ids, contrast_ids, missing, lens, contributions,
+                path, estimator, steps) -> AttributionResult:
+        def numpy(x):
+            out = x.detach().cpu().numpy().astype(np.float64)
+            out[missing] = np.nan
+            return out
+
+        lens_np, contrib_np = numpy(lens), numpy(contributions)
+        onset = np.full(len(target_ids), -1, dtype=np.int64)
+        ok = ~missing
+        onset[ok] = np.asarray(bounds)[1:][np.argmax(contrib_np[ok], axis=1)]
+        top_ids = trace.top_ids[bounds].transpose(0, 1).cpu().numpy()
+        top_probs = trace.top_logprobs[bounds].transpose(0, 1).exp().double().cpu().numpy()
+        input_ids = trace.input_ids.numpy()
+        token_text = self._token_text(input_ids, target_ids, contrast_ids, top_ids)
+        return AttributionResult(
+            tokens=[token_text[int(i)] for i in input_ids],
+            input_ids=input_ids,
+            target_ids=target_ids,
+            target_tokens=[token_text.get(int(i), "") for i in target_ids],
+            boundaries=bounds,
+            lens_probs=lens_np,
+            contributions=contrib_np,
+            delta_p=lens_np[:, -1] - lens_np[:, 0],
+            onset=onset,
+            top_ids=top_ids,
+            top_probs=top_probs,
+            estimator=estimator,
+            steps=steps,
+            path_probs=None if path is None else numpy(path),
+            contrast_ids=contrast_ids,
+            n_blocks=self.n_blocks,
+            family=self.adapter.family.name,
+            model_name=str(getattr(self.model.config, "name_or_path", "") or ""),
+            token_text=token_text,
+        )
+
+    def _token_text(self, *id_arrays) -> dict[int, str]:
+        ids = np.unique(np.concatenate([np.asarray(a).reshape(-1) for a in id_arrays
+                                        if a is not None]))
+        ids = ids[ids != NO_TARGET]
+        if self.tokenizer is None:
+            return {int(i): f"<{int(i)}>" for i in ids}
+        return {int(i): self.tokenizer.decode([int(i)], clean_up_tokenization_spaces=False)
+                for i in ids}
+
+
+def attribute(model: nn.Module, tokenizer, text_or_ids, *, target="predicted", contrast=None,
+              boundaries=None, steps: int = 1, estimator: str = "prediction_aware",
+              top_k: int = 5, dtype: torch.dtype = torch.float32) -> AttributionResult:
+    """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
+
+    For repeated questions about the same prompt (new targets, boundaries, estimators), build
+    an :class:`IGLens` once: it caches the forward pass.
+    """
+    lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k)
+    return lens.attribute(text_or_ids, target=target, contrast=contrast, boundaries=boundaries,
+                          steps=steps, estimator=estimator)

@@ -1,0 +1,78 @@
+"""The attribution result: plain numpy arrays that every view, plot and export reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class AttributionResult:
+    """IG-Lens attribution of one sequence.
+
+    T is the number of positions, k the number of segments (``len(boundaries) - 1``), K the
+    number of lens tokens kept per boundary, m the interpolation steps per segment. Positions
+    without a target (the last one under ``target="next"``) hold NaN and target id -1.
+    """
+
+    tokens: list[str]
+    """The input tokens as text, one per position (untrusted: escape before display)."""
+    input_ids: np.ndarray
+    """``(T,)`` input token ids."""
+    target_ids: np.ndarray
+    """``(T,)`` the token whose probability is attributed at each position (-1: none)."""
+    target_tokens: list[str]
+    """``T`` target tokens as text ("" where there is none)."""
+    boundaries: list[int]
+    """``k+1`` block boundaries L_0 = 0 < … < L_k = n; segment j covers blocks L_j+1 … L_{j+1}."""
+    lens_probs: np.ndarray
+    """``(T, k+1)`` f(h_L) at every boundary (p(target), minus p(contrast) if given)."""
+    contributions: np.ndarray
+    """``(T, k)`` signed contribution of each segment; rows sum to ``delta_p``."""
+    delta_p: np.ndarray
+    """``(T,)`` f(h_n) − f(h_0)."""
+    onset: np.ndarray
+    """``(T,)`` the last block of the segment with the largest signed contribution (-1: none)."""
+    top_ids: np.ndarray
+    """``(T, k+1, K)`` the K most probable lens tokens at every boundary."""
+    top_probs: np.ndarray
+    """``(T, k+1, K)`` their probabilities."""
+    estimator: str = "prediction_aware"
+    """``prediction_aware`` (exact telescoping) or ``riemann`` (midpoint gradients)."""
+    steps: int = 1
+    """Interpolation steps m per segment."""
+    path_probs: np.ndarray | None = None
+    """``(T, k, m+1)`` f along each segment's straight path (only when ``steps > 1``)."""
+    contrast_ids: np.ndarray | None = None
+    """``(T,)`` contrast token ids when f = p(target) − p(contrast), else None."""
+    n_blocks: int = 0
+    """n, the number of decoder blocks of the model."""
+    family: str = ""
+    """The architecture family the adapter used."""
+    model_name: str = ""
+    """The model's name or path, as its config reports it."""
+    token_text: dict[int, str] = field(default_factory=dict, repr=False)
+    """Decoded text of every token id the result refers to."""
+
+    @property
+    def final_probs(self) -> np.ndarray:
+        """``(T,)`` f(h_n): with no contrast, the model's own probability of the target."""
+        return self.lens_probs[:, -1]
+
+    @property
+    def completeness_error(self) -> float:
+        """max over positions of |Σ contributions − Δp| (0 up to float rounding)."""
+        err = np.abs(self.contributions.sum(axis=1) - self.delta_p)
+        return float(np.nanmax(err)) if np.isfinite(err).any() else 0.0
+
+    @property
+    def top_tokens(self) -> list[list[list[str]]]:
+        """``T × (k+1) × K`` text of the top lens tokens."""
+        text = self.token_text
+        return [[[text.get(int(i), "") for i in row] for row in pos] for pos in self.top_ids]
+
+    @property
+    def segments(self) -> list[tuple[int, int]]:
+        """``(L_{j}, L_{j+1})`` block ranges of the k segments."""
+        return list(zip(self.boundaries[:-1], self.boundaries[1:]))
