@@ -27,13 +27,17 @@ def supported_families() -> list[str]:
     return [f.name for f in FAMILIES]
 
 
-def _resolve(root: nn.Module, dotted: str) -> nn.Module | None:
-    obj = root
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
+def _resolve(root: nn.Module, paths: str) -> nn.Module | None:
+    """The module at a dotted path; ``a|b`` tries each alternative in turn."""
+    for dotted in paths.split("|"):
+        obj = root
+        for part in dotted.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,10 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
     blocks = _resolve(model, family.blocks)
     head = _resolve(model, family.head)
     if blocks is None or not isinstance(head, nn.Linear):
-        raise UnsupportedModelError(_not_supported_message(model, model_type) +
-                                    f" (Could not find {family.blocks} / {family.head}.)")
+        raise UnsupportedModelError(
+            f"{type(model).__name__} looks like {family.name} but has no {family.blocks} "
+            f"block list or no {family.head} linear head; this transformers version may have "
+            f"renamed them. Update the {family.name} entry in iglens_viz/adapters/families.py.")
     n_blocks = getattr(config, family.block_count_attr, None) or len(blocks)
     softcap = getattr(config, family.softcap_attr, None) if family.softcap_attr else None
     return ModelAdapter(

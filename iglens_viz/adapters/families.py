@@ -23,7 +23,7 @@ NORM_RMS_PLUS_ONE = "rmsnorm_plus_one"  # Gemma: x / rms(x) * (1 + w)
 class Family:
     """Where one decoder family keeps the pieces of its readout.
 
-    Attributes are dotted attribute paths from the ``*ForCausalLM`` module.
+    Module attributes are dotted attribute paths from the ``*ForCausalLM`` module.
     """
 
     name: str
@@ -37,7 +37,7 @@ class Family:
     norm_kind: str
     """One of ``layernorm``, ``rmsnorm``, ``rmsnorm_plus_one``."""
     head: str = "lm_head"
-    """The unembedding ``Linear``."""
+    """The unembedding ``Linear`` (``a|b``: the first path that exists)."""
     project_out: str | None = None
     """An optional ``Linear`` between final norm and head (OPT's ``project_out``)."""
     softcap_attr: str | None = None
@@ -53,7 +53,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("GPT-J", ("gptj",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
            block_count_attr="n_layer"),
     Family("GPT-NeoX / Pythia", ("gpt_neox",), "gpt_neox.layers", "gpt_neox.final_layer_norm",
-           NORM_LAYERNORM, head="embed_out"),
+           NORM_LAYERNORM, head="lm_head|embed_out"),  # embed_out before transformers 5
     Family("Llama / SmolLM", ("llama",), "model.layers", "model.norm", NORM_RMS),
     Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS),
     Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS),

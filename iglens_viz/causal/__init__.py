@@ -1,0 +1,2 @@
+"""tmp"""
+from .ablation import AblationResult, ablate

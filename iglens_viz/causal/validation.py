@@ -1,0 +1,260 @@
+"""Does the IG-Lens onset agree with causal ablation? A many-prompt check.
+
+For every prompt and position, :func:`validate_onset` compares the IG-Lens contributions of
+the segments (by default, every block) with the drop in the target probability when that
+segment is ablated in the real forward pass (:func:`iglens_viz.causal.ablate`):
+
+- ``spearman``: rank correlation across segments between contribution and drop;
+- ``hit``: ablating the onset segment (largest signed contribution) lowers the target
+  probability more than the median drop of the *low-scoring* segments, the ⌊k/2⌋ segments
+  with the smallest contributions (the lower half);
+- ``monotone``: False when some segment moves against the overall change Δp by more than
+  ``nonmonotone_threshold`` × the largest |contribution| of that token (the trajectory rises
+  then partly falls, or the reverse).
+
+IG-Lens measures a conditional marginal (what the readout gains from h_L given h_{L-1}); the
+ablation drop is a total effect that also flows through later blocks. Agreement is therefore
+evidence, not an identity; the split by monotone/non-monotone trajectories shows where the
+two disagree most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.lens import IGLens, parse_boundaries
+from ..core.targets import NO_TARGET
+from .ablation import ablate
+
+__all__ = ["COLUMNS", "ValidationResult", "is_monotone", "spearman", "validate_onset"]
+
+COLUMNS = ("prompt", "position", "token", "target", "target_id", "p_final", "delta_p", "onset",
+           "onset_contribution", "onset_drop", "median_low_drop", "hit", "spearman", "monotone")
+"""Columns of :attr:`ValidationResult.table`, one row per (prompt, position)."""
+
+
+def _rankdata(x: np.ndarray) -> np.ndarray:
+    """Ranks 1 … n of ``x``, ties given their average rank (as ``scipy.stats.rankdata``)."""
+    x = np.asarray(x, dtype=np.float64)
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    ranks = np.empty(len(x), dtype=np.float64)
+    start = 0
+    for end in range(1, len(x) + 1):
+        if end == len(x) or sorted_x[end] != sorted_x[start]:
+            ranks[order[start:end]] = 0.5 * (start + end - 1) + 1.0
+            start = end
+    return ranks
+
+
+def spearman(a, b) -> float:
+    """Spearman rank correlation of two equal-length vectors (average ranks for ties).
+
+    NaN when fewer than two finite pairs remain or either vector is constant.
+    """
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    if a.shape != b.shape:
+        raise ValueError(f"spearman needs equal lengths, got {a.size} and {b.size}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 2:
+        return float("nan")
+    ra, rb = _rankdata(a[ok]), _rankdata(b[ok])
+    ra -= ra.mean()
+    rb -= rb.mean()
+    denom = np.sqrt((ra * ra).sum() * (rb * rb).sum())
+    if denom == 0:
+        return float("nan")
+    return float(np.clip((ra * rb).sum() / denom, -1.0, 1.0))
+
+
+def is_monotone(contributions, delta_p: float, threshold: float = 0.05) -> bool:
+    """Whether a token's trajectory moves one way: no segment goes against Δp by much.
+
+    Non-monotone when some contribution ``c_j`` has the sign opposite to ``delta_p`` and
+    ``|c_j| > threshold * max_j |c_j|``. With ``delta_p == 0`` any segment above the
+    threshold counts as opposite (the probability went somewhere and came back).
+    """
+    c = np.asarray(contributions, dtype=np.float64)
+    scale = np.nanmax(np.abs(c)) if c.size else 0.0
+    if not np.isfinite(scale) or scale == 0:
+        return True
+    large = np.abs(c) > threshold * scale
+    if delta_p == 0:
+        return not bool(large.any())
+    return not bool((large & (np.sign(c) == -np.sign(delta_p))).any())
+
+
+def _median_low(contributions: np.ndarray, drops: np.ndarray) -> float:
+    """Median drop of the ⌊k/2⌋ segments with the smallest contributions."""
+    k = len(contributions)
+    low = np.argsort(contributions, kind="stable")[: k // 2]
+    return float(np.median(drops[low]))
+
+
+@dataclass
+class ValidationResult:
+    """Onset-vs-ablation agreement over many prompts.
+
+    N is the number of (prompt, position) rows kept, k the number of segments.
+    """
+
+    table: object
+    """Tidy ``pandas.DataFrame``, one row per (prompt, position), columns :data:`COLUMNS`:
+    ``prompt`` (index into the prompts), ``position``, ``token`` and ``target`` (text),
+    ``target_id``, ``p_final`` (the model's probability of the target), ``delta_p``
+    (f(h_n) − f(h_0)), ``onset`` (last block of the segment with the largest contribution),
+    ``onset_contribution``, ``onset_drop`` (ablation drop of that segment),
+    ``median_low_drop`` (median drop of the lower half of segments by contribution), ``hit``
+    (``onset_drop > median_low_drop``), ``spearman`` (rank correlation of contributions and
+    drops across segments; NaN if either is constant), ``monotone``."""
+    contributions: np.ndarray
+    """``(N, k)`` IG-Lens contributions of each row's segments."""
+    drops: np.ndarray
+    """``(N, k)`` ablation drops of the same segments."""
+    boundaries: list[int]
+    """``k+1`` segment boundaries used."""
+    mode: str = "zero"
+    """The ablation mode (``zero`` or ``mean``)."""
+    nonmonotone_threshold: float = 0.05
+    """Fraction of a token's largest |contribution| above which an opposite-sign segment
+    makes its trajectory non-monotone."""
+    prompts: list = field(default_factory=list, repr=False)
+    """The prompts, as given."""
+
+    def summary(self):
+        """``pandas.DataFrame`` indexed ``all`` / ``monotone`` / ``non-monotone`` with
+        ``n_tokens``, ``mean_spearman`` (over tokens with a defined correlation),
+        ``median_spearman`` and ``hit_rate``."""
+        import pandas as pd
+
+        t = self.table
+        groups = {"all": np.ones(len(t), dtype=bool),
+                  "monotone": t["monotone"].to_numpy(dtype=bool),
+                  "non-monotone": ~t["monotone"].to_numpy(dtype=bool)}
+        rows = {}
+        for name, mask in groups.items():
+            rho = t["spearman"].to_numpy(dtype=np.float64)[mask]
+            hit = t["hit"].to_numpy(dtype=np.float64)[mask]
+            finite = rho[np.isfinite(rho)]
+            rows[name] = {
+                "n_tokens": int(mask.sum()),
+                "mean_spearman": float(finite.mean()) if finite.size else float("nan"),
+                "median_spearman": float(np.median(finite)) if finite.size else float("nan"),
+                "hit_rate": float(hit.mean()) if hit.size else float("nan"),
+            }
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    def plot(self, ax=None):
+        """Scatter of contribution vs ablation drop for every (token, segment), coloured by
+        monotone / non-monotone trajectory. Returns the matplotlib Figure."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(4.8, 4.0))
+        else:
+            fig = ax.figure
+        mono = self.table["monotone"].to_numpy(dtype=bool)
+        summary = self.summary()
+        for name, mask, colour in (("monotone", mono, "#3b6fb6"),
+                                   ("non-monotone", ~mono, "#d9822b")):
+            if not mask.any():
+                continue
+            row = summary.loc[name]
+            ax.scatter(self.contributions[mask].ravel(), self.drops[mask].ravel(), s=6,
+                       alpha=0.45, color=colour, linewidths=0,
+                       label=f"{name}: n={int(row.n_tokens)}, ρ̄={row.mean_spearman:.2f}, "
+                             f"hit={row.hit_rate:.0%}")
+        ax.axhline(0.0, color="0.5", lw=0.6)
+        ax.axvline(0.0, color="0.5", lw=0.6)
+        ax.set_xlabel("IG-Lens contribution")
+        ax.set_ylabel(f"ablation drop ({self.mode})")
+        ax.set_title("Contribution vs causal drop, per token and segment", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        return fig
+
+
+def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=None,
+                   mode: str = "zero", min_prob: float = 0.0,
+                   nonmonotone_threshold: float = 0.05, progress: bool = True,
+                   batch_size: int | None = None) -> ValidationResult:
+    """Compare IG-Lens contributions with causal ablation drops over many prompts.
+
+    Parameters
+    ----------
+    texts:
+        Prompts: strings or token-id sequences (one string is treated as one prompt).
+    target:
+        As in :func:`iglens_viz.attribute`; the ablation measures exactly the targets IG-Lens
+        resolved.
+    boundaries:
+        Segment boundaries ``[0, …, n]``; None for every block. A segment spanning several
+        blocks is ablated by ablating all of them together.
+    mode:
+        Ablation mode, ``"zero"`` or ``"mean"`` (see :func:`ablate`).
+    min_prob:
+        Keep only positions whose final target probability is at least this (0 keeps all
+        positions that have a target).
+    nonmonotone_threshold:
+        See :func:`is_monotone`.
+    progress:
+        Show a tqdm progress bar over prompts.
+    batch_size:
+        Ablations per forward pass (see :func:`ablate`).
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts:
+        raise ValueError("texts is empty: pass a list of prompts (e.g. load_prompts())")
+    lens = IGLens(model, tokenizer, top_k=1, cache_size=1)
+    bounds = parse_boundaries(boundaries, lens.n_blocks)
+    if len(bounds) < 3:
+        raise ValueError("validation needs at least two segments to compare")
+    groups = [b if b == a + 1 else tuple(range(a + 1, b + 1))
+              for a, b in zip(bounds[:-1], bounds[1:])]
+
+    rows, contributions, drops = [], [], []
+    for index, text in enumerate(tqdm(texts, disable=not progress, desc="validate_onset",
+                                      unit="prompt")):
+        att = lens.attribute(text, target=target, boundaries=bounds)
+        abl = ablate(model, tokenizer, att.input_ids, target=att.target_ids, layers=groups,
+                     mode=mode, batch_size=batch_size)
+        for t in range(len(att.tokens)):
+            if att.target_ids[t] == NO_TARGET:
+                continue
+            p_final = float(abl.clean_probs[t])
+            if p_final < min_prob:
+                continue
+            c = att.contributions[t]
+            d = abl.drop[t]
+            j = int(np.argmax(c))
+            low = _median_low(c, d)
+            rows.append({
+                "prompt": index, "position": t, "token": att.tokens[t],
+                "target": att.target_tokens[t], "target_id": int(att.target_ids[t]),
+                "p_final": p_final, "delta_p": float(att.delta_p[t]),
+                "onset": int(att.onset[t]), "onset_contribution": float(c[j]),
+                "onset_drop": float(d[j]), "median_low_drop": low,
+                "hit": bool(d[j] > low), "spearman": spearman(c, d),
+                "monotone": is_monotone(c, float(att.delta_p[t]), nonmonotone_threshold),
+            })
+            contributions.append(c)
+            drops.append(d)
+
+    k = len(groups)
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    table = table.astype({"prompt": "int64", "position": "int64", "target_id": "int64",
+                          "onset": "int64", "hit": "bool", "monotone": "bool"})
+    return ValidationResult(
+        table=table,
+        contributions=np.asarray(contributions, dtype=np.float64).reshape(-1, k),
+        drops=np.asarray(drops, dtype=np.float64).reshape(-1, k),
+        boundaries=bounds,
+        mode=mode,
+        nonmonotone_threshold=nonmonotone_threshold,
+        prompts=list(texts),
+    )
