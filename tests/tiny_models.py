@@ -112,3 +112,13 @@ def reference_lens_probs(model, ids: torch.Tensor, targets: torch.Tensor) -> tor
     rows.append(torch.softmax(out.logits[0].double(), -1))
     probs = torch.stack(rows)
     return probs[:, torch.arange(ids.numel()), targets]
+
+
+def tiny_tokenizer():
+    """A word-level tokenizer over ``VOCAB`` words ``w0 … w96`` (no download)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {f"w{i}": i for i in range(VOCAB)}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tf.PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="w0")

@@ -33,6 +33,8 @@ def to_input_ids(text_or_ids, tokenizer, config, vocab_size: int) -> torch.Tenso
         ids = torch.as_tensor(tokenizer(text_or_ids)["input_ids"], dtype=torch.long)
     elif isinstance(text_or_ids, (torch.Tensor, np.ndarray, Sequence)):
         ids = torch.as_tensor(text_or_ids)
+        if ids.numel() == 0:
+            raise ValueError("the prompt is empty: it has no tokens")
         if ids.dtype.is_floating_point or ids.dtype == torch.bool:
             raise TypeError(f"token ids must be integers, got dtype {ids.dtype}")
         ids = ids.long().cpu()

@@ -1,0 +1,330 @@
+"""Causal validation: batched block ablation and the onset-vs-ablation check (tiny models)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from importlib import resources
+
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+pd = pytest.importorskip("pandas")
+
+from iglens_viz import IGLens  # noqa: E402
+from iglens_viz.causal import (  # noqa: E402
+    COLUMNS, AblationResult, ValidationResult, ablate, is_monotone, load_prompts,
+    prompt_categories, spearman, validate_onset)
+from iglens_viz.causal.ablation import _replace_first  # noqa: E402
+
+IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
+TOL = 1e-5
+
+
+def _llama():
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=101, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        initializer_range=0.3)  # large weights: drops of ~0.1, so 1e-5 is a sharp tolerance
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def _gpt2():
+    torch.manual_seed(1)
+    config = transformers.GPT2Config(vocab_size=101, n_embd=32, n_layer=3, n_head=4,
+                                     n_positions=64, initializer_range=0.3, bos_token_id=0,
+                                     eos_token_id=0)
+    return transformers.GPT2LMHeadModel(config).eval()
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return _llama()
+
+
+@pytest.fixture(scope="module", params=["llama", "gpt2"])
+def model(request):
+    return _llama() if request.param == "llama" else _gpt2()
+
+
+def _blocks(model):
+    return model.model.layers if hasattr(model, "model") else model.transformer.h
+
+
+@torch.no_grad()
+def _probs(model, ids, targets=None):
+    """The model's own softmax probabilities [T, V] (or of ``targets`` [T])."""
+    p = torch.softmax(model(torch.tensor([ids]), use_cache=False).logits[0].double(), -1)
+    if targets is None:
+        return p
+    return p[torch.arange(len(ids)), torch.as_tensor(targets)].numpy()
+
+
+@torch.no_grad()
+def _single_pass_ablation(model, ids, targets, layer, mode):
+    """Reference: one plain forward pass with one hook on block ``layer`` (1-based)."""
+    def hook(module, args, kwargs, output):
+        h_in = args[0] if args else kwargs["hidden_states"]
+        out = output if isinstance(output, torch.Tensor) else output[0]
+        new = h_in if mode == "zero" else h_in + (out - h_in).mean(dim=1, keepdim=True)
+        return new if isinstance(output, torch.Tensor) else (new, *output[1:])
+
+    handle = _blocks(model)[layer - 1].register_forward_hook(hook, with_kwargs=True)
+    try:
+        return _probs(model, ids, targets)
+    finally:
+        handle.remove()
+
+
+@torch.no_grad()
+def _without_blocks(model, ids, targets, layers):
+    """Reference for zero mode: a copy of the model with the blocks deleted."""
+    twin = copy.deepcopy(model)
+    blocks = _blocks(twin)
+    for layer in sorted(layers, reverse=True):
+        del blocks[layer - 1]
+    for attr in ("num_hidden_layers", "n_layer"):
+        if hasattr(twin.config, attr):
+            setattr(twin.config, attr, len(blocks))
+    return _probs(twin, ids, targets)
+
+
+# --- ablation --------------------------------------------------------------------------------
+
+def test_clean_probs_are_the_models_own(model):
+    res = ablate(model, None, IDS)
+    p = _probs(model, IDS)
+    assert isinstance(res, AblationResult)
+    np.testing.assert_array_equal(res.target_ids, p.argmax(-1).numpy())
+    np.testing.assert_allclose(res.clean_probs, p.max(-1).values.numpy(), atol=TOL)
+    n = len(_blocks(model))
+    assert res.layers == list(range(1, n + 1)) and res.n_blocks == n
+    assert res.drop.shape == res.ablated_probs.shape == (len(IDS), n)
+    np.testing.assert_allclose(res.drop, res.clean_probs[:, None] - res.ablated_probs)
+    # ablating nothing: no columns, clean probabilities unchanged
+    empty = ablate(model, None, IDS, layers=[])
+    assert empty.drop.shape == (len(IDS), 0)
+    np.testing.assert_allclose(empty.clean_probs, res.clean_probs)
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_batched_ablation_equals_separate_passes(model, mode):
+    res = ablate(model, None, IDS, target="next", mode=mode, batch_size=2)  # chunks of 2
+    targets = np.where(res.target_ids < 0, 0, res.target_ids)
+    clean = _probs(model, IDS, targets)
+    for layer in res.layers:
+        ref = _single_pass_ablation(model, IDS, targets, layer, mode)
+        col = res.column(layer)
+        np.testing.assert_allclose(res.ablated_probs[:-1, col], ref[:-1], atol=TOL)
+        np.testing.assert_allclose(res.drop[:-1, col], clean[:-1] - ref[:-1], atol=TOL)
+    assert np.isnan(res.drop[-1]).all() and res.target_ids[-1] == -1
+    assert np.abs(res.drop[:-1]).max() > 1e-2  # the check above is not vacuous
+    # chunking does not change anything
+    for size in (1, None):
+        other = ablate(model, None, IDS, target="next", mode=mode, batch_size=size)
+        np.testing.assert_allclose(other.drop, res.drop, atol=1e-6)
+
+
+def test_zero_mode_equals_deleting_the_block(model):
+    n = len(_blocks(model))
+    res = ablate(model, None, IDS, target=7, layers=[1, n, (1, 2)])
+    assert res.layers == [1, n, (1, 2)]
+    targets = np.full(len(IDS), 7)
+    for label, deleted in ((1, [1]), (n, [n]), ((1, 2), [1, 2])):
+        ref = _without_blocks(model, IDS, targets, deleted)
+        np.testing.assert_allclose(res.ablated_probs[:, res.column(label)], ref, atol=TOL)
+
+
+def test_mean_mode_differs_from_zero(llama):
+    zero = ablate(llama, None, IDS, mode="zero")
+    mean = ablate(llama, None, IDS, mode="mean")
+    np.testing.assert_allclose(zero.clean_probs, mean.clean_probs)
+    assert np.abs(zero.drop - mean.drop).max() > 1e-3
+
+
+def test_targets_resolve_like_iglens(llama):
+    att = IGLens(llama).attribute(IDS)
+    res = ablate(llama, None, IDS)
+    np.testing.assert_array_equal(res.target_ids, att.target_ids)
+    np.testing.assert_allclose(res.clean_probs, att.final_probs, atol=TOL)
+    seq = ablate(llama, None, IDS, target=list(range(len(IDS))))
+    np.testing.assert_array_equal(seq.target_ids, np.arange(len(IDS)))
+    nxt = ablate(llama, None, IDS, target="next")
+    np.testing.assert_array_equal(nxt.target_ids[:-1], IDS[1:])
+    with pytest.raises(ValueError, match="tokenizer"):
+        ablate(llama, None, IDS, target="hello")
+    with pytest.raises(ValueError, match="out of range"):
+        ablate(llama, None, IDS, target=1000)
+
+
+def test_bad_arguments(llama):
+    with pytest.raises(ValueError, match="numbered 1"):
+        ablate(llama, None, IDS, layers=[0])
+    with pytest.raises(ValueError, match="numbered 1"):
+        ablate(llama, None, IDS, layers=[5])
+    with pytest.raises(ValueError, match="mode"):
+        ablate(llama, None, IDS, mode="resample")
+    with pytest.raises(ValueError, match="batch_size"):
+        ablate(llama, None, IDS, batch_size=0)
+    with pytest.raises(TypeError):
+        ablate(llama, None, IDS, layers=3)
+    with pytest.raises(KeyError):
+        ablate(llama, None, IDS, layers=[2]).column(3)
+
+
+def test_replace_first_keeps_the_return_structure():
+    old, new, extra = torch.zeros(1, 2, 3), torch.ones(1, 2, 3), torch.full((2,), 5.0)
+    assert _replace_first(old, new) is new
+    out = _replace_first((old, extra), new)
+    assert isinstance(out, tuple) and out[0] is new and out[1] is extra
+    out = _replace_first([old, extra], new)
+    assert isinstance(out, list) and out[0] is new and out[1] is extra
+    with pytest.raises(TypeError):
+        _replace_first({"hidden_states": old}, new)
+
+
+def test_tuple_returning_blocks_are_ablated_too(llama):
+    """A transformers-4.x style block (tuple output) is ablated the same way."""
+    expected = ablate(llama, None, IDS)
+    for mode in ("zero", "mean"):
+        expected_mode = expected if mode == "zero" else ablate(llama, None, IDS, mode=mode)
+        block, following = _blocks(llama)[1], _blocks(llama)[2]
+        cls = type(block)
+
+        class TupleBlock(cls):
+            def forward(self, *args, **kwargs):
+                return (cls.forward(self, *args, **kwargs), None)
+
+        def unwrap(module, args, kwargs):  # the next block gets the tensor back
+            value = args[0] if args else kwargs["hidden_states"]
+            assert isinstance(value, tuple)
+            if args:
+                return (value[0], *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": value[0]}
+
+        block.__class__ = TupleBlock
+        handle = following.register_forward_pre_hook(unwrap, with_kwargs=True)
+        try:
+            got = ablate(llama, None, IDS, mode=mode)
+        finally:
+            handle.remove()
+            block.__class__ = cls
+        np.testing.assert_allclose(got.drop, expected_mode.drop, atol=TOL)
+
+
+# --- validation ------------------------------------------------------------------------------
+
+def test_spearman_hand_made():
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(math.sqrt(0.9))
+    assert spearman([3, 2, 1], [10, 20, 30]) == pytest.approx(-1.0)
+    assert spearman([0.1, 5, 7], [1, 100, 1000]) == pytest.approx(1.0)  # ranks only
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+    assert spearman([1, np.nan, 2, 3], [1, 5, 2, 3]) == pytest.approx(1.0)  # NaN pairs dropped
+
+
+def test_is_monotone_hand_made():
+    assert is_monotone([0.5, 0.01, 0.3], 0.81)
+    assert is_monotone([0.5, -0.01, 0.3], 0.79)  # below 5% of 0.5
+    assert not is_monotone([0.5, -0.1, 0.3], 0.7)
+    assert not is_monotone([-0.5, 0.1, -0.3], -0.7)
+    assert is_monotone([-0.5, -0.1], -0.6)
+    assert not is_monotone([0.2, -0.2], 0.0)
+    assert is_monotone([0.0, 0.0], 0.0)
+
+
+def test_validate_onset_table(llama):
+    prompts = [[1, 5, 7, 9, 11], [3, 4, 3, 4, 3, 4], [8, 2, 6]]
+    val = validate_onset(llama, None, prompts, progress=False)
+    assert isinstance(val, ValidationResult)
+    t = val.table
+    assert list(t.columns) == list(COLUMNS)
+    assert len(t) == sum(len(p) for p in prompts)
+    assert t["prompt"].tolist() == [i for i, p in enumerate(prompts) for _ in p]
+    assert t["position"].tolist() == [j for p in prompts for j in range(len(p))]
+    assert val.contributions.shape == val.drops.shape == (len(t), 4)
+    assert ((t["p_final"] >= 0) & (t["p_final"] <= 1)).all()
+    assert t["onset"].between(1, 4).all()
+    rho = t["spearman"].dropna()
+    assert len(rho) > 0 and rho.between(-1, 1).all()
+    assert t["hit"].dtype == bool and t["monotone"].dtype == bool
+    assert (t["hit"] == (t["onset_drop"] > t["median_low_drop"])).all()
+    # rows agree with a direct attribution and ablation of the same prompt
+    att = IGLens(llama).attribute(prompts[1])
+    abl = ablate(llama, None, prompts[1])
+    rows = t[t["prompt"] == 1]
+    np.testing.assert_allclose(val.contributions[rows.index], att.contributions, atol=1e-9)
+    np.testing.assert_allclose(val.drops[rows.index], abl.drop, atol=TOL)
+    np.testing.assert_array_equal(rows["onset"], att.onset)
+    onset_cols = att.onset - 1
+    np.testing.assert_allclose(rows["onset_drop"], abl.drop[np.arange(6), onset_cols], atol=TOL)
+    low = np.sort(att.contributions, axis=1)  # lower half = 2 smallest of 4 contributions
+    order = np.argsort(att.contributions, axis=1)[:, :2]
+    expect_low = np.median(np.take_along_axis(abl.drop, order, axis=1), axis=1)
+    assert low.shape == (6, 4)
+    np.testing.assert_allclose(rows["median_low_drop"], expect_low, atol=TOL)
+    expect_rho = [spearman(c, d) for c, d in zip(att.contributions, abl.drop)]
+    np.testing.assert_allclose(rows["spearman"], expect_rho, atol=1e-4)
+
+    summary = val.summary()
+    assert list(summary.index) == ["all", "monotone", "non-monotone"]
+    assert summary.loc["all", "n_tokens"] == len(t)
+    assert summary.loc["monotone", "n_tokens"] + summary.loc["non-monotone", "n_tokens"] == len(t)
+    assert summary.loc["all", "hit_rate"] == pytest.approx(t["hit"].mean())
+    assert 0 <= summary.loc["all", "hit_rate"] <= 1
+
+
+def test_validate_onset_options(llama):
+    prompts = [[1, 5, 7, 9, 11], [3, 4, 3, 4, 3, 4], [8, 2, 6]]
+    nxt = validate_onset(llama, None, prompts, target="next", progress=False)
+    assert len(nxt.table) == sum(len(p) - 1 for p in prompts)
+    assert (nxt.table["target_id"] >= 0).all()
+    strict = validate_onset(llama, None, prompts, min_prob=0.3, progress=False)
+    assert (strict.table["p_final"] >= 0.3).all()
+    assert 0 < len(strict.table) < sum(len(p) for p in prompts)
+    seg = validate_onset(llama, None, prompts[:1], boundaries=[0, 2, 4], mode="mean",
+                         progress=False)
+    assert seg.drops.shape == (5, 2) and set(seg.table["onset"]) <= {2, 4}
+    abl = ablate(llama, None, prompts[0], layers=[(1, 2), (3, 4)], mode="mean")
+    np.testing.assert_allclose(seg.drops, abl.drop, atol=TOL)
+    with pytest.raises(ValueError, match="two segments"):
+        validate_onset(llama, None, prompts, boundaries=[0, 4], progress=False)
+
+
+def test_plots(llama):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    val = validate_onset(llama, None, [[1, 5, 7, 9]], progress=False)
+    fig = val.plot()
+    assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes[0].collections) >= 1
+    att = IGLens(llama).attribute([1, 5, 7, 9])
+    abl = ablate(llama, None, [1, 5, 7, 9])
+    fig2 = abl.plot_vs(att, position=2)
+    assert isinstance(fig2, matplotlib.figure.Figure) and len(fig2.axes[0].patches) >= 8
+    coarse = IGLens(llama).attribute([1, 5, 7, 9], boundaries=[0, 2, 4])
+    with pytest.raises(ValueError, match="no ablation column"):
+        abl.plot_vs(coarse, position=0)
+    plt.close("all")
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+def test_load_prompts():
+    prompts = load_prompts()
+    assert len(prompts) >= 36 and all(isinstance(p, str) and p.strip() for p in prompts)
+    assert len(set(prompts)) == len(prompts)
+    cats = prompt_categories()
+    assert {"factual_recall", "agreement", "induction"} <= set(cats)
+    assert sum(len(load_prompts(c)) for c in cats) == len(prompts)
+    assert "The capital of France is" in load_prompts("factual_recall")
+    with pytest.raises(ValueError, match="unknown prompt category"):
+        load_prompts("arithmetic")
+    # shipped inside the package directory (hatchling packages = ["iglens_viz"])
+    path = resources.files("iglens_viz").joinpath("data").joinpath("prompts.json")
+    assert json.loads(path.read_text("utf-8"))["categories"]
