@@ -236,3 +236,35 @@ def test_wrong_adapter_is_caught_by_the_self_check(llama, monkeypatch):
     lens.readout.has_norm = False
     with pytest.raises(iglens_viz.ReadoutMismatchError, match="self-check"):
         lens.attribute(IDS)
+
+
+# --- chat template and generated answers ------------------------------------------------
+
+def test_generation_attributes_prompt_and_answer_in_one_pass(llama):
+    prompt = IDS[:6]
+    lens = IGLens(llama)
+    result = lens.attribute(prompt, max_new_tokens=4)
+    assert result.prompt_length == 6 and len(result.input_ids) == 10
+    # The answer is the model's greedy continuation, written independently here.
+    ids = prompt.clone()
+    for _ in range(4):
+        ids = torch.cat([ids, model_logits(llama, ids)[-1].argmax()[None]])
+    np.testing.assert_array_equal(result.input_ids, ids.numpy())
+    np.testing.assert_array_equal(result.answer_positions, [5, 6, 7, 8])
+    np.testing.assert_array_equal(result.target_ids[5:9], ids[6:].numpy())
+    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p, atol=1e-6)
+    assert IGLens(llama).attribute(prompt).answer_positions.size == 0
+
+
+def test_chat_template_wraps_the_user_message(llama):
+    tokenizer = tiny_tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}w1 {{ m['content'] }} w2{% endfor %} w3"
+    lens = IGLens(llama, tokenizer)
+    wrapped = lens.attribute("w7 w8", chat=True)
+    assert wrapped.tokens == ["w1", "w7", "w8", "w2", "w3"]
+    assert lens.attribute("w7 w8", chat="auto").tokens == wrapped.tokens
+    assert lens.attribute("w7 w8").tokens == ["w7", "w8"]  # the API default is raw text
+    with pytest.raises(ValueError, match="no chat template"):
+        IGLens(llama, tiny_tokenizer()).attribute("w7", chat=True)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        lens.attribute("w7", max_new_tokens=-1)

