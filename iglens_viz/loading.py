@@ -190,15 +190,17 @@ def _looks_like_path(name: str) -> bool:
             or name.endswith(".gguf"))
 
 
-def _check_local_folder(path: Path, gguf_file: str | None) -> None:
-    """Raise a clear error when a local folder cannot hold a loadable model."""
+def _check_local_folder(name: str, path: Path, gguf_file: str | None) -> None:
+    """Raise a clear error when the local folder ``name`` (at ``path``) cannot hold a model."""
     if not path.is_dir():
-        raise ModelLoadError(f"{str(path)!r} is not an existing folder. Pass a folder that holds "
+        raise ModelLoadError(f"{name!r} is not an existing folder. Pass a folder that holds "
                              "config.json and the weights (*.safetensors or pytorch_model.bin), "
                              "or a Hugging Face model id such as 'gpt2'.")
+    if gguf_file is not None and not (path / gguf_file).is_file():
+        raise ModelLoadError(f"The folder {name!r} has no file {gguf_file!r}.")
     if gguf_file is None and not (path / "config.json").is_file():
         found = sorted(p.name for p in path.iterdir())[:10]
-        raise ModelLoadError(f"The folder {str(path)!r} has no config.json (it holds {found}). "
+        raise ModelLoadError(f"The folder {name!r} has no config.json (it holds {found}). "
                              "A model folder needs config.json plus the weights, as written by "
                              "model.save_pretrained(); for a single .gguf file pass gguf_file=.")
 
@@ -249,7 +251,7 @@ def _load_named(name: str, gguf_file: str | None, model_kwargs: dict, kwargs: di
             model_kwargs["quantization_config"] = _gguf_dequantize_config()
     local = Path(name).expanduser()
     if local.exists() or _looks_like_path(name):
-        _check_local_folder(local, gguf_file)
+        _check_local_folder(name, local, gguf_file)
         return _from_pretrained(str(local), model_kwargs, tok_kwargs)
     try:
         return _from_pretrained(name, model_kwargs, tok_kwargs)
@@ -301,6 +303,11 @@ def _convert_into(tmp: Path, gguf_path: Path) -> None:
     (tmp / _MARKER).write_text(json.dumps(marker, indent=2))
 
 
+def _make_world_readable(folder: Path) -> None:
+    """Give ``folder`` the usual permissions, 0o755 (mkdtemp makes it private, 0o700)."""
+    folder.chmod(0o755)
+
+
 def _convert_default(target: Path, gguf_path: Path) -> None:
     """Convert the GGUF file into ``target`` atomically (temp folder beside it, then rename)."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -309,6 +316,7 @@ def _convert_default(target: Path, gguf_path: Path) -> None:
     start = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
+        _make_world_readable(tmp)
         _convert_into(tmp, gguf_path)
         if target.exists() and not _is_complete(target):
             shutil.rmtree(target)           # a folder damaged by hand: replace it

@@ -179,6 +179,93 @@ def test_local_folder_dtype_and_device(tiny_folder):
     assert not model.training
 
 
+# --------------------------------------------------------------------------- a tiny .gguf file
+
+_GGUF_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+               "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+               "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+               "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+
+def _llama_cpp_permute(weight, n_head: int):
+    """The q/k row order llama.cpp's converter writes (transformers undoes it on load)."""
+    rows = weight.shape[0]
+    return weight.reshape(n_head, 2, rows // n_head // 2, *weight.shape[1:]).swapaxes(1, 2) \
+        .reshape(weight.shape)
+
+
+def _write_tiny_gguf(path: Path):
+    """Write a tiny float32 Llama + byte-level BPE tokenizer as a GGUF file; return the model."""
+    import gguf
+    import numpy as np
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    words = ["<unk>", "<s>", "</s>", "\u0120", *"abcdefghij", "ab"]
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                         max_position_embeddings=32, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config).eval()
+    sd = {k: v.numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_context_length(32)
+    w.add_embedding_length(16)
+    w.add_feed_forward_length(32)
+    w.add_head_count(2)
+    w.add_head_count_kv(1)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_freq_base(10000.0)
+    w.add_vocab_size(len(words))
+    w.add_file_type(0)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(words)
+    w.add_token_types([3, 3, 3] + [1] * (len(words) - 3))
+    w.add_token_merges(["a b"])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_chat_template("{{ messages[0]['content'] }}")
+    w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.add_tensor("output_norm.weight", sd["model.norm.weight"])
+    w.add_tensor("output.weight", sd["lm_head.weight"])
+    for i in range(2):
+        for hf_name, gguf_name in _GGUF_NAMES.items():
+            t = sd[f"model.layers.{i}.{hf_name}.weight"]
+            if gguf_name in ("attn_q", "attn_k"):
+                t = _llama_cpp_permute(t, 2 if gguf_name == "attn_q" else 1)
+            w.add_tensor(f"blk.{i}.{gguf_name}.weight", np.ascontiguousarray(t))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return model
+
+
+@pytest.mark.parametrize("how", ["folder+name", "gguf_file path", "positional path"])
+def test_gguf_file_loads_dense_model_and_tokenizer(tmp_path, how):
+    pytest.importorskip("gguf")
+    path = tmp_path / "tiny.gguf"
+    reference = _write_tiny_gguf(path)
+    args = {"folder+name": ((tmp_path,), {"gguf_file": "tiny.gguf"}),
+            "gguf_file path": ((), {"gguf_file": str(path)}),
+            "positional path": ((str(path),), {})}[how]
+    model, tokenizer = load_model(*args[0], **args[1])
+    assert not model.training
+    assert type(model.model.layers[0].self_attn.q_proj) is torch.nn.Linear   # dequantized
+    ids = tokenizer("abc ba", return_tensors="pt").input_ids
+    assert tokenizer.convert_ids_to_tokens(ids[0]) == ["ab", "c", "\u0120", "b", "a"]
+    assert tokenizer.chat_template == "{{ messages[0]['content'] }}"
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, reference(ids).logits)
+
+
+def test_missing_gguf_file_in_folder_is_clear(tmp_path):
+    pytest.importorskip("gguf")
+    with pytest.raises(ModelLoadError, match="has no file 'absent.gguf'"):
+        load_model(tmp_path, gguf_file="absent.gguf")
+
+
 # --------------------------------------------------------------------------- default model, faked
 
 @pytest.fixture
@@ -322,14 +409,3 @@ def test_second_load_uses_cache_folder(smollm2, monkeypatch):
     model, tokenizer = load_model(dtype="bfloat16")
     assert model.dtype == torch.bfloat16 and model.config.num_hidden_layers == 30
     assert tokenizer.chat_template
-
-
-@pytest.mark.real_model
-def test_gguf_file_path_matches_cached_folder(smollm2):
-    model, tokenizer = smollm2
-    direct, direct_tok = load_model(gguf_file=str(loading.default_gguf_path()))
-    assert not direct.training
-    ids = tokenizer("The capital of France is", return_tensors="pt").input_ids
-    assert direct_tok("The capital of France is", return_tensors="pt").input_ids.equal(ids)
-    with torch.no_grad():
-        torch.testing.assert_close(direct(ids).logits, model(ids).logits)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
-
 import numpy as np
 import torch
 from torch import nn
@@ -19,6 +17,7 @@ from torch import nn
 from ..adapters import adapter_for
 from .capture import capture_states
 from .estimators import ESTIMATORS, path_values, riemann_totals
+from .boundaries import parse_boundaries
 from .inputs import to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
@@ -33,25 +32,6 @@ _HALF_PRECISION_TOL = 5e-2
 
 class ReadoutMismatchError(RuntimeError):
     """The readout does not reproduce the model's own output probabilities."""
-
-
-def parse_boundaries(boundaries, n: int) -> list[int]:
-    """Validate a boundary list: strictly increasing block indices from 0 to ``n``.
-
-    ``None`` means every block, ``[0, 1, …, n]``.
-    """
-    if boundaries is None:
-        return list(range(n + 1))
-    if isinstance(boundaries, (str, bytes)) or not isinstance(boundaries, (Sequence, np.ndarray)):
-        raise TypeError(f"boundaries must be a list of ints such as [0, {n // 2}, {n}], "
-                        f"not {type(boundaries).__name__}")
-    out = [int(b) for b in boundaries]
-    if len(out) < 2 or out[0] != 0 or out[-1] != n:
-        raise ValueError(f"boundaries must start at 0 and end at n={n} (the model's number of "
-                         f"blocks), e.g. [0, {n // 2}, {n}]; got {out}")
-    if any(b >= c for b, c in zip(out, out[1:])):
-        raise ValueError(f"boundaries must be strictly increasing; got {out}")
-    return out
 
 
 class IGLens:

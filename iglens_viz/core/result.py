@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -89,3 +89,26 @@ class AttributionResult:
     def segments(self) -> list[tuple[int, int]]:
         """``(L_{j}, L_{j+1})`` block ranges of the k segments."""
         return list(zip(self.boundaries[:-1], self.boundaries[1:]))
+
+    def to_dict(self) -> dict:
+        """Every field and derived array as JSON-ready lists (NaN becomes None)."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "token_text":
+                value = {str(k): v for k, v in value.items()}
+            out[f.name] = _json_ready(value)
+        out["top_tokens"] = self.top_tokens
+        out["answer_positions"] = self.answer_positions.tolist()
+        out["completeness_error"] = self.completeness_error
+        return out
+
+
+def _json_ready(value):
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            return np.where(np.isfinite(value), value, None).tolist()
+        return value.tolist()
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value

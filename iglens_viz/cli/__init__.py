@@ -1,0 +1,5 @@
+"""Command-line interface (``iglens``)."""
+
+from .main import main
+
+__all__ = ["main"]

@@ -1,0 +1,103 @@
+"""The ``iglens`` command on a tiny random model saved to a local folder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from iglens_viz import IGLens
+from iglens_viz.cli import main
+
+from tiny_models import tiny_model, tiny_tokenizer
+
+PROMPT = "w3 w5 w7 w9 w11"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tiny_model("llama").save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def lens():
+    return IGLens(tiny_model("llama"), tiny_tokenizer())
+
+
+def run_json(model_dir, tmp_path, *args):
+    out = tmp_path / "out.json"
+    assert main([PROMPT, "--model", model_dir, "--no-chat", "--json", str(out), *args]) == 0
+    return json.loads(out.read_text())
+
+
+def test_json_holds_the_api_result(model_dir, tmp_path, lens):
+    data = run_json(model_dir, tmp_path, "--target", "next", "--contrast", "w4",
+                    "--boundaries", "0,1,4", "--steps", "3", "--estimator", "riemann")
+    expected = lens.attribute(PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4],
+                              steps=3, estimator="riemann")
+    assert data["boundaries"] == [0, 1, 4] and data["steps"] == 3
+    got = np.array(data["contributions"], dtype=float)
+    np.testing.assert_allclose(got[:-1], expected.contributions[:-1], atol=1e-9)
+    assert data["contributions"][-1] == [None, None]  # no next token at the end: null, not NaN
+    assert data["contrast_ids"] == [4] * 5
+    assert np.array(data["path_probs"], dtype=float).shape == (5, 2, 4)
+
+
+def test_generate_and_every_k_boundaries(model_dir, tmp_path, lens):
+    data = run_json(model_dir, tmp_path, "--generate", "3", "--boundaries", "every:3")
+    expected = lens.attribute(PROMPT, max_new_tokens=3, boundaries=[0, 3, 4])
+    assert data["input_ids"] == expected.input_ids.tolist()
+    assert data["prompt_length"] == 5 and data["answer_positions"] == [4, 5, 6]
+    np.testing.assert_allclose(data["lens_probs"], expected.lens_probs, atol=1e-9)
+
+
+def test_table_shows_the_answer_by_default(model_dir, capsys, lens):
+    assert main([PROMPT, "--model", model_dir, "--no-chat", "--generate", "2"]) == 0
+    out = capsys.readouterr().out
+    expected = lens.attribute(PROMPT, max_new_tokens=2)
+    assert "Answer:" in out
+    rows = [line for line in out.splitlines() if line.startswith("│") and line[1:6].strip()]
+    assert [int(r.split("│")[1]) for r in rows] == [4, 5]
+    assert f"{expected.final_probs[4]:.3f}" in rows[0]
+    assert f"L{expected.onset[4]}" in rows[0]
+
+
+def test_positions_top_k_and_all_positions(model_dir, capsys, lens):
+    assert main([PROMPT, "--model", model_dir, "--no-chat", "--position", "1", "--position",
+                 "-1", "--top-k", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("│") and line[1:6].strip()]
+    assert [int(r.split("│")[1]) for r in rows] == [1, 4]
+    assert rows[0].count(" L") == 2  # the onset column and one contribution
+    assert main([PROMPT, "--model", model_dir, "--no-chat", "--all-positions"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("│") and line[1:6].strip()]
+    assert len(rows) == 5
+
+
+def test_png_is_written(model_dir, tmp_path):
+    out = tmp_path / "map.png"
+    assert main([PROMPT, "--model", model_dir, "--no-chat", "--png", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--target", "w1 w2"], "not a single token"),
+    (["--boundaries", "0,3,2,4"], "strictly increasing"),
+    (["--boundaries", "every:x"], "every:K"),
+    (["--steps", "0"], "--steps must be >= 1"),
+    (["--position", "99"], "outside the 5 positions"),
+    (["--model", "/nonexistent/folder"], "nonexistent"),
+])
+def test_user_errors_exit_2_without_traceback(model_dir, capsys, args, message):
+    argv = [PROMPT, "--no-chat", *args]
+    if "--model" not in args:
+        argv += ["--model", model_dir]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("iglens: error:") and message in err
+    assert "Traceback" not in err
