@@ -268,3 +268,12 @@ def test_chat_template_wraps_the_user_message(llama):
         IGLens(llama, tiny_tokenizer()).attribute("w7", chat=True)
     with pytest.raises(ValueError, match="max_new_tokens"):
         lens.attribute("w7", max_new_tokens=-1)
+
+
+@pytest.mark.parametrize("top_k", [0, 1, 3])
+def test_top_k_setting(llama, top_k):
+    result = IGLens(llama, top_k=top_k).attribute(IDS)
+    assert result.top_ids.shape == (IDS.numel(), 5, top_k)
+    reference = IGLens(llama).attribute(IDS)
+    np.testing.assert_array_equal(result.target_ids, reference.target_ids)
+    np.testing.assert_array_equal(result.top_ids, reference.top_ids[..., :top_k])

@@ -83,8 +83,11 @@ def _token_arg(value: str | None):
 
 
 def _load(name, dtype=None, device=None):
+    from transformers.utils import logging as hf_logging
+
     from ..loading import ModelLoadError, load_model
 
+    hf_logging.disable_progress_bar()  # the table is the output; no weight-loading bars
     try:
         return load_model(name, dtype=dtype, device=device)
     except ModelLoadError as err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -26,12 +27,15 @@ def attribution_table(result, positions, top_k: int = 3) -> Table:
 
     Token strings are wrapped in ``Text`` objects, so rich never interprets them as markup.
     """
-    table = Table(title=f"IG-Lens — {result.model_name or result.family} "
+    table = Table(box=box.SIMPLE_HEAD, title=f"IG-Lens — {result.model_name or result.family} "
                         f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})")
     for name, justify in [("pos", "right"), ("token", "left"), ("target", "left"),
                           ("p_final", "right"), ("Δp", "right"), ("onset", "right"),
-                          ("largest contributions", "left"), ("|Σ−Δp|", "right")]:
-        table.add_column(name, justify=justify)
+                          ("largest\ncontributions", "left"), ("|Σ−Δp|", "right")]:
+        is_text = name in ("token", "target")
+        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
+                         max_width=12 if is_text else None,
+                         min_width=None if is_text else max(7, len(name.split("\n")[-1])))
     for t in positions:
         if result.target_ids[t] < 0:
             table.add_row(str(t), Text(format_token(result.tokens[t])), Text("—"),

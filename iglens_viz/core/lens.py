@@ -108,13 +108,15 @@ class IGLens:
         ids = self.input_ids(text_or_ids)
         key = tuple(ids.tolist())
         cached = self._cache.get(key)
-        if cached is not None and cached.top_k >= min(self.top_k, self.readout.vocab_size):
+        # At least the top-1 is always kept: it is the "predicted" target.
+        top_k = max(1, self.top_k)
+        if cached is not None and cached.top_k >= min(top_k, self.readout.vocab_size):
             self._cache.move_to_end(key)
             return cached
         states, model_logits = capture_states(self.model, self.adapter, ids,
                                               device=self.readout.device,
                                               dtype=self.readout.dtype)
-        features, lse, top_ids, top_lp = readout_map(self.readout, states, self.top_k,
+        features, lse, top_ids, top_lp = readout_map(self.readout, states, top_k,
                                                      self.memory_budget)
         self._self_check(features[-1, -1], model_logits)
         trace = Trace(ids, states, features, lse, top_ids, top_lp)
@@ -236,8 +238,9 @@ class IGLens:
         onset = np.full(len(target_ids), -1, dtype=np.int64)
         ok = ~missing
         onset[ok] = np.asarray(bounds)[1:][np.argmax(contrib_np[ok], axis=1)]
-        top_ids = trace.top_ids[bounds].transpose(0, 1).cpu().numpy()
-        top_probs = trace.top_logprobs[bounds].transpose(0, 1).exp().double().cpu().numpy()
+        keep = slice(0, self.top_k)
+        top_ids = trace.top_ids[bounds, :, keep].transpose(0, 1).cpu().numpy()
+        top_probs = trace.top_logprobs[bounds, :, keep].transpose(0, 1).exp().double().cpu().numpy()
         input_ids = trace.input_ids.numpy()
         token_text = self._token_text(input_ids, target_ids, contrast_ids, top_ids)
         return AttributionResult(

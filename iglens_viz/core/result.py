@@ -103,6 +103,24 @@ class AttributionResult:
         out["completeness_error"] = self.completeness_error
         return out
 
+    def plot_heatmap(self, ax=None, **kwargs):
+        """Positions × segments heatmap Figure; see :func:`iglens_viz.views.plot_heatmap`."""
+        from ..views.static import plot_heatmap
+
+        return plot_heatmap(self, ax=ax, **kwargs)
+
+    def plot_token(self, i: int, ax=None, **kwargs):
+        """Detail figure of position ``i``; see :func:`iglens_viz.views.plot_token`."""
+        from ..views.static import plot_token
+
+        return plot_token(self, i, ax=ax, **kwargs)
+
+    def to_dataframe(self, **kwargs):
+        """One row per (position, segment); see :func:`iglens_viz.views.to_dataframe`."""
+        from ..views.static import to_dataframe
+
+        return to_dataframe(self, **kwargs)
+
 
 def _json_ready(value):
     if isinstance(value, np.ndarray):

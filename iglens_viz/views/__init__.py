@@ -1,0 +1,26 @@
+"""Views of an :class:`~iglens_viz.AttributionResult`.
+
+* :mod:`.token_format` — readable token labels (visible whitespace, escapes, truncation).
+* :mod:`.trajectory` — non-monotone segments and interpolation steps (pure numpy).
+* :mod:`.static` — matplotlib figures (:func:`plot_heatmap`, :func:`plot_token`) and a tidy
+  pandas table (:func:`to_dataframe`). matplotlib and pandas are imported only when one of
+  these is first used, so the rest of the package works without them.
+"""
+
+from __future__ import annotations
+
+from .token_format import escape_mathtext, format_token
+from .trajectory import NonMonotone, against_segments, against_steps, non_monotone
+
+_STATIC = ("plot_heatmap", "plot_token", "to_dataframe")
+
+__all__ = ["NonMonotone", "against_segments", "against_steps", "escape_mathtext",
+           "format_token", "non_monotone", *_STATIC]
+
+
+def __getattr__(name: str):
+    if name in _STATIC:
+        from . import static
+
+        return getattr(static, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

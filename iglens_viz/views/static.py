@@ -1,0 +1,454 @@
+"""Static views: matplotlib figures and a tidy pandas table of an attribution result.
+
+* :func:`plot_heatmap` — positions × segments, signed contributions on a diverging scale
+  centred at 0 with symmetric limits.
+* :func:`plot_token` — one position: signed segment bars, the cumulative probability curve
+  f(h_L), the logit-lens top-1 overlay, non-monotone stretches (shaded *and* hatched), the
+  interpolation path, and the completeness check.
+* :func:`to_dataframe` — one row per (position, segment).
+
+The figures are :class:`matplotlib.figure.Figure` objects built without pyplot, so nothing
+piles up in pyplot's global state: return one from a notebook cell to show it, or call
+``fig.savefig(...)``. Every token string is untrusted: labels go through
+:func:`~iglens_viz.views.token_format.format_token` (visible whitespace, escapes) and
+:func:`~iglens_viz.views.token_format.escape_mathtext`, and are drawn with ``usetex=False``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .token_format import escape_mathtext, format_token
+from .trajectory import DEFAULT_THRESHOLD, non_monotone
+
+DEFAULT_CMAP = "RdBu_r"
+"""ColorBrewer RdBu reversed: diverging, colour-blind safe, red = positive, blue = negative."""
+POSITIVE_COLOR = "#b2182b"  # the RdBu ends, so bars match the heatmap
+NEGATIVE_COLOR = "#2166ac"
+NAN_COLOR = "#d9d9d9"
+NONMONOTONE_COLOR = "#f1a340"  # orange: distinct from the red/blue of the signs
+NONMONOTONE_HATCH = "///"
+CURVE_COLOR = "#1a1a1a"
+TOP1_COLOR = "#7f7f7f"
+
+# Artist ids, so callers (and tests) can find what was drawn.
+GID_HEATMAP = "iglens-heatmap"
+GID_BARS = "iglens-bars"
+GID_CURVE = "iglens-curve"
+GID_PATH = "iglens-path"
+GID_TOP1 = "iglens-top1"
+GID_NONMONOTONE = "iglens-nonmonotone"
+
+_TEXT = {"usetex": False}  # token text is never LaTeX
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _label(text, max_len: int) -> str:
+    return escape_mathtext(format_token(text, max_len=max_len))
+
+
+def _target_name(result) -> str:
+    return "p(target) − p(contrast)" if getattr(result, "contrast_ids", None) is not None \
+        else "p(target)"
+
+
+def segment_labels(boundaries) -> list[str]:
+    """Segment labels: the block number for a one-block segment, ``"a–b"`` otherwise.
+
+    Segment j covers blocks ``L_j + 1 … L_{j+1}`` (blocks are numbered from 1).
+    """
+    b = [int(x) for x in boundaries]
+    return [str(hi) if hi - lo == 1 else f"{lo + 1}–{hi}" for lo, hi in zip(b[:-1], b[1:])]
+
+
+def position_label(result, i: int, max_len: int = 14) -> str:
+    """``"[i] token → target"`` with visible whitespace, safe for matplotlib."""
+    token = _label(result.tokens[i], max_len)
+    if int(result.target_ids[i]) < 0:
+        return f"[{i}] {token} → (no target)"
+    label = f"[{i}] {token} → {_label(result.target_tokens[i], max_len)}"
+    contrast = getattr(result, "contrast_ids", None)
+    if contrast is not None and int(contrast[i]) >= 0:
+        label += f" vs {_label(result.token_text.get(int(contrast[i]), ''), max_len)}"
+    return label
+
+
+def _check_position(result, i) -> int:
+    T = len(result.tokens)
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        raise TypeError(f"position must be an int, not {type(i).__name__}")
+    i = int(i)
+    if not -T <= i < T:
+        raise IndexError(f"position {i} is out of range for {T} positions")
+    return i % T
+
+
+def _positions(result, positions) -> np.ndarray:
+    T = len(result.tokens)
+    if positions is None:
+        return np.arange(T)
+    if isinstance(positions, slice):
+        return np.arange(T)[positions]
+    out = np.atleast_1d(np.asarray(positions))
+    if out.dtype == bool:
+        if out.shape != (T,):
+            raise ValueError(f"a boolean position mask needs {T} entries, got {out.shape}")
+        return np.flatnonzero(out)
+    return np.array([_check_position(result, int(p)) for p in out], dtype=np.int64)
+
+
+def symmetric_limit(values) -> float:
+    """max |value| ignoring NaN (1.0 when there is nothing nonzero), for vmin = −vmax."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    vmax = float(np.abs(finite).max()) if finite.size else 0.0
+    return vmax if vmax > 0 else 1.0
+
+
+def _new_figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _colormap(cmap):
+    import matplotlib
+
+    cm = matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap
+    return cm.with_extremes(bad=(0.0, 0.0, 0.0, 0.0))  # NaN cells show the grey face
+
+
+# ----------------------------------------------------------------------------- heatmap
+
+def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: bool = False,
+                 mark_onset: bool = True, max_label_len: int = 14):
+    """Heatmap of signed contributions: positions (rows) × segments (columns).
+
+    Parameters
+    ----------
+    result:
+        An :class:`~iglens_viz.AttributionResult`.
+    ax:
+        A matplotlib Axes to draw into (its figure gets the colour bar); None makes a new
+        figure sized to the data.
+    positions:
+        Which positions to show: indices, a slice or a boolean mask (default: all).
+    cmap:
+        A diverging colour map name or object. The default ``"RdBu_r"`` is colour-blind
+        safe; ``"PuOr_r"`` is another. The scale is always centred at 0 with symmetric
+        limits ``vmin = −vmax``, ``vmax = max |contribution|`` over the shown positions.
+    annotate:
+        Write each contribution in its cell.
+    mark_onset:
+        Outline each row's onset cell (the largest signed contribution) in black.
+    max_label_len:
+        Longest token text in the row labels (longer tokens end with "…").
+
+    Positions without a target are drawn grey and hatched. Rows are labelled
+    ``"[position] token → target"`` with visible whitespace (``␣``, ``↵``, ``⇥``).
+
+    Returns
+    -------
+    The :class:`matplotlib.figure.Figure`.
+    """
+    from matplotlib.patches import Rectangle
+
+    pos = _positions(result, positions)
+    data = np.asarray(result.contributions, dtype=np.float64)[pos]
+    P, k = data.shape
+    vmax = symmetric_limit(data)
+    if ax is None:
+        fig = _new_figure(min(3.5 + 0.34 * k, 22.0) + 0.06 * max_label_len * 2,
+                          min(1.6 + 0.26 * max(P, 3), 40.0))
+        ax = fig.add_subplot()
+    fig = ax.figure
+    ax.set_facecolor(NAN_COLOR)
+    small = P * k > 1500
+    mesh = ax.pcolormesh(np.ma.masked_invalid(data), cmap=_colormap(cmap), vmin=-vmax,
+                         vmax=vmax, edgecolors="none" if small else "white",
+                         linewidth=0 if small else 0.5)
+    mesh.set_gid(GID_HEATMAP)
+    ax.set_xlim(0, k)
+    ax.set_ylim(P, 0)  # position order top to bottom
+    seg = segment_labels(result.boundaries)
+    single = all(b - a == 1 for a, b in result.segments)
+    ax.set_xticks(np.arange(k) + 0.5, labels=seg, rotation=90 if (k > 16 or (k > 8 and not single)) else 0,
+                  fontsize=8 if k > 16 else 9)
+    ax.set_xlabel("block" if single else "blocks (segment)")
+    ax.set_yticks(np.arange(P) + 0.5,
+                  labels=[position_label(result, int(p), max_label_len) for p in pos],
+                  fontsize=8 if P > 20 else 9, **_TEXT)
+    ax.set_ylabel("position: token → target")
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+    missing = ~np.isfinite(data).any(axis=1)
+    for r in np.flatnonzero(missing):
+        ax.add_patch(Rectangle((0, r), k, 1, facecolor="none", edgecolor="#9e9e9e",
+                               hatch="//", linewidth=0))
+        ax.text(k / 2, r + 0.5, "no target", ha="center", va="center", fontsize=8,
+                color="#4d4d4d", bbox=dict(facecolor=NAN_COLOR, edgecolor="none", pad=1.5),
+                **_TEXT)
+    if mark_onset:
+        for r in np.flatnonzero(~missing):
+            j = int(np.nanargmax(data[r]))
+            ax.add_patch(Rectangle((j + 0.06, r + 0.06), 0.88, 0.88, facecolor="none",
+                                   edgecolor="black", linewidth=1.2))
+    if annotate:
+        digits = max(2, 1 - int(np.floor(np.log10(vmax))))  # two significant digits of vmax
+        for r, j in zip(*np.nonzero(np.isfinite(data))):
+            v = data[r, j]
+            ax.text(j + 0.5, r + 0.5, f"{v:+.{digits}f}", ha="center", va="center", fontsize=7,
+                    color="white" if abs(v) > 0.6 * vmax else "black", **_TEXT)
+
+    bar = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.02, shrink=min(1.0, 6.0 / max(P, 1)
+                                                                       + 0.4))
+    bar.set_label(f"contribution to {_target_name(result)}")
+    bar.outline.set_visible(False)
+    title = "IG-Lens: contribution of each segment"
+    if mark_onset:
+        title += " (outlined: onset)"
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+# ----------------------------------------------------------------------------- one token
+
+def _completeness_text(result, i: int) -> str:
+    total = float(np.sum(result.contributions[i]))
+    dp = float(result.delta_p[i])
+    est = getattr(result, "estimator", "prediction_aware")
+    steps = getattr(result, "steps", 1)
+    return (f"Σ contributions = {total:+.4f},  Δp = {dp:+.4f}  (error {abs(total - dp):.1e};"
+            f" {est}, m={steps})")
+
+
+def _draw_bars(ax, result, i, flags):
+    b = np.asarray(result.boundaries, dtype=np.float64)
+    c = np.asarray(result.contributions[i], dtype=np.float64)
+    widths = 0.8 * np.diff(b)
+    centres = (b[:-1] + b[1:]) / 2
+    colors = [POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in c]
+    bars = ax.bar(centres, c, width=widths, color=colors, edgecolor="none", zorder=3,
+                  gid=GID_BARS)  # every bar Rectangle carries the gid
+    for patch, flagged in zip(bars.patches, flags.segments):
+        if flagged:  # a second, colour-free cue
+            patch.set_hatch(NONMONOTONE_HATCH)
+            patch.set_edgecolor("black")
+            patch.set_linewidth(0.8)
+    ax.axhline(0, color="black", linewidth=0.8, zorder=4)
+    ax.set_ylabel(f"contribution to {_target_name(result)}")
+    lo, hi = min(float(np.nanmin(c)), 0.0), max(float(np.nanmax(c)), 0.0)
+    pad = 0.08 * ((hi - lo) or 1.0)
+    ax.set_ylim(lo - pad, hi + pad)
+    return bars
+
+
+def _shade(ax, result, flags, label: bool):
+    from matplotlib.colors import to_rgba
+
+    b = result.boundaries
+    first = True
+    for j in flags.segment_indices:
+        ax.axvspan(b[j], b[j + 1], facecolor=to_rgba(NONMONOTONE_COLOR, 0.16),
+                   edgecolor=to_rgba(NONMONOTONE_COLOR, 0.6), hatch=NONMONOTONE_HATCH,
+                   linewidth=0, zorder=0, gid=GID_NONMONOTONE,
+                   label="segment against Δp (non-monotone)" if (label and first) else None)
+        first = False
+
+
+def _draw_curve(ax, result, i, flags):
+    b = np.asarray(result.boundaries, dtype=np.float64)
+    lens = np.asarray(result.lens_probs[i], dtype=np.float64)
+    ax.axhline(lens[0], color="#bdbdbd", linewidth=0.8, linestyle=":", zorder=1)
+    (curve,) = ax.plot(b, lens, color=CURVE_COLOR, marker="o", markersize=4, linewidth=1.8,
+                       zorder=5, label=f"{_target_name(result)} at each boundary")
+    curve.set_gid(GID_CURVE)
+    path = getattr(result, "path_probs", None)
+    if path is not None:
+        p = np.asarray(path[i], dtype=np.float64)  # [k, m+1]
+        m = p.shape[-1] - 1
+        frac = np.arange(m + 1) / m
+        xs = b[:-1, None] + frac[None, :] * np.diff(b)[:, None]  # [k, m+1]
+        (line,) = ax.plot(xs.ravel(), p.ravel(), color="#4393c3", linewidth=1.0,
+                          marker=".", markersize=3, zorder=4,
+                          label=f"interpolation path (m={m})")
+        line.set_gid(GID_PATH)
+        if flags.steps is not None and flags.steps.any():
+            first = True
+            for j, s in flags.step_indices:
+                ax.plot(xs[j, s:s + 2], p[j, s:s + 2], color=NONMONOTONE_COLOR, linewidth=2.6,
+                        marker="x", markersize=6, markeredgecolor="black", zorder=6,
+                        label="step against its segment" if first else None)
+                first = False
+    return curve
+
+
+def _draw_top1(ax, result, i, max_label_len):
+    """The logit-lens overlay: top-1 lens token and its probability at every boundary."""
+    b = np.asarray(result.boundaries, dtype=np.float64)
+    ids = np.asarray(result.top_ids)[i, :, 0]
+    probs = np.asarray(result.top_probs, dtype=np.float64)[i, :, 0]
+    hits = ids == int(result.target_ids[i])
+    (line,) = ax.plot(b, probs, color=TOP1_COLOR, linestyle="--", linewidth=1.0, zorder=3,
+                      label="top-1 lens token")
+    line.set_gid(GID_TOP1)
+    ax.scatter(b[hits], probs[hits], s=26, color=CURVE_COLOR, zorder=4,
+               label="top-1 is the target")
+    ax.scatter(b[~hits], probs[~hits], s=26, facecolors="white", edgecolors=TOP1_COLOR,
+               zorder=4, label="top-1 is another token")
+    lens = np.asarray(result.lens_probs[i], dtype=np.float64)
+    ax.plot(b, lens, color=CURVE_COLOR, linewidth=0.8, alpha=0.5, zorder=2,
+            label=f"{_target_name(result)} (same scale)")
+    changes = [0] + [j for j in range(1, len(ids)) if ids[j] != ids[j - 1]]
+    for n, j in enumerate(changes):
+        text = _label(result.token_text.get(int(ids[j]), f"<{int(ids[j])}>"), max_label_len)
+        # Three staggered heights keep neighbouring labels apart; the box makes one-glyph
+        # tokens ("." "," "␣") readable as labels.
+        ax.annotate(text, (b[j], probs[j]), xytext=(0, 6 + 11 * (n % 3)),
+                    textcoords="offset points", fontsize=8, color="#1a1a1a", ha="center",
+                    va="bottom", annotation_clip=False,
+                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.85,
+                              edgecolor="#bdbdbd", linewidth=0.6), **_TEXT)
+    ax.set_ylim(0, 1.25)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+    return line
+
+
+def _has_top1(result) -> bool:
+    top_ids = getattr(result, "top_ids", None)
+    return top_ids is not None and np.ndim(top_ids) == 3 and np.shape(top_ids)[-1] > 0
+
+
+def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
+               max_label_len: int = 12):
+    """Detail figure for position ``i``.
+
+    With ``ax=None``, a figure of stacked panels sharing the x axis (block number,
+    0 = embeddings):
+
+    1. signed per-segment bars (red positive, blue negative; width = segment length);
+    2. the cumulative curve f(h_L) = ``lens_probs[i]`` over the boundaries (its net change
+       is Δp; dotted line: f(h_0)), with the interpolation path inside each segment when
+       ``path_probs`` exists (at fractional block positions);
+    3. the logit-lens overlay on a fixed 0–1 probability scale: the top-1 lens token's
+       probability at every boundary (filled marker where it is the target), labelled with
+       the token where the top-1 changes, and p(target) for reference. Omitted when the
+       result kept no top tokens (``top_k=0``).
+
+    The overlay has its own panel so that a small p(target) keeps a readable scale in
+    panel 2. Non-monotone segments (:func:`~iglens_viz.views.trajectory.non_monotone`) are
+    shaded *and* hatched in every panel and their bars hatched; interior steps against
+    their segment are drawn thick with ``x`` markers. The title gives the completeness
+    check "Σ contributions = …, Δp = … (error …)".
+
+    With an ``ax``, the essential part goes into that one Axes: the bars, the cumulative
+    curve (and path) on a twin y axis, and the shading.
+
+    Returns
+    -------
+    The :class:`matplotlib.figure.Figure`.
+    """
+    i = _check_position(result, i)
+    if int(result.target_ids[i]) < 0 or not np.isfinite(result.delta_p[i]):
+        raise ValueError(f"position {i} has no target (with target='next' the last position "
+                         f"has none); pick another position")
+    flags = non_monotone(result, i, threshold)
+    b = result.boundaries
+    head = position_label(result, i, max_label_len)
+    check = _completeness_text(result, i)
+
+    if ax is not None:
+        fig = ax.figure
+        _shade(ax, result, flags, label=True)
+        for bar in _draw_bars(ax, result, i, flags).patches:
+            bar.set_alpha(0.75)  # the curve on the twin axis stays readable over the bars
+        twin = ax.twinx()
+        _draw_curve(twin, result, i, flags)
+        twin.set_ylabel(_target_name(result))
+        ax.set_xlabel("block")
+        ax.set_xlim(b[0] - 0.3, b[-1] + 0.3)
+        ax.set_title(f"{head}\n{check}", fontsize=9, **_TEXT)
+        return fig
+
+    overlay = _has_top1(result)
+    ratios = [1.0, 1.2, 1.1] if overlay else [1.0, 1.3]
+    fig = _new_figure(min(max(8.0, 0.3 * b[-1] + 5.0), 18.0), 8.6 if overlay else 6.4)
+    axes = fig.subplots(len(ratios), 1, sharex=True, height_ratios=ratios)
+    ax_bar, ax_curve = axes[0], axes[1]
+    for a in axes:
+        _shade(a, result, flags, label=a is ax_bar)
+    _draw_bars(ax_bar, result, i, flags)
+    ax_bar.set_title("(a) contribution of each segment (hatched: against Δp)", fontsize=9,
+                     loc="left")
+    _draw_curve(ax_curve, result, i, flags)
+    ax_curve.set_ylabel(_target_name(result))
+    if np.nanmin(result.lens_probs[i]) >= 0:  # a probability: show its distance from 0
+        ax_curve.set_ylim(bottom=0)
+    ax_curve.set_title("(b) cumulative: lens probability of the target after block L",
+                       fontsize=9, loc="left")
+    if overlay:
+        _draw_top1(axes[2], result, i, max_label_len)
+        axes[2].set_ylabel("probability")
+        axes[2].set_title("(c) logit lens: top-1 token after block L", fontsize=9, loc="left")
+    axes[-1].set_xlabel("block L (state after block L; 0 = embeddings)")
+    axes[-1].set_xlim(b[0] - 0.5, b[-1] + 0.5)
+    if len(b) <= 17:
+        axes[-1].set_xticks(b)
+    else:
+        from matplotlib.ticker import MaxNLocator
+
+        axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    for a in axes:
+        a.grid(axis="y", color="#eeeeee", linewidth=0.8, zorder=0)
+        a.spines[["top", "right"]].set_visible(False)
+        if a.get_legend_handles_labels()[0]:
+            a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.suptitle(f"{head}\n{check}", fontsize=10, **_TEXT)
+    return fig
+
+
+# ----------------------------------------------------------------------------- table
+
+def to_dataframe(result, threshold: float = DEFAULT_THRESHOLD):
+    """A tidy :class:`pandas.DataFrame`, one row per (position, segment).
+
+    Columns: ``position``, ``token``, ``target`` (raw text, not escaped), ``target_id``,
+    ``segment`` (index j), ``block_start``, ``block_end`` (first and last block of the
+    segment, inclusive: ``L_j + 1`` and ``L_{j+1}``), ``contribution``,
+    ``lens_prob_start``, ``lens_prob_end`` (f at the segment's two boundaries), ``onset``
+    (this segment has the position's largest signed contribution), ``non_monotone`` (the
+    segment opposes Δp, see :func:`~iglens_viz.views.trajectory.against_segments`) and
+    ``delta_p`` (the position's Δp, repeated). Positions without a target have NaN numbers
+    and no onset.
+    """
+    import pandas as pd
+
+    from .trajectory import against_segments
+
+    contrib = np.asarray(result.contributions, dtype=np.float64)
+    T, k = contrib.shape
+    b = np.asarray(result.boundaries, dtype=np.int64)
+    lens = np.asarray(result.lens_probs, dtype=np.float64)
+    onset_seg = np.full(T, -1, dtype=np.int64)
+    has = np.asarray(result.onset) >= 0
+    onset_seg[has] = np.searchsorted(b[1:], np.asarray(result.onset)[has])
+    position = np.repeat(np.arange(T), k)
+    segment = np.tile(np.arange(k), T)
+    return pd.DataFrame({
+        "position": position,
+        "token": np.asarray(result.tokens, dtype=object)[position],
+        "target": np.asarray(result.target_tokens, dtype=object)[position],
+        "target_id": np.asarray(result.target_ids, dtype=np.int64)[position],
+        "segment": segment,
+        "block_start": b[:-1][segment] + 1,
+        "block_end": b[1:][segment],
+        "contribution": contrib.ravel(),
+        "lens_prob_start": lens[:, :-1].ravel(),
+        "lens_prob_end": lens[:, 1:].ravel(),
+        "onset": onset_seg[position] == segment,
+        "non_monotone": against_segments(contrib, result.delta_p, threshold).ravel(),
+        "delta_p": np.asarray(result.delta_p, dtype=np.float64)[position],
+    })

@@ -1,0 +1,61 @@
+"""IG-Lens on the real embedded model (SmolLM2-135M-Instruct, Llama architecture)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import iglens_viz
+from iglens_viz import IGLens
+
+pytestmark = pytest.mark.real_model
+
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def default_model():
+    return iglens_viz.load_model()
+
+
+@pytest.fixture(scope="module")
+def lens(default_model):
+    return IGLens(*default_model)
+
+
+def test_paris_probability_equals_the_models_own(default_model, lens):
+    model, tokenizer = default_model
+    result = lens.attribute(PROMPT, target=" Paris")
+    ids = torch.as_tensor(tokenizer(PROMPT)["input_ids"])
+    with torch.no_grad():
+        probs = torch.softmax(model(ids[None]).logits[0].double(), -1)
+    paris = tokenizer.encode(" Paris", add_special_tokens=False)[0]
+    np.testing.assert_allclose(result.final_probs, probs[:, paris].numpy(), atol=1e-5)
+    assert result.final_probs[-1] > 0.5  # the model does know it
+    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p, atol=1e-6)
+    assert result.n_blocks == 30 and result.family == "Llama / SmolLM"
+
+
+def test_logit_lens_matches_hidden_states(default_model, lens):
+    """Intermediate lens probabilities equal norm+head applied to HF's hidden states."""
+    model, tokenizer = default_model
+    result = lens.attribute(PROMPT, target="next")
+    ids = torch.as_tensor(tokenizer(PROMPT)["input_ids"])
+    with torch.no_grad():
+        hidden = model(ids[None], output_hidden_states=True).hidden_states
+        for layer in (0, 10, 21, 29):
+            probs = torch.softmax(model.lm_head(model.model.norm(hidden[layer][0])).double(), -1)
+            expected = probs[torch.arange(len(ids) - 1), ids[1:]].numpy()
+            np.testing.assert_allclose(result.lens_probs[:-1, layer], expected, atol=1e-5)
+
+
+def test_vietnam_answer_has_non_monotone_tokens(lens):
+    """The issue's teaching case: the generated answer and a build-then-undo trajectory."""
+    result = lens.attribute("What is the capital of Vietnam?", chat=True, max_new_tokens=12)
+    answer = "".join(result.tokens[result.prompt_length:])
+    assert answer.startswith("The capital of Vietnam is")
+    # Somewhere along the answer a segment works against the final change by > 0.1.
+    rows = result.contributions[result.answer_positions]
+    against = -np.sign(result.delta_p[result.answer_positions])[:, None] * rows
+    assert against.max() > 0.1
