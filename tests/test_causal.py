@@ -10,15 +10,13 @@ from importlib import resources
 import numpy as np
 import pytest
 import torch
+import transformers
 
-transformers = pytest.importorskip("transformers")
-pd = pytest.importorskip("pandas")
-
-from iglens_viz import IGLens  # noqa: E402
-from iglens_viz.causal import (  # noqa: E402
+from iglens_viz import IGLens
+from iglens_viz.causal import (
     COLUMNS, AblationResult, ValidationResult, ablate, is_monotone, load_prompts,
     prompt_categories, spearman, validate_onset)
-from iglens_viz.causal.ablation import _replace_first  # noqa: E402
+from iglens_viz.causal.ablation import _replace_first
 
 IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 TOL = 1e-5
@@ -137,6 +135,14 @@ def test_zero_mode_equals_deleting_the_block(model):
     for label, deleted in ((1, [1]), (n, [n]), ((1, 2), [1, 2])):
         ref = _without_blocks(model, IDS, targets, deleted)
         np.testing.assert_allclose(res.ablated_probs[:, res.column(label)], ref, atol=TOL)
+
+
+def test_last_block_drop_equals_its_iglens_contribution(model):
+    """Zero-ablating block n sets h_n := h_(n-1), so its drop is f(h_n) − f(h_(n-1))."""
+    att = IGLens(model).attribute(IDS)
+    res = ablate(model, None, IDS)
+    np.testing.assert_allclose(res.drop[:, -1], att.contributions[:, -1], atol=TOL)
+    assert np.abs(att.contributions[:, -1]).max() > 1e-2
 
 
 def test_mean_mode_differs_from_zero(llama):
@@ -262,10 +268,8 @@ def test_validate_onset_table(llama):
     np.testing.assert_array_equal(rows["onset"], att.onset)
     onset_cols = att.onset - 1
     np.testing.assert_allclose(rows["onset_drop"], abl.drop[np.arange(6), onset_cols], atol=TOL)
-    low = np.sort(att.contributions, axis=1)  # lower half = 2 smallest of 4 contributions
-    order = np.argsort(att.contributions, axis=1)[:, :2]
+    order = np.argsort(att.contributions, axis=1)[:, :2]  # lower half: 2 smallest of 4
     expect_low = np.median(np.take_along_axis(abl.drop, order, axis=1), axis=1)
-    assert low.shape == (6, 4)
     np.testing.assert_allclose(rows["median_low_drop"], expect_low, atol=TOL)
     expect_rho = [spearman(c, d) for c, d in zip(att.contributions, abl.drop)]
     np.testing.assert_allclose(rows["spearman"], expect_rho, atol=1e-4)
@@ -276,6 +280,8 @@ def test_validate_onset_table(llama):
     assert summary.loc["monotone", "n_tokens"] + summary.loc["non-monotone", "n_tokens"] == len(t)
     assert summary.loc["all", "hit_rate"] == pytest.approx(t["hit"].mean())
     assert 0 <= summary.loc["all", "hit_rate"] <= 1
+    chance = (val.drops > t["median_low_drop"].to_numpy()[:, None]).mean(axis=1).mean()
+    assert summary.loc["all", "chance_hit_rate"] == pytest.approx(chance)
 
 
 def test_validate_onset_options(llama):
@@ -296,9 +302,11 @@ def test_validate_onset_options(llama):
 
 
 def test_plots(llama):
-    matplotlib = pytest.importorskip("matplotlib")
-    matplotlib.use("Agg")
+    import matplotlib
+    import matplotlib.figure
     import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
 
     val = validate_onset(llama, None, [[1, 5, 7, 9]], progress=False)
     fig = val.plot()

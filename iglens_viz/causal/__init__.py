@@ -1,2 +1,46 @@
-"""tmp"""
-from .ablation import AblationResult, ablate
+"""Causal validation of IG-Lens: block ablation and the onset-vs-ablation check.
+
+>>> from iglens_viz.causal import ablate, validate_onset, load_prompts   # doctest: +SKIP
+>>> res = ablate(model, tokenizer, "The capital of France is")          # doctest: +SKIP
+>>> val = validate_onset(model, tokenizer, load_prompts())              # doctest: +SKIP
+>>> val.summary()                                                       # doctest: +SKIP
+
+``validate_onset`` and its result need pandas; the plots need matplotlib.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from .ablation import ABLATION_MODES, AblationResult, ablate
+from .validation import COLUMNS, ValidationResult, is_monotone, spearman, validate_onset
+
+__all__ = ["ABLATION_MODES", "COLUMNS", "AblationResult", "ValidationResult", "ablate",
+           "is_monotone", "load_prompts", "prompt_categories", "spearman", "validate_onset"]
+
+
+@lru_cache(maxsize=1)
+def _prompt_data() -> dict[str, tuple[str, ...]]:
+    text = resources.files("iglens_viz").joinpath("data").joinpath("prompts.json").read_text("utf-8")
+    return {name: tuple(items) for name, items in json.loads(text)["categories"].items()}
+
+
+def prompt_categories() -> list[str]:
+    """Names of the categories of the shipped prompt set."""
+    return list(_prompt_data())
+
+
+def load_prompts(category: str | None = None) -> list[str]:
+    """The shipped validation prompts: all of them (in category order) or one category.
+
+    Categories: ``factual_recall``, ``agreement``, ``induction``, ``sequences``, ``syntax``,
+    ``common_sense`` (see :func:`prompt_categories`).
+    """
+    data = _prompt_data()
+    if category is None:
+        return [p for items in data.values() for p in items]
+    if category not in data:
+        raise ValueError(f"unknown prompt category {category!r}; choose one of {list(data)}")
+    return list(data[category])

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..adapters import adapter_for
-from ..core.capture import _first_tensor, _input_device
+from ..core.capture import block_output_states, input_device
 from ..core.inputs import to_input_ids
 from ..core.targets import NO_TARGET, resolve_targets
 from ..core.trace import DEFAULT_MEMORY_BUDGET
@@ -104,7 +104,8 @@ class AblationResult:
             raise IndexError(f"position {position} is out of range for {len(self.tokens)} tokens")
         contrib = np.asarray(attribution.contributions)[t]
         drop = self.drop[t, cols]
-        if ax is None:
+        own_figure = ax is None
+        if own_figure:
             fig, ax = plt.subplots(figsize=(max(4.0, 0.28 * len(drop) + 2), 3.2))
         else:
             fig = ax.figure
@@ -124,6 +125,8 @@ class AblationResult:
             onset = int(np.nanargmax(contrib))
             ax.axvspan(onset - 0.5, onset + 0.5, color="0.85", zorder=0, label="onset")
         ax.legend(fontsize=8)
+        if own_figure:
+            fig.tight_layout()
         return fig
 
 
@@ -226,7 +229,7 @@ class _AblationHooks:
             mask = self.rows.get(index)
             if mask is None:
                 return None
-            out = _first_tensor(output)
+            out = block_output_states(output)
             inp = _block_input(args, kwargs)
             if self.mode == "zero":
                 replacement = inp
@@ -304,7 +307,7 @@ def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, m
     was_training = model.training
     model.eval()
     try:
-        batch_ids = ids.unsqueeze(0).to(_input_device(model))
+        batch_ids = ids.unsqueeze(0).to(input_device(model))
         clean_logits = _forward(model, batch_ids)  # [1, T, V]
         predicted = clean_logits[0].argmax(-1).cpu()
         target_ids = resolve_targets(target, ids, predicted, tokenizer, clean_logits.shape[-1])

@@ -127,10 +127,13 @@ class ValidationResult:
     def summary(self):
         """``pandas.DataFrame`` indexed ``all`` / ``monotone`` / ``non-monotone`` with
         ``n_tokens``, ``mean_spearman`` (over tokens with a defined correlation),
-        ``median_spearman`` and ``hit_rate``."""
+        ``median_spearman``, ``hit_rate`` and ``chance_hit_rate``: the hit rate a segment
+        drawn uniformly at random instead of the onset would get (the baseline to beat)."""
         import pandas as pd
 
         t = self.table
+        low = t["median_low_drop"].to_numpy(dtype=np.float64)
+        chance = (self.drops > low[:, None]).mean(axis=1) if len(t) else np.zeros(0)
         groups = {"all": np.ones(len(t), dtype=bool),
                   "monotone": t["monotone"].to_numpy(dtype=bool),
                   "non-monotone": ~t["monotone"].to_numpy(dtype=bool)}
@@ -144,6 +147,7 @@ class ValidationResult:
                 "mean_spearman": float(finite.mean()) if finite.size else float("nan"),
                 "median_spearman": float(np.median(finite)) if finite.size else float("nan"),
                 "hit_rate": float(hit.mean()) if hit.size else float("nan"),
+                "chance_hit_rate": float(chance[mask].mean()) if hit.size else float("nan"),
             }
         return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -152,7 +156,8 @@ class ValidationResult:
         monotone / non-monotone trajectory. Returns the matplotlib Figure."""
         import matplotlib.pyplot as plt
 
-        if ax is None:
+        own_figure = ax is None
+        if own_figure:
             fig, ax = plt.subplots(figsize=(4.8, 4.0))
         else:
             fig = ax.figure
@@ -173,6 +178,8 @@ class ValidationResult:
         ax.set_ylabel(f"ablation drop ({self.mode})")
         ax.set_title("Contribution vs causal drop, per token and segment", fontsize=9)
         ax.legend(fontsize=7, loc="best")
+        if own_figure:
+            fig.tight_layout()
         return fig
 
 

@@ -16,7 +16,8 @@ from torch import nn
 from ..adapters import ModelAdapter
 
 
-def _first_tensor(value) -> torch.Tensor:
+def block_output_states(value) -> torch.Tensor:
+    """The hidden states in a decoder block's output (a tensor in transformers 5, a tuple in 4.x)."""
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
@@ -60,7 +61,7 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
 
     def after_block(index):
         def hook(module, args, output):
-            keep(index, _first_tensor(output))
+            keep(index, block_output_states(output))
         return hook
 
     handles = [adapter.blocks[0].register_forward_pre_hook(before_first, with_kwargs=True)]
@@ -69,7 +70,7 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     was_training = model.training
     model.eval()
     try:
-        ids = input_ids.unsqueeze(0).to(_input_device(model))
+        ids = input_ids.unsqueeze(0).to(input_device(model))
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False,
                     **_logits_kwargs(model))
     finally:
@@ -83,7 +84,8 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     return states, out.logits[0, -1]
 
 
-def _input_device(model: nn.Module) -> torch.device:
+def input_device(model: nn.Module) -> torch.device:
+    """Where the model's input ids must live (the embeddings' execution device)."""
     embeddings = model.get_input_embeddings()
     hook = getattr(embeddings, "_hf_hook", None)
     if getattr(hook, "execution_device", None) is not None:

@@ -33,7 +33,7 @@ def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: tor
         for rows in _chunks(h_a.shape[0], alphas.numel(), readout, budget, copies=3):
             a = h_a[rows].to(readout.dtype)
             points = a[:, None] + alphas * (h_b[rows].to(readout.dtype) - a)[:, None]
-            out[rows] = _probability(readout, points, ids[rows], None if contrast is None else contrast[rows])
+            out[rows] = _probability(readout, points, ids[rows], _rows(contrast, rows))
     return out
 
 
@@ -53,10 +53,14 @@ def riemann_totals(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: 
         points = (a[:, None] + alphas[None, :, None] * direction[:, None]).detach()
         points.requires_grad_(True)
         with torch.enable_grad():
-            values = _probability(readout, points, ids[rows], None if contrast is None else contrast[rows])
+            values = _probability(readout, points, ids[rows], _rows(contrast, rows))
             (grad,) = torch.autograd.grad(values.sum(), points)
         out[rows] = (grad * direction[:, None]).sum(-1).mean(-1)
     return out
+
+
+def _rows(tensor, rows):
+    return None if tensor is None else tensor[rows]
 
 
 def _probability(readout, points, ids, contrast):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .capture import input_device
+
 
 def wants_chat(chat, text_or_ids, tokenizer) -> bool:
     """Resolve ``chat`` ("auto", True, False) for this input and tokenizer."""
@@ -38,10 +40,7 @@ def generate_greedy(model: nn.Module, prompt_ids: torch.Tensor, max_new_tokens: 
 
     Uses the model's KV cache (``generate``), not repeated full forward passes.
     """
-    device = model.get_input_embeddings().weight.device
-    if device.type == "meta":  # offloaded embeddings: inputs start on the CPU
-        device = torch.device("cpu")
-    ids = prompt_ids[None].to(device)
+    ids = prompt_ids[None].to(input_device(model))
     special = {} if eos_token_id is None else {"eos_token_id": eos_token_id,
                                                "pad_token_id": eos_token_id}
     was_training = model.training

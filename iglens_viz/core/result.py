@@ -121,6 +121,23 @@ class AttributionResult:
 
         return to_dataframe(self, **kwargs)
 
+    def widget(self, lens=None, **kwargs):
+        """Linked notebook views (needs ``anywidget``); see :class:`iglens_viz.widget.IGLensWidget`.
+
+        Pass the :class:`IGLens` that produced this result to enable the recompute
+        controls; without it the widget only explores this result.
+        """
+        from ..widget import IGLensWidget
+
+        return IGLensWidget(self, lens, **kwargs)
+
+    def to_html(self, path=None, **kwargs) -> str:
+        """A self-contained offline HTML page of the linked views, written to ``path`` if
+        given; see :func:`iglens_viz.export.to_html`."""
+        from ..export.html import to_html
+
+        return to_html(self, path, **kwargs)
+
 
 def _json_ready(value):
     if isinstance(value, np.ndarray):
