@@ -59,3 +59,32 @@ def test_vietnam_answer_has_non_monotone_tokens(lens):
     rows = result.contributions[result.answer_positions]
     against = -np.sign(result.delta_p[result.answer_positions])[:, None] * rows
     assert against.max() > 0.1
+
+
+def test_ablation_drops_match_an_independent_ablation(default_model):
+    from iglens_viz.causal import ablate
+
+    model, tokenizer = default_model
+    layers = [1, 12, 30]
+    result = ablate(model, tokenizer, PROMPT, target=" Paris", layers=layers)
+    ids = torch.as_tensor(tokenizer(PROMPT)["input_ids"])[None]
+    paris = tokenizer.encode(" Paris", add_special_tokens=False)[0]
+
+    def p_paris():
+        with torch.no_grad():
+            return torch.softmax(model(ids).logits[0].double(), -1)[:, paris].numpy()
+
+    clean = p_paris()
+    np.testing.assert_allclose(result.clean_probs, clean, atol=1e-5)
+    for column, layer in enumerate(layers):
+        def skip(module, args, kwargs, output):  # block `layer` adds nothing
+            hidden = args[0] if args else kwargs["hidden_states"]
+            return hidden if isinstance(output, torch.Tensor) else (hidden, *output[1:])
+
+        handle = model.model.layers[layer - 1].register_forward_hook(skip, with_kwargs=True)
+        try:
+            ablated = p_paris()
+        finally:
+            handle.remove()
+        np.testing.assert_allclose(result.drop[:, column], clean - ablated, atol=1e-5)
+    assert result.drop[-1].max() > 0.3  # some block really matters for " Paris"
