@@ -1,0 +1,202 @@
+/**
+ * The composite view: header, help, controls, token strip, layer heatmap and detail panel,
+ * all driven by one model (selection and hover are traits, so linking works the same in
+ * Jupyter and in the static HTML export).
+ * @module app
+ */
+import { h, listen } from "./dom.js";
+import { createContext, loadResult } from "./views/context.js";
+import { createStrip } from "./views/strip.js";
+import { createHeatmap } from "./views/heatmap.js";
+import { createDetail } from "./views/detail.js";
+import { createControls } from "./views/controls.js";
+import { createHelp } from "./views/help.js";
+import { parseCssColor, luminance } from "./colorscale.js";
+
+/**
+ * Light or dark, from the first opaque background at or above `el` (what the user sees),
+ * else the OS preference.
+ * @param {HTMLElement} el
+ * @returns {"light"|"dark"}
+ */
+export function detectTheme(el) {
+  const forced = el.closest?.("[data-iglens-theme]")?.getAttribute("data-iglens-theme");
+  if (forced === "dark" || forced === "light") return forced;
+  /** @type {Element|null} */
+  let node = el;
+  while (node) {
+    const c = parseCssColor(getComputedStyle(node).backgroundColor);
+    if (c && c.alpha > 0.5) return luminance(c.rgb) < 0.2 ? "dark" : "light";
+    node = node.parentElement;
+  }
+  try {
+    if (typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches) return "dark";
+  } catch { /* no media queries */ }
+  return "light";
+}
+
+/**
+ * anywidget render hook.
+ * @param {{model: import("./views/context.js").Model, el: HTMLElement}} props
+ * @returns {() => void} cleanup
+ */
+export function render({ model, el }) {
+  const root = h("div", { class: "iglens-root" });
+  el.appendChild(root);
+  const ctx = createContext(model, root);
+
+  const help = createHelp();
+  const titleMeta = h("span", { class: "iglens-meta" });
+  const head = h("header", { class: "iglens-head" },
+    h("span", { class: "iglens-logo", "aria-hidden": "true" }),
+    h("span", { class: "iglens-title", text: "IG-Lens" }),
+    titleMeta,
+    h("span", { class: "iglens-spacer" }),
+    help.button);
+  const controls = createControls(ctx);
+  const notice = h("div", { class: "iglens-notice", role: "status" });
+  const strip = createStrip(ctx);
+  const heatmap = createHeatmap(ctx);
+  const detail = createDetail(ctx);
+  const main = h("div", { class: "iglens-main" }, heatmap.el, detail.el);
+  root.append(head, help.panel, controls.el, notice, strip.el, main);
+
+  function meta() {
+    const r = ctx.result;
+    const parts = [];
+    if (r) {
+      if (r.modelName) parts.push(r.modelName);
+      parts.push(`${r.nBlocks} blocks`);
+      parts.push(`${r.T} positions`);
+      parts.push(`target: ${r.targetSpec}` + (r.hasContrast && r.contrastSpec ? ` vs ${r.contrastSpec}` : ""));
+      if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
+      parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
+    }
+    titleMeta.textContent = parts.join(" \u00b7 ");
+    notice.hidden = !!r;
+    notice.textContent = r ? "" : ctx.resultError ? `Could not read the result: ${ctx.resultError}` : "No attribution to show yet.";
+    strip.el.hidden = !r;
+    main.hidden = !r;
+  }
+
+  function applyTheme() {
+    const theme = detectTheme(root);
+    root.classList.toggle("iglens-dark", theme === "dark");
+    root.style.colorScheme = theme;
+    if (theme !== ctx.theme) {
+      ctx.theme = theme;
+      return true;
+    }
+    return false;
+  }
+
+  function layoutMode() {
+    const w = root.clientWidth;
+    root.classList.toggle("iglens-wide", w >= 940);
+    root.classList.toggle("iglens-narrow", w > 0 && w < 560);
+  }
+
+  // model → views -----------------------------------------------------------------------
+  const onResult = () => {
+    ctx.result = loadResult(ctx, model.get("result"));
+    meta();
+    strip.build();
+    controls.prefill();
+    heatmap.full();
+    detail.render();
+  };
+  const onSelection = () => {
+    strip.updateSelection(true);
+    heatmap.updateSelection(true);
+    detail.update();
+  };
+  const onHover = () => {
+    strip.updateSelection(false);
+    heatmap.updateSelection(false);
+    detail.update();
+  };
+  const onColor = () => strip.recolor();
+  const onControls = () => controls.sync();
+  const handlers = /** @type {Array<[string, () => void]>} */ ([
+    ["change:result", onResult],
+    ["change:selected", onSelection],
+    ["change:hovered", onHover],
+    ["change:color_by", onColor],
+    ["change:interactive", onControls],
+    ["change:busy", onControls],
+    ["change:error", onControls],
+  ]);
+  for (const [ev, fn] of handlers) model.on(ev, fn);
+
+  // first paint ----------------------------------------------------------------------------
+  applyTheme();
+  layoutMode();
+  meta();
+  strip.recolor();
+  heatmap.full();
+  detail.render();
+
+  const rethemeAll = () => {
+    if (applyTheme()) { strip.recolor(); heatmap.full(); detail.render(); }
+  };
+
+  // resize + theme changes -------------------------------------------------------------------
+  let lastW = -1;
+  /** @type {ResizeObserver|null} */
+  let ro = null;
+  let rafId = 0;
+  if (typeof ResizeObserver === "function") {
+    ro = new ResizeObserver(() => {
+      if (rafId) return;
+      const run = () => {
+        rafId = 0;
+        const w = root.clientWidth;
+        if (w === lastW) return;
+        const first = lastW <= 0;
+        lastW = w;
+        layoutMode();
+        if (first) rethemeAll(); // attached to the page now: the real background is known
+        heatmap.resize();
+        detail.resize();
+      };
+      rafId = typeof requestAnimationFrame === "function" ? requestAnimationFrame(run) : (run(), 0);
+    });
+    ro.observe(root);
+  }
+  /** @type {MutationObserver|null} */
+  let mo = null;
+  if (typeof MutationObserver === "function" && typeof document !== "undefined") {
+    mo = new MutationObserver(rethemeAll);
+    for (const target of [document.documentElement, document.body].filter(Boolean)) {
+      mo.observe(target, { attributes: true, attributeFilter: ["class", "data-jp-theme-light", "data-jp-theme-name", "theme", "data-iglens-theme", "style"] });
+    }
+  }
+  /** @type {MediaQueryList|null} */
+  let mq = null;
+  try { mq = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null; } catch { mq = null; }
+  mq?.addEventListener?.("change", rethemeAll);
+
+  const offs = [
+    // Escape anywhere in the widget clears the selection (inputs stop their own keys).
+    listen(root, "keydown", (e) => {
+      if (e.key === "Escape" && ctx.selected() >= 0) { ctx.select(-1); e.preventDefault(); }
+    }),
+  ];
+
+  return () => {
+    for (const [ev, fn] of handlers) model.off(ev, fn);
+    offs.forEach((off) => off());
+    ro?.disconnect();
+    mo?.disconnect();
+    mq?.removeEventListener?.("change", rethemeAll);
+    if (rafId && typeof cancelAnimationFrame === "function") cancelAnimationFrame(rafId);
+    ctx.flush();
+    ctx.dispose();
+    strip.destroy();
+    heatmap.destroy();
+    detail.destroy();
+    controls.destroy();
+    help.destroy();
+    root.remove();
+  };
+}

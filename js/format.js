@@ -1,0 +1,63 @@
+/**
+ * Number formatting shared by the views.
+ * @module format
+ */
+
+const MINUS = "\u2212";
+
+/**
+ * Python's `format(v, ".{d}e")`: mantissa with d decimals, exponent with a sign and at
+ * least two digits ("3.0e-08").
+ * @param {number} v @param {number} [digits]
+ */
+export function pyExp(v, digits = 1) {
+  if (!Number.isFinite(v)) return String(v);
+  const [mant, exp] = v.toExponential(digits).split("e");
+  const e = Number(exp);
+  return `${mant}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+}
+
+/**
+ * Python's `format(v, "+.{d}f")`.
+ * @param {number} v @param {number} [digits]
+ */
+export function pySigned(v, digits = 4) {
+  if (!Number.isFinite(v)) return String(v);
+  return (v < 0 || Object.is(v, -0) ? "-" : "+") + Math.abs(v).toFixed(digits);
+}
+
+/**
+ * A signed value for display: 4 decimals, or 2 significant digits in exponent form when
+ * tiny; typographic minus. NaN → "–".
+ * @param {number} v
+ */
+export function fmtSigned(v) {
+  if (!Number.isFinite(v)) return "\u2013";
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  const body = a >= 1e-3 ? a.toFixed(4) : a.toExponential(1);
+  return (v < 0 ? MINUS : "+") + body;
+}
+
+/**
+ * A probability (or lens value): 3 decimals, or exponent form below 0.001.
+ * @param {number} p
+ */
+export function fmtProb(p) {
+  if (!Number.isFinite(p)) return "\u2013";
+  if (p === 0) return "0";
+  const a = Math.abs(p);
+  const body = a >= 1e-3 ? a.toFixed(3) : a.toExponential(1);
+  return (p < 0 ? MINUS : "") + body;
+}
+
+/** Percent with one decimal. @param {number} p */
+export const fmtPct = (p) => (Number.isFinite(p) ? `${(100 * p).toFixed(1)}%` : "\u2013");
+
+/**
+ * The completeness line: "Σ contributions = x, Δp = y, |error| = z".
+ * @param {number} sum @param {number} deltaP
+ */
+export function completenessText(sum, deltaP) {
+  return `\u03a3 contributions = ${pySigned(sum, 4)}, \u0394p = ${pySigned(deltaP, 4)}, |error| = ${pyExp(Math.abs(sum - deltaP), 1)}`;
+}

@@ -1,0 +1,157 @@
+/**
+ * Geometry of the layer heatmap (cells, axes, hit testing) and label thinning. Pure: all
+ * numbers are CSS pixels; no DOM.
+ *
+ * Orientation: positions run down the rows (one row per token, like the static
+ * `plot_heatmap` and like reading the prompt), segments along the columns (block 1 at the
+ * left, block n at the right). Long prompts scroll vertically; only the visible rows are
+ * drawn.
+ * @module layout
+ */
+
+/**
+ * @typedef {object} HeatmapGeometry
+ * @property {number} T rows (positions)
+ * @property {number} k columns (segments)
+ * @property {number} width canvas width
+ * @property {number} labelW width of the row-label gutter (x of the grid)
+ * @property {number} headerH height of the column-label band (y of the grid, sticky)
+ * @property {number} colW cell width
+ * @property {number} rowH cell height
+ * @property {number} gridW k · colW
+ * @property {number} gridH T · rowH
+ * @property {number} contentH headerH + gridH + padBottom (the scrollable height)
+ * @property {number} viewH visible height (≤ maxHeight)
+ * @property {number} padBottom
+ * @property {boolean} gaps draw 1px gaps between cells
+ * @property {number} fontSize row-label font size
+ */
+
+/** @param {number} v @param {number} lo @param {number} hi */
+export const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+
+/**
+ * @param {{T: number, k: number, width: number, maxHeight?: number, labelW?: number}} o
+ * @returns {HeatmapGeometry}
+ */
+export function heatmapGeometry({ T, k, width, maxHeight = 440, labelW }) {
+  const w = Math.max(160, Math.floor(width || 0));
+  const gutter = labelW ?? clamp(Math.round(w * 0.3), 96, 200);
+  const padRight = 8;
+  const colW = clamp(Math.floor((w - gutter - padRight) / Math.max(1, k)), 3, 40);
+  const rowH = T <= 24 ? 20 : T <= 80 ? 17 : 15;
+  const headerH = 24;
+  const padBottom = 6;
+  const gridW = colW * k;
+  const gridH = rowH * T;
+  const contentH = headerH + gridH + padBottom;
+  return {
+    T, k,
+    width: Math.max(w, gutter + gridW + padRight),
+    labelW: gutter, headerH, colW, rowH, gridW, gridH, contentH,
+    viewH: Math.min(contentH, Math.max(headerH + rowH * 3 + padBottom, maxHeight)),
+    padBottom,
+    gaps: colW >= 7 && rowH >= 12,
+    fontSize: rowH >= 17 ? 12 : 11,
+  };
+}
+
+/**
+ * @typedef {{region: "cell"|"rowLabel"|"colLabel", pos: number, seg: number}} Hit
+ */
+
+/**
+ * What is under the point (x, y) of the visible canvas, with the grid scrolled by scrollTop.
+ * @param {HeatmapGeometry} g
+ * @param {number} x @param {number} y canvas CSS pixels
+ * @param {number} [scrollTop]
+ * @returns {Hit|null}
+ */
+export function hitTest(g, x, y, scrollTop = 0) {
+  if (x < 0 || y < 0 || x >= g.width) return null;
+  const col = Math.floor((x - g.labelW) / g.colW);
+  const inCols = x >= g.labelW && col >= 0 && col < g.k;
+  if (y < g.headerH) return inCols ? { region: "colLabel", pos: -1, seg: col } : null;
+  const row = Math.floor((y - g.headerH + scrollTop) / g.rowH);
+  if (row < 0 || row >= g.T) return null;
+  if (x < g.labelW) return { region: "rowLabel", pos: row, seg: -1 };
+  return inCols ? { region: "cell", pos: row, seg: col } : null;
+}
+
+/**
+ * The rows at least partly visible: [first, last] (inclusive), or null when none.
+ * @param {HeatmapGeometry} g @param {number} scrollTop @param {number} [viewH]
+ */
+export function visibleRows(g, scrollTop, viewH = g.viewH) {
+  const top = scrollTop;
+  const bottom = scrollTop + viewH - g.headerH;
+  const first = clamp(Math.floor(top / g.rowH), 0, g.T - 1);
+  const last = clamp(Math.ceil(bottom / g.rowH) - 1, 0, g.T - 1);
+  return g.T > 0 && last >= first ? [first, last] : null;
+}
+
+/**
+ * Cell rectangle (x, y, w, h) in canvas pixels at a scroll offset.
+ * @param {HeatmapGeometry} g @param {number} pos @param {number} seg @param {number} [scrollTop]
+ */
+export function cellRect(g, pos, seg, scrollTop = 0) {
+  return { x: g.labelW + seg * g.colW, y: g.headerH + pos * g.rowH - scrollTop, w: g.colW, h: g.rowH };
+}
+
+/**
+ * The scrollTop that brings row `pos` into view with a margin, or the current one when it
+ * is visible already.
+ * @param {HeatmapGeometry} g @param {number} pos @param {number} scrollTop
+ */
+export function scrollToRow(g, pos, scrollTop) {
+  const inner = g.viewH - g.headerH - g.padBottom;
+  const top = pos * g.rowH;
+  const margin = Math.min(2 * g.rowH, inner / 3);
+  if (top - margin < scrollTop) return Math.max(0, top - margin);
+  if (top + g.rowH + margin > scrollTop + inner) return Math.min(g.contentH - g.viewH, top + g.rowH + margin - inner);
+  return scrollTop;
+}
+
+/** Steps for thinned labels. */
+const STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000];
+
+/**
+ * Which of n evenly spaced labels to draw so that none overlap: every `step`-th label,
+ * counted in 1-based numbers (1, 5, 10, 15, … for step 5), and the last one (n) unless it
+ * would collide with its neighbour.
+ * @param {number} n number of slots
+ * @param {number} cell slot size (px)
+ * @param {number} label widest label (px), gaps included
+ * @returns {number[]} 0-based slot indices, ascending
+ */
+export function thinLabels(n, cell, label) {
+  if (n <= 0) return [];
+  const step = STEPS.find((s) => s * cell >= label) ?? Math.ceil(label / Math.max(cell, 1e-9));
+  if (step === 1) return Array.from({ length: n }, (_, q) => q);
+  /** @type {number[]} */
+  const out = (step - 1) * cell >= label ? [0] : [];
+  for (let q = step - 1; q < n; q += step) out.push(q);
+  const last = n - 1;
+  if (!out.length) return [last];
+  if (out[out.length - 1] !== last) {
+    if ((last - out[out.length - 1]) * cell >= label) out.push(last);
+    else if (out.length > 1) out[out.length - 1] = last; // keep the last block, drop its neighbour
+  }
+  return out;
+}
+
+/**
+ * A linear map from a domain to a range (with invert).
+ * @param {[number, number]} domain @param {[number, number]} range
+ */
+export function linearScale(domain, range) {
+  const [d0, d1] = domain;
+  const [r0, r1] = range;
+  const k = d1 === d0 ? 0 : (r1 - r0) / (d1 - d0);
+  /** @param {number} v */
+  const f = (v) => r0 + (v - d0) * k;
+  f.invert = (/** @type {number} */ r) => (k === 0 ? d0 : d0 + (r - r0) / k);
+  f.domain = domain;
+  f.range = range;
+  return f;
+}

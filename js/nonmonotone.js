@@ -1,0 +1,98 @@
+/**
+ * Non-monotone stretches of one token's probability trajectory: a mirror of
+ * `iglens_viz/views/trajectory.py` (`against_segments`, `against_steps`), same rules:
+ *
+ * - segment j is flagged when sign(c_j) · sign(Δp) < 0 and |c_j| > threshold · max_j |c_j|
+ *   (finite values only; Δp = 0 or NaN flags nothing);
+ * - step s of segment j (point s → s+1) is flagged when it moves opposite to the segment's
+ *   net change path[j, m] − path[j, 0] and |step| > threshold · max |step| over all steps
+ *   of the token.
+ * Comparisons are strict; sign(0) = 0.
+ * @module nonmonotone
+ */
+
+export const DEFAULT_THRESHOLD = 0.05;
+
+/** @param {number} threshold */
+function checkThreshold(threshold) {
+  const t = Number(threshold);
+  if (!(t >= 0 && t <= 1)) throw new RangeError(`threshold must be a fraction in [0, 1], got ${threshold}`);
+  return t;
+}
+
+/** numpy.sign for a finite or NaN number. @param {number} x */
+function sign(x) {
+  return x > 0 ? 1 : x < 0 ? -1 : x === 0 ? 0 : NaN;
+}
+
+/**
+ * Boolean mask of segments whose contribution opposes Δp by more than the threshold.
+ * @param {ArrayLike<number>} contributions one token's (k,) contributions
+ * @param {number} deltaP the token's net change
+ * @param {number} [threshold]
+ * @returns {boolean[]} (k,)
+ */
+export function againstSegments(contributions, deltaP, threshold = DEFAULT_THRESHOLD) {
+  const t = checkThreshold(threshold);
+  const k = contributions.length;
+  let scale = 0;
+  for (let j = 0; j < k; j++) {
+    const c = contributions[j];
+    if (Number.isFinite(c) && Math.abs(c) > scale) scale = Math.abs(c);
+  }
+  const out = new Array(k).fill(false);
+  if (!Number.isFinite(deltaP)) return out;
+  const sd = sign(deltaP);
+  for (let j = 0; j < k; j++) {
+    const c = contributions[j];
+    if (!Number.isFinite(c)) continue;
+    out[j] = sign(c) * sd < 0 && Math.abs(c) > t * scale;
+  }
+  return out;
+}
+
+/**
+ * Boolean mask of interpolation steps that move against their segment's net change.
+ * @param {ArrayLike<number>} path f along each segment of one token, flat (k·(m+1)), row-major
+ * @param {number} k number of segments
+ * @param {number} [threshold]
+ * @returns {boolean[][]} (k, m): entry [j][s] is the step from point s to s+1 of segment j
+ */
+export function againstSteps(path, k, threshold = DEFAULT_THRESHOLD) {
+  const t = checkThreshold(threshold);
+  const m1 = k > 0 ? path.length / k : 0;
+  if (!Number.isInteger(m1) || m1 < 2) {
+    throw new RangeError(`path must be (k, m+1) with m >= 1, got ${path.length} values for k=${k}`);
+  }
+  const m = m1 - 1;
+  let scale = 0;
+  for (let j = 0; j < k; j++) {
+    for (let s = 0; s < m; s++) {
+      const d = path[j * m1 + s + 1] - path[j * m1 + s];
+      if (Number.isFinite(d) && Math.abs(d) > scale) scale = Math.abs(d);
+    }
+  }
+  /** @type {boolean[][]} */
+  const out = [];
+  for (let j = 0; j < k; j++) {
+    const net = sign(path[j * m1 + m] - path[j * m1]);
+    const row = new Array(m).fill(false);
+    for (let s = 0; s < m; s++) {
+      const d = path[j * m1 + s + 1] - path[j * m1 + s];
+      if (!Number.isFinite(d)) continue;
+      row[s] = sign(d) * net < 0 && Math.abs(d) > t * scale;
+    }
+    out.push(row);
+  }
+  return out;
+}
+
+/**
+ * Indices of the `true` entries.
+ * @param {boolean[]} mask
+ */
+export function flagged(mask) {
+  const out = [];
+  for (let j = 0; j < mask.length; j++) if (mask[j]) out.push(j);
+  return out;
+}

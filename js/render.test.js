@@ -1,0 +1,352 @@
+// @vitest-environment jsdom
+import { describe, it, expect, beforeAll, afterEach } from "vitest";
+import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
+import { makeResult, makeState } from "./testing/fixture.js";
+import { decodeResult } from "./result.js";
+import { againstSegments } from "./nonmonotone.js";
+import { formatToken } from "./tokens.js";
+import widget, * as bundle from "./widget.js";
+import { render } from "./app.js";
+import { createModel, mount } from "./standalone.js";
+import { toBase64 } from "./codec.js";
+
+/** @type {string[]} */
+let canvasCalls = [];
+beforeAll(() => { canvasCalls = installFakeCanvas(); });
+afterEach(() => { document.body.replaceChildren(); });
+
+const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
+const tokens = (/** @type {Element} */ el) => /** @type {HTMLElement[]} */ ([...el.querySelectorAll("[data-token-index]")]);
+
+describe("anywidget contract", () => {
+  it("default export is { render } and the bundle exports createModel and mount", () => {
+    expect(typeof widget.render).toBe("function");
+    expect(widget.render).toBe(render);
+    expect(bundle.createModel).toBe(createModel);
+    expect(bundle.mount).toBe(mount);
+    expect("render" in bundle).toBe(false); // anywidget flags a named render export
+  });
+});
+
+describe("token strip ↔ selection ↔ detail", () => {
+  it("renders T tokens with data-token-index", () => {
+    const { el } = mountWidget({ T: 9 });
+    const items = tokens(el);
+    expect(items.length).toBe(9);
+    expect(items.map((t) => t.dataset.tokenIndex)).toEqual(["0", "1", "2", "3", "4", "5", "6", "7", "8"]);
+    expect(items[0].textContent).toBe(formatToken(" The", { maxLen: 32 }));
+  });
+
+  it("click selects, arrow keys move, Escape clears", () => {
+    const { el, model } = mountWidget({ T: 9 });
+    const r = /** @type {import("./result.js").Result} */ (decodeResult(model.get("result")));
+    const detail = q(el, ".iglens-detail");
+    expect(detail.hasAttribute("data-selected-index")).toBe(false);
+
+    fire(tokens(el)[2], "click");
+    expect(model.get("selected")).toBe(2);
+    expect(detail.getAttribute("data-selected-index")).toBe("2");
+    expect(detail.textContent).toContain(r.targetTokens[2]);
+    expect(tokens(el)[2].classList.contains("iglens-selected")).toBe(true);
+    expect(tokens(el)[2].getAttribute("aria-selected")).toBe("true");
+
+    fire(tokens(el)[2], "keydown", { key: "ArrowRight" });
+    expect(model.get("selected")).toBe(3);
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("3");
+    expect(q(el, ".iglens-detail").textContent).toContain(r.targetTokens[3]);
+    expect(tokens(el)[2].classList.contains("iglens-selected")).toBe(false);
+    expect(tokens(el)[3].tabIndex).toBe(0);
+    expect(tokens(el)[2].tabIndex).toBe(-1);
+
+    fire(tokens(el)[3], "keydown", { key: "ArrowLeft" });
+    fire(tokens(el)[2], "keydown", { key: "ArrowLeft" });
+    expect(model.get("selected")).toBe(1);
+    fire(tokens(el)[1], "keydown", { key: "End" });
+    expect(model.get("selected")).toBe(8);
+    fire(tokens(el)[8], "keydown", { key: "ArrowRight" });
+    expect(model.get("selected")).toBe(8); // clamped
+
+    fire(tokens(el)[8], "keydown", { key: "Escape" });
+    expect(model.get("selected")).toBe(-1);
+    expect(q(el, ".iglens-detail").hasAttribute("data-selected-index")).toBe(false);
+    expect(el.querySelectorAll(".iglens-selected").length).toBe(0);
+  });
+
+  it("hover previews without changing the selection; leaving restores it", () => {
+    const { el, model } = mountWidget({ T: 9 });
+    fire(tokens(el)[1], "click");
+    fire(tokens(el)[5], "mouseover");
+    expect(model.get("hovered")).toBe(5);
+    expect(model.get("selected")).toBe(1);
+    const detail = q(el, ".iglens-detail");
+    expect(detail.getAttribute("data-selected-index")).toBe("5");
+    expect(detail.classList.contains("iglens-detail-preview")).toBe(true);
+    expect(detail.textContent).toContain("preview");
+    fire(q(el, ".iglens-strip"), "mouseleave");
+    expect(model.get("hovered")).toBe(-1);
+    expect(detail.getAttribute("data-selected-index")).toBe("1");
+    expect(detail.classList.contains("iglens-detail-preview")).toBe(false);
+  });
+
+  it("a new selection clears the hover preview (LIT's selection/focus split)", () => {
+    const { el, model } = mountWidget({ T: 9 });
+    fire(tokens(el)[4], "mouseover");
+    fire(tokens(el)[4], "click");
+    expect(model.get("hovered")).toBe(-1);
+    fire(tokens(el)[4], "keydown", { key: "ArrowRight" });
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("5");
+  });
+
+  it("follows selection set from Python", () => {
+    const { el, model } = mountWidget({ T: 9 });
+    model.set("selected", 6);
+    expect(tokens(el)[6].classList.contains("iglens-selected")).toBe(true);
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("6");
+    model.set("selected", 99); // out of range: treated as none
+    expect(q(el, ".iglens-detail").hasAttribute("data-selected-index")).toBe(false);
+  });
+
+  it("renders an initial selection", () => {
+    const { el } = mountWidget({ T: 9, selected: 3 });
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("3");
+    expect(tokens(el)[3].classList.contains("iglens-selected")).toBe(true);
+  });
+
+  it("colour-by select drives the color_by trait and recolours", () => {
+    const { el, model } = mountWidget({ T: 9 });
+    const select = /** @type {HTMLSelectElement} */ (q(el, "select[name=color_by]"));
+    const before = tokens(el).map((t) => t.style.backgroundColor);
+    select.value = "delta_p";
+    fire(select, "change");
+    expect(model.get("color_by")).toBe("delta_p");
+    const after = tokens(el).map((t) => t.style.backgroundColor);
+    expect(after).not.toEqual(before);
+    model.set("color_by", "onset");
+    expect(select.value).toBe("onset");
+    expect(q(el, ".iglens-strip-legend").textContent).toContain("onset");
+  });
+
+  it("marks the generated answer", () => {
+    const { el } = mountWidget({ T: 10, promptLength: 7 });
+    expect(el.querySelectorAll(".iglens-token-answer").length).toBe(3);
+    const divider = q(el, ".iglens-answer-divider");
+    expect(divider.textContent).toBe("answer");
+    expect(divider.nextElementSibling?.getAttribute("data-token-index")).toBe("7");
+  });
+});
+
+describe("detail panel", () => {
+  it("shows the completeness line in numbers", () => {
+    const { el, model } = mountWidget({ T: 6, selected: 2 });
+    const line = q(el, ".iglens-completeness").textContent ?? "";
+    expect(line).toMatch(/Σ contributions = [+-]\d\.\d{4}, Δp = [+-]\d\.\d{4}, \|error\| = \d\.\de[+-]\d\d/);
+    const r = /** @type {import("./result.js").Result} */ (decodeResult(model.get("result")));
+    const onset = q(el, ".iglens-detail").querySelector(".iglens-stat:last-child")?.textContent ?? "";
+    expect(onset.startsWith("onset")).toBe(true);
+    expect(onset.split(/\s+/).pop()).toBe(String(r.onsetBlock[2])); // the block number, as in Python
+    expect(line).toContain(`Δp = ${r.deltaP[2] >= 0 ? "+" : "-"}${Math.abs(r.deltaP[2]).toFixed(4)}`);
+  });
+
+  it("draws bars, the cumulative curve and the logit-lens overlay", () => {
+    const { el } = mountWidget({ T: 6, nBlocks: 12, selected: 1 });
+    expect(el.querySelectorAll(".iglens-bar").length).toBe(12);
+    expect(el.querySelector(".iglens-curve")).not.toBeNull();
+    expect(el.querySelector(".iglens-top1")).not.toBeNull();
+    expect(el.querySelectorAll(".iglens-top1-label").length).toBeGreaterThan(0);
+    expect(el.querySelector(".iglens-path")).toBeNull(); // steps = 1
+  });
+
+  it("draws the interior path when path_probs is given", () => {
+    const { el } = mountWidget({ T: 4, nBlocks: 8, steps: 4, selected: 0 });
+    expect(el.querySelector(".iglens-path")).not.toBeNull();
+  });
+
+  it("marks non-monotone segments with hatching, ▲▼ and a text list", () => {
+    const result = makeResult({ T: 30, nBlocks: 16, seed: 3 });
+    const r = /** @type {import("./result.js").Result} */ (decodeResult(result));
+    let i = -1;
+    for (let p = 0; p < r.T && i < 0; p++) {
+      if (againstSegments(r.contributions.subarray(p * r.k, (p + 1) * r.k), r.deltaP[p]).some(Boolean)) i = p;
+    }
+    expect(i).toBeGreaterThanOrEqual(0);
+    const flags = againstSegments(r.contributions.subarray(i * r.k, (i + 1) * r.k), r.deltaP[i]);
+    const { el } = mountWidget({ state: { ...makeState(), result, selected: i } });
+    expect(el.querySelectorAll(".iglens-bar-flag").length).toBe(flags.filter(Boolean).length);
+    expect(el.querySelectorAll(".iglens-flag-mark").length).toBe(flags.filter(Boolean).length);
+    expect(el.querySelectorAll(".iglens-nonmono-shade").length).toBeGreaterThan(0);
+    expect(q(el, ".iglens-flags").textContent).toContain("Against Δp");
+  });
+
+  it("says so for a position without a target", () => {
+    const { el, model } = mountWidget({ T: 5, lastHasNoTarget: true });
+    model.set("selected", 4);
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("4");
+    expect(q(el, ".iglens-detail").textContent).toContain("no target");
+    expect(tokens(el)[4].classList.contains("iglens-token-none")).toBe(true);
+  });
+
+  it("labels a contrast", () => {
+    const { el } = mountWidget({ T: 5, contrast: true, selected: 1 });
+    expect(q(el, ".iglens-detail").textContent).toContain("vs");
+    expect(q(el, ".iglens-detail").textContent).toContain("p(target) − p(contrast)");
+  });
+});
+
+describe("heatmap", () => {
+  it("has the canvas, draws the cells from one bitmap, and clicking a cell selects", () => {
+    canvasCalls.length = 0;
+    const { el, model } = mountWidget({ T: 8, nBlocks: 10 });
+    const canvas = q(el, "canvas.iglens-heatmap-canvas");
+    expect(canvas).not.toBeNull();
+    expect(canvasCalls).toContain("putImageData");
+    expect(canvasCalls).toContain("drawImage");
+    // jsdom has no layout: the canvas sits at (0, 0); rows start under the 24px header
+    const g = { labelW: 0, headerH: 24, rowH: 20 };
+    const w = Number(canvas.style.width.replace("px", ""));
+    expect(w).toBeGreaterThan(0);
+    g.labelW = Math.round(Math.min(200, Math.max(96, 0.3 * 640)));
+    fire(canvas, "click", { clientX: g.labelW + 3, clientY: g.headerH + 2 * g.rowH + 5 });
+    expect(model.get("selected")).toBe(2);
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("2");
+    fire(canvas, "keydown", { key: "ArrowDown" });
+    expect(model.get("selected")).toBe(3);
+    fire(canvas, "keydown", { key: "Escape" });
+    expect(model.get("selected")).toBe(-1);
+  });
+
+  it("hover shows a tooltip with the top lens tokens and previews the row", () => {
+    const { el, model } = mountWidget({ T: 8, nBlocks: 10 });
+    const canvas = q(el, "canvas.iglens-heatmap-canvas");
+    const labelW = Math.round(Math.min(200, Math.max(96, 0.3 * 640)));
+    fire(canvas, "mousemove", { clientX: labelW + 3, clientY: 24 + 3 * 20 + 5 });
+    expect(model.get("hovered")).toBe(3);
+    const tip = q(el, ".iglens-tooltip");
+    expect(tip.hidden).toBe(false);
+    expect(tip.textContent).toContain("contribution");
+    expect(tip.textContent).toContain("lens top-5");
+    expect(tip.querySelectorAll("li").length).toBe(5);
+    fire(canvas, "mouseleave");
+    expect(tip.hidden).toBe(true);
+    expect(model.get("hovered")).toBe(-1);
+  });
+});
+
+describe("controls", () => {
+  it("are hidden unless interactive", () => {
+    const { el, model } = mountWidget({ T: 4, interactive: false });
+    expect(q(el, ".iglens-controls").hidden).toBe(true);
+    model.set("interactive", true);
+    expect(q(el, ".iglens-controls").hidden).toBe(false);
+  });
+
+  it("apply writes the request trait; busy and error show", () => {
+    const { el, model } = mountWidget({ T: 4, interactive: true });
+    const c = q(el, ".iglens-controls");
+    for (const name of ["target", "contrast", "boundaries", "estimator", "steps"]) {
+      expect(c.querySelector(`[name=${name}]`)).not.toBeNull();
+    }
+    /** @type {HTMLInputElement} */ (c.querySelector("[name=target]")).value = " Paris";
+    /** @type {HTMLInputElement} */ (c.querySelector("[name=contrast]")).value = " London";
+    const b = /** @type {HTMLSelectElement} */ (c.querySelector("[name=boundaries]"));
+    b.value = "custom";
+    fire(b, "change");
+    /** @type {HTMLInputElement} */ (c.querySelector("[name=boundaries_custom]")).value = "0,10,20,30";
+    /** @type {HTMLSelectElement} */ (c.querySelector("[name=estimator]")).value = "riemann";
+    /** @type {HTMLInputElement} */ (c.querySelector("[name=steps]")).value = "8";
+    fire(q(c, ".iglens-apply"), "click");
+    expect(model.get("request")).toEqual({ target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8 });
+
+    model.set("busy", true);
+    expect(/** @type {HTMLButtonElement} */ (q(c, ".iglens-apply")).disabled).toBe(true);
+    expect(c.classList.contains("iglens-busy")).toBe(true);
+    model.set("busy", false);
+    model.set("error", "' Pariss' is not one token: [' Par', 'iss']");
+    expect(q(c, ".iglens-error").hidden).toBe(false);
+    expect(q(c, ".iglens-error").textContent).toContain("not one token");
+    model.set("error", "");
+    expect(q(c, ".iglens-error").hidden).toBe(true);
+  });
+
+  it("prefill from the result's specs", () => {
+    const state = makeState({ T: 4, every: 5 });
+    const { el } = mountWidget({ state });
+    expect(/** @type {HTMLSelectElement} */ (q(el, "[name=boundaries]")).value).toBe("every:5");
+    expect(/** @type {HTMLInputElement} */ (q(el, "[name=target]")).value).toBe("predicted");
+  });
+});
+
+describe("result updates and cleanup", () => {
+  it("rebuilds when Python sends a new result", () => {
+    const { el, model } = mountWidget({ T: 5 });
+    expect(tokens(el).length).toBe(5);
+    model.set("result", makeResult({ T: 11, nBlocks: 6 }));
+    expect(tokens(el).length).toBe(11);
+    model.set("selected", 10);
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("10");
+    expect(el.querySelectorAll(".iglens-bar").length).toBe(6);
+  });
+
+  it("shows a notice for an empty or broken result", () => {
+    const { el, model } = mountWidget({ state: { ...makeState(), result: {} } });
+    expect(q(el, ".iglens-notice").hidden).toBe(false);
+    expect(tokens(el).length).toBe(0);
+    model.set("result", { contributions: { dtype: "float32", shape: [2, 2], buffer: new DataView(new ArrayBuffer(4)) }, lens_probs: null });
+    expect(q(el, ".iglens-notice").textContent).toContain("Could not read the result");
+  });
+
+  it("the cleanup function removes the view and its listeners", () => {
+    const { el, model, cleanup } = mountWidget({ T: 5 });
+    cleanup();
+    expect(el.querySelector(".iglens-root")).toBeNull();
+    expect(() => model.set("selected", 2)).not.toThrow();
+    expect(() => model.set("result", makeResult({ T: 3 }))).not.toThrow();
+  });
+
+  it("two views of one model stay linked", () => {
+    const a = document.createElement("div");
+    const b = document.createElement("div");
+    document.body.append(a, b);
+    const model = createModel(makeState({ T: 6 }));
+    render({ model, el: a });
+    render({ model, el: b });
+    fire(tokens(a)[4], "click");
+    expect(q(b, ".iglens-detail").getAttribute("data-selected-index")).toBe("4");
+  });
+});
+
+describe("standalone mount (static export)", () => {
+  it("decodes base64 buffers, injects CSS once and renders", () => {
+    const state = makeState({ T: 7, base64: true });
+    expect(typeof state.result.contributions.buffer).toBe("string");
+    const el = document.createElement("div");
+    document.body.appendChild(el);
+    const { model, destroy } = mount(el, state, { css: ".iglens-root{color:red}" });
+    mount(document.body.appendChild(document.createElement("div")), state, ".iglens-root{color:red}");
+    expect(document.head.querySelectorAll("style[data-iglens-css]").length).toBe(1);
+    expect(tokens(el).length).toBe(7);
+    fire(tokens(el)[2], "click");
+    expect(model.get("selected")).toBe(2);
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("2");
+    destroy();
+    expect(el.querySelector(".iglens-root")).toBeNull();
+  });
+
+  it("createModel notifies change listeners and supports off", () => {
+    const model = createModel({ selected: -1 });
+    /** @type {any[]} */
+    const seen = [];
+    const cb = (/** @type {any} */ _m, /** @type {any} */ v) => seen.push(v);
+    model.on("change:selected", cb);
+    model.set("selected", 3);
+    model.set("selected", 3); // unchanged: no event
+    model.off("change:selected", cb);
+    model.set("selected", 4);
+    expect(seen).toEqual([3]);
+    expect(model.get("color_by")).toBe("p_final");
+    expect(() => model.save_changes()).not.toThrow();
+  });
+
+  it("base64 is what Python's base64.b64encode writes", () => {
+    expect(toBase64(new Uint8Array([0, 1, 2, 253, 254, 255]))).toBe("AAEC/f7/");
+  });
+});

@@ -1,0 +1,220 @@
+/**
+ * The `result` trait (docs/widget-protocol.md) decoded once into typed arrays plus the few
+ * derived numbers the views need. Pure: no DOM.
+ * @module result
+ */
+import { decodeArray, isPayload } from "./codec.js";
+
+/**
+ * @typedef {import("./codec.js").TypedArray} TypedArray
+ *
+ * @typedef {object} Result
+ * @property {number} T positions
+ * @property {number} k segments
+ * @property {number} K top tokens kept per boundary (0 when none)
+ * @property {number} m interpolation steps per segment in `pathProbs` (0 when none)
+ * @property {string[]} tokens
+ * @property {string[]} targetTokens
+ * @property {string[]|null} contrastTokens
+ * @property {Int32Array|TypedArray|null} inputIds
+ * @property {TypedArray} targetIds
+ * @property {Int32Array} onset  segment index j of the onset (-1 none), derived from onsetBlock
+ * @property {Int32Array} onsetBlock  the protocol's `onset`: the last block of the onset segment, boundaries[j+1] (-1 none)
+ * @property {TypedArray} contributions (T·k)
+ * @property {TypedArray} lensProbs (T·(k+1))
+ * @property {TypedArray} deltaP (T)
+ * @property {TypedArray|null} topIds (T·(k+1)·K)
+ * @property {TypedArray|null} topProbs
+ * @property {TypedArray|null} pathProbs (T·k·(m+1))
+ * @property {Record<string, string>} tokenText
+ * @property {number[]} boundaries (k+1)
+ * @property {number} promptLength
+ * @property {string} estimator
+ * @property {number} steps
+ * @property {string} modelName
+ * @property {string} family
+ * @property {number} nBlocks
+ * @property {string} targetSpec
+ * @property {string} contrastSpec
+ * @property {string} boundarySpec
+ * @property {boolean} hasContrast
+ * @property {number} contribLimit max |contribution| over all cells (1 when all zero)
+ * @property {number} deltaLimit max |Δp| (1 when all zero)
+ * @property {boolean} signedProbs lens values can be negative (a contrast): p_final is signed
+ * @property {boolean[]} hasTarget per position
+ * @property {string[]} segmentLabels "12" or "11–15"
+ */
+
+/** @param {unknown} v @param {string} name */
+function arr(v, name) {
+  if (v === null || v === undefined) return null;
+  if (!isPayload(v)) throw new TypeError(`result.${name} is not an ndarray payload`);
+  return decodeArray(v);
+}
+
+/** @param {number[]} boundaries */
+export function segmentLabels(boundaries) {
+  const out = [];
+  for (let j = 0; j + 1 < boundaries.length; j++) {
+    const lo = boundaries[j];
+    const hi = boundaries[j + 1];
+    out.push(hi - lo === 1 ? String(hi) : `${lo + 1}\u2013${hi}`);
+  }
+  return out;
+}
+
+/** max |x| over finite values; 1 when there is nothing nonzero (Python `symmetric_limit`). @param {ArrayLike<number>} values */
+export function symmetricLimit(values) {
+  let vmax = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (Number.isFinite(v) && Math.abs(v) > vmax) vmax = Math.abs(v);
+  }
+  return vmax > 0 ? vmax : 1;
+}
+
+/**
+ * Decode the `result` trait. Returns null for an empty/missing result.
+ * @param {any} raw
+ * @returns {Result|null}
+ */
+export function decodeResult(raw) {
+  if (!raw || typeof raw !== "object" || !raw.contributions) return null;
+  const contributions = /** @type {import("./codec.js").NDArray} */ (arr(raw.contributions, "contributions"));
+  const [T, k] = contributions.shape;
+  const lens = arr(raw.lens_probs, "lens_probs");
+  const delta = arr(raw.delta_p, "delta_p");
+  const targetIds = arr(raw.target_ids, "target_ids");
+  const onsetArr = arr(raw.onset, "onset");
+  const top = arr(raw.top_ids, "top_ids");
+  const topP = arr(raw.top_probs, "top_probs");
+  const path = arr(raw.path_probs, "path_probs");
+  const inputIds = arr(raw.input_ids, "input_ids");
+  if (!lens || lens.shape[0] !== T || lens.shape[1] !== k + 1) throw new RangeError("result.lens_probs must be (T, k+1)");
+  const boundaries = Array.isArray(raw.boundaries) && raw.boundaries.length === k + 1
+    ? raw.boundaries.map(Number) : Array.from({ length: k + 1 }, (_, j) => j);
+  const lensProbs = lens.data;
+  let deltaP = delta?.data;
+  if (!deltaP) {
+    deltaP = new Float32Array(T);
+    for (let i = 0; i < T; i++) deltaP[i] = lensProbs[i * (k + 1) + k] - lensProbs[i * (k + 1)];
+  }
+  const c = contributions.data;
+  // The protocol's onset is a block number: the last block of the onset segment
+  // (AttributionResult.onset). Views need the segment index j (boundaries[j+1] = block).
+  const onset = new Int32Array(T).fill(-1);
+  const onsetBlock = new Int32Array(T).fill(-1);
+  if (onsetArr) {
+    const segOfBlock = new Map(boundaries.slice(1).map((blk, j) => [blk, j]));
+    for (let i = 0; i < T; i++) {
+      const blk = onsetArr.data[i];
+      const j = segOfBlock.get(blk);
+      if (j !== undefined) { onset[i] = j; onsetBlock[i] = blk; }
+    }
+  } else { // absent: the segment with the largest signed contribution
+    for (let i = 0; i < T; i++) {
+      let best = -Infinity;
+      for (let j = 0; j < k; j++) {
+        const v = c[i * k + j];
+        if (Number.isFinite(v) && v > best) { best = v; onset[i] = j; onsetBlock[i] = boundaries[j + 1]; }
+      }
+    }
+  }
+  const tids = targetIds?.data ?? new Int32Array(T).fill(0);
+  const hasTarget = new Array(T);
+  let signed = false;
+  for (let i = 0; i < T; i++) {
+    hasTarget[i] = tids[i] >= 0 && Number.isFinite(deltaP[i]);
+  }
+  for (let n = 0; n < lensProbs.length; n++) if (lensProbs[n] < 0) { signed = true; break; }
+  const tokens = Array.isArray(raw.tokens) ? raw.tokens.map(String) : Array.from({ length: T }, () => "");
+  const targetTokens = Array.isArray(raw.target_tokens) ? raw.target_tokens.map(String) : tokens.map(() => "");
+  const contrastTokens = Array.isArray(raw.contrast_tokens) ? raw.contrast_tokens.map(String) : null;
+  const K = top && top.shape.length === 3 ? top.shape[2] : 0;
+  const m = path && path.shape.length === 3 ? path.shape[2] - 1 : 0;
+  return {
+    T, k, K, m,
+    tokens, targetTokens, contrastTokens,
+    inputIds: inputIds?.data ?? null,
+    targetIds: tids,
+    onset,
+    onsetBlock,
+    contributions: c,
+    lensProbs,
+    deltaP,
+    topIds: K ? /** @type {any} */ (top).data : null,
+    topProbs: K && topP ? topP.data : null,
+    pathProbs: m > 0 ? /** @type {any} */ (path).data : null,
+    tokenText: raw.token_text && typeof raw.token_text === "object" ? raw.token_text : {},
+    boundaries,
+    promptLength: Number.isFinite(Number(raw.prompt_length)) ? Number(raw.prompt_length) : T,
+    estimator: String(raw.estimator ?? "prediction_aware"),
+    steps: Number(raw.steps ?? (m || 1)),
+    modelName: String(raw.model_name ?? ""),
+    family: String(raw.family ?? ""),
+    nBlocks: Number(raw.n_blocks ?? boundaries[boundaries.length - 1]),
+    targetSpec: String(raw.target_spec ?? "predicted"),
+    contrastSpec: raw.contrast_spec == null ? "" : String(raw.contrast_spec),
+    boundarySpec: String(raw.boundary_spec ?? "all"),
+    hasContrast: !!contrastTokens,
+    contribLimit: symmetricLimit(c),
+    deltaLimit: symmetricLimit(deltaP),
+    signedProbs: signed || !!contrastTokens,
+    hasTarget,
+    segmentLabels: segmentLabels(boundaries),
+  };
+}
+
+/** Text of a token id via `token_text` (`<id>` when unknown). @param {Result} r @param {number} id */
+export function idText(r, id) {
+  const t = r.tokenText[String(id)];
+  return t === undefined ? `<${id}>` : t;
+}
+
+/** Contribution of segment j at position i. @param {Result} r @param {number} i @param {number} j */
+export const contribution = (r, i, j) => r.contributions[i * r.k + j];
+
+/** Lens value of the target at boundary j (0..k). @param {Result} r @param {number} i @param {number} j */
+export const lensAt = (r, i, j) => r.lensProbs[i * (r.k + 1) + j];
+
+/** Final lens value of the target (f(h_n)). @param {Result} r @param {number} i */
+export const pFinal = (r, i) => r.lensProbs[i * (r.k + 1) + r.k];
+
+/** One row of contributions (a view). @param {Result} r @param {number} i */
+export const contributionRow = (r, i) => r.contributions.subarray(i * r.k, (i + 1) * r.k);
+
+/** One row of lens values (k+1). @param {Result} r @param {number} i */
+export const lensRow = (r, i) => r.lensProbs.subarray(i * (r.k + 1), (i + 1) * (r.k + 1));
+
+/** Path of position i, flat (k·(m+1)), or null. @param {Result} r @param {number} i */
+export function pathRow(r, i) {
+  if (!r.pathProbs) return null;
+  const n = r.k * (r.m + 1);
+  return r.pathProbs.subarray(i * n, (i + 1) * n);
+}
+
+/**
+ * Top-n lens tokens at boundary j of position i: [{id, text, p}].
+ * @param {Result} r @param {number} i @param {number} j @param {number} [n]
+ */
+export function topAt(r, i, j, n = 5) {
+  if (!r.K || !r.topIds) return [];
+  const base = (i * (r.k + 1) + j) * r.K;
+  const out = [];
+  for (let q = 0; q < Math.min(n, r.K); q++) {
+    const id = r.topIds[base + q];
+    if (id < 0) continue;
+    out.push({ id, text: idText(r, id), p: r.topProbs ? r.topProbs[base + q] : NaN });
+  }
+  return out;
+}
+
+/**
+ * Sum of the contributions of position i (float64 accumulation).
+ * @param {Result} r @param {number} i
+ */
+export function contributionSum(r, i) {
+  let s = 0;
+  for (let j = 0; j < r.k; j++) s += r.contributions[i * r.k + j];
+  return s;
+}

@@ -1,0 +1,181 @@
+/**
+ * Synthetic IG-Lens results shaped exactly like the `result` trait of
+ * docs/widget-protocol.md (ndarray payloads with DataView buffers, or base64 strings).
+ * For tests and the dev harness; no Python needed.
+ * @module testing/fixture
+ */
+import { encodeArray } from "../codec.js";
+
+/** A small deterministic PRNG (mulberry32). @param {number} seed */
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = [" The", " capital", " of", " France", " is", " Paris", ".", "\n", " It", " has", " a", " population",
+  " about", " million", " people", ",", " and", " the", " city", " river", " Seine", " runs", " through", " it",
+  " famous", " for", " museums", " like", " Louvre", " art", " history", " food", " wine", " known", " as",
+  " light", " Eiffel", " Tower", " built", " in", " 1889", " What", " Vietnam", "?", " Hanoi", " Answer", ":"];
+
+/**
+ * @typedef {object} FixtureOptions
+ * @property {number} [T] positions (default 12)
+ * @property {number} [nBlocks] blocks (default 30)
+ * @property {number} [every] boundary stride (default 1 → every block)
+ * @property {number} [K] top tokens per boundary (default 5; 0 = none)
+ * @property {number} [steps] interpolation steps (>1 adds path_probs)
+ * @property {number} [promptLength] (default T: no answer)
+ * @property {string[]} [tokens] explicit token strings (length T)
+ * @property {boolean} [lastHasNoTarget] target "next": the last position has none (NaN)
+ * @property {boolean} [contrast] add contrast tokens (signed lens values)
+ * @property {boolean} [base64] buffers as base64 strings (the static export form)
+ * @property {number} [seed]
+ */
+
+/**
+ * Build a synthetic `result` dict.
+ * @param {FixtureOptions} [o]
+ */
+export function makeResult(o = {}) {
+  const T = o.T ?? 12;
+  const n = o.nBlocks ?? 30;
+  const every = o.every ?? 1;
+  const K = o.K ?? 5;
+  const m = o.steps && o.steps > 1 ? o.steps : 0;
+  const rand = rng(o.seed ?? 7);
+  const boundaries = [];
+  for (let L = 0; L < n; L += every) boundaries.push(L);
+  boundaries.push(n);
+  const k = boundaries.length - 1;
+  const tokens = o.tokens ?? Array.from({ length: T }, (_, i) => WORDS[i % WORDS.length]);
+  if (tokens.length !== T) throw new Error("tokens must have T entries");
+  const vocab = [...new Set([...WORDS, ...tokens])];
+  const idOf = new Map(vocab.map((w, q) => [w, q + 100]));
+  /** @type {Record<string, string>} */
+  const tokenText = {};
+  for (const [w, id] of idOf) tokenText[String(id)] = w;
+
+  const inputIds = new Int32Array(T);
+  const targetIds = new Int32Array(T);
+  const onset = new Int32Array(T);
+  const contributions = new Float32Array(T * k);
+  const lens = new Float32Array(T * (k + 1));
+  const delta = new Float32Array(T);
+  const topIds = new Int32Array(T * (k + 1) * K);
+  const topProbs = new Float32Array(T * (k + 1) * K);
+  const path = m ? new Float32Array(T * k * (m + 1)) : null;
+  const targetTokens = [];
+  const contrastTokens = o.contrast ? [] : null;
+
+  for (let i = 0; i < T; i++) {
+    inputIds[i] = /** @type {number} */ (idOf.get(tokens[i]));
+    const none = o.lastHasNoTarget && i === T - 1;
+    const tgt = i + 1 < T ? tokens[i + 1] : " Paris";
+    const tid = /** @type {number} */ (idOf.get(tgt) ?? idOf.get(" Paris"));
+    targetIds[i] = none ? -1 : tid;
+    targetTokens.push(none ? "" : tokenText[String(tid)]);
+    if (contrastTokens) contrastTokens.push(" Hanoi");
+    // a sigmoid rise around a centre block, a dip (non-monotone) on some positions
+    const centre = n * (0.35 + 0.5 * rand());
+    const width = 0.6 + 2.5 * rand();
+    const pEnd = 0.04 + 0.92 * rand() ** 0.7;
+    const dipAt = rand() < 0.6 ? Math.floor(n * (0.55 + 0.35 * rand())) : -1;
+    const dip = 0.15 + 0.35 * rand();
+    const f = (/** @type {number} */ L) => {
+      let p = 1e-4 + (pEnd - 1e-4) / (1 + Math.exp(-(L - centre) / width));
+      if (dipAt >= 0 && L >= dipAt && L < dipAt + 2 && L < n) p *= 1 - dip;
+      if (contrastTokens) p -= 0.25 * pEnd * Math.exp(-(((L - centre * 0.7) / 3) ** 2));
+      return L === 0 ? 1e-4 : p;
+    };
+    for (let j = 0; j <= k; j++) lens[i * (k + 1) + j] = none ? NaN : f(boundaries[j]);
+    for (let j = 0; j < k; j++) {
+      contributions[i * k + j] = none ? NaN : lens[i * (k + 1) + j + 1] - lens[i * (k + 1) + j];
+    }
+    let best = -1, bestV = -Infinity, sum = 0;
+    for (let j = 0; j < k; j++) {
+      const v = contributions[i * k + j];
+      sum += v;
+      if (v > bestV) { bestV = v; best = j; }
+    }
+    onset[i] = none ? -1 : boundaries[best + 1]; // a block number, like AttributionResult.onset
+    delta[i] = none ? NaN : lens[i * (k + 1) + k] - lens[i * (k + 1)];
+    // top-K at each boundary: the target once it dominates, else filler tokens
+    for (let j = 0; j <= k; j++) {
+      const p = lens[i * (k + 1) + j];
+      const base = (i * (k + 1) + j) * K;
+      const filler = [" the", ",", " and", " of", " a", " in", "\n", " is"].map((w) => idOf.get(w) ?? idOf.get(" the"));
+      const early = 0.05 + 0.3 * (1 - j / (k + 1));
+      const cands = [{ id: tid, p: none ? 0.01 : Math.max(0, p) }];
+      const phase = Math.floor((j + (i % 3) * 2) / 7); // the lens's favourite filler changes every few blocks
+      for (let q = 0; q < 6; q++) cands.push({ id: /** @type {number} */ (filler[(q + phase + i) % filler.length]), p: early / (q + 1.5) });
+      const seen = new Set();
+      const uniq = cands.filter((c) => (seen.has(c.id) ? false : (seen.add(c.id), true)));
+      uniq.sort((a, b) => b.p - a.p);
+      for (let q = 0; q < K; q++) {
+        topIds[base + q] = uniq[q] ? uniq[q].id : -1;
+        topProbs[base + q] = uniq[q] ? uniq[q].p : 0;
+      }
+    }
+    if (path) {
+      for (let j = 0; j < k; j++) {
+        const a = lens[i * (k + 1) + j];
+        const b = lens[i * (k + 1) + j + 1];
+        const wig = (rand() - 0.5) * 0.6 * Math.abs(b - a);
+        for (let q = 0; q <= m; q++) {
+          const t = q / m;
+          path[(i * k + j) * (m + 1) + q] = none ? NaN : a + (b - a) * t + (q > 0 && q < m ? wig * Math.sin(Math.PI * t) * 2 : 0);
+        }
+      }
+    }
+    void sum;
+  }
+  const enc = (/** @type {any} */ arr, /** @type {number[]} */ shape) => encodeArray(arr, shape, { base64: !!o.base64 });
+  return {
+    tokens,
+    target_tokens: targetTokens,
+    input_ids: enc(inputIds, [T]),
+    target_ids: enc(targetIds, [T]),
+    onset: enc(onset, [T]),
+    contributions: enc(contributions, [T, k]),
+    lens_probs: enc(lens, [T, k + 1]),
+    delta_p: enc(delta, [T]),
+    top_ids: enc(topIds, [T, k + 1, K]),
+    top_probs: enc(topProbs, [T, k + 1, K]),
+    path_probs: path ? enc(path, [T, k, m + 1]) : null,
+    token_text: tokenText,
+    boundaries,
+    prompt_length: o.promptLength ?? T,
+    estimator: "prediction_aware",
+    steps: m || 1,
+    model_name: "synthetic-30L",
+    family: "llama",
+    n_blocks: n,
+    target_spec: o.lastHasNoTarget ? "next" : "predicted",
+    contrast_spec: o.contrast ? " Hanoi" : "",
+    boundary_spec: every === 1 ? "all" : `every:${every}`,
+    contrast_tokens: contrastTokens,
+  };
+}
+
+/**
+ * Full widget state (traits) around a result.
+ * @param {FixtureOptions & {selected?: number, interactive?: boolean}} [o]
+ */
+export function makeState(o = {}) {
+  return {
+    result: makeResult(o),
+    selected: o.selected ?? -1,
+    hovered: -1,
+    color_by: "p_final",
+    interactive: o.interactive ?? true,
+    request: {},
+    busy: false,
+    error: "",
+  };
+}

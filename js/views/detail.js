@@ -1,0 +1,421 @@
+/**
+ * The detail panel for one position (the selected one, or the hovered one as a preview):
+ * (a) signed per-segment bars, (b) the cumulative lens probability of the target over the
+ * boundaries with the interpolation path, (c) the logit-lens overlay (top-1 token and its
+ * probability per boundary), non-monotone stretches shaded, hatched and listed, and the
+ * completeness check in numbers.
+ * @module views/detail
+ */
+import { h, s, clear, listen, uniqueId } from "../dom.js";
+import { formatToken, quoteToken } from "../tokens.js";
+import { linearScale, clamp } from "../layout.js";
+import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE } from "../colorscale.js";
+import { againstSegments, againstSteps, flagged, DEFAULT_THRESHOLD } from "../nonmonotone.js";
+import { contributionRow, lensRow, pathRow, topAt, idText, contributionSum, pFinal } from "../result.js";
+import { fmtProb, fmtSigned, completenessText } from "../format.js";
+
+const M = { left: 48, right: 14, top: 8, bottom: 6 };
+
+/**
+ * @param {import("./context.js").Context} ctx
+ */
+export function createDetail(ctx) {
+  const el = h("section", { class: "iglens-detail", "aria-label": "Detail of the selected token", "aria-live": "polite" });
+  let width = 0;
+  let shownIndex = -2;
+  let shownPreview = false;
+  /** @type {(() => void)[]} */
+  let local = [];
+
+  function render() {
+    local.forEach((off) => off());
+    local = [];
+    clear(el);
+    const r = ctx.result;
+    const i = ctx.shown();
+    const preview = i >= 0 && i === ctx.hovered() && i !== ctx.selected();
+    shownIndex = i;
+    shownPreview = preview;
+    el.classList.toggle("iglens-detail-preview", preview);
+    if (!r || i < 0) {
+      el.removeAttribute("data-selected-index");
+      el.appendChild(h("div", { class: "iglens-empty" },
+        h("div", { class: "iglens-empty-title", text: r ? "Select a token" : "No result" }),
+        h("div", { class: "iglens-empty-text", text: r
+          ? "Click a token in the strip or a row of the heatmap to see how its probability builds up block by block. Hover previews; arrow keys move."
+          : "Nothing to show yet." })));
+      return;
+    }
+    el.setAttribute("data-selected-index", String(i));
+    el.appendChild(header(r, i, preview));
+    if (!r.hasTarget[i]) {
+      el.appendChild(h("div", { class: "iglens-empty" },
+        h("div", { class: "iglens-empty-text", text: "This position has no target (with target \u201cnext\u201d, the last position has none). Pick another position." })));
+      return;
+    }
+    const w = Math.max(260, (el.clientWidth || width || 480) - 2);
+    width = w;
+    const charts = buildCharts(ctx, r, i, w);
+    el.appendChild(charts.readout);
+    el.appendChild(charts.el);
+    el.appendChild(charts.flags);
+    el.appendChild(completeness(r, i));
+    local.push(...charts.offs);
+  }
+
+  return {
+    el,
+    render,
+    /** Re-render when the shown position changed (or always with force). */
+    update(force = false) {
+      const i = ctx.shown();
+      const preview = i >= 0 && i === ctx.hovered() && i !== ctx.selected();
+      if (force || i !== shownIndex || preview !== shownPreview) render();
+    },
+    resize() {
+      const w = el.clientWidth;
+      if (w && Math.abs(w - 2 - width) > 1) render();
+    },
+    destroy() { local.forEach((off) => off()); },
+  };
+}
+
+/**
+ * @param {import("../result.js").Result} r @param {number} i @param {boolean} preview
+ */
+function header(r, i, preview) {
+  const target = r.hasTarget[i] ? (r.targetTokens[i] || idText(r, r.targetIds[i])) : "";
+  const title = h("div", { class: "iglens-detail-title" },
+    h("span", { class: "iglens-pos", text: `[${i}]` }),
+    h("span", { class: "iglens-chip", title: quoteToken(r.tokens[i]), text: formatToken(r.tokens[i], { maxLen: 24 }) }),
+    h("span", { class: "iglens-arrow", text: "\u2192" }),
+    r.hasTarget[i]
+      ? h("span", { class: "iglens-chip iglens-chip-target", title: `target ${quoteToken(target)} (id ${r.targetIds[i]})`, text: formatToken(target, { maxLen: 24 }) })
+      : h("span", { class: "iglens-muted", text: "no target" }),
+    r.hasTarget[i] ? h("span", { class: "iglens-sr-only iglens-raw-target", text: target }) : null,
+    r.contrastTokens && r.contrastTokens[i]
+      ? h("span", { class: "iglens-vs" }, h("span", { class: "iglens-muted", text: "vs" }),
+        h("span", { class: "iglens-chip", title: quoteToken(r.contrastTokens[i]), text: formatToken(r.contrastTokens[i], { maxLen: 18 }) }))
+      : null,
+    i >= r.promptLength ? h("span", { class: "iglens-badge iglens-badge-answer", text: "answer" }) : null,
+    preview ? h("span", { class: "iglens-badge iglens-badge-preview", text: "preview \u00b7 click to lock" }) : null);
+  const stats = h("div", { class: "iglens-detail-stats" });
+  if (r.hasTarget[i]) {
+    const p0 = lensRow(r, i)[0];
+    const pn = pFinal(r, i);
+    const name = r.hasContrast ? "p(target) \u2212 p(contrast)" : "p(target)";
+    stats.appendChild(stat(name, `${fmtProb(p0)} \u2192 ${fmtProb(pn)}`, "embeddings \u2192 output, read through the final norm + head"));
+    stats.appendChild(stat("\u0394p", fmtSigned(r.deltaP[i]), "net change, the sum of all segment contributions"));
+    if (r.onset[i] >= 0) {
+      const seg = r.segmentLabels[r.onset[i]];
+      stats.appendChild(stat("onset", `block ${r.onsetBlock[i]}`, seg.includes("\u2013")
+        ? `the segment with the largest signed contribution: blocks ${seg} (named by its last block)`
+        : "the block with the largest signed contribution"));
+    }
+  }
+  return h("header", { class: "iglens-detail-head" }, title, stats);
+}
+
+/** @param {string} k @param {string} v @param {string} tip */
+function stat(k, v, tip) {
+  return h("span", { class: "iglens-stat", title: tip }, h("span", { class: "iglens-stat-k", text: k }), h("span", { class: "iglens-stat-v", text: v }));
+}
+
+/** @param {import("../result.js").Result} r @param {number} i */
+function completeness(r, i) {
+  const sum = contributionSum(r, i);
+  const dp = r.deltaP[i];
+  const err = Math.abs(sum - dp);
+  const exact = r.estimator !== "riemann";
+  const ok = err <= 1e-4 * Math.max(1, Math.abs(dp));
+  const line = h("div", { class: "iglens-completeness" + (ok ? " iglens-ok" : " iglens-warn") },
+    h("span", { class: "iglens-check", "aria-hidden": "true", text: ok ? "\u2713" : "\u2248" }),
+    h("span", { class: "iglens-completeness-text", text: completenessText(sum, dp) }),
+    h("span", { class: "iglens-muted", text: ` \u00b7 ${r.estimator}, m=${r.steps}` + (exact ? "" : " (Riemann: discretization error shrinks with m)") }));
+  return line;
+}
+
+/**
+ * @param {import("./context.js").Context} ctx
+ * @param {import("../result.js").Result} r @param {number} i @param {number} W
+ */
+function buildCharts(ctx, r, i, W) {
+  const dark = ctx.theme === "dark";
+  const pos = dark ? POSITIVE_DARK : POSITIVE;
+  const neg = dark ? NEGATIVE_DARK : NEGATIVE;
+  const b = r.boundaries;
+  const k = r.k;
+  const c = contributionRow(r, i);
+  const lens = lensRow(r, i);
+  const path = pathRow(r, i);
+  const segFlags = againstSegments(c, r.deltaP[i], DEFAULT_THRESHOLD);
+  const stepFlags = path ? againstSteps(path, k, DEFAULT_THRESHOLD) : null;
+  const x = linearScale([b[0] - 0.6, b[k] + 0.6], [M.left, W - M.right]);
+  const hatch = uniqueId("hatch");
+  const offs = [];
+
+  /** @param {number} H @param {string} label @param {string} caption */
+  const frame = (H, label, caption) => {
+    const svg = s("svg", { class: "iglens-chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label });
+    const defs = s("defs");
+    const pat = s("pattern", { id: `${hatch}-${label.length}-${H}`, patternUnits: "userSpaceOnUse", width: 6, height: 6, patternTransform: "rotate(45)" },
+      s("rect", { class: "iglens-hatch-bg", width: 6, height: 6, fill: NONMONOTONE }),
+      s("line", { class: "iglens-hatch-line", x1: 0, y1: 0, x2: 0, y2: 6, stroke: NONMONOTONE, "stroke-width": 2.2 }));
+    defs.appendChild(pat);
+    svg.appendChild(defs);
+    const wrap = h("figure", { class: "iglens-figure" }, h("figcaption", { class: "iglens-caption", text: caption }), svg);
+    return { svg, wrap, fill: `url(#${pat.getAttribute("id")})` };
+  };
+
+  /** shade the flagged segments over the whole plot height */
+  const shade = (/** @type {SVGElement} */ g, /** @type {string} */ fill, /** @type {number} */ y0, /** @type {number} */ y1) => {
+    for (const j of flagged(segFlags)) {
+      g.appendChild(s("rect", { class: "iglens-nonmono-shade", x: x(b[j]), y: y0, width: Math.max(1, x(b[j + 1]) - x(b[j])), height: y1 - y0, fill }));
+    }
+  };
+
+  /** y axis with nice ticks and grid lines */
+  const yAxis = (/** @type {SVGElement} */ g, /** @type {any} */ y, /** @type {number} */ lo, /** @type {number} */ hi, /** @type {number} */ count) => {
+    const { ticks, step } = niceTicks(lo, hi, count);
+    for (const t of ticks) {
+      const yy = y(t);
+      g.appendChild(s("line", { class: t === 0 ? "iglens-zero" : "iglens-grid", x1: M.left, x2: W - M.right, y1: yy, y2: yy }));
+      g.appendChild(s("text", { class: "iglens-tick", x: M.left - 6, y: yy, "text-anchor": "end", "dominant-baseline": "middle" }, formatTick(t, step)));
+    }
+  };
+
+  const xTicks = (() => {
+    const span = b[k] - b[0];
+    const want = clamp(Math.floor((W - M.left - M.right) / 34), 2, 16);
+    const { ticks } = niceTicks(b[0], b[k], want);
+    return ticks.filter((t) => Number.isInteger(t) || span < 4);
+  })();
+
+  /** x axis labels along the bottom */
+  const xAxis = (/** @type {SVGElement} */ g, /** @type {number} */ yy, /** @type {boolean} */ labels) => {
+    for (const t of xTicks) {
+      g.appendChild(s("line", { class: "iglens-xtick", x1: x(t), x2: x(t), y1: yy, y2: yy + 3 }));
+      if (labels) g.appendChild(s("text", { class: "iglens-tick", x: x(t), y: yy + 13, "text-anchor": "middle" }, String(t)));
+    }
+  };
+
+  // (a) bars -----------------------------------------------------------------------------
+  const Ha = 118;
+  const A = frame(Ha, "segment contributions", "(a) contribution of each segment  \u2014  hatched \u25b2\u25bc: against \u0394p");
+  let cLo = 0, cHi = 0;
+  for (let j = 0; j < k; j++) if (Number.isFinite(c[j])) { cLo = Math.min(cLo, c[j]); cHi = Math.max(cHi, c[j]); }
+  if (cLo === cHi) { cLo = -1e-9; cHi = 1e-9; }
+  const padA = 0.16 * (cHi - cLo);
+  const ya = linearScale([cLo - (cLo < 0 ? padA : 0), cHi + (cHi > 0 ? padA : 0)], [Ha - M.bottom - 4, M.top + 2]);
+  const ga = s("g");
+  A.svg.appendChild(ga);
+  shade(ga, A.fill, M.top, Ha - M.bottom);
+  yAxis(ga, ya, ya.domain[0], ya.domain[1], 3);
+  const bars = s("g", { class: "iglens-bars" });
+  for (let j = 0; j < k; j++) {
+    const v = c[j];
+    if (!Number.isFinite(v)) continue;
+    const x0 = x(b[j]);
+    const x1 = x(b[j + 1]);
+    const bw = Math.max(1, (x1 - x0) * 0.8);
+    const bx = (x0 + x1) / 2 - bw / 2;
+    const y0 = ya(0);
+    const y1 = ya(v);
+    const rect = s("rect", { class: "iglens-bar", "data-segment": j, x: bx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill: v >= 0 ? pos : neg });
+    bars.appendChild(rect);
+    if (segFlags[j]) {
+      bars.appendChild(s("rect", { class: "iglens-bar-flag", x: bx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill: A.fill, stroke: "currentColor", "stroke-width": 0.9 }));
+      bars.appendChild(s("text", { class: "iglens-flag-mark", x: bx + bw / 2, y: v < 0 ? y1 + 10 : y1 - 3, "text-anchor": "middle" }, v < 0 ? "\u25bc" : "\u25b2"));
+    }
+  }
+  ga.appendChild(bars);
+  xAxis(ga, Ha - M.bottom, false);
+
+  // (b) cumulative curve -------------------------------------------------------------------
+  const Hb = 138;
+  const B = frame(Hb, "cumulative lens probability", path
+    ? `(b) ${r.hasContrast ? "p(target) \u2212 p(contrast)" : "p(target)"} after block L, with the path inside each segment (m=${r.m})`
+    : `(b) ${r.hasContrast ? "p(target) \u2212 p(contrast)" : "p(target)"} after block L (cumulative)`);
+  let pLo = Infinity, pHi = -Infinity;
+  const consider = (/** @type {number} */ v) => { if (Number.isFinite(v)) { pLo = Math.min(pLo, v); pHi = Math.max(pHi, v); } };
+  lens.forEach(consider);
+  if (path) path.forEach(consider);
+  if (!Number.isFinite(pLo)) { pLo = 0; pHi = 1; }
+  if (pLo >= 0) pLo = 0;
+  if (pHi <= pLo) pHi = pLo + 1e-6;
+  const yb = linearScale([pLo, pHi + 0.08 * (pHi - pLo)], [Hb - M.bottom - 2, M.top + 4]);
+  const gb = s("g");
+  B.svg.appendChild(gb);
+  shade(gb, B.fill, M.top, Hb - M.bottom);
+  yAxis(gb, yb, yb.domain[0], yb.domain[1], 3);
+  gb.appendChild(s("line", { class: "iglens-baseline", x1: M.left, x2: W - M.right, y1: yb(lens[0]), y2: yb(lens[0]) }));
+  if (path && r.m > 0) {
+    const m = r.m;
+    const pts = [];
+    for (let j = 0; j < k; j++) {
+      for (let q = 0; q <= m; q++) {
+        const v = path[j * (m + 1) + q];
+        if (Number.isFinite(v)) pts.push(`${x(b[j] + (q / m) * (b[j + 1] - b[j])).toFixed(1)},${yb(v).toFixed(1)}`);
+      }
+    }
+    gb.appendChild(s("polyline", { class: "iglens-path", points: pts.join(" ") }));
+    if (stepFlags) {
+      for (let j = 0; j < k; j++) {
+        for (let q = 0; q < m; q++) {
+          if (!stepFlags[j][q]) continue;
+          const xa = x(b[j] + (q / m) * (b[j + 1] - b[j]));
+          const xb = x(b[j] + ((q + 1) / m) * (b[j + 1] - b[j]));
+          const ya0 = yb(path[j * (m + 1) + q]);
+          const yb0 = yb(path[j * (m + 1) + q + 1]);
+          gb.appendChild(s("line", { class: "iglens-step-flag", x1: xa, x2: xb, y1: ya0, y2: yb0 }));
+          gb.appendChild(s("text", { class: "iglens-step-mark", x: (xa + xb) / 2, y: (ya0 + yb0) / 2 + 3.5, "text-anchor": "middle" }, "\u00d7"));
+        }
+      }
+    }
+  }
+  const curvePts = [];
+  for (let j = 0; j <= k; j++) if (Number.isFinite(lens[j])) curvePts.push(`${x(b[j]).toFixed(1)},${yb(lens[j]).toFixed(1)}`);
+  gb.appendChild(s("polyline", { class: "iglens-curve", points: curvePts.join(" ") }));
+  if (k <= 64) {
+    for (let j = 0; j <= k; j++) {
+      if (Number.isFinite(lens[j])) gb.appendChild(s("circle", { class: "iglens-curve-dot", cx: x(b[j]), cy: yb(lens[j]), r: 2.6 }));
+    }
+  }
+  gb.appendChild(s("text", { class: "iglens-end-label", x: Math.min(x(b[k]) + 2, W - 2), y: yb(lens[k]) - 7, "text-anchor": "end" }, fmtProb(lens[k])));
+  xAxis(gb, Hb - M.bottom, false);
+
+  // (c) logit-lens overlay ------------------------------------------------------------------
+  const figs = [A.wrap, B.wrap];
+  const Hc = 162;
+  let C = null;
+  if (r.K > 0) {
+    C = frame(Hc, "logit lens top-1", "(c) logit lens: top-1 token after block L (filled: it is the target)");
+    const yc = linearScale([0, 1.22], [Hc - 32, M.top + 2]);
+    const gc = s("g");
+    C.svg.appendChild(gc);
+    shade(gc, C.fill, M.top, Hc - 32);
+    for (const t of [0, 0.5, 1]) {
+      gc.appendChild(s("line", { class: t === 0 ? "iglens-zero" : "iglens-grid", x1: M.left, x2: W - M.right, y1: yc(t), y2: yc(t) }));
+      gc.appendChild(s("text", { class: "iglens-tick", x: M.left - 6, y: yc(t), "text-anchor": "end", "dominant-baseline": "middle" }, formatTick(t, 0.5)));
+    }
+    const top1 = [];
+    for (let j = 0; j <= k; j++) top1.push(topAt(r, i, j, 1)[0] ?? null);
+    const tl = [];
+    const ref = [];
+    for (let j = 0; j <= k; j++) {
+      if (top1[j] && Number.isFinite(top1[j].p)) tl.push(`${x(b[j]).toFixed(1)},${yc(top1[j].p).toFixed(1)}`);
+      if (Number.isFinite(lens[j]) && !r.hasContrast) ref.push(`${x(b[j]).toFixed(1)},${yc(clamp(lens[j], 0, 1)).toFixed(1)}`);
+    }
+    if (ref.length) gc.appendChild(s("polyline", { class: "iglens-ref", points: ref.join(" ") }));
+    gc.appendChild(s("polyline", { class: "iglens-top1", points: tl.join(" ") }));
+    const labelsAt = [];
+    for (let j = 0; j <= k; j++) {
+      const t = top1[j];
+      if (!t) continue;
+      const hit = t.id === r.targetIds[i];
+      gc.appendChild(s("circle", { class: hit ? "iglens-top1-hit" : "iglens-top1-miss", cx: x(b[j]), cy: yc(t.p), r: 3 }));
+      if (j === 0 || !top1[j - 1] || top1[j - 1]?.id !== t.id) labelsAt.push(j);
+    }
+    // labels where top-1 changes, staggered on three heights, skipped when they would collide
+    /** @type {number[][]} */
+    const lanes = [[], [], []];
+    for (const j of labelsAt) {
+      const t = /** @type {{id: number, text: string, p: number}} */ (top1[j]);
+      const text = formatToken(t.text, { maxLen: 10 });
+      const tw = 6.3 * Array.from(text).length + 8;
+      const cx = clamp(x(b[j]), M.left + tw / 2, W - M.right - tw / 2);
+      const lane = lanes.findIndex((ls) => ls.every((other) => Math.abs(other - cx) > (tw + 44) / 2));
+      if (lane < 0) continue;
+      lanes[lane].push(cx);
+      const cy = yc(t.p) - 9 - 13 * lane;
+      const ty = Math.max(M.top + 7, cy);
+      const label = s("g", { class: "iglens-top1-label" + (t.id === r.targetIds[i] ? " iglens-top1-label-hit" : "") },
+        s("rect", { x: cx - tw / 2, y: ty - 8, width: tw, height: 14, rx: 3 }),
+        s("text", { x: cx, y: ty + 2.5, "text-anchor": "middle" }, text),
+        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after block ${b[j]}`));
+      gc.appendChild(label);
+    }
+    xAxis(gc, Hc - 32, true);
+    gc.appendChild(s("text", { class: "iglens-axis-title", x: (M.left + W - M.right) / 2, y: Hc - 3, "text-anchor": "middle" }, "block L (state after block L; 0 = embeddings)"));
+    figs.push(C.wrap);
+  } else {
+    // no overlay: label the x axis under (b)
+    B.svg.setAttribute("height", String(Hb + 16));
+    B.svg.setAttribute("viewBox", `0 0 ${W} ${Hb + 16}`);
+    xAxis(gb, Hb - M.bottom, true);
+  }
+
+  // crosshair + readout, shared by the three charts ---------------------------------------------
+  const readout = h("div", { class: "iglens-readout", "aria-live": "off" });
+  const defaultReadout = () => {
+    clear(readout);
+    readout.appendChild(h("span", { class: "iglens-muted", text: "Hover the charts for the values at each block." }));
+  };
+  defaultReadout();
+  const guides = [A, B, C].filter(Boolean).map((F) => {
+    const line = s("line", { class: "iglens-guide", x1: 0, x2: 0, y1: M.top, y2: Number(/** @type {any} */ (F).svg.getAttribute("height")) - M.bottom, visibility: "hidden" });
+    /** @type {any} */ (F).svg.appendChild(line);
+    return line;
+  });
+  const onMove = (/** @type {MouseEvent} */ e) => {
+    const svg = /** @type {SVGElement} */ (e.currentTarget);
+    const rect = svg.getBoundingClientRect();
+    const bx = x.invert(e.clientX - rect.left);
+    // nearest boundary
+    let jb = 0;
+    for (let j = 1; j <= k; j++) if (Math.abs(b[j] - bx) < Math.abs(b[jb] - bx)) jb = j;
+    // segment containing bx
+    let js = 0;
+    while (js < k - 1 && bx > b[js + 1]) js++;
+    const onBars = svg === A.svg;
+    const gx = onBars ? (x(b[js]) + x(b[js + 1])) / 2 : x(b[jb]);
+    for (const line of guides) { line.setAttribute("x1", String(gx)); line.setAttribute("x2", String(gx)); line.setAttribute("visibility", "visible"); }
+    clear(readout);
+    if (onBars) {
+      const lo = b[js], hi = b[js + 1];
+      readout.append(
+        h("strong", { text: hi - lo === 1 ? `block ${hi}` : `blocks ${lo + 1}\u2013${hi}` }),
+        h("span", { text: ` contribution ${fmtSigned(c[js])}` }),
+        h("span", { class: "iglens-muted", text: ` \u00b7 p ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
+        segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "");
+    } else {
+      const t = topAt(r, i, jb, 1)[0];
+      readout.append(
+        h("strong", { text: jb === 0 ? "embeddings (L = 0)" : `after block ${b[jb]}` }),
+        h("span", { text: ` p(target) ${fmtProb(lens[jb])}` }),
+        t ? h("span", { class: "iglens-muted", text: " \u00b7 top-1 " }) : "",
+        t ? h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 14 }) }) : "",
+        t ? h("span", { class: "iglens-muted", text: ` ${fmtProb(t.p)}` }) : "");
+    }
+  };
+  const onLeave = () => { for (const line of guides) line.setAttribute("visibility", "hidden"); defaultReadout(); };
+  for (const F of [A, B, C]) {
+    if (!F) continue;
+    offs.push(listen(F.svg, "mousemove", onMove), listen(F.svg, "mouseleave", onLeave));
+  }
+
+  // flags: non-monotone list (text, so colour is never the only cue) ----------------------------
+  const segs = flagged(segFlags);
+  const steps = [];
+  if (stepFlags) for (let j = 0; j < k; j++) for (let q = 0; q < stepFlags[j].length; q++) if (stepFlags[j][q]) steps.push([j, q]);
+  const flags = h("div", { class: "iglens-flags" });
+  if (!segs.length && !steps.length) {
+    flags.appendChild(h("span", { class: "iglens-muted", text: "Monotone: no segment moves against \u0394p" + (path ? " and no step against its segment." : ".") }));
+  } else {
+    if (segs.length) {
+      flags.appendChild(h("div", { class: "iglens-flag-line" },
+        h("span", { class: "iglens-flag-swatch", "aria-hidden": "true" }),
+        h("strong", { text: "Against \u0394p: " }),
+        segs.map((j) => `${c[j] < 0 ? "\u25bc" : "\u25b2"} ${r.segmentLabels[j]} (${fmtSigned(c[j])})`).join(", ")));
+    }
+    if (steps.length) {
+      const shown = steps.slice(0, 12).map(([j, q]) => `${r.segmentLabels[j]} step ${q + 1}/${r.m}`).join(", ");
+      flags.appendChild(h("div", { class: "iglens-flag-line" },
+        h("span", { class: "iglens-flag-x", "aria-hidden": "true", text: "\u00d7" }),
+        h("strong", { text: "Steps against their segment: " }),
+        shown + (steps.length > 12 ? `, \u2026 (${steps.length} in all)` : "")));
+    }
+  }
+
+  return { el: h("div", { class: "iglens-charts" }, ...figs), readout, flags, offs };
+}

@@ -1,0 +1,34 @@
+/**
+ * "What am I looking at?": a short explanation for learners, one click away.
+ * @module views/help
+ */
+import { h, listen } from "../dom.js";
+
+/** @param {string} term @param {...(string|Node)} rest */
+const p = (term, ...rest) => h("p", {}, h("strong", { text: term }), " ", ...rest);
+
+export function createHelp() {
+  const panel = h("div", { class: "iglens-help", role: "region", "aria-label": "What am I looking at?" });
+  panel.hidden = true;
+  panel.append(
+    p("Lens probability.", "After every block L the model has a hidden state h", h("sub", { text: "L" }),
+      ". Reading it through the model's own final norm and unembedding head (the \u201clogit lens\u201d) gives a probability for the target token: f(h",
+      h("sub", { text: "L" }), "). At L = n it is the model's real output probability."),
+    p("Contribution.", "The contribution of a segment (a block, or a range of blocks) is how much that lens probability changes across it: f(h",
+      h("sub", { text: "end" }), ") \u2212 f(h", h("sub", { text: "start" }), "), computed as an Integrated-Gradients integral along the straight path between the two states. ",
+      "The contributions add up exactly to \u0394p = f(h", h("sub", { text: "n" }), ") \u2212 f(h", h("sub", { text: "0" }), ")\u2014the completeness line checks it."),
+    p("What it measures.", "A conditional marginal: how much more probability the final norm + head can read out after the segment, given the state before it. ",
+      "It is not the total causal effect of a block\u2014a block can also matter through what later blocks do with its output. ",
+      "For causal effects use ablation or direct-logit attribution."),
+    p("Onset.", "The segment with the largest signed contribution: where the token's probability is mostly decided (outlined in the heatmap)."),
+    p("Non-monotone.", "When the probability rises and then partly falls (or the reverse), the segments moving against \u0394p are flagged: shaded and hatched in the charts, marked \u25b2/\u25bc, and listed in words. ",
+      "With more than one interpolation step, steps moving against their own segment are marked \u00d7."),
+    p("Reading the views.", "Red is positive, blue negative, and the colour scale is centred at 0. Click a token (or a heatmap row) to select it; hover to preview; \u2190 \u2192 move the selection, Esc clears."));
+  const button = h("button", { type: "button", class: "iglens-help-toggle", "aria-expanded": "false" },
+    h("span", { class: "iglens-help-icon", "aria-hidden": "true", text: "?" }), h("span", { text: "What am I looking at?" }));
+  const off = listen(button, "click", () => {
+    panel.hidden = !panel.hidden;
+    button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
+  });
+  return { button, panel, destroy: off };
+}

@@ -1,0 +1,237 @@
+/**
+ * The token strip: the prompt's tokens (and the generated answer's, after a divider),
+ * coloured by the chosen statistic. Click selects, hover previews, arrow keys move the
+ * selection, Escape clears. Roving tabindex: only one token is in the tab order.
+ * @module views/strip
+ */
+import { h, clear, listen, scrollIntoContainer } from "../dom.js";
+import { formatTokenParts, quoteToken } from "../tokens.js";
+import { divergingScale, sequentialScale, ordinalScale, legendTicks, cssGradient, textColorFor } from "../colorscale.js";
+import { pFinal, idText } from "../result.js";
+import { fmtProb, fmtSigned } from "../format.js";
+
+export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset"]);
+const COLOR_LABELS = { p_final: "p(target) at output", delta_p: "\u0394p (net change)", onset: "onset block" };
+
+/**
+ * The colour scale and per-position value for a `color_by` statistic.
+ * @param {import("../result.js").Result} r
+ * @param {string} colorBy
+ * @param {"light"|"dark"} theme
+ */
+export function stripScale(r, colorBy, theme) {
+  if (colorBy === "delta_p") {
+    return { scale: divergingScale(r.deltaLimit, theme), value: (/** @type {number} */ i) => r.deltaP[i], title: "\u0394p" };
+  }
+  if (colorBy === "onset") {
+    return { scale: ordinalScale(r.k), value: (/** @type {number} */ i) => (r.onset[i] >= 0 && r.hasTarget[i] ? r.onset[i] : NaN), title: "onset" };
+  }
+  if (r.signedProbs) {
+    let lim = 0;
+    for (let i = 0; i < r.T; i++) { const v = Math.abs(pFinal(r, i)); if (Number.isFinite(v) && v > lim) lim = v; }
+    return { scale: divergingScale(lim || 1, theme), value: (/** @type {number} */ i) => pFinal(r, i), title: "p(target) \u2212 p(contrast)" };
+  }
+  return { scale: sequentialScale(theme, 0, 1), value: (/** @type {number} */ i) => pFinal(r, i), title: "p(target)" };
+}
+
+/**
+ * A short, plain description of one position (for title attributes and aria labels).
+ * @param {import("../result.js").Result} r @param {number} i
+ */
+export function describePosition(r, i) {
+  const tok = quoteToken(r.tokens[i]);
+  if (!r.hasTarget[i]) return `[${i}] ${tok}: no target`;
+  const tgt = quoteToken(r.targetTokens[i] || idText(r, r.targetIds[i]));
+  const onset = r.onset[i] >= 0 ? `, onset block ${r.onsetBlock[i]}` : "";
+  return `[${i}] ${tok} \u2192 ${tgt}: p = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`;
+}
+
+/**
+ * @param {import("./context.js").Context} ctx
+ */
+export function createStrip(ctx) {
+  const select = h("select", { class: "iglens-colorby", name: "color_by", "aria-label": "Colour tokens by" });
+  for (const key of COLOR_BY) select.appendChild(h("option", { value: key, text: COLOR_LABELS[key] }));
+  const legend = h("div", { class: "iglens-legend iglens-strip-legend", "aria-hidden": "true" });
+  const list = h("div", {
+    class: "iglens-strip", role: "listbox", "aria-label": "Tokens: click to select, arrow keys to move, Escape to clear",
+    "aria-orientation": "horizontal",
+  });
+  const el = h("section", { class: "iglens-strip-section", "aria-label": "Token strip" },
+    h("div", { class: "iglens-section-head" },
+      h("h3", { class: "iglens-section-title", text: "Tokens" }),
+      h("span", { class: "iglens-hint", text: "click to select \u00b7 hover to preview \u00b7 \u2190 \u2192 Esc" }),
+      h("span", { class: "iglens-spacer" }),
+      h("label", { class: "iglens-colorby-label" }, h("span", { text: "colour by" }), select),
+      legend),
+    list);
+
+  /** @type {HTMLElement[]} */
+  let items = [];
+  let prevSel = -1;
+  let prevHover = -1;
+  let focusIndex = 0;
+
+  function build() {
+    clear(list);
+    items = [];
+    prevSel = -1;
+    prevHover = -1;
+    const r = ctx.result;
+    if (!r) return;
+    const frag = document.createDocumentFragment();
+    for (let i = 0; i < r.T; i++) {
+      if (i === r.promptLength && i > 0) {
+        frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
+        frag.appendChild(h("span", { class: "iglens-answer-divider", role: "separator", "aria-label": "generated answer follows" },
+          h("span", { text: "answer" })));
+      }
+      const tok = r.tokens[i];
+      const chip = h("span", {
+        class: "iglens-token" + (i >= r.promptLength ? " iglens-token-answer" : "") + (r.hasTarget[i] ? "" : " iglens-token-none"),
+        "data-token-index": i, role: "option", tabindex: -1, "aria-selected": "false",
+        title: describePosition(r, i),
+      });
+      for (const part of formatTokenParts(tok, { maxLen: 32 })) {
+        if (part.mark) chip.appendChild(h("span", { class: "iglens-ws", text: part.text }));
+        else chip.appendChild(document.createTextNode(part.text));
+      }
+      items.push(chip);
+      frag.appendChild(chip);
+      if (typeof tok === "string" && tok.endsWith("\n")) frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
+    }
+    list.appendChild(frag);
+    focusIndex = Math.max(0, ctx.selected());
+    if (items[focusIndex]) items[focusIndex].tabIndex = 0;
+    recolor();
+    updateSelection(false);
+  }
+
+  function recolor() {
+    const r = ctx.result;
+    if (!r) { clear(legend); return; }
+    const by = COLOR_BY.includes(ctx.model.get("color_by")) ? ctx.model.get("color_by") : "p_final";
+    if (select.value !== by) select.value = by;
+    const { scale, value, title } = stripScale(r, by, ctx.theme);
+    for (let i = 0; i < items.length; i++) {
+      const rgb = scale.rgb(value(i));
+      const st = items[i].style;
+      if (rgb) {
+        st.backgroundColor = `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`;
+        st.color = textColorFor(rgb);
+      } else {
+        st.backgroundColor = "";
+        st.color = "";
+      }
+    }
+    drawLegend(legend, scale, title, by === "onset" ? r : null);
+  }
+
+  /** @param {boolean} scroll */
+  function updateSelection(scroll) {
+    const sel = ctx.selected();
+    const hov = ctx.hovered();
+    if (prevSel !== sel) {
+      const old = items[prevSel];
+      if (old) { old.classList.remove("iglens-selected"); old.setAttribute("aria-selected", "false"); }
+      const cur = items[sel];
+      if (cur) {
+        cur.classList.add("iglens-selected");
+        cur.setAttribute("aria-selected", "true");
+        setFocusIndex(sel);
+        if (scroll) scrollIntoContainer(list, cur);
+      }
+      prevSel = sel;
+    }
+    if (prevHover !== hov) {
+      items[prevHover]?.classList.remove("iglens-hovered");
+      items[hov]?.classList.add("iglens-hovered");
+      prevHover = hov;
+    }
+  }
+
+  /** @param {number} i */
+  function setFocusIndex(i) {
+    if (!items[i] || i === focusIndex) return;
+    if (items[focusIndex]) items[focusIndex].tabIndex = -1;
+    items[i].tabIndex = 0;
+    focusIndex = i;
+  }
+
+  /** @param {EventTarget|null} t */
+  const indexOf = (t) => {
+    const chip = /** @type {HTMLElement|null} */ (t instanceof Element ? t.closest("[data-token-index]") : null);
+    return chip && list.contains(chip) ? Number(chip.dataset.tokenIndex) : -1;
+  };
+
+  const offs = [
+    listen(select, "change", () => ctx.setTrait("color_by", select.value)),
+    listen(list, "click", (e) => {
+      const i = indexOf(e.target);
+      if (i < 0) return;
+      ctx.select(i); // a real click has focused the chip already (mousedown)
+    }),
+    listen(list, "mouseover", (e) => { const i = indexOf(e.target); if (i >= 0) ctx.hover(i); }),
+    listen(list, "mouseleave", () => ctx.hover(-1)),
+    listen(list, "keydown", (e) => {
+      const r = ctx.result;
+      if (!r) return;
+      const cur = ctx.selected() >= 0 ? ctx.selected() : (indexOf(e.target) >= 0 ? indexOf(e.target) : -1);
+      let next = null;
+      if (e.key === "ArrowRight" || e.key === "ArrowDown") next = cur < 0 ? 0 : Math.min(r.T - 1, cur + 1);
+      else if (e.key === "ArrowLeft" || e.key === "ArrowUp") next = cur < 0 ? 0 : Math.max(0, cur - 1);
+      else if (e.key === "Home") next = 0;
+      else if (e.key === "End") next = r.T - 1;
+      else if (e.key === "Enter" || e.key === " ") next = indexOf(e.target) >= 0 ? indexOf(e.target) : cur;
+      else if (e.key === "Escape") { ctx.select(-1); e.preventDefault(); e.stopPropagation(); return; }
+      if (next === null || next < 0) return;
+      e.preventDefault();
+      ctx.select(next);
+      items[next]?.focus({ preventScroll: true });
+      if (items[next]) scrollIntoContainer(list, items[next]);
+    }),
+  ];
+
+  build();
+  return {
+    el,
+    list,
+    build,
+    recolor,
+    updateSelection,
+    destroy() { offs.forEach((off) => off()); },
+  };
+}
+
+/**
+ * Fill a legend element: a gradient bar with ticks and a title.
+ * @param {HTMLElement} el
+ * @param {import("../colorscale.js").Scale} scale
+ * @param {string} title
+ * @param {import("../result.js").Result|null} ordinalOf label ticks with segment names
+ */
+export function drawLegend(el, scale, title, ordinalOf = null) {
+  clear(el);
+  const bar = h("div", { class: "iglens-legend-bar" });
+  bar.style.background = cssGradient(scale);
+  const ticks = h("div", { class: "iglens-legend-ticks" });
+  if (ordinalOf) {
+    const labels = ordinalOf.segmentLabels;
+    const n = labels.length;
+    const picks = n <= 1 ? [0] : [0, Math.round((n - 1) / 2), n - 1].filter((v, q, a) => a.indexOf(v) === q);
+    for (const j of picks) {
+      const t = n <= 1 ? 0.5 : j / (n - 1);
+      const tick = h("span", { class: "iglens-legend-tick", text: labels[j] });
+      tick.style.left = `${(100 * t).toFixed(2)}%`;
+      ticks.appendChild(tick);
+    }
+  } else {
+    for (const t of legendTicks(scale, 3)) {
+      const tick = h("span", { class: "iglens-legend-tick", text: t.label });
+      tick.style.left = `${(100 * t.t).toFixed(2)}%`;
+      ticks.appendChild(tick);
+    }
+  }
+  el.appendChild(h("span", { class: "iglens-legend-title", text: title }));
+  el.appendChild(h("div", { class: "iglens-legend-scale" }, bar, ticks));
+}

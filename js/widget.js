@@ -1,0 +1,14 @@
+/**
+ * iglens_viz front end: the anywidget entry point.
+ *
+ * Default export: `{ render }` (anywidget's front-end module contract; render returns a
+ * cleanup function). Named exports `createModel` and `mount` serve the static HTML export
+ * (no named `render`: anywidget >= 0.9 flags it as deprecated).
+ * @module widget
+ */
+import "./widget.css";
+import { render } from "./app.js";
+
+export { createModel, mount } from "./standalone.js";
+// Only the default export carries `render`: anywidget warns about a named `render` export.
+export default { render };
