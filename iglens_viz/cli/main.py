@@ -53,6 +53,8 @@ def _attribute_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, metavar="FILE", help="write all arrays as JSON")
     p.add_argument("--png", type=Path, metavar="FILE",
                    help="write the static figure (heatmap) as PNG")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write the linked views as one self-contained offline HTML page")
     p.add_argument("--dtype", default=None, help="model dtype, e.g. float32 or bfloat16")
     p.add_argument("--device", default=None, help="model device, e.g. cpu, cuda, auto")
     return p
@@ -137,7 +139,19 @@ def run_attribute(argv: list[str]) -> int:
     if args.png:
         result.plot_heatmap().savefig(args.png, dpi=130, bbox_inches="tight")
         console.print(f"wrote {args.png}")
+    if args.html:
+        from ..export.html import to_html
+
+        to_html(result, args.html, selected=_html_selection(result), target_spec=args.target,
+                contrast_spec=args.contrast or "", boundary_spec=args.boundaries)
+        console.print(f"wrote {args.html}")
     return 0
+
+
+def _html_selection(result) -> int:
+    """The exported page opens on the answer's first token (or the last position)."""
+    answer = result.answer_positions
+    return int(answer[0]) if len(answer) else len(result.input_ids) - 1
 
 
 def run_validate(argv: list[str]) -> int:

@@ -1,0 +1,168 @@
+"""One self-contained, offline HTML page of the IG-Lens views.
+
+The page carries the front-end bundle (JS and CSS) and the data inline; it makes no network
+request and works from ``file://``. The views stay linked (selection, hover, colouring): the
+bundle's ``mount(el, state)`` runs them on an in-page model with the same interface as the
+notebook widget's. Recomputing needs a kernel, so the controls are off (``interactive:
+false``).
+
+Safety: token strings are untrusted. The state is JSON inside a
+``<script type="application/json">`` element with ``<``, ``>``, ``&`` and U+2028/U+2029
+written as ``\\u`` escapes, so no token can close the element; the bundle inserts tokens as
+text only; a Content-Security-Policy allows inline code and ``blob:`` modules and nothing
+else (no network, no external scripts, styles or images).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+__all__ = ["CSP", "page_state", "to_html"]
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
+       "img-src data: blob:; font-src data:")
+"""The page's Content-Security-Policy: inline code and blob: modules only, no network."""
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                 "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def script_json(value) -> str:
+    """JSON text that is safe inside a ``<script>`` element (cannot end it or the page)."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)
+
+
+def _style_text(css: str) -> str:
+    # A stylesheet cannot contain "</style" without ending the element; "<\/" is the same
+    # character sequence to the CSS parser inside strings and harmless elsewhere.
+    return re.sub(r"</(?=style)", r"<\\/", css, flags=re.IGNORECASE)
+
+
+def page_state(obj, *, selected: int | None = None, color_by: str | None = None,
+               **specs) -> dict:
+    """The model state the page mounts: the widget's traits, buffers as base64.
+
+    ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
+    :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring).
+    ``specs`` (``target_spec``, ``contrast_spec``, ``boundary_spec``) say what produced a
+    plain result; see :func:`iglens_viz.widget.result_payload`.
+    """
+    from ..widget.payload import result_payload
+    from ..widget.serializers import to_base64_state
+
+    if hasattr(obj, "result") and isinstance(getattr(obj, "result"), dict) \
+            and hasattr(obj, "selected"):
+        payload = obj.result
+        sel = obj.selected if selected is None else selected
+        colour = obj.color_by if color_by is None else color_by
+    else:
+        payload = result_payload(obj, **specs)
+        sel = -1 if selected is None else selected
+        colour = "p_final" if color_by is None else color_by
+    return {
+        "result": to_base64_state(payload),
+        "selected": int(sel),
+        "hovered": -1,
+        "color_by": str(colour),
+        "interactive": False,
+        "request": {},
+        "busy": False,
+        "error": "",
+    }
+
+
+def _bundle_text() -> tuple[str, str]:
+    from ..widget.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
+
+    if not BUNDLE_JS.is_file():
+        raise FileNotFoundError(MISSING_BUNDLE)
+    css = BUNDLE_CSS.read_text(encoding="utf-8") if BUNDLE_CSS.is_file() else ""
+    return BUNDLE_JS.read_text(encoding="utf-8"), css
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<meta name="generator" content="iglens_viz {version}">
+<title>{title}</title>
+<style>
+html {{ color-scheme: light dark; }}
+body {{ margin: 0; padding: 16px; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; }}
+@media (prefers-color-scheme: light) {{ body {{ background: #ffffff; color: #1f2328; }} }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #111418; color: #e6edf3; }} }}
+.iglens-page-title {{ font-size: 15px; font-weight: 600; margin: 0 0 12px; }}
+.iglens-page-error {{ color: #b42318; white-space: pre-wrap; }}
+</style>
+<style>
+{css}
+</style>
+</head>
+<body>
+{heading}<div id="iglens-root" class="iglens-page-root"></div>
+<script type="application/json" id="iglens-state">{state}</script>
+<script type="application/json" id="iglens-bundle">{bundle}</script>
+<script type="module">
+performance.mark("iglens-start");
+const root = document.getElementById("iglens-root");
+try {{
+  const read = (id) => JSON.parse(document.getElementById(id).textContent);
+  const url = URL.createObjectURL(new Blob([read("iglens-bundle")], {{ type: "text/javascript" }}));
+  const bundle = await import(url);
+  URL.revokeObjectURL(url);
+  const state = read("iglens-state");
+  performance.mark("iglens-mount-start");
+  window.iglens = {{ handle: bundle.mount(root, state), bundle }};
+  performance.mark("iglens-mounted");
+  requestAnimationFrame(() => performance.mark("iglens-drawn"));
+  document.documentElement.dataset.iglensReady = "true";
+}} catch (err) {{
+  const p = document.createElement("pre");
+  p.className = "iglens-page-error";
+  p.textContent = "iglens_viz: could not render this page: " + err;
+  root.appendChild(p);
+  document.documentElement.dataset.iglensReady = "error";
+  throw err;
+}}
+</script>
+</body>
+</html>
+"""
+
+
+def to_html(obj, path=None, *, title: str | None = None, selected: int | None = None,
+            color_by: str | None = None, target_spec: str | None = None,
+            contrast_spec: str | None = None, boundary_spec: str | None = None) -> str:
+    """A self-contained HTML page of the IG-Lens views; written to ``path`` when given.
+
+    ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
+    :class:`~iglens_viz.widget.IGLensWidget` (exported as it is now: result, selection,
+    colouring). ``selected`` / ``color_by`` override the initial selection and colouring;
+    the ``*_spec`` texts record what produced a plain result (inferred when omitted).
+    Returns the page's text. The page works offline and from ``file://``.
+    """
+    from .. import __version__
+
+    js, css = _bundle_text()
+    state = page_state(obj, selected=selected, color_by=color_by, target_spec=target_spec,
+                       contrast_spec=contrast_spec, boundary_spec=boundary_spec)
+    if title is None:
+        result = state["result"]
+        name = result.get("model_name") or result.get("family") or "model"
+        title = f"IG-Lens: {name}, {len(result['tokens'])} tokens"
+    heading = f'<h1 class="iglens-page-title">{html.escape(title)}</h1>\n' if title else ""
+    page = _TEMPLATE.format(csp=html.escape(CSP, quote=True), version=__version__,
+                            title=html.escape(title or "IG-Lens"), css=_style_text(css),
+                            heading=heading, state=script_json(state),
+                            bundle=script_json(js))
+    if path is not None:
+        Path(path).write_text(page, encoding="utf-8")
+    return page

@@ -1,0 +1,329 @@
+"""The notebook widget without a browser: serializers, the result payload, recompute requests."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iglens_viz import IGLens
+from iglens_viz.widget import (IGLensWidget, array_from_payload, array_to_payload,
+                               parse_request, result_payload, show, to_base64_state)
+
+from tiny_models import tiny_model, tiny_tokenizer
+
+PROMPT = "w3 w5 w7 w9 w11 w13"
+
+ARRAYS = ("input_ids", "target_ids", "onset", "contributions", "lens_probs", "delta_p",
+          "top_ids", "top_probs", "path_probs")
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_model("llama")
+
+
+@pytest.fixture
+def lens(llama):
+    """A fresh lens per test (its cache starts empty) whose model counts forward calls."""
+    return IGLens(llama, tiny_tokenizer())
+
+
+@pytest.fixture
+def forward_calls(llama):
+    calls = []
+    handle = llama.register_forward_hook(lambda *args: calls.append(1))
+    yield calls
+    handle.remove()
+
+
+def decoded(payload: dict) -> dict:
+    return {k: None if payload[k] is None else array_from_payload(payload[k]) for k in ARRAYS}
+
+
+# ------------------------------------------------------------------------------ serializers
+
+@pytest.mark.parametrize("dtype, sent", [
+    (np.float64, "float32"), (np.float32, "float32"), (np.float16, "float32"),
+    (np.int64, "int32"), (np.int32, "int32"), (np.int8, "int32"), (np.uint16, "int32"),
+    (np.bool_, "int32"),
+])
+def test_serializer_dtypes(dtype, sent):
+    arr = (np.arange(24).reshape(2, 3, 4) % 5).astype(dtype)
+    payload = array_to_payload(arr)
+    assert payload["dtype"] == sent and payload["shape"] == [2, 3, 4]
+    assert isinstance(payload["buffer"], bytes) and len(payload["buffer"]) == 24 * 4
+    back = array_from_payload(payload)
+    assert back.dtype == (np.float32 if sent == "float32" else np.int32)
+    np.testing.assert_array_equal(back, arr.astype(back.dtype))
+
+
+def test_serializer_keeps_nan_and_little_endian_layout():
+    arr = np.array([[0.25, np.nan], [-1.5, 1e-9]])
+    payload = array_to_payload(arr)
+    raw = np.frombuffer(payload["buffer"], dtype="<f4")
+    assert np.isnan(raw[1]) and raw[0] == 0.25 and raw[2] == -1.5
+    assert array_from_payload(payload).shape == (2, 2)
+    big_endian = np.array([1, 2, 3], dtype=">i8")
+    assert np.frombuffer(array_to_payload(big_endian)["buffer"], "<i4").tolist() == [1, 2, 3]
+
+
+def test_serializer_rejects_what_js_cannot_read():
+    with pytest.raises(ValueError, match="int32 range"):
+        array_to_payload(np.array([2**40]))
+    with pytest.raises(TypeError, match="dtype"):
+        array_to_payload(np.array(["a", "b"]))
+    with pytest.raises(ValueError, match="dtype"):
+        array_from_payload({"dtype": "complex64", "shape": [1], "buffer": b"\0" * 8})
+
+
+def test_serializer_scalars_and_empty_arrays():
+    assert array_to_payload(np.float64(2.5))["shape"] == []
+    assert array_from_payload(array_to_payload(np.float64(2.5))).item() == 2.5
+    empty = array_to_payload(np.zeros((3, 0), dtype=np.int64))
+    assert empty["shape"] == [3, 0] and empty["buffer"] == b""
+
+
+def test_base64_state_round_trip():
+    payload = array_to_payload(np.array([1.0, np.nan, -2.0]))
+    state = {"result": {"a": payload, "tokens": ["x"], "none": None}, "selected": 3}
+    encoded = to_base64_state(state)
+    assert isinstance(encoded["result"]["a"]["buffer"], str)
+    assert base64.b64decode(encoded["result"]["a"]["buffer"]) == payload["buffer"]
+    assert encoded["result"]["tokens"] == ["x"] and encoded["selected"] == 3
+    np.testing.assert_array_equal(array_from_payload(encoded["result"]["a"]),
+                                  array_from_payload(payload))
+    assert isinstance(state["result"]["a"]["buffer"], bytes)  # the input is not changed
+
+
+# ------------------------------------------------------------------------------ payload
+
+def test_payload_round_trip_equals_the_result(lens):
+    result = lens.attribute(PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4],
+                            steps=3)
+    payload = result_payload(result)
+    arrays = decoded(payload)
+    for name in ARRAYS:
+        expected = getattr(result, name)
+        got = arrays[name]
+        assert got.shape == expected.shape, name
+        if expected.dtype.kind == "f":
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6,
+                                       equal_nan=True, err_msg=name)
+        else:
+            assert got.dtype == np.int32
+            np.testing.assert_array_equal(got, expected, err_msg=name)
+    assert np.isnan(arrays["contributions"][-1]).all()  # no next token at the end
+    assert payload["tokens"] == result.tokens
+    assert payload["target_tokens"] == result.target_tokens and payload["target_tokens"][-1] == ""
+    assert payload["contrast_tokens"] == ["w4"] * 6
+    assert payload["boundaries"] == [0, 1, 4] and payload["n_blocks"] == 4
+    assert payload["steps"] == 3 and payload["estimator"] == "prediction_aware"
+    assert payload["family"] == result.family and payload["prompt_length"] == 6
+    assert payload["target_spec"] == "next" and payload["contrast_spec"] == "4"
+    assert payload["boundary_spec"] == "0,1,4"
+    assert set(payload["token_text"]) >= {str(i) for i in np.unique(result.top_ids)}
+    assert all(isinstance(k, str) for k in payload["token_text"])
+    assert payload["token_text"]["4"] == "w4"
+
+
+def test_payload_defaults_and_spec_inference(lens):
+    result = lens.attribute(PROMPT)
+    payload = result_payload(result)
+    assert payload["path_probs"] is None and payload["contrast_tokens"] is None
+    assert payload["target_spec"] == "predicted" and payload["contrast_spec"] == ""
+    assert payload["boundary_spec"] == "all"
+    fixed = result_payload(lens.attribute(PROMPT, target=7))
+    assert fixed["target_spec"] == "7"
+    explicit = result_payload(result, target_spec=" Hanoi", boundary_spec="every:2")
+    assert explicit["target_spec"] == " Hanoi" and explicit["boundary_spec"] == "every:2"
+
+
+def test_payload_travels_as_binary_buffers(lens):
+    """The widget's state splits into JSON plus binary buffers (no base64, no JSON lists)."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    w = IGLensWidget(lens.attribute(PROMPT))
+    state, paths, buffers = _remove_buffers(w.get_state())
+    assert ["result", "contributions", "buffer"] in paths
+    assert len(buffers) >= 8 and all(isinstance(b, (bytes, memoryview)) for b in buffers)
+    import json
+
+    json.dumps(state, allow_nan=False)  # the rest is plain JSON
+
+
+# ------------------------------------------------------------------------------ the widget
+
+def test_plain_result_widget_is_not_interactive(lens):
+    result = lens.attribute(PROMPT)
+    w = result.widget()
+    assert isinstance(w, IGLensWidget)
+    assert w.interactive is False and w.lens is None
+    assert w.selected == -1 and w.hovered == -1 and w.color_by == "p_final"
+    assert w.busy is False and w.error == "" and w.request == {}
+    assert w.attribution is result
+    assert w._esm and "IGLensWidget(6 tokens, 4 segments" in repr(w)
+    w.request = {"target": "next"}  # nobody recomputes: the result stays
+    assert w.attribution is result and w.error == ""
+    with pytest.raises(RuntimeError, match="no IGLens"):
+        w.recompute(target="next")
+
+
+def test_trait_validation(lens):
+    result = lens.attribute(PROMPT)
+    w = IGLensWidget(result, selected=2, color_by="onset")
+    assert w.selected == 2 and w.color_by == "onset"
+    w.set_state({"selected": 4, "hovered": 1, "color_by": "delta_p"})  # as the browser does
+    assert (w.selected, w.hovered, w.color_by) == (4, 1, "delta_p")
+    import traitlets
+
+    with pytest.raises(traitlets.TraitError):
+        w.color_by = "rainbow"
+    with pytest.raises(ValueError, match="selected"):
+        IGLensWidget(result, selected=6)
+    with pytest.raises(TypeError, match="only used when result is None"):
+        IGLensWidget(result, target="next")
+    with pytest.raises(TypeError, match="needs a result"):
+        IGLensWidget()
+
+
+def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
+    w = show(lens, None, PROMPT)
+    assert w.interactive is True and w.lens is lens
+    assert len(forward_calls) == 1
+    before = decoded(w.result)
+    busy_seen = []
+    w.observe(lambda change: busy_seen.append(change["new"]), names="busy")
+    w.selected = 2
+    w.request = {"target": "next", "contrast": "", "boundaries": "every:2",
+                 "estimator": "riemann", "steps": "3"}
+    assert w.error == "" and w.busy is False and busy_seen == [True, False]
+    assert len(forward_calls) == 1  # the cached forward pass served the recompute
+    after = decoded(w.result)
+    expected = lens.attribute(PROMPT, target="next", boundaries=[0, 2, 4], steps=3,
+                              estimator="riemann")
+    np.testing.assert_allclose(after["contributions"], expected.contributions, rtol=1e-6,
+                               equal_nan=True)
+    assert after["contributions"].shape == (6, 2) and before["contributions"].shape == (6, 4)
+    assert after["path_probs"].shape == (6, 2, 4)
+    assert w.result["target_spec"] == "next" and w.result["boundary_spec"] == "every:2"
+    assert w.result["estimator"] == "riemann" and w.result["steps"] == 3
+    assert w.attribution.boundaries == [0, 2, 4]
+    assert w.selected == 2  # same token ids: the selection stays
+    assert len(forward_calls) == 1
+
+
+def test_request_token_forms(lens, forward_calls):
+    w = show(lens, None, PROMPT)
+    w.request = {"target": "w9", "contrast": " 4 ", "boundaries": "0,2,4",
+                 "estimator": "prediction_aware", "steps": 1}
+    assert w.error == ""
+    assert w.attribution.target_ids.tolist() == [9] * 6
+    assert w.attribution.contrast_ids.tolist() == [4] * 6
+    assert w.result["target_tokens"] == ["w9"] * 6 and w.result["contrast_tokens"] == ["w4"] * 6
+    w.request = {"target": 11.0, "contrast": None, "boundaries": [0, 4], "steps": 2.0}
+    assert w.error == "" and w.attribution.target_ids.tolist() == [11] * 6
+    assert w.result["boundary_spec"] == "0,4" and w.result["target_spec"] == "11"
+    assert w.attribution.contrast_ids is None and w.result["contrast_tokens"] is None
+    assert len(forward_calls) == 1
+
+
+@pytest.mark.parametrize("request_, message", [
+    ({"target": "w1 w2"}, "not a single token"),
+    ({"target": "-3"}, ">= 0"),
+    ({"target": "500"}, "out of range"),
+    ({"boundaries": "0,3,2,4"}, "strictly increasing"),
+    ({"boundaries": "every:x"}, "every:K"),
+    ({"boundaries": "0,2"}, "end at n=4"),
+    ({"steps": "two"}, "steps"),
+    ({"steps": 0}, "steps"),
+    ({"estimator": "simpson"}, "unknown estimator"),
+    ({"target": ["w1"]}, "target"),
+    ({"boundaries": 3}, "boundaries"),
+])
+def test_bad_request_sets_error_and_keeps_the_result(lens, request_, message):
+    w = show(lens, None, PROMPT, target="next")
+    old_result, old_attribution = w.result, w.attribution
+    w.request = request_
+    assert message in w.error
+    assert w.busy is False
+    assert w.result is old_result and w.attribution is old_attribution
+    w.request = {"target": "predicted", "boundaries": "all"}  # the next good one clears it
+    assert w.error == "" and w.result["target_spec"] == "predicted"
+
+
+def test_recompute_keeps_the_generated_answer(lens, forward_calls):
+    w = show(lens, None, PROMPT, max_new_tokens=3, boundaries="every:2")
+    first = w.attribution
+    assert first.prompt_length == 6 and len(first.input_ids) == 9
+    assert w.result["boundary_spec"] == "every:2" and w.result["prompt_length"] == 6
+    calls = len(forward_calls)  # generation + the traced pass
+    w.request = {"target": "next", "boundaries": "all"}
+    w.request = {"target": "predicted", "boundaries": "every:2"}
+    assert w.error == "" and len(forward_calls) == calls
+    again = w.attribution
+    np.testing.assert_array_equal(again.input_ids, first.input_ids)
+    assert again.prompt_length == 6 and w.result["prompt_length"] == 6
+    np.testing.assert_array_equal(again.answer_positions, [5, 6, 7])
+    # Along the answer the "predicted" target is the generated token, as in the original call.
+    np.testing.assert_array_equal(again.target_ids, first.target_ids)
+    np.testing.assert_allclose(again.contributions, first.contributions, atol=1e-12)
+
+
+def test_python_recompute_method(lens):
+    w = IGLensWidget(None, lens, PROMPT, target="next")
+    assert w.result["target_spec"] == "next" and w.interactive
+    new = w.recompute(target="w5", boundaries=[0, 2, 4])
+    assert new is w.attribution and w.result["target_spec"] == "w5"
+    assert w.result["boundary_spec"] == "0,2,4"
+    with pytest.raises(ValueError, match="not a single token"):
+        w.recompute(target="w1 w2")
+
+
+def test_lens_of_another_model_is_refused(lens):
+    other = IGLens(tiny_model("gpt2"), tiny_tokenizer())
+    with pytest.raises(ValueError, match="blocks"):
+        IGLensWidget(lens.attribute(PROMPT), other)
+
+
+def test_parse_request_specs():
+    kwargs, specs = parse_request({"target": " Hanoi", "contrast": "", "boundaries": " every:2 ",
+                                   "estimator": "riemann", "steps": "4"}, 4)
+    assert kwargs == dict(target=" Hanoi", contrast=None, boundaries=[0, 2, 4],
+                          estimator="riemann", steps=4)
+    assert specs == dict(target=" Hanoi", contrast="", boundaries="every:2")
+    kwargs, specs = parse_request({}, 4)
+    assert kwargs["target"] == "predicted" and kwargs["boundaries"] == [0, 1, 2, 3, 4]
+    assert specs["boundaries"] == "all"
+    assert parse_request({"target": "next", "_n": 7}, 4)[0]["target"] == "next"
+
+
+def test_core_runs_without_anywidget():
+    """The attribution core and the HTML payload never import anywidget or ipywidgets."""
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["anywidget"] = None  # any import of it fails
+        sys.modules["ipywidgets"] = None
+        import iglens_viz
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from tiny_models import tiny_model, tiny_tokenizer
+        result = iglens_viz.attribute(tiny_model("llama"), tiny_tokenizer(), "w1 w2 w3")
+        from iglens_viz.widget import result_payload
+        assert result_payload(result)["tokens"] == ["w1", "w2", "w3"]
+        try:
+            result.widget()
+        except ImportError:
+            print("widget needs anywidget")
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["widget", "needs", "anywidget", "ok"]
+    assert "anywidget" not in out.stderr

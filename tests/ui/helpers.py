@@ -1,0 +1,131 @@
+"""Shared by the export tests, the browser tests and the widget benchmark.
+
+* :func:`synthetic_result`: an :class:`AttributionResult` of any size with exact
+  telescoping sums, made without a model (hostile token strings welcome).
+* :func:`launch_chromium`: Playwright on Debian's Chromium (no browser download), with
+  background networking off.
+* :class:`PageRecorder`: every console error, page error and non-local request of a page.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from iglens_viz.core.result import AttributionResult
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium, if installed."""
+    for path in (CHROMIUM, shutil.which("chromium") or "", shutil.which("chromium-browser") or ""):
+        if path and Path(path).is_file():
+            return path
+    return None
+
+
+def launch_chromium(playwright, **kwargs):
+    """A headless Chromium browser from the system package."""
+    path = chromium_path()
+    if path is None:
+        raise RuntimeError("Chromium is not installed: apt-get install -y chromium")
+    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS,
+                                      headless=True, **kwargs)
+
+
+@dataclass
+class PageRecorder:
+    """Collects a page's console errors, uncaught errors and requests leaving the machine."""
+
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    network: list[str] = field(default_factory=list)
+
+    def attach(self, page, *, allow_hosts: tuple[str, ...] = ()) -> "PageRecorder":
+        def on_console(msg):
+            if msg.type == "error":
+                self.console_errors.append(msg.text)
+
+        def on_request(request):
+            url = request.url
+            if url.startswith(LOCAL_SCHEMES):
+                return
+            if any(url.startswith(f"http://{h}") for h in allow_hosts):
+                return
+            self.network.append(url)
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda err: self.page_errors.append(str(err)))
+        page.on("request", on_request)
+        return self
+
+
+def synthetic_result(T: int = 12, n: int = 6, K: int = 5, *, tokens: list[str] | None = None,
+                     steps: int = 1, seed: int = 0, vocab: int = 500,
+                     boundaries: list[int] | None = None) -> AttributionResult:
+    """A plausible attribution of T positions over n blocks, without a model.
+
+    Lens probabilities wander from a small start to a final value with some non-monotone
+    stretches; contributions are their first differences (exact completeness). Token ids
+    come from ``tokens`` (reused as the vocabulary's text) or are ``tok{id}``.
+    """
+    rng = np.random.default_rng(seed)
+    bounds = list(range(n + 1)) if boundaries is None else list(boundaries)
+    k = len(bounds) - 1
+    if tokens is None:
+        input_ids = rng.integers(0, vocab, T)
+    else:
+        T = len(tokens)
+        input_ids = np.arange(T) % vocab
+    walk = np.cumsum(rng.normal(0, 0.12, (T, n + 1)), axis=1)
+    walk += np.linspace(-3, rng.uniform(-1, 3), n + 1)[None]
+    probs_all = 1 / (1 + np.exp(-walk))
+    lens = probs_all[:, bounds]
+    contributions = np.diff(lens, axis=1)
+    target_ids = rng.integers(0, vocab, T)
+    top_ids = rng.integers(0, vocab, (T, k + 1, K))
+    top_ids[:, :, 0] = target_ids[:, None]
+    top_probs = np.sort(rng.dirichlet(np.ones(K + 1), (T, k + 1))[..., :K], axis=-1)[..., ::-1]
+    top_probs[:, :, 0] = np.maximum(top_probs[:, :, 0], lens)
+    path = None
+    if steps > 1:
+        alphas = np.linspace(0, 1, steps + 1)
+        wiggle = 0.02 * np.sin(np.pi * alphas)[None, None] * rng.normal(size=(T, k, 1))
+        path = lens[:, :-1, None] + alphas[None, None] * contributions[..., None] + wiggle
+        path[..., 0], path[..., -1] = lens[:, :-1], lens[:, 1:]
+    text = {}
+    if tokens is not None:
+        for i, tok in zip(input_ids, tokens):
+            text[int(i)] = tok
+    used = np.unique(np.concatenate([input_ids, target_ids, top_ids.ravel()]))
+    for i in used:
+        text.setdefault(int(i), f"tok{int(i)}")
+    onset = np.asarray(bounds)[1:][np.argmax(contributions, axis=1)]
+    return AttributionResult(
+        tokens=[text[int(i)] for i in input_ids],
+        input_ids=input_ids.astype(np.int64),
+        target_ids=target_ids.astype(np.int64),
+        target_tokens=[text[int(i)] for i in target_ids],
+        boundaries=bounds,
+        lens_probs=lens,
+        contributions=contributions,
+        delta_p=lens[:, -1] - lens[:, 0],
+        onset=onset.astype(np.int64),
+        top_ids=top_ids.astype(np.int64),
+        top_probs=top_probs,
+        steps=steps,
+        path_probs=path,
+        n_blocks=n,
+        family="synthetic",
+        model_name="synthetic",
+        token_text=text,
+        prompt_length=T,
+    )

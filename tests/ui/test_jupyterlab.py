@@ -1,0 +1,266 @@
+"""The live widget in a real JupyterLab: clicks reach Python, requests recompute in the kernel.
+
+The fixture starts JupyterLab on 127.0.0.1 (free port, token, no browser, ``--allow-root``) in
+a temporary folder, with its own config, data, runtime, settings and workspace folders and a
+kernel spec that points at this interpreter (the venv's python). The notebook shows the
+widget on a tiny random Llama (tests/tiny_models.py); an observer in the kernel writes the
+widget's Python-side state to a file at every change, so the test reads what Python sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .helpers import PageRecorder
+
+pytestmark = pytest.mark.browser
+
+TESTS = Path(__file__).resolve().parent.parent
+KERNEL = "iglens-test-venv"
+# The first widget render in a fresh JupyterLab can take well over 10 s (kernel start, imports).
+RENDER_TIMEOUT = int(os.environ.get("IGLENS_UI_RENDER_TIMEOUT_MS", 180_000))
+TIMEOUT = 120_000  # generous: on a loaded 2-core machine the kernel can be slow to answer
+
+SETUP_CELL = """\
+import json, pathlib, sys
+sys.path.insert(0, {tests!r})
+from tiny_models import tiny_model, tiny_tokenizer
+from iglens_viz import IGLens
+from iglens_viz.widget import show
+
+lens = IGLens(tiny_model("llama"), tiny_tokenizer())
+w = show(lens, None, "w3 w5 w7 w9 w11 w13 w15", target="predicted")
+state_file = pathlib.Path({state!r})
+
+def record(change=None):
+    state_file.write_text(json.dumps({{
+        "selected": w.selected, "target_spec": w.result["target_spec"], "error": w.error,
+        "target_ids": w.attribution.target_ids.tolist(), "busy": w.busy}}))
+
+w.observe(record, names=["selected", "result", "error", "busy"])
+record()
+w"""
+
+PRINT_CELL = """\
+pathlib.Path({out!r}).write_text(str(w.selected))
+print("python sees selected =", w.selected)"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def notebook(cells: list[str]) -> dict:
+    return {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {
+            "kernelspec": {"name": KERNEL, "display_name": "Python (iglens tests)",
+                           "language": "python"},
+            "language_info": {"name": "python"},
+        },
+        "cells": [{"cell_type": "code", "id": f"cell{i}", "metadata": {}, "source": src,
+                   "outputs": [], "execution_count": None} for i, src in enumerate(cells)],
+    }
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("jupyterlab")
+    work = root / "work"
+    work.mkdir()
+    dirs = {name: root / name for name in ("config", "data", "runtime", "ipython", "settings",
+                                            "workspaces")}
+    for d in dirs.values():
+        d.mkdir()
+    # The kernel is this interpreter (the project's venv), whatever `python3` means elsewhere.
+    spec = dirs["data"] / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python (iglens tests)", "language": "python"}))
+    # No news, no update checks, no notification toasts over the notebook.
+    notification = dirs["settings"] / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    # Start the notebook's kernel (its metadata names it) without a "Select Kernel" dialog.
+    tracker = dirs["settings"] / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"autoStartDefaultKernel": True}))
+    state, out = root / "state.json", root / "selected.txt"
+    nb = notebook([SETUP_CELL.format(tests=str(TESTS), state=str(state)),
+                   PRINT_CELL.format(out=str(out))])
+    (work / "widget.ipynb").write_text(json.dumps(nb))
+
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(dirs["config"]),
+               JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+               IPYTHONDIR=str(dirs["ipython"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+               JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+               ANYWIDGET_HMR="0", PYTHONUNBUFFERED="1")
+    log = open(root / "lab.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+         "--LabApp.news_url=None",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {(root / 'lab.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start: "
+                                   f"{(root / 'lab.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield {"url": f"{base}/lab/tree/widget.ipynb?token={token}", "state": state,
+               "out": out, "log": root / "lab.log", "host": f"127.0.0.1:{port}"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def wait_for(predicate, timeout: float = TIMEOUT / 1000, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def python_state(lab) -> dict:
+    try:
+        return json.loads(lab["state"].read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def accept_kernel_dialog(page) -> None:
+    """Should JupyterLab still ask which kernel to start, take its proposal (ours)."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count() and dialog.first.is_visible():
+        text = dialog.first.text_content() or ""
+        assert "Python (iglens tests)" in text or "Kernel" in text, text
+        dialog.first.locator(".jp-mod-accept").click()
+        dialog.first.wait_for(state="detached", timeout=10_000)
+
+
+def run_cell(page, index: int, timeout: float = 120) -> None:
+    """Run a notebook cell with Shift+Enter once the kernel is idle; retry if the key press
+    was lost (JupyterLab may still be settling right after it opens the notebook)."""
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           timeout=timeout * 1000)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    prompt = cell.locator(".jp-InputPrompt").first
+    before = prompt.text_content()
+    deadline = time.monotonic() + timeout
+    while True:
+        accept_kernel_dialog(page)
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        started = time.monotonic() + 20  # the prompt turns [*] as soon as it is queued
+        while time.monotonic() < min(started, deadline):
+            if prompt.text_content() != before:  # "[ ]:" → "[*]:" → "[1]:"
+                return
+            time.sleep(0.2)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"cell {index} did not start running")
+
+
+@pytest.fixture
+def lab_page(lab, page, tmp_path):
+    """The browser page; on failure, a screenshot and the server log tail in the report."""
+    try:
+        yield page
+    except Exception:
+        raise
+    finally:
+        shot = tmp_path / "jupyterlab.png"
+        try:
+            page.screenshot(path=str(shot), full_page=True)
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+        print(f"screenshot: {shot}\n--- JupyterLab log (tail) ---\n"
+              f"{lab['log'].read_text(errors='replace')[-4000:]}")
+
+
+def test_widget_in_jupyterlab(lab, lab_page):
+    page = lab_page
+    page.set_default_timeout(TIMEOUT)
+    recorder = PageRecorder().attach(page, allow_hosts=(lab["host"],))
+    page.goto(lab["url"])
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=RENDER_TIMEOUT)
+    run_cell(page, 0)
+    page.wait_for_selector(".jp-OutputArea [data-token-index]", timeout=RENDER_TIMEOUT)
+    wait_for(lambda: python_state(lab).get("target_spec") == "predicted", what="kernel state")
+    widget = page.locator(".jp-OutputArea").first
+    assert widget.locator("[data-token-index]").count() == 7
+    assert widget.locator("canvas.iglens-heatmap-canvas").count() == 1
+    assert widget.locator(".iglens-controls").first.is_visible()  # interactive: a kernel
+
+    # 1. A click in the browser selects in JS (detail panel) and in Python (the trait).
+    widget.locator("[data-token-index='2']").click()
+    page.wait_for_selector(".jp-OutputArea [data-selected-index='2']", timeout=TIMEOUT)
+    wait_for(lambda: python_state(lab).get("selected") == 2, what="w.selected == 2")
+    widget.locator("[data-token-index='5']").click()
+    page.wait_for_selector(".jp-OutputArea [data-selected-index='5']", timeout=TIMEOUT)
+    wait_for(lambda: python_state(lab).get("selected") == 5, what="w.selected == 5")
+    # ... and a cell run afterwards reads the same value from the kernel.
+    run_cell(page, 1)
+    page.wait_for_selector(".jp-OutputArea-output:has-text('python sees selected = 5')",
+                           timeout=TIMEOUT)
+    assert wait_for(lambda: lab["out"].exists() and lab["out"].read_text(), what="cell") == "5"
+
+    # 2. New target in the controls + apply → Python recomputes → the numbers change.
+    detail = widget.locator("[data-selected-index]").first
+    before = detail.text_content()
+    controls = widget.locator(".iglens-controls").first
+    controls.locator("[name='target']").fill("w42")
+    controls.locator(".iglens-apply").click()
+    state = wait_for(lambda: (s := python_state(lab)).get("target_spec") == "w42" and s,
+                     what="recompute in the kernel")
+    assert state["error"] == "" and set(state["target_ids"]) == {42}
+    wait_for(lambda: detail.text_content() != before, what="detail panel to change")
+    assert "w42" in detail.text_content()
+    assert widget.locator("[data-selected-index='5']").count() == 1  # selection kept
+
+    # 3. A bad target shows the error and keeps the numbers.
+    shown = detail.text_content()
+    controls.locator("[name='target']").fill("w1 w2")
+    controls.locator(".iglens-apply").click()
+    wait_for(lambda: "not a single token" in python_state(lab).get("error", ""),
+             what="error in the kernel")
+    page.wait_for_selector(".jp-OutputArea :text('not a single token')", timeout=TIMEOUT)
+    assert detail.text_content() == shown
+    assert recorder.page_errors == []
+    assert recorder.network == [], recorder.network
