@@ -351,6 +351,7 @@ def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
     model, tokenizer = _from_pretrained(str(folder), {**model_kwargs, "local_files_only": True},
                                         {"local_files_only": True})
     _check_default(model, folder)
+    model.config.name_or_path = DEFAULT_MODEL_NAME  # shown in tables and the widget, not a path
     if not getattr(tokenizer, "chat_template", None):
         _restore_chat_template(tokenizer, gguf_path)
     return model, tokenizer

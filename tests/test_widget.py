@@ -327,3 +327,13 @@ def test_core_runs_without_anywidget():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["widget", "needs", "anywidget", "ok"]
     assert "anywidget" not in out.stderr
+
+
+def test_lens_widget_is_interactive_and_reuses_the_lens():
+    from iglens_viz import IGLens
+    from tiny_models import random_ids, tiny_model
+
+    lens = IGLens(tiny_model("llama"))
+    w = lens.widget(random_ids(6), target="next", boundaries="every:2")
+    assert w.interactive and w.result["boundaries"] == [0, 2, 4]
+    assert len(lens._cache) == 1

@@ -227,6 +227,15 @@ class IGLens:
         return self._result(trace, bounds, target_ids, contrast_ids, missing, lens,
                             contributions, path, estimator, steps, prompt_length)
 
+    def widget(self, text_or_ids, **attribute_kwargs):
+        """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
+
+        Its controls recompute through this lens, reusing the cached forward pass.
+        """
+        from ..widget import show
+
+        return show(self, None, text_or_ids, **attribute_kwargs)
+
     def _result(self, trace, bounds, target_ids, contrast_ids, missing, lens, contributions,
                 path, estimator, steps, prompt_length) -> AttributionResult:
         def numpy(x):
