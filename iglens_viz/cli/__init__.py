@@ -1,5 +1,5 @@
 """Command-line interface (``iglens``)."""
 
-from .main import main
+from .commands import main
 
 __all__ = ["main"]

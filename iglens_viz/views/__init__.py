@@ -14,8 +14,9 @@ from .trajectory import NonMonotone, against_segments, against_steps, non_monoto
 
 _STATIC = ("plot_heatmap", "plot_token", "to_dataframe")
 
+# The lazily imported plotting names are documented in iglens_viz.views.static.
 __all__ = ["NonMonotone", "against_segments", "against_steps", "escape_mathtext",
-           "format_token", "non_monotone", *_STATIC]
+           "format_token", "non_monotone"]
 
 
 def __getattr__(name: str):

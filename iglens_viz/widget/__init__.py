@@ -1,7 +1,8 @@
 """The IG-Lens notebook widget (anywidget) and the serializers it shares with the export.
 
-``IGLensWidget`` and ``show`` need ``anywidget`` and are imported on first use; the payload
-and serializer helpers (used by the static HTML export) do not.
+``IGLensWidget``, ``show`` and ``parse_request`` live in :mod:`iglens_viz.widget.widget` and
+are imported from there on first use, so the payload and serializer helpers (which the static
+HTML export uses) work without anywidget installed.
 
 >>> from iglens_viz.widget import show
 >>> w = show(model, tokenizer, "What is the capital of Vietnam?", chat=True,
@@ -12,8 +13,8 @@ and serializer helpers (used by the static HTML export) do not.
 from .payload import result_payload
 from .serializers import array_from_payload, array_to_payload, to_base64_state
 
-__all__ = ["IGLensWidget", "array_from_payload", "array_to_payload", "parse_request",
-           "result_payload", "show", "to_base64_state"]
+# The lazily imported names are documented in iglens_viz.widget.widget.
+__all__ = ["array_from_payload", "array_to_payload", "result_payload", "to_base64_state"]
 
 _LAZY = {"IGLensWidget", "show", "parse_request"}
 
