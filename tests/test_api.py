@@ -130,9 +130,13 @@ def test_accelerate_cpu_offload_gives_same_result(llama):
     np.testing.assert_allclose(result.path_probs, expected.path_probs, atol=1e-6)
 
 
-def test_small_memory_budget_chunks_without_changing_results(llama):
+@pytest.mark.parametrize("budget", [1, 360])  # 1 column per block; ~4 vocabulary blocks
+def test_small_memory_budget_chunks_without_changing_results(llama, budget):
     whole = IGLens(llama).attribute(IDS, steps=3, estimator="riemann")
-    chunked = IGLens(llama, memory_budget=1).attribute(IDS, steps=3, estimator="riemann")
+    chunked = IGLens(llama, memory_budget=budget).attribute(IDS, steps=3, estimator="riemann")
+    np.testing.assert_array_equal(chunked.top_ids, whole.top_ids)
+    np.testing.assert_allclose(chunked.top_probs, whole.top_probs, atol=1e-6)
+    np.testing.assert_allclose(chunked.lens_probs, whole.lens_probs, atol=1e-6)
     np.testing.assert_allclose(chunked.contributions, whole.contributions, atol=1e-6)
     np.testing.assert_allclose(chunked.path_probs, whole.path_probs, atol=1e-6)
 

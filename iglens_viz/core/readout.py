@@ -101,9 +101,11 @@ class Readout:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
 
-    def logits_from_features(self, z: torch.Tensor) -> torch.Tensor:
-        """Full post-processed logits ``[..., V]`` from features ``[..., d']``."""
-        return self.post(F.linear(z, self.head_weight, self.head_bias))
+    def logits_from_features(self, z: torch.Tensor, columns: slice = slice(None)
+                             ) -> torch.Tensor:
+        """Post-processed logits ``[..., V]`` from features ``[..., d']`` (or some columns)."""
+        bias = None if self.head_bias is None else self.head_bias[columns]
+        return self.post(F.linear(z, self.head_weight[columns], bias))
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """Full post-processed logits of states ``h``."""

@@ -17,8 +17,10 @@ from .readout import Readout
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 """Bytes allowed for one chunk's logits and their temporaries."""
 
-# A chunk holds the logits plus about two more [rows × vocab] temporaries (softmax/topk).
+# A block holds the logits plus about two more temporaries (logsumexp, top-k).
 _LOGIT_COPIES = 3
+# Vocabulary blocks narrower than this waste the matmul; rows give way first.
+_MIN_BLOCK_COLUMNS = 4096
 
 
 def rows_per_chunk(vocab_size: int, dtype: torch.dtype, budget_bytes: int,
@@ -66,26 +68,57 @@ class Trace:
         return p
 
 
+def block_plan(n_rows: int, vocab_size: int, dtype: torch.dtype, budget_bytes: int,
+               copies: int = _LOGIT_COPIES) -> tuple[int, int]:
+    """(rows, vocabulary columns) of one logits block that fits in ``budget_bytes``.
+
+    Rows come first: the more rows share a block, the fewer times the head weight is read
+    (it is read once per row chunk). Columns shrink to fit, down to one.
+    """
+    itemsize = torch.finfo(dtype).bits // 8
+    cells = max(1, int(budget_bytes) // (itemsize * copies))
+    rows = min(n_rows, max(1, cells // min(vocab_size, _MIN_BLOCK_COLUMNS)))
+    return rows, min(vocab_size, max(1, cells // rows))
+
+
 @torch.no_grad()
-def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int,
-                progress=None) -> tuple[torch.Tensor, ...]:
-    """Features, log-normaliser, top-k ids and log-probs for every row of ``states``."""
+def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int
+                ) -> tuple[torch.Tensor, ...]:
+    """Features, log-normaliser, top-k ids and log-probs for every row of ``states``.
+
+    The ``[rows × vocab]`` logits are never held whole: they stream in blocks of rows ×
+    vocabulary columns, with a running logsumexp and a running top-k merged across blocks.
+    """
     lead = states.shape[:-1]
-    flat = states.reshape(-1, states.shape[-1])
-    k = min(top_k, readout.vocab_size)
-    chunk = rows_per_chunk(readout.vocab_size, readout.dtype, budget_bytes)
-    features, lse, top_ids, top_lp = [], [], [], []
-    for start in range(0, flat.shape[0], chunk):
-        z = readout.features(flat[start:start + chunk])
-        logits = readout.logits_from_features(z)
-        norm = torch.logsumexp(logits, dim=-1)
-        values, ids = logits.topk(k, dim=-1) if k else (logits[:, :0], logits[:, :0].long())
-        features.append(z)
-        lse.append(norm)
-        top_ids.append(ids)
-        top_lp.append(values - norm[:, None])
-        del logits
-        if progress is not None:
-            progress(z.shape[0])
-    return (torch.cat(features).reshape(*lead, -1), torch.cat(lse).reshape(lead),
-            torch.cat(top_ids).reshape(*lead, k), torch.cat(top_lp).reshape(*lead, k))
+    features = readout.features(states.reshape(-1, states.shape[-1]))
+    n_rows, vocab = features.shape[0], readout.vocab_size
+    k = min(top_k, vocab)
+    rows, cols = block_plan(n_rows, vocab, readout.dtype, budget_bytes)
+    lse = torch.empty(n_rows, device=features.device, dtype=features.dtype)
+    top_values = torch.empty(n_rows, k, device=features.device, dtype=features.dtype)
+    top_ids = torch.empty(n_rows, k, device=features.device, dtype=torch.long)
+    for r0 in range(0, n_rows, rows):
+        z = features[r0:r0 + rows]
+        run_lse = run_values = run_ids = None
+        for c0 in range(0, vocab, cols):
+            logits = readout.logits_from_features(z, slice(c0, c0 + cols))
+            block_lse = torch.logsumexp(logits, dim=-1)
+            run_lse = block_lse if run_lse is None else torch.logaddexp(run_lse, block_lse)
+            values, ids = logits.topk(min(k, logits.shape[-1]), dim=-1)
+            ids += c0
+            if run_values is not None:
+                values, ids = _merge_top(run_values, run_ids, values, ids, k)
+            run_values, run_ids = values, ids
+        lse[r0:r0 + rows] = run_lse
+        top_values[r0:r0 + rows] = run_values
+        top_ids[r0:r0 + rows] = run_ids
+    return (features.reshape(*lead, -1), lse.reshape(lead), top_ids.reshape(*lead, k),
+            (top_values - lse[:, None]).reshape(*lead, k))
+
+
+def _merge_top(values_a, ids_a, values_b, ids_b, k):
+    """The k largest of two (values, ids) candidate sets, per row."""
+    values = torch.cat([values_a, values_b], dim=-1)
+    ids = torch.cat([ids_a, ids_b], dim=-1)
+    values, order = values.topk(min(k, values.shape[-1]), dim=-1)
+    return values, ids.gather(-1, order)
