@@ -17,14 +17,6 @@ PROMPT = "w3 w5 w7 w9 w11"
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    tiny_model("llama").save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return str(folder)
-
-
-@pytest.fixture(scope="module")
 def lens():
     return IGLens(tiny_model("llama"), tiny_tokenizer())
 
@@ -34,14 +26,14 @@ def table_positions(out: str) -> list[int]:
     return [int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s{2,}\S", out, re.MULTILINE)]
 
 
-def run_json(model_dir, tmp_path, *args):
+def run_json(tiny_model_dir, tmp_path, *args):
     out = tmp_path / "out.json"
-    assert main([PROMPT, "--model", model_dir, "--no-chat", "--json", str(out), *args]) == 0
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--json", str(out), *args]) == 0
     return json.loads(out.read_text())
 
 
-def test_json_holds_the_api_result(model_dir, tmp_path, lens):
-    data = run_json(model_dir, tmp_path, "--target", "next", "--contrast", "w4",
+def test_json_holds_the_api_result(tiny_model_dir, tmp_path, lens):
+    data = run_json(tiny_model_dir, tmp_path, "--target", "next", "--contrast", "w4",
                     "--boundaries", "0,1,4", "--steps", "3", "--estimator", "riemann")
     expected = lens.attribute(PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4],
                               steps=3, estimator="riemann")
@@ -53,16 +45,16 @@ def test_json_holds_the_api_result(model_dir, tmp_path, lens):
     assert np.array(data["path_probs"], dtype=float).shape == (5, 2, 4)
 
 
-def test_generate_and_every_k_boundaries(model_dir, tmp_path, lens):
-    data = run_json(model_dir, tmp_path, "--generate", "3", "--boundaries", "every:3")
+def test_generate_and_every_k_boundaries(tiny_model_dir, tmp_path, lens):
+    data = run_json(tiny_model_dir, tmp_path, "--generate", "3", "--boundaries", "every:3")
     expected = lens.attribute(PROMPT, max_new_tokens=3, boundaries=[0, 3, 4])
     assert data["input_ids"] == expected.input_ids.tolist()
     assert data["prompt_length"] == 5 and data["answer_positions"] == [4, 5, 6]
     np.testing.assert_allclose(data["lens_probs"], expected.lens_probs, atol=1e-9)
 
 
-def test_table_shows_the_answer_by_default(model_dir, capsys, lens):
-    assert main([PROMPT, "--model", model_dir, "--no-chat", "--generate", "2"]) == 0
+def test_table_shows_the_answer_by_default(tiny_model_dir, capsys, lens):
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--generate", "2"]) == 0
     out = capsys.readouterr().out
     expected = lens.attribute(PROMPT, max_new_tokens=2)
     assert "Answer:" in out
@@ -71,19 +63,19 @@ def test_table_shows_the_answer_by_default(model_dir, capsys, lens):
     assert f"{expected.final_probs[4]:.3f}" in row and f"L{expected.onset[4]}" in row
 
 
-def test_positions_top_k_and_all_positions(model_dir, capsys, lens):
-    assert main([PROMPT, "--model", model_dir, "--no-chat", "--position", "1", "--position",
+def test_positions_top_k_and_all_positions(tiny_model_dir, capsys, lens):
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--position", "1", "--position",
                  "-1", "--top-k", "1"]) == 0
     out = capsys.readouterr().out
     assert table_positions(out) == [1, 4]
     assert not re.search(r"^\s+L\d", out, re.MULTILINE)  # --top-k 1: no continuation lines
-    assert main([PROMPT, "--model", model_dir, "--no-chat", "--all-positions"]) == 0
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--all-positions"]) == 0
     assert table_positions(capsys.readouterr().out) == [0, 1, 2, 3, 4]
 
 
-def test_png_is_written(model_dir, tmp_path):
+def test_png_is_written(tiny_model_dir, tmp_path):
     out = tmp_path / "map.png"
-    assert main([PROMPT, "--model", model_dir, "--no-chat", "--png", str(out)]) == 0
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--png", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -95,10 +87,10 @@ def test_png_is_written(model_dir, tmp_path):
     (["--position", "99"], "outside the 5 positions"),
     (["--model", "/nonexistent/folder"], "nonexistent"),
 ])
-def test_user_errors_exit_2_without_traceback(model_dir, capsys, args, message):
+def test_user_errors_exit_2_without_traceback(tiny_model_dir, capsys, args, message):
     argv = [PROMPT, "--no-chat", *args]
     if "--model" not in args:
-        argv += ["--model", model_dir]
+        argv += ["--model", tiny_model_dir]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1].startswith("iglens: error:") and message in err

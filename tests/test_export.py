@@ -201,21 +201,11 @@ def test_missing_bundle_says_how_to_build(tmp_path, monkeypatch, hostile):
 
 # ------------------------------------------------------------------------------ CLI --html
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from tiny_models import tiny_model, tiny_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny-llama-export")
-    tiny_model("llama").save_pretrained(folder)
-    tiny_tokenizer().save_pretrained(folder)
-    return str(folder)
-
-
-def test_cli_writes_html(model_dir, tmp_path, capsys):
+def test_cli_writes_html(tiny_model_dir, tmp_path, capsys):
     from iglens_viz.cli import main
 
     out = tmp_path / "views.html"
-    assert main(["w3 w5 w7 w9", "--model", model_dir, "--no-chat", "--generate", "2",
+    assert main(["w3 w5 w7 w9", "--model", tiny_model_dir, "--no-chat", "--generate", "2",
                  "--target", "next", "--boundaries", "every:2", "--html", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     parsed = Page(out.read_text(encoding="utf-8"))
@@ -228,10 +218,10 @@ def test_cli_writes_html(model_dir, tmp_path, capsys):
     assert state["interactive"] is False
 
 
-def test_cli_html_error_is_a_user_error(model_dir, tmp_path, capsys):
+def test_cli_html_error_is_a_user_error(tiny_model_dir, tmp_path, capsys):
     from iglens_viz.cli import main
 
-    assert main(["w3 w5", "--model", model_dir, "--no-chat", "--html",
+    assert main(["w3 w5", "--model", tiny_model_dir, "--no-chat", "--html",
                  str(tmp_path / "missing-dir" / "x.html")]) == 2
     err = capsys.readouterr().err
     assert "iglens: error:" in err and "Traceback" not in err
