@@ -254,7 +254,9 @@ describe("controls", () => {
     /** @type {HTMLSelectElement} */ (c.querySelector("[name=estimator]")).value = "riemann";
     /** @type {HTMLInputElement} */ (c.querySelector("[name=steps]")).value = "8";
     fire(q(c, ".iglens-apply"), "click");
-    expect(model.get("request")).toEqual({ target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8 });
+    expect(model.get("request")).toEqual({ target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8, _n: 1 });
+    fire(q(c, ".iglens-apply"), "click"); // the same settings again still reach Python
+    expect(model.get("request")._n).toBe(2);
 
     model.set("busy", true);
     expect(/** @type {HTMLButtonElement} */ (q(c, ".iglens-apply")).disabled).toBe(true);

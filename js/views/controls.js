@@ -97,7 +97,9 @@ export function createControls(ctx) {
       e.preventDefault();
       if (ctx.model.get("busy")) return;
       const request = makeRequest({ target: target.value, contrast: contrast.value, boundaries: boundaries.value, custom: custom.value, estimator: estimator.value, steps: steps.value });
-      ctx.setTrait("request", request);
+      // A counter makes every Apply a change, so applying the same settings again still recomputes.
+      const previous = ctx.model.get("request");
+      ctx.setTrait("request", { ...request, _n: ((previous && previous._n) || 0) + 1 });
     }),
     // keys typed in the form must not drive the strip/heatmap shortcuts
     listen(form, "keydown", (e) => e.stopPropagation()),
