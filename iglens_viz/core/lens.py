@@ -205,14 +205,10 @@ class IGLens:
         y = usable(target_ids)
         c = None if contrast_ids is None else usable(contrast_ids)
         lens = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
-        h_a = trace.states[bounds[:-1]].transpose(0, 1)  # [T, k, d]
-        h_b = trace.states[bounds[1:]].transpose(0, 1)
-        T, k = h_a.shape[:2]
-
-        def per_pair(ids):  # one id per (position, segment) pair, flattened like h_a
-            return None if ids is None else ids[:, None].expand(T, k).reshape(-1)
-
-        pairs = (h_a.reshape(T * k, -1), h_b.reshape(T * k, -1), per_pair(y), per_pair(c))
+        T, k = lens.shape[0], lens.shape[1] - 1
+        # Points inside segments are needed only by the Riemann sum and the interior path.
+        pairs = _segment_pairs(trace, bounds, y, c) if estimator == "riemann" or steps > 1 \
+            else None
         if estimator == "riemann":
             contributions = riemann_totals(self.readout, *pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
@@ -283,6 +279,18 @@ class IGLens:
             return {int(i): f"<{int(i)}>" for i in ids}
         return {int(i): self.tokenizer.decode([int(i)], clean_up_tokenization_spaces=False)
                 for i in ids}
+
+
+def _segment_pairs(trace: Trace, bounds: list[int], y: torch.Tensor, c: torch.Tensor | None):
+    """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [T·k, d]``."""
+    h_a = trace.states[bounds[:-1]].transpose(0, 1)  # [T, k, d]
+    h_b = trace.states[bounds[1:]].transpose(0, 1)
+    T, k = h_a.shape[:2]
+
+    def per_pair(ids):
+        return None if ids is None else ids[:, None].expand(T, k).reshape(-1)
+
+    return h_a.reshape(T * k, -1), h_b.reshape(T * k, -1), per_pair(y), per_pair(c)
 
 
 def attribute(model: nn.Module, tokenizer, text_or_ids, *, target="predicted", contrast=None,
