@@ -127,7 +127,8 @@ def run_attribute(argv: list[str]) -> int:
         estimator=args.estimator, chat=chat, max_new_tokens=generate)
     from rich.console import Console
 
-    console = Console()
+    # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
+    console = Console(width=None if sys.stdout.isatty() else 110)
     if len(result.answer_positions):
         answer = tokenizer.decode(result.input_ids[result.prompt_length:],
                                   skip_special_tokens=True)
