@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.lens import IGLens, parse_boundaries
 from ..core.targets import NO_TARGET
+from ..views.trajectory import against_segments
 from .ablation import ablate
 
 __all__ = ["COLUMNS", "ValidationResult", "is_monotone", "spearman", "validate_onset"]
@@ -78,13 +79,10 @@ def is_monotone(contributions, delta_p: float, threshold: float = 0.05) -> bool:
     threshold counts as opposite (the probability went somewhere and came back).
     """
     c = np.asarray(contributions, dtype=np.float64)
-    scale = np.nanmax(np.abs(c)) if c.size else 0.0
-    if not np.isfinite(scale) or scale == 0:
-        return True
-    large = np.abs(c) > threshold * scale
-    if delta_p == 0:
-        return not bool(large.any())
-    return not bool((large & (np.sign(c) == -np.sign(delta_p))).any())
+    if delta_p == 0:  # no net direction: any sizeable segment is a detour
+        scale = np.nanmax(np.abs(c)) if c.size else 0.0
+        return not (np.isfinite(scale) and scale > 0 and (np.abs(c) > threshold * scale).any())
+    return not bool(against_segments(c, delta_p, threshold).any())
 
 
 def _median_low(contributions: np.ndarray, drops: np.ndarray) -> float:
