@@ -27,7 +27,7 @@ from torch import nn
 from ..adapters import adapter_for
 from ..core.capture import block_output_states, input_device
 from ..core.inputs import to_input_ids
-from ..core.targets import NO_TARGET, resolve_targets
+from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..core.trace import DEFAULT_MEMORY_BUDGET
 
 __all__ = ["ABLATION_MODES", "AblationResult", "ablate"]
@@ -253,14 +253,6 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
 
 
-def _token_text(tokenizer, *id_arrays) -> dict[int, str]:
-    ids = np.unique(np.concatenate([np.asarray(a).reshape(-1) for a in id_arrays]))
-    ids = ids[ids != NO_TARGET]
-    if tokenizer is None:
-        return {int(i): f"<{int(i)}>" for i in ids}
-    return {int(i): tokenizer.decode([int(i)], clean_up_tokenization_spaces=False) for i in ids}
-
-
 @torch.no_grad()
 def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, mode: str = "zero",
            batch_size: int | None = None, *,
@@ -337,7 +329,7 @@ def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, m
     clean[missing] = np.nan
     ablated[missing] = np.nan
     input_ids = ids.numpy()
-    text_of = _token_text(tokenizer, input_ids, target_ids)
+    text_of = token_texts(tokenizer, input_ids, target_ids)
     return AblationResult(
         tokens=[text_of[int(i)] for i in input_ids],
         input_ids=input_ids,

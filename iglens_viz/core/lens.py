@@ -22,7 +22,7 @@ from .inputs import to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .result import AttributionResult
-from .targets import NO_TARGET, resolve_targets
+from .targets import NO_TARGET, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
 
 # Probability tolerance of the readout self-check, by model dtype.
@@ -247,7 +247,7 @@ class IGLens:
         top_ids = trace.top_ids[bounds, :, keep].transpose(0, 1).cpu().numpy()
         top_probs = trace.top_logprobs[bounds, :, keep].transpose(0, 1).exp().double().cpu().numpy()
         input_ids = trace.input_ids.numpy()
-        token_text = self._token_text(input_ids, target_ids, contrast_ids, top_ids)
+        token_text = token_texts(self.tokenizer, input_ids, target_ids, contrast_ids, top_ids)
         return AttributionResult(
             tokens=[token_text[int(i)] for i in input_ids],
             input_ids=input_ids,
@@ -271,14 +271,6 @@ class IGLens:
             prompt_length=prompt_length,
         )
 
-    def _token_text(self, *id_arrays) -> dict[int, str]:
-        ids = np.unique(np.concatenate([np.asarray(a).reshape(-1) for a in id_arrays
-                                        if a is not None]))
-        ids = ids[ids != NO_TARGET]
-        if self.tokenizer is None:
-            return {int(i): f"<{int(i)}>" for i in ids}
-        return {int(i): self.tokenizer.decode([int(i)], clean_up_tokenization_spaces=False)
-                for i in ids}
 
 
 def _segment_pairs(trace: Trace, bounds: list[int], y: torch.Tensor, c: torch.Tensor | None):

@@ -55,3 +55,13 @@ def resolve_targets(spec, input_ids: torch.Tensor, predicted: torch.Tensor, toke
     if bad.size:
         raise ValueError(f"{what} ids out of range [0, {vocab_size}): {bad[:5].tolist()}")
     return ids
+
+
+def token_texts(tokenizer, *id_arrays) -> dict[int, str]:
+    """Decoded text of every distinct id in ``id_arrays`` (``NO_TARGET`` and None skipped)."""
+    arrays = [np.asarray(a).reshape(-1) for a in id_arrays if a is not None]
+    ids = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
+    ids = ids[ids != NO_TARGET]
+    if tokenizer is None:
+        return {int(i): f"<{int(i)}>" for i in ids}
+    return {int(i): tokenizer.decode([int(i)], clean_up_tokenization_spaces=False) for i in ids}
