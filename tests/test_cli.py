@@ -95,3 +95,13 @@ def test_user_errors_exit_2_without_traceback(tiny_model_dir, capsys, args, mess
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1].startswith("iglens: error:") and message in err
     assert "Traceback" not in err
+
+
+def test_answer_text_is_not_read_as_markup(tiny_model_dir, capsys, monkeypatch):
+    """Generated text such as "[bold]" or "[/]" is printed literally, never as rich markup."""
+    import transformers
+
+    monkeypatch.setattr(transformers.PreTrainedTokenizerFast, "decode",
+                        lambda self, ids, **kw: "[red]x[/] [/bold]")
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--generate", "1"]) == 0
+    assert "Answer: [red]x[/] [/bold]" in capsys.readouterr().out

@@ -126,13 +126,15 @@ def run_attribute(argv: list[str]) -> int:
         boundaries=boundaries_from_spec(args.boundaries, lens.n_blocks), steps=args.steps,
         estimator=args.estimator, chat=chat, max_new_tokens=generate)
     from rich.console import Console
+    from rich.text import Text
 
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
     console = Console(width=None if sys.stdout.isatty() else 110)
     if len(result.answer_positions):
         answer = tokenizer.decode(result.input_ids[result.prompt_length:],
                                   skip_special_tokens=True)
-        console.print("[bold]Answer:[/bold]", answer, markup=True, highlight=False)
+        # The answer is model output: a Text object, so rich never reads it as markup.
+        console.print(Text.assemble(("Answer: ", "bold"), answer), highlight=False)
     console.print(attribution_table(result, _positions(result, args), args.top_k))
     if args.json:
         args.json.write_text(json.dumps(result.to_dict(), allow_nan=False))
