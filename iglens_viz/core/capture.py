@@ -8,12 +8,11 @@ its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both ar
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import nn
 
 from ..adapters import ModelAdapter
+from .model_mode import eval_mode
 
 
 def block_output_states(value) -> torch.Tensor:
@@ -26,24 +25,17 @@ def block_output_states(value) -> torch.Tensor:
                     f"tuple whose first item is the hidden states")
 
 
-def _logits_kwargs(model: nn.Module) -> dict:
-    """Ask the model for the last position's logits only, where it supports that."""
-    params = inspect.signature(model.forward).parameters
-    for name in ("logits_to_keep", "num_logits_to_keep"):
-        if name in params:
-            return {name: 1}
-    return {}
-
-
 @torch.no_grad()
 def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Tensor,
                    *, device: torch.device, dtype: torch.dtype
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``model`` once on ``input_ids`` (shape ``[T]``).
 
-    Returns ``(states, last_logits)``: ``states[L]`` is h_L, shape ``[n+1, T, d]`` on
-    ``device`` in ``dtype``; ``last_logits`` are the model's own logits at the last position,
-    used for the numeric self-check of the readout.
+    Returns ``(states, logits)``: ``states[L]`` is h_L, shape ``[n+1, T, d]`` on ``device``
+    in ``dtype``; ``logits`` are the model's own logits at every position, ``[T, V]`` in the
+    model's dtype, used for the numeric self-check of the readout at every position (as a
+    plain forward pass computes them: one head matmul over T rows, 1/(n+1) of the readout
+    map's).
     """
     n = adapter.n_blocks
     states: torch.Tensor | None = None  # allocated at the first hook, once d is known
@@ -67,21 +59,18 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     handles = [adapter.blocks[0].register_forward_pre_hook(before_first, with_kwargs=True)]
     handles += [block.register_forward_hook(after_block(i + 1))
                 for i, block in enumerate(adapter.blocks)]
-    was_training = model.training
-    model.eval()
     try:
-        ids = input_ids.unsqueeze(0).to(input_device(model))
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False,
-                    **_logits_kwargs(model))
+        with eval_mode(model):
+            ids = input_ids.unsqueeze(0).to(input_device(model))
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
     finally:
         for handle in handles:
             handle.remove()
-        model.train(was_training)
     missing = [i for i, ok in enumerate(seen) if not ok]
     if missing:
         raise RuntimeError(f"the forward pass did not run blocks {missing}; "
                            f"the adapter for {adapter.family.name} does not match this model")
-    return states, out.logits[0, -1]
+    return states, out.logits[0]
 
 
 def input_device(model: nn.Module) -> torch.device:

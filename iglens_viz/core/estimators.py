@@ -1,72 +1,90 @@
 """Points inside segments: the interior path (``steps > 1``) and the Riemann estimator.
 
 Both evaluate the readout at ``h_a + α (h_b − h_a)`` for every (position, segment) pair and
-a few α, chunked so the logits block stays under the memory budget. Neither runs the model:
-the readout (norm + head) is the whole function, and the Riemann gradients are taken through
-it alone.
+every α. The (pair, α) points are flattened into one row axis and produced chunk by chunk,
+so a chunk can hold less than one pair's α's: the logits block of one chunk (rows × a
+vocabulary block, see :func:`~iglens_viz.core.trace.block_plan`) stays under the memory
+budget for any number of steps. Neither runs the model: the readout (norm + head) is the
+whole function, and the Riemann gradients are taken analytically through the head and by
+autograd through the final norm and projection only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 
 from .readout import Readout
-from .trace import rows_per_chunk
+from .trace import block_plan
 
-ESTIMATORS = ("prediction_aware", "riemann")
+# Logits-sized temporaries alive in one block: the logits, their exponentials, and (for the
+# gradient) the exponentials times post'.
+_PATH_COPIES = 3
+_GRADIENT_COPIES = 4
 
 
-def _chunks(n_pairs: int, n_alphas: int, readout: Readout, budget: int, copies: int):
-    per_chunk = max(1, rows_per_chunk(readout.vocab_size, readout.dtype, budget, copies)
-                    // max(1, n_alphas))
-    for start in range(0, n_pairs, per_chunk):
-        yield slice(start, min(n_pairs, start + per_chunk))
+def _point_chunks(h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: int,
+                  copies: int) -> Iterator[tuple[slice, int]]:
+    """Chunks of the flattened (pair, α) rows and the vocabulary block width to use."""
+    n_points = h_a.shape[0] * n_alphas
+    # Per row: start, direction, point, features and their gradient: ~5 vectors of width d.
+    width = max(h_a.shape[-1], readout.feature_size)
+    rows, cols = block_plan(n_points, readout.vocab_size, readout.dtype, budget, copies,
+                            head_width=readout.head_block_width, row_width=5 * width)
+    for start in range(0, n_points, rows):
+        yield slice(start, min(n_points, start + rows)), cols
+
+
+def _segment_rows(h_a, h_b, n_alphas: int, flat: slice, dtype):
+    """Start ``h_a[p]``, direction ``h_b[p] − h_a[p]``, pair ``p`` and step ``s`` of the flat
+    rows ``p · S + s`` in ``flat``."""
+    index = torch.arange(flat.start, flat.stop, device=h_a.device)
+    pair, step = index // n_alphas, index % n_alphas
+    a = h_a[pair].to(dtype)
+    return a, h_b[pair].to(dtype) - a, pair, step
 
 
 def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
                 contrast: torch.Tensor | None, alphas: torch.Tensor, budget: int
                 ) -> torch.Tensor:
     """f at ``h_a + α (h_b − h_a)``: ``h_a, h_b`` are ``[P, d]``, ids ``[P]``; returns ``[P, S]``."""
-    out = torch.empty(h_a.shape[0], alphas.numel(), device=readout.device, dtype=readout.dtype)
-    alphas = alphas.to(device=readout.device, dtype=readout.dtype)[None, :, None]
+    n_pairs, n_alphas = h_a.shape[0], alphas.numel()
+    out = torch.empty(n_pairs * n_alphas, device=readout.device, dtype=readout.dtype)
+    alphas = alphas.to(device=readout.device, dtype=readout.dtype)
     with torch.no_grad():
-        for rows in _chunks(h_a.shape[0], alphas.numel(), readout, budget, copies=3):
-            a = h_a[rows].to(readout.dtype)
-            points = a[:, None] + alphas * (h_b[rows].to(readout.dtype) - a)[:, None]
-            out[rows] = _probability(readout, points, ids[rows], _rows(contrast, rows))
-    return out
+        for flat, cols in _point_chunks(h_a, n_alphas, readout, budget, _PATH_COPIES):
+            a, direction, pair, step = _segment_rows(h_a, h_b, n_alphas, flat, readout.dtype)
+            points = a + alphas[step.to(alphas.device)][:, None] * direction
+            out[flat] = readout.probability(points, _at(ids, pair), _at(contrast, pair),
+                                            block_columns=cols)
+    return out.reshape(n_pairs, n_alphas)
 
 
 def riemann_totals(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
                    contrast: torch.Tensor | None, steps: int, budget: int) -> torch.Tensor:
     """Midpoint-rule Integrated Gradients of f along each segment: ``[P]``.
 
-    ``(1/m) Σ_s ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a)``; gradients flow through the
-    readout only.
+    ``(1/m) Σ_s ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a)``. ∂f/∂features is computed
+    analytically in the same streamed pass as f (no autograd graph through the head, no
+    upcast head block kept for a backward pass); autograd runs through the norm only.
     """
+    n_pairs = h_a.shape[0]
     alphas = ((torch.arange(steps, dtype=readout.dtype) + 0.5) / steps).to(readout.device)
-    out = torch.empty(h_a.shape[0], device=readout.device, dtype=readout.dtype)
-    # The backward pass keeps the softmax and its gradient too: budget for more copies.
-    for rows in _chunks(h_a.shape[0], steps, readout, budget, copies=6):
-        a = h_a[rows].to(readout.dtype)
-        direction = h_b[rows].to(readout.dtype) - a
-        points = (a[:, None] + alphas[None, :, None] * direction[:, None]).detach()
-        points.requires_grad_(True)
+    out = torch.zeros(n_pairs, device=readout.device, dtype=readout.dtype)
+    for flat, cols in _point_chunks(h_a, steps, readout, budget, _GRADIENT_COPIES):
+        a, direction, pair, step = _segment_rows(h_a, h_b, steps, flat, readout.dtype)
+        points = (a + alphas[step.to(alphas.device)][:, None] * direction).requires_grad_(True)
         with torch.enable_grad():
-            values = _probability(readout, points, ids[rows], _rows(contrast, rows))
-            (grad,) = torch.autograd.grad(values.sum(), points)
-        out[rows] = (grad * direction[:, None]).sum(-1).mean(-1)
-    return out
+            features = readout.features(points)
+        with torch.no_grad():
+            _, grad_z = readout.probability_and_gradient(
+                features.detach(), _at(ids, pair), _at(contrast, pair), cols, gradient=True)
+        (grad,) = torch.autograd.grad(features, points, grad_outputs=grad_z)
+        slopes = (grad * direction).sum(-1)
+        out.index_add_(0, pair.to(out.device), slopes)
+    return out / steps
 
 
-def _rows(tensor, rows):
-    return None if tensor is None else tensor[rows]
-
-
-def _probability(readout, points, ids, contrast):
-    """f at ``points[P, S, d]`` for one target (and contrast) per pair."""
-    steps = points.shape[1]
-    ids = ids[:, None].expand(-1, steps)
-    if contrast is not None:
-        contrast = contrast[:, None].expand(-1, steps)
-    return readout.probability(points, ids, contrast)
+def _at(tensor, index):
+    return None if tensor is None else tensor.to(index.device)[index]

@@ -8,11 +8,12 @@ contrast or boundary set then needs only a dot product per row (see ``Readout.ta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from .readout import Readout
+from .readout import Readout, target_probability
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 """Bytes allowed for one chunk's logits and their temporaries."""
@@ -21,13 +22,6 @@ DEFAULT_MEMORY_BUDGET = 256 * 2**20
 _LOGIT_COPIES = 3
 # Vocabulary blocks narrower than this waste the matmul; rows give way first.
 _MIN_BLOCK_COLUMNS = 4096
-
-
-def rows_per_chunk(vocab_size: int, dtype: torch.dtype, budget_bytes: int,
-                   copies: int = _LOGIT_COPIES) -> int:
-    """How many readout rows fit in ``budget_bytes`` (at least one)."""
-    itemsize = torch.finfo(dtype).bits // 8
-    return max(1, int(budget_bytes) // (vocab_size * itemsize * copies))
 
 
 @dataclass
@@ -62,38 +56,52 @@ class Trace:
         """``[len(layers), T]`` f(h_L) for target ``ids`` (``[T]``), minus p(contrast)."""
         z = self.features[layers]
         lse = self.log_normalizer[layers]
-        p = torch.exp(readout.target_logits(z, ids) - lse)
+        p = target_probability(readout.target_logits(z, ids), lse)
         if contrast is not None:
-            p = p - torch.exp(readout.target_logits(z, contrast) - lse)
+            p = p - target_probability(readout.target_logits(z, contrast), lse)
         return p
 
 
 def block_plan(n_rows: int, vocab_size: int, dtype: torch.dtype, budget_bytes: int,
-               copies: int = _LOGIT_COPIES) -> tuple[int, int]:
+               copies: int = _LOGIT_COPIES, head_width: int = 0, row_width: int = 0
+               ) -> tuple[int, int]:
     """(rows, vocabulary columns) of one logits block that fits in ``budget_bytes``.
 
-    Rows come first: the more rows share a block, the fewer times the head weight is read
-    (it is read once per row chunk). Columns shrink to fit, down to one.
+    A block of r rows × c columns costs ``itemsize · (c · (copies · r + head_width) +
+    r · row_width)`` bytes: the logits and ``copies − 1`` temporaries of their size, the head
+    rows of those columns when they are upcast to the readout dtype (``head_width = d'``; 0
+    when the head is read in place), and per-row vectors such as interpolated states
+    (``row_width``). Rows come first: the more rows share a block, the fewer times the head
+    weight is read (it is read once per row chunk). Columns shrink to fit, down to one; one
+    row and one column is the floor whatever the budget.
     """
     itemsize = torch.finfo(dtype).bits // 8
-    cells = max(1, int(budget_bytes) // (itemsize * copies))
-    rows = min(n_rows, max(1, cells // min(vocab_size, _MIN_BLOCK_COLUMNS)))
-    return rows, min(vocab_size, max(1, cells // rows))
+    cells = max(1, int(budget_bytes) // itemsize)
+    min_cols = min(vocab_size, _MIN_BLOCK_COLUMNS)
+    rows = min(n_rows, max(1, (cells - min_cols * head_width)
+                           // (copies * min_cols + row_width)))
+    cols = min(vocab_size, max(1, (cells - rows * row_width) // (copies * rows + head_width)))
+    return rows, cols
 
 
 @torch.no_grad()
-def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int
+def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int,
+                observe: Callable[[slice, slice, torch.Tensor], None] | None = None
                 ) -> tuple[torch.Tensor, ...]:
     """Features, log-normaliser, top-k ids and log-probs for every row of ``states``.
 
     The ``[rows × vocab]`` logits are never held whole: they stream in blocks of rows ×
     vocabulary columns, with a running logsumexp and a running top-k merged across blocks.
+    ``observe(rows, columns, logits)``, if given, sees every block as it streams by (``rows``
+    index the flattened ``states[..., d]``), e.g. to compare a layer with the model's own
+    logits without computing them twice.
     """
     lead = states.shape[:-1]
     features = readout.features(states.reshape(-1, states.shape[-1]))
     n_rows, vocab = features.shape[0], readout.vocab_size
     k = min(top_k, vocab)
-    rows, cols = block_plan(n_rows, vocab, readout.dtype, budget_bytes)
+    rows, cols = block_plan(n_rows, vocab, readout.dtype, budget_bytes,
+                            head_width=readout.head_block_width)
     lse = torch.empty(n_rows, device=features.device, dtype=features.dtype)
     top_values = torch.empty(n_rows, k, device=features.device, dtype=features.dtype)
     top_ids = torch.empty(n_rows, k, device=features.device, dtype=torch.long)
@@ -102,6 +110,8 @@ def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes
         run_lse = run_values = run_ids = None
         for c0 in range(0, vocab, cols):
             logits = readout.logits_from_features(z, slice(c0, c0 + cols))
+            if observe is not None:
+                observe(slice(r0, r0 + z.shape[0]), slice(c0, c0 + logits.shape[-1]), logits)
             block_lse = torch.logsumexp(logits, dim=-1)
             run_lse = block_lse if run_lse is None else torch.logaddexp(run_lse, block_lse)
             values, ids = logits.topk(min(k, logits.shape[-1]), dim=-1)
