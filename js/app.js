@@ -68,11 +68,12 @@ export function render({ model, el }) {
       if (r.modelName) parts.push(r.modelName);
       parts.push(`${r.nBlocks} blocks`);
       parts.push(`${r.T} positions`);
-      parts.push(`target: ${r.targetSpec}` + (r.hasContrast && r.contrastSpec ? ` vs ${r.contrastSpec}` : ""));
+      parts.push(`target: ${r.controls.target}` + (r.hasContrast && r.controls.contrast ? ` vs ${r.controls.contrast}` : ""));
       if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
       parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
     }
     titleMeta.textContent = parts.join(" \u00b7 ");
+    help.update(r);
     notice.hidden = !!r;
     notice.textContent = r ? "" : ctx.resultError ? `Could not read the result: ${ctx.resultError}` : "No attribution to show yet.";
     strip.el.hidden = !r;

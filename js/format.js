@@ -51,9 +51,6 @@ export function fmtProb(p) {
   return (p < 0 ? MINUS : "") + body;
 }
 
-/** Percent with one decimal. @param {number} p */
-export const fmtPct = (p) => (Number.isFinite(p) ? `${(100 * p).toFixed(1)}%` : "\u2013");
-
 /**
  * The completeness line: "Σ contributions = x, Δp = y, |error| = z".
  * @param {number} sum @param {number} deltaP

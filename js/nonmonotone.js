@@ -1,6 +1,6 @@
 /**
  * Non-monotone stretches of one token's probability trajectory: a mirror of
- * `iglens_viz/views/trajectory.py` (`against_segments`, `against_steps`), same rules:
+ * `iglens_viz/core/trajectory.py` (`against_segments`, `against_steps`), same rules:
  *
  * - segment j is flagged when sign(c_j) · sign(Δp) < 0 and |c_j| > threshold · max_j |c_j|
  *   (finite values only; Δp = 0 or NaN flags nothing);
@@ -8,10 +8,11 @@
  *   net change path[j, m] − path[j, 0] and |step| > threshold · max |step| over all steps
  *   of the token.
  * Comparisons are strict; sign(0) = 0.
+ *
+ * The threshold has no default here: the views pass the result's `nonmonotone_threshold`
+ * (Python's one definition), and `ruleText` words the rule for the user with it.
  * @module nonmonotone
  */
-
-export const DEFAULT_THRESHOLD = 0.05;
 
 /** @param {number} threshold */
 function checkThreshold(threshold) {
@@ -29,10 +30,10 @@ function sign(x) {
  * Boolean mask of segments whose contribution opposes Δp by more than the threshold.
  * @param {ArrayLike<number>} contributions one token's (k,) contributions
  * @param {number} deltaP the token's net change
- * @param {number} [threshold]
+ * @param {number} threshold a fraction of the largest |contribution| (the result's `nonmonotone_threshold`)
  * @returns {boolean[]} (k,)
  */
-export function againstSegments(contributions, deltaP, threshold = DEFAULT_THRESHOLD) {
+export function againstSegments(contributions, deltaP, threshold) {
   const t = checkThreshold(threshold);
   const k = contributions.length;
   let scale = 0;
@@ -55,10 +56,10 @@ export function againstSegments(contributions, deltaP, threshold = DEFAULT_THRES
  * Boolean mask of interpolation steps that move against their segment's net change.
  * @param {ArrayLike<number>} path f along each segment of one token, flat (k·(m+1)), row-major
  * @param {number} k number of segments
- * @param {number} [threshold]
+ * @param {number} threshold a fraction of the largest |step| (the result's `nonmonotone_threshold`)
  * @returns {boolean[][]} (k, m): entry [j][s] is the step from point s to s+1 of segment j
  */
-export function againstSteps(path, k, threshold = DEFAULT_THRESHOLD) {
+export function againstSteps(path, k, threshold) {
   const t = checkThreshold(threshold);
   const m1 = k > 0 ? path.length / k : 0;
   if (!Number.isInteger(m1) || m1 < 2) {
@@ -95,4 +96,29 @@ export function flagged(mask) {
   const out = [];
   for (let j = 0; j < mask.length; j++) if (mask[j]) out.push(j);
   return out;
+}
+
+/**
+ * The threshold as a percentage, shortest form ("5%", "2.5%").
+ * @param {number} threshold a fraction in [0, 1]
+ */
+export function thresholdPercent(threshold) {
+  return `${Number((100 * threshold).toPrecision(6))}%`;
+}
+
+/**
+ * The segment rule in words, for the user: "against \u0394p by more than 5% of the largest
+ * |contribution|".
+ * @param {number} threshold the result's `nonmonotone_threshold`
+ */
+export function ruleText(threshold) {
+  return `against \u0394p by more than ${thresholdPercent(threshold)} of the largest |contribution|`;
+}
+
+/**
+ * The step rule's size condition in words: "by more than 5% of the largest |step|".
+ * @param {number} threshold the result's `nonmonotone_threshold`
+ */
+export function stepRuleText(threshold) {
+  return `by more than ${thresholdPercent(threshold)} of the largest |step|`;
 }

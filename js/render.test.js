@@ -8,7 +8,7 @@ import { formatToken } from "./tokens.js";
 import widget, * as bundle from "./widget.js";
 import { render } from "./app.js";
 import { createModel, mount } from "./standalone.js";
-import { toBase64 } from "./codec.js";
+import { toBase64, encodeArray } from "./codec.js";
 
 /** @type {string[]} */
 let canvasCalls = [];
@@ -126,12 +126,35 @@ describe("token strip ↔ selection ↔ detail", () => {
     expect(q(el, ".iglens-strip-legend").textContent).toContain("onset");
   });
 
-  it("marks the generated answer", () => {
-    const { el } = mountWidget({ T: 10, promptLength: 7 });
-    expect(el.querySelectorAll(".iglens-token-answer").length).toBe(3);
+  it("marks the generated answer from answer_start (= prompt_length − 1), in the strip and the detail", () => {
+    const state = makeState({ T: 10, promptLength: 7 });
+    expect(state.result.answer_start).toBe(6);
+    const { el, model } = mountWidget({ state });
+    // position 6 = prompt_length − 1 predicts the answer's first token: it is "answer"
+    expect(tokens(el).filter((t) => t.classList.contains("iglens-token-answer")).map((t) => t.dataset.tokenIndex)).toEqual(["6", "7", "8", "9"]);
     const divider = q(el, ".iglens-answer-divider");
     expect(divider.textContent).toBe("answer");
-    expect(divider.nextElementSibling?.getAttribute("data-token-index")).toBe("7");
+    expect(divider.nextElementSibling?.getAttribute("data-token-index")).toBe("6");
+    model.set("selected", 6);
+    expect(q(el, ".iglens-detail .iglens-badge-answer")?.textContent).toBe("answer");
+    model.set("selected", 5); // answer_start − 1: a prompt position
+    expect(q(el, ".iglens-detail").getAttribute("data-selected-index")).toBe("5");
+    expect(el.querySelector(".iglens-detail .iglens-badge-answer")).toBeNull();
+    expect(q(el, ".iglens-heatmap .iglens-foot").textContent).toContain("Rows under the purple line predict the generated answer");
+  });
+
+  it("answer_start alone decides (not prompt_length)", () => {
+    const result = makeResult({ T: 8, promptLength: 5 });
+    result.answer_start = 2;
+    const { el } = mountWidget({ state: { ...makeState(), result, selected: 2 } });
+    expect(tokens(el).filter((t) => t.classList.contains("iglens-token-answer")).length).toBe(6);
+    expect(q(el, ".iglens-answer-divider").nextElementSibling?.getAttribute("data-token-index")).toBe("2");
+    expect(el.querySelector(".iglens-detail .iglens-badge-answer")).not.toBeNull();
+  });
+
+  it("no answer (answer_start = T): nothing is marked", () => {
+    const { el } = mountWidget({ T: 6, selected: 5 });
+    expect(el.querySelectorAll(".iglens-token-answer, .iglens-answer-divider, .iglens-badge-answer").length).toBe(0);
   });
 });
 
@@ -166,10 +189,10 @@ describe("detail panel", () => {
     const r = /** @type {import("./result.js").Result} */ (decodeResult(result));
     let i = -1;
     for (let p = 0; p < r.T && i < 0; p++) {
-      if (againstSegments(r.contributions.subarray(p * r.k, (p + 1) * r.k), r.deltaP[p]).some(Boolean)) i = p;
+      if (againstSegments(r.contributions.subarray(p * r.k, (p + 1) * r.k), r.deltaP[p], r.nonmonotoneThreshold).some(Boolean)) i = p;
     }
     expect(i).toBeGreaterThanOrEqual(0);
-    const flags = againstSegments(r.contributions.subarray(i * r.k, (i + 1) * r.k), r.deltaP[i]);
+    const flags = againstSegments(r.contributions.subarray(i * r.k, (i + 1) * r.k), r.deltaP[i], r.nonmonotoneThreshold);
     const { el } = mountWidget({ state: { ...makeState(), result, selected: i } });
     expect(el.querySelectorAll(".iglens-bar-flag").length).toBe(flags.filter(Boolean).length);
     expect(el.querySelectorAll(".iglens-flag-mark").length).toBe(flags.filter(Boolean).length);
@@ -269,11 +292,18 @@ describe("controls", () => {
     expect(q(c, ".iglens-error").hidden).toBe(true);
   });
 
-  it("prefill from the result's specs", () => {
+  it("prefill from the result's controls", () => {
     const state = makeState({ T: 4, every: 5 });
-    const { el } = mountWidget({ state });
+    const { el, model } = mountWidget({ state });
     expect(/** @type {HTMLSelectElement} */ (q(el, "[name=boundaries]")).value).toBe("every:5");
     expect(/** @type {HTMLInputElement} */ (q(el, "[name=target]")).value).toBe("predicted");
+    const result = makeResult({ T: 4, every: 5 });
+    result.controls = { target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8 };
+    model.set("result", result);
+    const val = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (q(el, `[name=${name}]`)).value;
+    expect([val("target"), val("contrast"), val("boundaries"), val("boundaries_custom"), val("estimator"), val("steps")])
+      .toEqual([" Paris", " London", "custom", "0,10,20,30", "riemann", "8"]);
+    expect(q(el, ".iglens-meta").textContent).toContain("target:  Paris");
   });
 });
 
@@ -350,5 +380,114 @@ describe("standalone mount (static export)", () => {
 
   it("base64 is what Python's base64.b64encode writes", () => {
     expect(toBase64(new Uint8Array([0, 1, 2, 253, 254, 255]))).toBe("AAEC/f7/");
+  });
+});
+
+describe("the payload's one definitions", () => {
+  const LABEL_W = Math.round(Math.min(200, Math.max(96, 0.3 * 640)));
+  /** a bare "p(target)" naming the lens value: not followed by " − p(contrast)" */
+  const BARE = /p\(target\)(?! \u2212 p\(contrast\))/;
+
+  /** Every text that names the lens value, with the heatmap tooltip (row label + cell) and the chart readouts shown. */
+  function lensTexts(/** @type {HTMLElement} */ el, /** @type {number} */ row) {
+    const canvas = q(el, "canvas.iglens-heatmap-canvas");
+    const tip = q(el, ".iglens-tooltip");
+    fire(canvas, "mousemove", { clientX: 40, clientY: 24 + row * 20 + 5 }); // row label
+    const rowTip = tip.textContent ?? "";
+    fire(canvas, "mousemove", { clientX: LABEL_W + 3, clientY: 24 + row * 20 + 5 }); // cell of segment 0
+    const cellTip = tip.textContent ?? "";
+    fire(canvas, "mouseleave");
+    const charts = [...el.querySelectorAll(".iglens-detail svg.iglens-chart")];
+    fire(charts[0], "mousemove", { clientX: 120 });
+    const barsReadout = q(el, ".iglens-readout").textContent ?? "";
+    fire(charts[1], "mousemove", { clientX: 120 });
+    const curveReadout = q(el, ".iglens-readout").textContent ?? "";
+    const select = /** @type {HTMLSelectElement} */ (q(el, "select[name=color_by]"));
+    return {
+      rowTip, cellTip, barsReadout, curveReadout,
+      detail: q(el, ".iglens-detail").textContent ?? "",
+      heatmapLegend: q(el, ".iglens-heatmap-legend").textContent ?? "",
+      stripLegend: q(el, ".iglens-strip-legend").textContent ?? "",
+      colorBy: select.options[0].textContent ?? "",
+      stripTitle: tokens(el)[row].title,
+    };
+  }
+
+  it("with a contrast, the lens value is p(target) − p(contrast) everywhere, never a bare p(target)", () => {
+    const { el } = mountWidget({ T: 6, nBlocks: 8, contrast: true, selected: 1 });
+    const texts = lensTexts(el, 1);
+    const name = "p(target) \u2212 p(contrast)";
+    expect(texts.rowTip).toContain(`${name} at output`);
+    expect(texts.cellTip).toContain(`${name} after block 1`);
+    expect(texts.barsReadout).toContain(name);
+    expect(texts.curveReadout).toContain(name);
+    expect(texts.detail).toContain(name);
+    expect(texts.heatmapLegend).toContain(`contribution to ${name}`);
+    expect(texts.stripLegend).toContain(name);
+    expect(texts.colorBy).toBe(`${name} at output`);
+    expect(texts.stripTitle).toContain(`${name} =`);
+    for (const [where, text] of Object.entries(texts)) expect(`${where}: ${text}`).not.toMatch(BARE);
+  });
+
+  it("the lens value's name is the payload's target_name", () => {
+    const result = makeResult({ T: 6, nBlocks: 8, contrast: true });
+    result.target_name = "p(Paris) \u2212 p(Hanoi)";
+    const { el } = mountWidget({ state: { ...makeState(), result, selected: 1 } });
+    const texts = lensTexts(el, 1);
+    for (const [where, text] of Object.entries(texts)) {
+      expect(`${where}: ${text}`).toContain("p(Paris) \u2212 p(Hanoi)");
+      expect(`${where}: ${text}`).not.toContain("p(target)");
+    }
+  });
+
+  /** A result whose position 0 has contributions [0.5, −0.1, 0.4, 0.1] (Δp = 0.9): segment 1 opposes Δp by 20% of the largest. */
+  function thresholdResult(/** @type {number} */ threshold) {
+    const result = makeResult({ T: 2, nBlocks: 4, K: 0, threshold });
+    const c = [0.5, -0.1, 0.4, 0.1, 0.2, 0.2, 0.2, 0.2];
+    const lens = [];
+    const delta = [];
+    for (let i = 0; i < 2; i++) {
+      let p = 0.01;
+      lens.push(p);
+      for (let j = 0; j < 4; j++) { p += c[i * 4 + j]; lens.push(p); }
+      delta.push(p - 0.01);
+    }
+    result.contributions = encodeArray(new Float32Array(c), [2, 4]);
+    result.lens_probs = encodeArray(new Float32Array(lens), [2, 5]);
+    result.delta_p = encodeArray(new Float32Array(delta), [2]);
+    result.onset = encodeArray(new Int32Array([1, 1]), [2]);
+    return result;
+  }
+
+  it("the non-monotone threshold comes from the payload: it changes what is flagged and is stated", () => {
+    const low = mountWidget({ state: { ...makeState(), result: thresholdResult(0.05), selected: 0 } }).el;
+    expect(low.querySelectorAll(".iglens-bar-flag").length).toBe(1);
+    expect(q(low, ".iglens-flags").textContent).toContain("Against \u0394p");
+    expect(q(low, ".iglens-flags").textContent).toContain("against \u0394p by more than 5% of the largest |contribution|");
+    expect(q(low, ".iglens-help").textContent).toContain("by more than 5% of the largest |contribution|");
+
+    const high = mountWidget({ state: { ...makeState(), result: thresholdResult(0.25), selected: 0 } }).el;
+    expect(high.querySelectorAll(".iglens-bar-flag").length).toBe(0);
+    expect(high.querySelectorAll(".iglens-nonmono-shade").length).toBe(0);
+    expect(q(high, ".iglens-flags").textContent).toContain("Monotone: no segment moves against \u0394p by more than 25% of the largest |contribution|");
+    expect(q(high, ".iglens-help").textContent).toContain("by more than 25% of the largest |contribution|");
+  });
+
+  it("segment labels come from the payload (legend, tooltip, detail)", () => {
+    const result = makeResult({ T: 5, nBlocks: 20, every: 5 });
+    result.segment_labels = ["early", "middle", "late", "final"];
+    result.onset = encodeArray(new Int32Array([10, 10, 10, 10, 10]), [5]); // segment 1: blocks 6–10
+    const { el, model } = mountWidget({ state: { ...makeState(), result, selected: 1 } });
+    model.set("color_by", "onset");
+    const legend = q(el, ".iglens-strip-legend").textContent ?? "";
+    expect(legend).toContain("early");
+    expect(legend).toContain("final");
+    const canvas = q(el, "canvas.iglens-heatmap-canvas");
+    fire(canvas, "mousemove", { clientX: LABEL_W + 3, clientY: 24 + 2 * 20 + 5 });
+    expect(q(el, ".iglens-tooltip").textContent).toContain("early");
+    const onsetStat = /** @type {HTMLElement} */ ([...el.querySelectorAll(".iglens-detail .iglens-stat")].find((x) => x.textContent?.startsWith("onset")));
+    expect(onsetStat.title).toContain("blocks middle");
+    fire(/** @type {Element} */ (el.querySelector(".iglens-detail svg.iglens-chart")), "mousemove", { clientX: 0 });
+    expect(q(el, ".iglens-readout").textContent).toContain("blocks early");
   });
 });

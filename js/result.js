@@ -28,21 +28,31 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {TypedArray|null} pathProbs (T·k·(m+1))
  * @property {Record<string, string>} tokenText
  * @property {number[]} boundaries (k+1)
- * @property {number} promptLength
+ * @property {number} answerStart the first position whose target is a generated answer token (T when
+ *   there is no answer): position i is "answer" iff i >= answerStart, in every view
  * @property {string} estimator
  * @property {number} steps
  * @property {string} modelName
  * @property {string} family
  * @property {number} nBlocks
- * @property {string} targetSpec
- * @property {string} contrastSpec
- * @property {string} boundarySpec
+ * @property {Controls} controls what the controls are prefilled with
+ * @property {Record<string, any>|null} request the frozen request's JSON form (provenance; null when absent)
+ * @property {string} targetName the lens value's name: "p(target)" or "p(target) − p(contrast)"
+ * @property {string[]} segmentLabels one per segment ("12", "11–15"), as Python names them
+ * @property {boolean} singleBlocks every segment is one block
+ * @property {number} nonmonotoneThreshold the non-monotone rule's threshold (a fraction of the largest |contribution|)
  * @property {boolean} hasContrast
  * @property {number} contribLimit max |contribution| over all cells (1 when all zero)
  * @property {number} deltaLimit max |Δp| (1 when all zero)
  * @property {boolean} signedProbs lens values can be negative (a contrast): p_final is signed
  * @property {boolean[]} hasTarget per position
- * @property {string[]} segmentLabels "12" or "11–15"
+ *
+ * @typedef {object} Controls the protocol's `controls`: the text of each control
+ * @property {string} target
+ * @property {string} contrast "" when there is none
+ * @property {string} boundaries "all", "every:5" or "0,10,20,30"
+ * @property {string} estimator
+ * @property {number} steps
  */
 
 /** @param {unknown} v @param {string} name */
@@ -52,15 +62,27 @@ function arr(v, name) {
   return decodeArray(v);
 }
 
-/** @param {number[]} boundaries */
-export function segmentLabels(boundaries) {
-  const out = [];
-  for (let j = 0; j + 1 < boundaries.length; j++) {
-    const lo = boundaries[j];
-    const hi = boundaries[j + 1];
-    out.push(hi - lo === 1 ? String(hi) : `${lo + 1}\u2013${hi}`);
-  }
-  return out;
+/** A plain object (not null, not an array). @param {unknown} v @returns {v is Record<string, any>} */
+const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** @param {unknown} v @param {string} name @returns {string} */
+function str(v, name) {
+  if (typeof v !== "string") throw new TypeError(`result.${name} must be a string, got ${JSON.stringify(v) ?? typeof v}`);
+  return v;
+}
+
+/** The protocol's `controls` (every field required). @param {unknown} v @returns {Controls} */
+function decodeControls(v) {
+  if (!isObject(v)) throw new TypeError("result.controls must be an object {target, contrast, boundaries, estimator, steps}");
+  const steps = Number(v.steps);
+  if (!Number.isInteger(steps) || steps < 1) throw new RangeError(`result.controls.steps must be an integer >= 1, got ${JSON.stringify(v.steps)}`);
+  return {
+    target: str(v.target, "controls.target"),
+    contrast: str(v.contrast, "controls.contrast"),
+    boundaries: str(v.boundaries, "controls.boundaries"),
+    estimator: str(v.estimator, "controls.estimator"),
+    steps,
+  };
 }
 
 /** max |x| over finite values; 1 when there is nothing nonzero (Python `symmetric_limit`). @param {ArrayLike<number>} values */
@@ -86,6 +108,7 @@ export function decodeResult(raw) {
   const delta = arr(raw.delta_p, "delta_p");
   const targetIds = arr(raw.target_ids, "target_ids");
   const onsetArr = arr(raw.onset, "onset");
+  if (!onsetArr || onsetArr.data.length !== T) throw new TypeError("result.onset must be an int32 (T,) payload (block numbers, -1 = none)");
   const top = arr(raw.top_ids, "top_ids");
   const topP = arr(raw.top_probs, "top_probs");
   const path = arr(raw.path_probs, "path_probs");
@@ -101,25 +124,31 @@ export function decodeResult(raw) {
   }
   const c = contributions.data;
   // The protocol's onset is a block number: the last block of the onset segment
-  // (AttributionResult.onset). Views need the segment index j (boundaries[j+1] = block).
+  // (AttributionResult.onset; the rule lives in Python only). Views need the segment index j
+  // (boundaries[j+1] = block); a block that ends no segment counts as none.
   const onset = new Int32Array(T).fill(-1);
   const onsetBlock = new Int32Array(T).fill(-1);
-  if (onsetArr) {
-    const segOfBlock = new Map(boundaries.slice(1).map((blk, j) => [blk, j]));
-    for (let i = 0; i < T; i++) {
-      const blk = onsetArr.data[i];
-      const j = segOfBlock.get(blk);
-      if (j !== undefined) { onset[i] = j; onsetBlock[i] = blk; }
-    }
-  } else { // absent: the segment with the largest signed contribution
-    for (let i = 0; i < T; i++) {
-      let best = -Infinity;
-      for (let j = 0; j < k; j++) {
-        const v = c[i * k + j];
-        if (Number.isFinite(v) && v > best) { best = v; onset[i] = j; onsetBlock[i] = boundaries[j + 1]; }
-      }
-    }
+  const segOfBlock = new Map(boundaries.slice(1).map((blk, j) => [blk, j]));
+  for (let i = 0; i < T; i++) {
+    const blk = onsetArr.data[i];
+    const j = segOfBlock.get(blk);
+    if (j !== undefined) { onset[i] = j; onsetBlock[i] = blk; }
   }
+  const answerStart = raw.answer_start;
+  if (typeof answerStart !== "number" || !Number.isInteger(answerStart) || answerStart < 0 || answerStart > T) {
+    throw new RangeError(`result.answer_start must be an integer in [0, T=${T}], got ${JSON.stringify(raw.answer_start)}`);
+  }
+  const threshold = raw.nonmonotone_threshold;
+  if (typeof threshold !== "number" || !(threshold >= 0 && threshold <= 1)) {
+    throw new RangeError(`result.nonmonotone_threshold must be a fraction in [0, 1], got ${JSON.stringify(raw.nonmonotone_threshold)}`);
+  }
+  const labels = raw.segment_labels;
+  if (!Array.isArray(labels) || labels.length !== k || !labels.every((l) => typeof l === "string")) {
+    throw new TypeError(`result.segment_labels must be ${k} strings (one per segment)`);
+  }
+  const targetName = str(raw.target_name, "target_name");
+  if (!targetName) throw new TypeError("result.target_name must not be empty");
+  if (raw.request != null && !isObject(raw.request)) throw new TypeError("result.request must be an object");
   const tids = targetIds?.data ?? new Int32Array(T).fill(0);
   const hasTarget = new Array(T);
   let signed = false;
@@ -147,21 +176,23 @@ export function decodeResult(raw) {
     pathProbs: m > 0 ? /** @type {any} */ (path).data : null,
     tokenText: raw.token_text && typeof raw.token_text === "object" ? raw.token_text : {},
     boundaries,
-    promptLength: Number.isFinite(Number(raw.prompt_length)) ? Number(raw.prompt_length) : T,
+    answerStart,
     estimator: String(raw.estimator ?? "prediction_aware"),
     steps: Number(raw.steps ?? (m || 1)),
     modelName: String(raw.model_name ?? ""),
     family: String(raw.family ?? ""),
     nBlocks: Number(raw.n_blocks ?? boundaries[boundaries.length - 1]),
-    targetSpec: String(raw.target_spec ?? "predicted"),
-    contrastSpec: raw.contrast_spec == null ? "" : String(raw.contrast_spec),
-    boundarySpec: String(raw.boundary_spec ?? "all"),
+    controls: decodeControls(raw.controls),
+    request: isObject(raw.request) ? { ...raw.request } : null,
+    targetName,
+    segmentLabels: labels.slice(),
+    singleBlocks: boundaries.every((blk, j) => j === 0 || blk - boundaries[j - 1] === 1),
+    nonmonotoneThreshold: threshold,
     hasContrast: !!contrastTokens,
     contribLimit: symmetricLimit(c),
     deltaLimit: symmetricLimit(deltaP),
     signedProbs: signed || !!contrastTokens,
     hasTarget,
-    segmentLabels: segmentLabels(boundaries),
   };
 }
 

@@ -19,6 +19,10 @@ describe("untrusted token text", () => {
     for (const id of Object.keys(result.token_text)) result.token_text[id] = EVIL;
     result.contrast_tokens = tokens.map(() => EVIL);
     result.model_name = `<b onmouseover=alert(3)>model</b>`;
+    // strings Python names things with: the lens value, the segments, the controls' text
+    result.target_name = EVIL;
+    result.segment_labels = result.segment_labels.map(() => EVIL);
+    result.controls = { ...result.controls, target: EVIL, contrast: EVIL, boundaries: EVIL };
     const { el, model } = mountWidget({ state: { ...makeState(), result, error: EVIL, interactive: true } });
 
     fire(/** @type {Element} */ (el.querySelector("[data-token-index='1']")), "click");
@@ -41,6 +45,9 @@ describe("untrusted token text", () => {
     expect(detail.textContent).toContain(EVIL);
     expect(/** @type {Element} */ (el.querySelector(".iglens-tooltip")).textContent).toContain("<img src=x");
     expect(/** @type {Element} */ (el.querySelector(".iglens-error")).textContent).toBe(EVIL);
+    expect(/** @type {Element} */ (el.querySelector(".iglens-heatmap-legend .iglens-legend-title")).textContent).toBe(`contribution to ${EVIL}`);
+    expect(/** @type {Element} */ (el.querySelector(".iglens-meta")).textContent).toContain(`target: ${EVIL} vs ${EVIL}`);
+    expect(/** @type {HTMLInputElement} */ (el.querySelector("[name=boundaries_custom]")).value).toBe(EVIL);
   });
 
   it("the front-end source never parses strings as HTML", () => {

@@ -30,10 +30,12 @@ const WORDS = [" The", " capital", " of", " France", " is", " Paris", ".", "\n",
  * @property {number} [every] boundary stride (default 1 → every block)
  * @property {number} [K] top tokens per boundary (default 5; 0 = none)
  * @property {number} [steps] interpolation steps (>1 adds path_probs)
- * @property {number} [promptLength] (default T: no answer)
+ * @property {number} [promptLength] (default T: no answer); `answer_start` is promptLength − 1
+ *   when there is an answer (promptLength < T), else T
  * @property {string[]} [tokens] explicit token strings (length T)
  * @property {boolean} [lastHasNoTarget] target "next": the last position has none (NaN)
  * @property {boolean} [contrast] add contrast tokens (signed lens values)
+ * @property {number} [threshold] nonmonotone_threshold (default 0.05)
  * @property {boolean} [base64] buffers as base64 strings (the static export form)
  * @property {number} [seed]
  */
@@ -136,6 +138,12 @@ export function makeResult(o = {}) {
     void sum;
   }
   const enc = (/** @type {any} */ arr, /** @type {number[]} */ shape) => encodeArray(arr, shape, { base64: !!o.base64 });
+  const promptLength = o.promptLength ?? T;
+  const target = o.lastHasNoTarget ? "next" : "predicted";
+  const contrast = o.contrast ? " Hanoi" : "";
+  const boundarySpec = every === 1 ? "all" : `every:${every}`;
+  // segment labels as Python names them (iglens_viz.views.static.segment_labels)
+  const segmentLabels = boundaries.slice(1).map((hi, j) => (hi - boundaries[j] === 1 ? String(hi) : `${boundaries[j] + 1}\u2013${hi}`));
   return {
     tokens,
     target_tokens: targetTokens,
@@ -150,15 +158,21 @@ export function makeResult(o = {}) {
     path_probs: path ? enc(path, [T, k, m + 1]) : null,
     token_text: tokenText,
     boundaries,
-    prompt_length: o.promptLength ?? T,
+    prompt_length: promptLength,
+    answer_start: promptLength < T ? promptLength - 1 : T,
     estimator: "prediction_aware",
     steps: m || 1,
     model_name: "synthetic-30L",
     family: "llama",
     n_blocks: n,
-    target_spec: o.lastHasNoTarget ? "next" : "predicted",
-    contrast_spec: o.contrast ? " Hanoi" : "",
-    boundary_spec: every === 1 ? "all" : `every:${every}`,
+    controls: { target, contrast, boundaries: boundarySpec, estimator: "prediction_aware", steps: m || 1 },
+    request: {
+      prompt: tokens.join(""), target, contrast: contrast || null, boundaries: boundarySpec,
+      estimator: "prediction_aware", steps: m || 1, chat: false, max_new_tokens: 0,
+    },
+    target_name: o.contrast ? "p(target) \u2212 p(contrast)" : "p(target)",
+    segment_labels: segmentLabels,
+    nonmonotone_threshold: o.threshold ?? 0.05,
     contrast_tokens: contrastTokens,
   };
 }

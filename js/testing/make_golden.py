@@ -10,7 +10,7 @@ import pathlib
 import numpy as np
 
 from iglens_viz.views.token_format import format_token
-from iglens_viz.views.trajectory import against_segments, against_steps
+from iglens_viz.core.trajectory import against_segments, against_steps
 
 TOKENS = [
     "", " ", "  ", " the", "the ", " a b ", "\n", "\n\n", "\t", "\r\n", " \n ", "x\ty",

@@ -1,7 +1,8 @@
 /**
- * Recompute controls (only when a Python kernel is attached: the `interactive` trait).
- * Apply writes the `request` trait `{target, contrast, boundaries, estimator, steps}` and
- * saves; Python answers through `busy`, `error` and a new `result`.
+ * Recompute controls (only when a Python kernel is attached: the `interactive` trait),
+ * prefilled from the result's `controls` (else from the `request` trait). Apply writes the
+ * `request` trait `{target, contrast, boundaries, estimator, steps}` and saves; Python
+ * answers through `busy`, `error` and a new `result`.
  * @module views/controls
  */
 import { h, listen } from "../dom.js";
@@ -61,8 +62,7 @@ export function createControls(ctx) {
   function prefill() {
     const r = ctx.result;
     const req = ctx.model.get("request");
-    const src = r ? { target: r.targetSpec, contrast: r.contrastSpec, boundaries: r.boundarySpec, estimator: r.estimator, steps: r.steps }
-      : (req && typeof req === "object" ? req : null);
+    const src = r ? r.controls : (req && typeof req === "object" ? req : null);
     if (!src) return;
     target.value = String(src.target ?? "predicted");
     contrast.value = String(src.contrast ?? "");

@@ -10,7 +10,7 @@ import { h, s, clear, listen, uniqueId } from "../dom.js";
 import { formatToken, quoteToken } from "../tokens.js";
 import { linearScale, clamp } from "../layout.js";
 import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE } from "../colorscale.js";
-import { againstSegments, againstSteps, flagged, DEFAULT_THRESHOLD } from "../nonmonotone.js";
+import { againstSegments, againstSteps, flagged, ruleText, stepRuleText } from "../nonmonotone.js";
 import { contributionRow, lensRow, pathRow, topAt, idText, contributionSum, pFinal } from "../result.js";
 import { fmtProb, fmtSigned, completenessText } from "../format.js";
 
@@ -97,19 +97,18 @@ function header(r, i, preview) {
       ? h("span", { class: "iglens-vs" }, h("span", { class: "iglens-muted", text: "vs" }),
         h("span", { class: "iglens-chip", title: quoteToken(r.contrastTokens[i]), text: formatToken(r.contrastTokens[i], { maxLen: 18 }) }))
       : null,
-    i >= r.promptLength ? h("span", { class: "iglens-badge iglens-badge-answer", text: "answer" }) : null,
+    i >= r.answerStart ? h("span", { class: "iglens-badge iglens-badge-answer", title: "this position predicts a token of the generated answer", text: "answer" }) : null,
     preview ? h("span", { class: "iglens-badge iglens-badge-preview", text: "preview \u00b7 click to lock" }) : null);
   const stats = h("div", { class: "iglens-detail-stats" });
   if (r.hasTarget[i]) {
     const p0 = lensRow(r, i)[0];
     const pn = pFinal(r, i);
-    const name = r.hasContrast ? "p(target) \u2212 p(contrast)" : "p(target)";
-    stats.appendChild(stat(name, `${fmtProb(p0)} \u2192 ${fmtProb(pn)}`, "embeddings \u2192 output, read through the final norm + head"));
+    stats.appendChild(stat(r.targetName, `${fmtProb(p0)} \u2192 ${fmtProb(pn)}`, "embeddings \u2192 output, read through the final norm + head"));
     stats.appendChild(stat("\u0394p", fmtSigned(r.deltaP[i]), "net change, the sum of all segment contributions"));
     if (r.onset[i] >= 0) {
-      const seg = r.segmentLabels[r.onset[i]];
-      stats.appendChild(stat("onset", `block ${r.onsetBlock[i]}`, seg.includes("\u2013")
-        ? `the segment with the largest signed contribution: blocks ${seg} (named by its last block)`
+      const j = r.onset[i];
+      stats.appendChild(stat("onset", `block ${r.onsetBlock[i]}`, r.boundaries[j + 1] - r.boundaries[j] > 1
+        ? `the segment with the largest signed contribution: blocks ${r.segmentLabels[j]} (named by its last block)`
         : "the block with the largest signed contribution"));
     }
   }
@@ -148,8 +147,8 @@ function buildCharts(ctx, r, i, W) {
   const c = contributionRow(r, i);
   const lens = lensRow(r, i);
   const path = pathRow(r, i);
-  const segFlags = againstSegments(c, r.deltaP[i], DEFAULT_THRESHOLD);
-  const stepFlags = path ? againstSteps(path, k, DEFAULT_THRESHOLD) : null;
+  const segFlags = againstSegments(c, r.deltaP[i], r.nonmonotoneThreshold);
+  const stepFlags = path ? againstSteps(path, k, r.nonmonotoneThreshold) : null;
   const x = linearScale([b[0] - 0.6, b[k] + 0.6], [M.left, W - M.right]);
   const hatch = uniqueId("hatch");
   const offs = [];
@@ -234,8 +233,8 @@ function buildCharts(ctx, r, i, W) {
   // (b) cumulative curve -------------------------------------------------------------------
   const Hb = 138;
   const B = frame(Hb, "cumulative lens probability", path
-    ? `(b) ${r.hasContrast ? "p(target) \u2212 p(contrast)" : "p(target)"} after block L, with the path inside each segment (m=${r.m})`
-    : `(b) ${r.hasContrast ? "p(target) \u2212 p(contrast)" : "p(target)"} after block L (cumulative)`);
+    ? `(b) ${r.targetName} after block L, with the path inside each segment (m=${r.m})`
+    : `(b) ${r.targetName} after block L (cumulative)`);
   let pLo = Infinity, pHi = -Infinity;
   const consider = (/** @type {number} */ v) => { if (Number.isFinite(v)) { pLo = Math.min(pLo, v); pHi = Math.max(pHi, v); } };
   lens.forEach(consider);
@@ -374,15 +373,15 @@ function buildCharts(ctx, r, i, W) {
     if (onBars) {
       const lo = b[js], hi = b[js + 1];
       readout.append(
-        h("strong", { text: hi - lo === 1 ? `block ${hi}` : `blocks ${lo + 1}\u2013${hi}` }),
+        h("strong", { text: `${hi - lo === 1 ? "block" : "blocks"} ${r.segmentLabels[js]}` }),
         h("span", { text: ` contribution ${fmtSigned(c[js])}` }),
-        h("span", { class: "iglens-muted", text: ` \u00b7 p ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
+        h("span", { class: "iglens-muted", text: ` \u00b7 ${r.targetName} ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
         segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "");
     } else {
       const t = topAt(r, i, jb, 1)[0];
       readout.append(
         h("strong", { text: jb === 0 ? "embeddings (L = 0)" : `after block ${b[jb]}` }),
-        h("span", { text: ` p(target) ${fmtProb(lens[jb])}` }),
+        h("span", { text: ` ${r.targetName} ${fmtProb(lens[jb])}` }),
         t ? h("span", { class: "iglens-muted", text: " \u00b7 top-1 " }) : "",
         t ? h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 14 }) }) : "",
         t ? h("span", { class: "iglens-muted", text: ` ${fmtProb(t.p)}` }) : "");
@@ -399,8 +398,10 @@ function buildCharts(ctx, r, i, W) {
   const steps = [];
   if (stepFlags) for (let j = 0; j < k; j++) for (let q = 0; q < stepFlags[j].length; q++) if (stepFlags[j][q]) steps.push([j, q]);
   const flags = h("div", { class: "iglens-flags" });
+  const thr = r.nonmonotoneThreshold;
   if (!segs.length && !steps.length) {
-    flags.appendChild(h("span", { class: "iglens-muted", text: "Monotone: no segment moves against \u0394p" + (path ? " and no step against its segment." : ".") }));
+    flags.appendChild(h("span", { class: "iglens-muted iglens-flag-rule", text: `Monotone: no segment moves ${ruleText(thr)}`
+      + (path ? `, and no step moves against its segment ${stepRuleText(thr)}.` : ".") }));
   } else {
     if (segs.length) {
       flags.appendChild(h("div", { class: "iglens-flag-line" },
@@ -415,6 +416,8 @@ function buildCharts(ctx, r, i, W) {
         h("strong", { text: "Steps against their segment: " }),
         shown + (steps.length > 12 ? `, \u2026 (${steps.length} in all)` : "")));
     }
+    flags.appendChild(h("div", { class: "iglens-muted iglens-flag-rule", text: `Flagged: segments that move ${ruleText(thr)}`
+      + (path ? `; steps that move against their segment ${stepRuleText(thr)}.` : ".") }));
   }
 
   return { el: h("div", { class: "iglens-charts" }, ...figs), readout, flags, offs };

@@ -10,11 +10,12 @@
  * @module views/heatmap
  */
 import { h, clear, listen } from "../dom.js";
-import { heatmapGeometry, hitTest, visibleRows, scrollToRow, thinLabels, clamp } from "../layout.js";
-import { divergingScale, legendTicks, cssGradient } from "../colorscale.js";
+import { heatmapGeometry, hitTest, visibleRows, scrollToRow, thinLabels, clamp, cellRect } from "../layout.js";
+import { divergingScale, hexToRgb } from "../colorscale.js";
 import { formatToken } from "../tokens.js";
 import { contribution, lensAt, topAt, idText, pFinal } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
+import { createLegend, drawLegend } from "./legend.js";
 
 /**
  * @param {import("./context.js").Context} ctx
@@ -27,7 +28,7 @@ export function createHeatmap(ctx) {
   const scroller = h("div", { class: "iglens-heatmap-scroll" }, stage, spacer);
   const tooltip = h("div", { class: "iglens-tooltip", role: "tooltip" });
   tooltip.hidden = true;
-  const legend = h("div", { class: "iglens-legend iglens-heatmap-legend", "aria-hidden": "true" });
+  const legend = createLegend("iglens-heatmap-legend");
   const title = h("h3", { class: "iglens-section-title", text: "Contribution of each block" });
   const note = h("p", { class: "iglens-foot" });
   const el = h("section", { class: "iglens-heatmap", "aria-label": "Layer heatmap" },
@@ -87,7 +88,7 @@ export function createHeatmap(ctx) {
     const img = cx.createImageData(r.k, r.T);
     const px = img.data;
     const lut = scale.lut;
-    const nan = parseHex(colors.nan);
+    const nan = hexToRgb(colors.nan);
     for (let i = 0; i < r.T; i++) {
       for (let j = 0; j < r.k; j++) {
         const o = (i * r.k + j) * 4;
@@ -101,21 +102,10 @@ export function createHeatmap(ctx) {
     bitmap = c;
   }
 
-  function drawLegend() {
-    clear(legend);
+  function legendUpdate() {
     const r = ctx.result;
-    if (!r) return;
-    const scale = divergingScale(r.contribLimit, ctx.theme);
-    const bar = h("div", { class: "iglens-legend-bar" });
-    bar.style.background = cssGradient(scale);
-    const ticks = h("div", { class: "iglens-legend-ticks" });
-    for (const t of legendTicks(scale, 3)) {
-      const tick = h("span", { class: "iglens-legend-tick", text: t.label });
-      tick.style.left = `${(100 * t.t).toFixed(2)}%`;
-      ticks.appendChild(tick);
-    }
-    legend.appendChild(h("span", { class: "iglens-legend-title", text: r.hasContrast ? "contribution to p(target) \u2212 p(contrast)" : "contribution to p(target)" }));
-    legend.appendChild(h("div", { class: "iglens-legend-scale" }, bar, ticks));
+    if (!r) { clear(legend); return; }
+    drawLegend(legend, divergingScale(r.contribLimit, ctx.theme), `contribution to ${r.targetName}`);
   }
 
   /** Recompute geometry for the current width; resize the canvases. */
@@ -138,11 +128,11 @@ export function createHeatmap(ctx) {
       c.style.height = `${g.viewH}px`;
     }
     canvas.setAttribute("aria-label", `Heatmap of ${r.T} positions by ${r.k} segments; arrow keys move the selection`);
-    const single = r.boundaries.every((b, j) => j === 0 || b - r.boundaries[j - 1] === 1);
+    const single = r.singleBlocks;
     title.textContent = single ? "Contribution of each block" : "Contribution of each segment";
     note.textContent = `Rows: positions (token \u2192 target); columns: ${single ? "blocks" : "segments"} 1\u2013${r.nBlocks}. `
       + "Outlined cell: onset. Hover a cell for the lens's top tokens; click to select."
-      + (r.promptLength > 0 && r.promptLength < r.T ? " Rows under the purple line: the generated answer." : "")
+      + (r.answerStart > 0 && r.answerStart < r.T ? " Rows under the purple line predict the generated answer (their targets are its tokens)." : "")
       + (g.contentH > g.viewH ? " Scroll for more rows." : "");
   }
 
@@ -213,7 +203,7 @@ export function createHeatmap(ctx) {
         c.lineWidth = 1.25;
         c.strokeRect(labelW + r.onset[i] * colW + 1.5, y + 1.5, colW - 3, rowH - 3);
       }
-      c.fillStyle = i >= r.promptLength ? colors.answer : colors.fg;
+      c.fillStyle = i >= r.answerStart ? colors.answer : colors.fg;
       const idx = `${i}`;
       const label = rowLabels[i] ?? "";
       // index in muted colour, then the label, both right-aligned in the gutter
@@ -223,8 +213,8 @@ export function createHeatmap(ctx) {
       c.fillText(idx, 4, y + rowH / 2);
       c.textAlign = "right";
     }
-    if (r.promptLength > 0 && r.promptLength < r.T) { // prompt / answer divider
-      const y = headerH + r.promptLength * rowH - top;
+    if (r.answerStart > 0 && r.answerStart < r.T) { // divider above the first row that predicts the answer
+      const y = headerH + r.answerStart * rowH - top;
       c.fillStyle = colors.answer;
       c.fillRect(0, y - 1, labelW + gridW, 2);
     }
@@ -247,7 +237,7 @@ export function createHeatmap(ctx) {
     c.textAlign = "left";
     c.fillText("pos", 4, g.headerH / 2);
     c.textAlign = "right";
-    c.fillText(labels.length && r.boundaries.length > 2 && labels.every((l) => !l.includes("\u2013")) ? "block \u2192" : "blocks \u2192", g.labelW - 8, g.headerH / 2);
+    c.fillText(r.k > 1 && r.singleBlocks ? "block \u2192" : "blocks \u2192", g.labelW - 8, g.headerH / 2);
     c.fillStyle = colors.grid;
   }
 
@@ -286,14 +276,13 @@ export function createHeatmap(ctx) {
       c.strokeRect(g.labelW - 1, rowY(sel) - 1, g.gridW + 2, g.rowH + 2);
     }
     if (hit && hit.region === "cell") {
-      const x = g.labelW + hit.seg * g.colW;
-      const y = rowY(hit.pos);
+      const cell = cellRect(g, hit.pos, hit.seg, top);
       c.strokeStyle = colors.bg;
       c.lineWidth = 3;
-      c.strokeRect(x + 0.5, y + 0.5, g.colW - 1, g.rowH - 1);
+      c.strokeRect(cell.x + 0.5, cell.y + 0.5, cell.w - 1, cell.h - 1);
       c.strokeStyle = colors.fg;
       c.lineWidth = 1.5;
-      c.strokeRect(x + 0.5, y + 0.5, g.colW - 1, g.rowH - 1);
+      c.strokeRect(cell.x + 0.5, cell.y + 0.5, cell.w - 1, cell.h - 1);
     }
     c.restore();
     if (hit && hit.seg >= 0) { // the hovered column's label, bold and underlined
@@ -320,7 +309,7 @@ export function createHeatmap(ctx) {
     readColors();
     layout();
     buildBitmap();
-    drawLegend();
+    legendUpdate();
     draw();
   }
 
@@ -349,7 +338,7 @@ export function createHeatmap(ctx) {
       tooltip.appendChild(h("div", { class: "iglens-tt-muted", text: "No target at this position." }));
     } else if (hit.region === "rowLabel") {
       const onset = r.onset[i] >= 0 ? String(r.onsetBlock[i]) : "\u2013";
-      tooltip.appendChild(kv("p(target) at output", fmtProb(pFinal(r, i))));
+      tooltip.appendChild(kv(`${r.targetName} at output`, fmtProb(pFinal(r, i))));
       tooltip.appendChild(kv("\u0394p", fmtSigned(r.deltaP[i])));
       tooltip.appendChild(kv("onset block", onset));
     } else {
@@ -357,11 +346,11 @@ export function createHeatmap(ctx) {
       const lo = r.boundaries[j];
       const hi = r.boundaries[j + 1];
       const v = contribution(r, i, j);
-      tooltip.appendChild(kv(hi - lo === 1 ? "block" : "blocks", hi - lo === 1 ? `${hi}` : `${lo + 1}\u2013${hi}`));
+      tooltip.appendChild(kv(hi - lo === 1 ? "block" : "blocks", r.segmentLabels[j]));
       const cv = kv("contribution", fmtSigned(v));
       cv.classList.add(v >= 0 ? "iglens-pos-val" : "iglens-neg-val");
       tooltip.appendChild(cv);
-      tooltip.appendChild(kv(`p(target) after block ${hi}`, `${fmtProb(lensAt(r, i, j + 1))}  (was ${fmtProb(lensAt(r, i, j))})`));
+      tooltip.appendChild(kv(`${r.targetName} after block ${hi}`, `${fmtProb(lensAt(r, i, j + 1))}  (was ${fmtProb(lensAt(r, i, j))})`));
       const top = topAt(r, i, j + 1, 5);
       if (top.length) {
         tooltip.appendChild(h("div", { class: "iglens-tt-sub", text: `lens top-${top.length} after block ${hi}` }));
@@ -450,15 +439,6 @@ export function createHeatmap(ctx) {
     },
   };
 }
-
-/** @param {string} hex */
-function parseHex(hex) {
-  const m = /^#?([0-9a-f]{6})$/i.exec(hex.trim());
-  if (!m) return [217, 217, 217];
-  const n = parseInt(m[1], 16);
-  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
-}
-
 
 /**
  * Cut text to fit a width on a canvas, with an ellipsis.

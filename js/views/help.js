@@ -3,11 +3,17 @@
  * @module views/help
  */
 import { h, listen } from "../dom.js";
+import { ruleText } from "../nonmonotone.js";
 
 /** @param {string} term @param {...(string|Node)} rest */
 const p = (term, ...rest) => h("p", {}, h("strong", { text: term }), " ", ...rest);
 
+/**
+ * The help button and panel; `update(result)` fills in what depends on the result (the
+ * non-monotone threshold).
+ */
 export function createHelp() {
+  const nonmonotoneRule = h("span", {});
   const panel = h("div", { class: "iglens-help", role: "region", "aria-label": "What am I looking at?" });
   panel.hidden = true;
   panel.append(
@@ -21,8 +27,11 @@ export function createHelp() {
       "It is not the total causal effect of a block\u2014a block can also matter through what later blocks do with its output. ",
       "For causal effects use ablation or direct-logit attribution."),
     p("Onset.", "The segment with the largest signed contribution: where the token's probability is mostly decided (outlined in the heatmap)."),
-    p("Non-monotone.", "When the probability rises and then partly falls (or the reverse), the segments moving against \u0394p are flagged: shaded and hatched in the charts, marked \u25b2/\u25bc, and listed in words. ",
+    p("Non-monotone.", "When the probability rises and then partly falls (or the reverse), ", nonmonotoneRule,
+      ": shaded and hatched in the charts, marked \u25b2/\u25bc, and listed in words. ",
       "With more than one interpolation step, steps moving against their own segment are marked \u00d7."),
+    p("Answer.", "When the model generated an answer, the positions from the last prompt token on predict the answer's tokens: ",
+      "they are marked \u201canswer\u201d in the strip and the detail, and the heatmap rows under the purple line predict the generated answer."),
     p("Reading the views.", "Red is positive, blue negative, and the colour scale is centred at 0. Click a token (or a heatmap row) to select it; hover to preview; \u2190 \u2192 move the selection, Esc clears."));
   const button = h("button", { type: "button", class: "iglens-help-toggle", "aria-expanded": "false" },
     h("span", { class: "iglens-help-icon", "aria-hidden": "true", text: "?" }), h("span", { text: "What am I looking at?" }));
@@ -30,5 +39,12 @@ export function createHelp() {
     panel.hidden = !panel.hidden;
     button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
   });
-  return { button, panel, destroy: off };
+  /** @param {import("../result.js").Result|null} r */
+  const update = (r) => {
+    nonmonotoneRule.textContent = r
+      ? `the segments that move ${ruleText(r.nonmonotoneThreshold)} are flagged`
+      : "the segments that move against \u0394p are flagged";
+  };
+  update(null);
+  return { button, panel, update, destroy: off };
 }

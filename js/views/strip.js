@@ -1,17 +1,27 @@
 /**
- * The token strip: the prompt's tokens (and the generated answer's, after a divider),
- * coloured by the chosen statistic. Click selects, hover previews, arrow keys move the
- * selection, Escape clears. Roving tabindex: only one token is in the tab order.
+ * The token strip: the positions, coloured by the chosen statistic; those whose targets are
+ * the generated answer's tokens (i >= answerStart) come after a divider. Click selects, hover
+ * previews, arrow keys move the selection, Escape clears. Roving tabindex: only one token is
+ * in the tab order.
  * @module views/strip
  */
 import { h, clear, listen, scrollIntoContainer } from "../dom.js";
 import { formatTokenParts, quoteToken } from "../tokens.js";
-import { divergingScale, sequentialScale, ordinalScale, legendTicks, cssGradient, textColorFor } from "../colorscale.js";
+import { divergingScale, sequentialScale, ordinalScale, textColorFor } from "../colorscale.js";
 import { pFinal, idText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
+import { createLegend, drawLegend } from "./legend.js";
 
 export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset"]);
-const COLOR_LABELS = { p_final: "p(target) at output", delta_p: "\u0394p (net change)", onset: "onset block" };
+
+/**
+ * The colour-by choices' labels; the lens value is named by the result (`target_name`).
+ * @param {import("../result.js").Result|null} r
+ * @returns {Record<(typeof COLOR_BY)[number], string>}
+ */
+export function colorLabels(r) {
+  return { p_final: `${r ? r.targetName : "lens value"} at output`, delta_p: "\u0394p (net change)", onset: "onset block" };
+}
 
 /**
  * The colour scale and per-position value for a `color_by` statistic.
@@ -29,9 +39,9 @@ export function stripScale(r, colorBy, theme) {
   if (r.signedProbs) {
     let lim = 0;
     for (let i = 0; i < r.T; i++) { const v = Math.abs(pFinal(r, i)); if (Number.isFinite(v) && v > lim) lim = v; }
-    return { scale: divergingScale(lim || 1, theme), value: (/** @type {number} */ i) => pFinal(r, i), title: "p(target) \u2212 p(contrast)" };
+    return { scale: divergingScale(lim || 1, theme), value: (/** @type {number} */ i) => pFinal(r, i), title: r.targetName };
   }
-  return { scale: sequentialScale(theme, 0, 1), value: (/** @type {number} */ i) => pFinal(r, i), title: "p(target)" };
+  return { scale: sequentialScale(theme, 0, 1), value: (/** @type {number} */ i) => pFinal(r, i), title: r.targetName };
 }
 
 /**
@@ -43,7 +53,7 @@ export function describePosition(r, i) {
   if (!r.hasTarget[i]) return `[${i}] ${tok}: no target`;
   const tgt = quoteToken(r.targetTokens[i] || idText(r, r.targetIds[i]));
   const onset = r.onset[i] >= 0 ? `, onset block ${r.onsetBlock[i]}` : "";
-  return `[${i}] ${tok} \u2192 ${tgt}: p = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`;
+  return `[${i}] ${tok} \u2192 ${tgt}: ${r.targetName} = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`;
 }
 
 /**
@@ -51,8 +61,8 @@ export function describePosition(r, i) {
  */
 export function createStrip(ctx) {
   const select = h("select", { class: "iglens-colorby", name: "color_by", "aria-label": "Colour tokens by" });
-  for (const key of COLOR_BY) select.appendChild(h("option", { value: key, text: COLOR_LABELS[key] }));
-  const legend = h("div", { class: "iglens-legend iglens-strip-legend", "aria-hidden": "true" });
+  for (const key of COLOR_BY) select.appendChild(h("option", { value: key, text: colorLabels(ctx.result)[key] }));
+  const legend = createLegend("iglens-strip-legend");
   const list = h("div", {
     class: "iglens-strip", role: "listbox", "aria-label": "Tokens: click to select, arrow keys to move, Escape to clear",
     "aria-orientation": "horizontal",
@@ -79,16 +89,18 @@ export function createStrip(ctx) {
     prevHover = -1;
     const r = ctx.result;
     if (!r) return;
+    const labels = colorLabels(r);
+    for (const option of select.options) option.textContent = labels[/** @type {(typeof COLOR_BY)[number]} */ (option.value)];
     const frag = document.createDocumentFragment();
     for (let i = 0; i < r.T; i++) {
-      if (i === r.promptLength && i > 0) {
+      if (i === r.answerStart && i > 0) {
         frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
-        frag.appendChild(h("span", { class: "iglens-answer-divider", role: "separator", "aria-label": "generated answer follows" },
+        frag.appendChild(h("span", { class: "iglens-answer-divider", role: "separator", "aria-label": "the positions that predict the generated answer follow" },
           h("span", { text: "answer" })));
       }
       const tok = r.tokens[i];
       const chip = h("span", {
-        class: "iglens-token" + (i >= r.promptLength ? " iglens-token-answer" : "") + (r.hasTarget[i] ? "" : " iglens-token-none"),
+        class: "iglens-token" + (i >= r.answerStart ? " iglens-token-answer" : "") + (r.hasTarget[i] ? "" : " iglens-token-none"),
         "data-token-index": i, role: "option", tabindex: -1, "aria-selected": "false",
         title: describePosition(r, i),
       });
@@ -124,7 +136,7 @@ export function createStrip(ctx) {
         st.color = "";
       }
     }
-    drawLegend(legend, scale, title, by === "onset" ? r : null);
+    drawLegend(legend, scale, title, by === "onset" ? r.segmentLabels : null);
   }
 
   /** @param {boolean} scroll */
@@ -201,37 +213,4 @@ export function createStrip(ctx) {
     updateSelection,
     destroy() { offs.forEach((off) => off()); },
   };
-}
-
-/**
- * Fill a legend element: a gradient bar with ticks and a title.
- * @param {HTMLElement} el
- * @param {import("../colorscale.js").Scale} scale
- * @param {string} title
- * @param {import("../result.js").Result|null} ordinalOf label ticks with segment names
- */
-export function drawLegend(el, scale, title, ordinalOf = null) {
-  clear(el);
-  const bar = h("div", { class: "iglens-legend-bar" });
-  bar.style.background = cssGradient(scale);
-  const ticks = h("div", { class: "iglens-legend-ticks" });
-  if (ordinalOf) {
-    const labels = ordinalOf.segmentLabels;
-    const n = labels.length;
-    const picks = n <= 1 ? [0] : [0, Math.round((n - 1) / 2), n - 1].filter((v, q, a) => a.indexOf(v) === q);
-    for (const j of picks) {
-      const t = n <= 1 ? 0.5 : j / (n - 1);
-      const tick = h("span", { class: "iglens-legend-tick", text: labels[j] });
-      tick.style.left = `${(100 * t).toFixed(2)}%`;
-      ticks.appendChild(tick);
-    }
-  } else {
-    for (const t of legendTicks(scale, 3)) {
-      const tick = h("span", { class: "iglens-legend-tick", text: t.label });
-      tick.style.left = `${(100 * t.t).toFixed(2)}%`;
-      ticks.appendChild(tick);
-    }
-  }
-  el.appendChild(h("span", { class: "iglens-legend-title", text: title }));
-  el.appendChild(h("div", { class: "iglens-legend-scale" }, bar, ticks));
 }
