@@ -2,12 +2,34 @@
 
 IG-Lens decomposes a decoder-only language model's target probability exactly across its
 blocks: the per-segment contributions sum to Δp = f(h_n) − f(h_0).
+
+This top level is the façade above the packages: the core (:mod:`iglens_viz.core`), the
+causal checks (:mod:`iglens_viz.causal`), the static views (:mod:`iglens_viz.views`), the
+widget (:mod:`iglens_viz.widget`) and the export (:mod:`iglens_viz.export`). It registers
+where the views live, so ``result.widget()`` and ``result.to_html()`` work while the core
+never imports them.
 """
 
-from .adapters import UnsupportedModelError, supported_families
-from .core import AttributionResult, IGLens, ReadoutMismatchError, attribute
-from .loading import ModelLoadError, load_model
+from .adapters import supported_families
+from .causal import ablate, validate_onset
+from .core import AttributionRequest, AttributionResult, IGLens, attribute
+from .core.extensions import register
+from .errors import (IGLensError, InvalidRequestError, ModelLoadError, ModelOutputError,
+                     ReadoutMismatchError, UnsupportedModelError)
+from .loading import load_model
 
-__all__ = ["AttributionResult", "IGLens", "ModelLoadError", "ReadoutMismatchError",
-           "UnsupportedModelError", "attribute", "load_model", "supported_families"]
+for _name, _target in {
+    "plot_heatmap": "iglens_viz.views.static:plot_heatmap",
+    "plot_token": "iglens_viz.views.static:plot_token",
+    "to_dataframe": "iglens_viz.views.static:to_dataframe",
+    "widget": "iglens_viz.widget.widget:IGLensWidget",
+    "show": "iglens_viz.widget.widget:show",
+    "to_html": "iglens_viz.export.html:to_html",
+}.items():
+    register(_name, _target)
+
+__all__ = ["AttributionRequest", "AttributionResult", "IGLens", "IGLensError",
+           "InvalidRequestError", "ModelLoadError", "ModelOutputError", "ReadoutMismatchError",
+           "UnsupportedModelError", "ablate", "attribute", "load_model", "supported_families",
+           "validate_onset"]
 __version__ = "0.1.0"

@@ -83,9 +83,20 @@ def test_png_is_written(tiny_model_dir, tmp_path):
     (["--target", "w1 w2"], "not a single token"),
     (["--boundaries", "0,3,2,4"], "strictly increasing"),
     (["--boundaries", "every:x"], "every:K"),
-    (["--steps", "0"], "--steps must be >= 1"),
+    (["--boundaries", "0,1.5,4"], "not 'all', 'every:5'"),
+    (["--steps", "0"], "steps must be an integer from 1 to 1000"),
+    (["--steps", "10000000"], "steps must be an integer from 1 to 1000"),
     (["--position", "99"], "outside the 5 positions"),
     (["--model", "/nonexistent/folder"], "nonexistent"),
+    # Regressions: -1 was the internal "no target" marker (a table of dashes, exit 0); an
+    # empty target raised IndexError; negative counts were accepted.
+    (["--target", "-1"], "target token id must be >= 0"),
+    (["--contrast", "-1"], "contrast token id must be >= 0"),
+    (["--target", ""], "argument --target: must not be empty"),
+    (["--contrast", ""], "argument --contrast: must not be empty"),
+    (["--top-k", "-1"], "argument --top-k: must be >= 0"),
+    (["--generate", "-2"], "argument --generate: must be >= 0"),
+    (["--generate", "100"], "context is 64"),
 ])
 def test_user_errors_exit_2_without_traceback(tiny_model_dir, capsys, args, message):
     argv = [PROMPT, "--no-chat", *args]
@@ -105,3 +116,78 @@ def test_answer_text_is_not_read_as_markup(tiny_model_dir, capsys, monkeypatch):
                         lambda self, ids, **kw: "[red]x[/] [/bold]")
     assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--generate", "1"]) == 0
     assert "Answer: [red]x[/] [/bold]" in capsys.readouterr().out
+
+
+def test_blank_prompt_is_refused(tiny_model_dir, capsys):
+    assert main([" \t ", "--model", tiny_model_dir, "--no-chat"]) == 2
+    assert "the prompt is empty (only whitespace)" in capsys.readouterr().err
+
+
+def test_invalid_utf8_argument_is_one_line(tiny_model_dir, capsys):
+    # Python keeps undecodable argv bytes as lone surrogates (surrogateescape).
+    assert main(["w3 \udcff", "--model", tiny_model_dir, "--no-chat"]) == 2
+    err = capsys.readouterr().err
+    assert "not valid UTF-8" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag", ["--json", "--png", "--html"])
+def test_output_to_a_folder_is_refused_before_anything_is_written(tiny_model_dir, tmp_path,
+                                                                  capsys, flag):
+    first = tmp_path / "first.json"
+    argv = [PROMPT, "--model", tiny_model_dir, "--no-chat", flag, str(tmp_path)]
+    if flag != "--json":
+        argv += ["--json", str(first)]
+    assert main(argv) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no first.json, no <folder>.png
+
+
+def test_outputs_are_written_atomically(tiny_model_dir, tmp_path, monkeypatch):
+    """A failure while writing leaves the old file whole and no temporary file behind."""
+    import iglens_viz.export.files as files
+
+    out = tmp_path / "out.json"
+    out.write_text("old")
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", broken_replace)
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--json", str(out)]) == 2
+    assert out.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_model_path_with_markup_characters(tiny_model_dir, tmp_path, capsys):
+    """A path such as ".../x[/]y" is shown literally (it was read as rich markup)."""
+    import shutil
+
+    odd = tmp_path / "x[" / "]y[bold]"
+    shutil.copytree(tiny_model_dir, odd)
+    assert main([PROMPT, "--model", str(odd), "--no-chat"]) == 0
+    assert "x[/]y[bold]" in capsys.readouterr().out.replace("\n", "")
+
+
+def test_prompt_validate_after_double_dash(tiny_model_dir, capsys):
+    """`iglens -- validate` attributes the word; `iglens validate` is the subcommand."""
+    assert main(["--model", tiny_model_dir, "--no-chat", "--", "validate"]) == 0
+    assert "IG-Lens" in capsys.readouterr().out
+
+
+def test_validate_passes_dtype_and_device_and_checks_limit(tiny_model_dir, capsys,
+                                                            monkeypatch):
+    import iglens_viz.loading as loading
+
+    seen = {}
+    real = loading.load_model
+
+    def spy(name, **kwargs):
+        seen.update(kwargs)
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(loading, "load_model", spy)
+    assert main(["validate", "--model", tiny_model_dir, "--limit", "1", "--dtype", "float64",
+                 "--device", "cpu"]) == 0
+    assert seen == {"dtype": "float64", "device": "cpu"}
+    assert "hit_rate" in capsys.readouterr().out
+    assert main(["validate", "--limit", "-1"]) == 2
+    assert "argument --limit: must be >= 1" in capsys.readouterr().err

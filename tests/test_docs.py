@@ -22,7 +22,7 @@ def test_api_reference_builds(tmp_path):
     # The docstrings made it in, not just the names.
     assert "Attribute each position" in text           # IGLens.attribute
     assert "One-shot IG-Lens attribution" in text      # iglens_viz.attribute
-    for page in ("core/lens.html", "causal.html", "views/trajectory.html", "widget.html",
+    for page in ("core/lens.html", "causal.html", "core/trajectory.html", "widget.html",
                  "export/html.html", "loading.html"):
         assert (out / "iglens_viz" / page).is_file(), page
     lens_page = (out / "iglens_viz" / "core" / "lens.html").read_text(encoding="utf-8")

@@ -6,6 +6,8 @@ injection) are in tests/ui/test_export_page.py.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -13,10 +15,11 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-import iglens_viz.widget.bundle as bundle
+import iglens_viz.protocol.bundle as bundle
+from iglens_viz import IGLensError
 from iglens_viz.export import to_html
 from iglens_viz.export.html import CSP, page_state, script_json
-from iglens_viz.widget import array_from_payload
+from iglens_viz.protocol import array_from_payload
 
 from ui.helpers import synthetic_result
 
@@ -113,7 +116,14 @@ def test_csp_meta(page):
     policy = metas[0]["content"]
     assert policy == CSP
     assert "default-src 'none'" in policy and "connect-src" not in policy
-    assert "script-src 'unsafe-inline' blob:" in policy and "http" not in policy
+    assert "http" not in policy and "unsafe-inline' blob" not in policy
+    assert "base-uri 'none'" in policy and "form-action 'none'" in policy
+    # The one executable inline script is named by its hash (computed here from the page),
+    # instead of 'unsafe-inline' for scripts.
+    [loader] = [text for attrs, text in page.scripts if attrs.get("type") == "module"]
+    digest = base64.b64encode(hashlib.sha256(loader.encode("utf-8")).digest()).decode()
+    script_src = re.search(r"script-src ([^;]*)", policy).group(1).split()
+    assert script_src == [f"'sha256-{digest}'", "blob:"]
 
 
 def test_hostile_tokens_cannot_break_out(page, page_text, hostile):
@@ -141,7 +151,8 @@ def test_state_is_the_widget_protocol(page, hostile):
     state = json.loads(page.script("iglens-state"))
     assert set(state) == {"result", "selected", "hovered", "color_by", "interactive",
                           "request", "busy", "error"}
-    assert state["interactive"] is False and state["selected"] == -1
+    assert state["interactive"] is False
+    assert state["selected"] == len(hostile.tokens) - 1  # no answer: opens on the last token
     assert state["color_by"] == "p_final" and state["busy"] is False
     result = state["result"]
     contributions = result["contributions"]
@@ -195,7 +206,7 @@ def test_bundle_with_markup_inside_stays_inert(tmp_path, monkeypatch, hostile):
 
 def test_missing_bundle_says_how_to_build(tmp_path, monkeypatch, hostile):
     monkeypatch.setattr(bundle, "BUNDLE_JS", tmp_path / "nope.js")
-    with pytest.raises(FileNotFoundError, match="npm run build"):
+    with pytest.raises(IGLensError, match="npm run build"):
         to_html(hostile)
 
 
@@ -213,8 +224,10 @@ def test_cli_writes_html(tiny_model_dir, tmp_path, capsys):
     result = state["result"]
     assert result["tokens"][:4] == ["w3", "w5", "w7", "w9"] and len(result["tokens"]) == 6
     assert result["boundaries"] == [0, 2, 4] and result["prompt_length"] == 4
-    assert result["target_spec"] == "next" and result["boundary_spec"] == "every:2"
-    assert state["selected"] == 3  # opens on the answer's first token
+    assert result["controls"]["target"] == "next"
+    assert result["controls"]["boundaries"] == "every:2"
+    assert result["request"]["prompt"] == "w3 w5 w7 w9" and result["answer_start"] == 3
+    assert state["selected"] == 3  # opens on the answer's first position
     assert state["interactive"] is False
 
 

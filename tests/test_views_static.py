@@ -19,6 +19,7 @@ import iglens_viz  # noqa: E402
 from iglens_viz.views import (against_segments, against_steps, escape_mathtext,  # noqa: E402
                               format_token, non_monotone, plot_heatmap, plot_token,
                               to_dataframe)
+from iglens_viz.core import segment_labels  # noqa: E402
 from iglens_viz.views import static  # noqa: E402
 
 from tiny_models import random_ids, tiny_model, tiny_tokenizer  # noqa: E402
@@ -112,7 +113,7 @@ def test_heatmap_grouped_segment_labels(lens):
     grouped = lens.attribute(random_ids(6, seed=5), boundaries=[0, 1, 4])
     ax = plot_heatmap(grouped).axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2–4"]
-    assert static.segment_labels([0, 2, 4]) == ["1–2", "3–4"]
+    assert segment_labels([0, 2, 4]) == ["1–2", "3–4"]
 
 
 def test_token_labels_are_readable_and_escaped(odd_result):

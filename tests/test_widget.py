@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from iglens_viz import IGLens
-from iglens_viz.widget import (IGLensWidget, array_from_payload, array_to_payload,
-                               parse_request, result_payload, show, to_base64_state)
+from iglens_viz import IGLens, IGLensError, InvalidRequestError
+from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD
+from iglens_viz.protocol import (array_from_payload, array_to_payload, result_payload,
+                                 to_base64_state)
+from iglens_viz.widget import IGLensWidget, show
 
 from tiny_models import tiny_model, tiny_tokenizer
 
@@ -126,23 +128,39 @@ def test_payload_round_trip_equals_the_result(lens):
     assert payload["boundaries"] == [0, 1, 4] and payload["n_blocks"] == 4
     assert payload["steps"] == 3 and payload["estimator"] == "prediction_aware"
     assert payload["family"] == result.family and payload["prompt_length"] == 6
-    assert payload["target_spec"] == "next" and payload["contrast_spec"] == "4"
-    assert payload["boundary_spec"] == "0,1,4"
+    assert payload["controls"] == {"target": "next", "contrast": "w4", "boundaries": "0,1,4",
+                                   "estimator": "prediction_aware", "steps": 3}
+    assert payload["request"] == {"prompt": PROMPT, "target": "next", "contrast": "w4",
+                                  "boundaries": [0, 1, 4], "estimator": "prediction_aware",
+                                  "steps": 3, "chat": False, "max_new_tokens": 0}
+    assert payload["target_name"] == "p(target) − p(contrast)"
+    assert payload["segment_labels"] == ["1", "2–4"]
+    assert payload["answer_start"] == 6  # no generated answer
+    assert payload["nonmonotone_threshold"] == NONMONOTONE_THRESHOLD
     assert set(payload["token_text"]) >= {str(i) for i in np.unique(result.top_ids)}
     assert all(isinstance(k, str) for k in payload["token_text"])
     assert payload["token_text"]["4"] == "w4"
 
 
-def test_payload_defaults_and_spec_inference(lens):
+def test_payload_controls_come_from_the_request(lens):
     result = lens.attribute(PROMPT)
     payload = result_payload(result)
     assert payload["path_probs"] is None and payload["contrast_tokens"] is None
-    assert payload["target_spec"] == "predicted" and payload["contrast_spec"] == ""
-    assert payload["boundary_spec"] == "all"
-    fixed = result_payload(lens.attribute(PROMPT, target=7))
-    assert fixed["target_spec"] == "7"
-    explicit = result_payload(result, target_spec=" Hanoi", boundary_spec="every:2")
-    assert explicit["target_spec"] == " Hanoi" and explicit["boundary_spec"] == "every:2"
+    assert payload["controls"]["target"] == "predicted" and payload["controls"]["contrast"] == ""
+    assert payload["controls"]["boundaries"] == "all" and payload["target_name"] == "p(target)"
+    assert result_payload(lens.attribute(PROMPT, target=7))["controls"]["target"] == "7"
+    spec = result_payload(lens.attribute(PROMPT, target=" w3", boundaries="every:2"))
+    assert spec["controls"]["target"] == " w3" and spec["controls"]["boundaries"] == "every:2"
+    per_position = lens.attribute(PROMPT, target=[3] * 6)
+    assert result_payload(per_position)["controls"]["target"] == "(per position)"
+
+
+def test_payload_answer_start_is_the_results(lens):
+    """One definition of the answer: the first position whose target is generated."""
+    result = lens.attribute(PROMPT, max_new_tokens=3)
+    payload = result_payload(result)
+    assert result.prompt_length == 6 and payload["answer_start"] == 5
+    assert payload["answer_start"] == result.answer_positions[0] == result.answer_start
 
 
 def test_payload_travels_as_binary_buffers(lens):
@@ -165,13 +183,14 @@ def test_plain_result_widget_is_not_interactive(lens):
     w = result.widget()
     assert isinstance(w, IGLensWidget)
     assert w.interactive is False and w.lens is None
-    assert w.selected == -1 and w.hovered == -1 and w.color_by == "p_final"
+    assert w.selected == 5  # no answer: the last position, as the exported page opens
+    assert w.hovered == -1 and w.color_by == "p_final"
     assert w.busy is False and w.error == "" and w.request == {}
     assert w.attribution is result
     assert w._esm and "IGLensWidget(6 tokens, 4 segments" in repr(w)
     w.request = {"target": "next"}  # nobody recomputes: the result stays
     assert w.attribution is result and w.error == ""
-    with pytest.raises(RuntimeError, match="no IGLens"):
+    with pytest.raises(IGLensError, match="no IGLens"):
         w.recompute(target="next")
 
 
@@ -185,8 +204,9 @@ def test_trait_validation(lens):
 
     with pytest.raises(traitlets.TraitError):
         w.color_by = "rainbow"
-    with pytest.raises(ValueError, match="selected"):
+    with pytest.raises(InvalidRequestError, match="selected"):
         IGLensWidget(result, selected=6)
+    assert IGLensWidget(result, selected=-1).selected == -1
     with pytest.raises(TypeError, match="only used when result is None"):
         IGLensWidget(result, target="next")
     with pytest.raises(TypeError, match="needs a result"):
@@ -212,8 +232,10 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
                                equal_nan=True)
     assert after["contributions"].shape == (6, 2) and before["contributions"].shape == (6, 4)
     assert after["path_probs"].shape == (6, 2, 4)
-    assert w.result["target_spec"] == "next" and w.result["boundary_spec"] == "every:2"
-    assert w.result["estimator"] == "riemann" and w.result["steps"] == 3
+    assert w.result["controls"] == {"target": "next", "contrast": "", "boundaries": "every:2",
+                                    "estimator": "riemann", "steps": 3}
+    assert w.attribution.request == w.attribution.request.replace(
+        target="next", boundaries="every:2", estimator="riemann", steps=3)
     assert w.attribution.boundaries == [0, 2, 4]
     assert w.selected == 2  # same token ids: the selection stays
     assert len(forward_calls) == 1
@@ -229,7 +251,7 @@ def test_request_token_forms(lens, forward_calls):
     assert w.result["target_tokens"] == ["w9"] * 6 and w.result["contrast_tokens"] == ["w4"] * 6
     w.request = {"target": 11.0, "contrast": None, "boundaries": [0, 4], "steps": 2.0}
     assert w.error == "" and w.attribution.target_ids.tolist() == [11] * 6
-    assert w.result["boundary_spec"] == "0,4" and w.result["target_spec"] == "11"
+    assert w.result["controls"]["boundaries"] == "0,4" and w.result["controls"]["target"] == "11"
     assert w.attribution.contrast_ids is None and w.result["contrast_tokens"] is None
     assert len(forward_calls) == 1
 
@@ -246,6 +268,8 @@ def test_request_token_forms(lens, forward_calls):
     ({"estimator": "simpson"}, "unknown estimator"),
     ({"target": ["w1"]}, "target"),
     ({"boundaries": 3}, "boundaries"),
+    ({"boundaries": "0,1.5,4"}, "boundary spec '0,1.5,4'"),
+    ({"steps": 5000}, "steps must be an integer from 1 to 1000"),
 ])
 def test_bad_request_sets_error_and_keeps_the_result(lens, request_, message):
     w = show(lens, None, PROMPT, target="next")
@@ -255,14 +279,14 @@ def test_bad_request_sets_error_and_keeps_the_result(lens, request_, message):
     assert w.busy is False
     assert w.result is old_result and w.attribution is old_attribution
     w.request = {"target": "predicted", "boundaries": "all"}  # the next good one clears it
-    assert w.error == "" and w.result["target_spec"] == "predicted"
+    assert w.error == "" and w.result["controls"]["target"] == "predicted"
 
 
 def test_recompute_keeps_the_generated_answer(lens, forward_calls):
     w = show(lens, None, PROMPT, max_new_tokens=3, boundaries="every:2")
     first = w.attribution
     assert first.prompt_length == 6 and len(first.input_ids) == 9
-    assert w.result["boundary_spec"] == "every:2" and w.result["prompt_length"] == 6
+    assert w.result["controls"]["boundaries"] == "every:2" and w.result["prompt_length"] == 6
     calls = len(forward_calls)  # generation + the traced pass
     w.request = {"target": "next", "boundaries": "all"}
     w.request = {"target": "predicted", "boundaries": "every:2"}
@@ -278,30 +302,40 @@ def test_recompute_keeps_the_generated_answer(lens, forward_calls):
 
 def test_python_recompute_method(lens):
     w = IGLensWidget(None, lens, PROMPT, target="next")
-    assert w.result["target_spec"] == "next" and w.interactive
+    assert w.result["controls"]["target"] == "next" and w.interactive
     new = w.recompute(target="w5", boundaries=[0, 2, 4])
-    assert new is w.attribution and w.result["target_spec"] == "w5"
-    assert w.result["boundary_spec"] == "0,2,4"
-    with pytest.raises(ValueError, match="not a single token"):
+    assert new is w.attribution and w.result["controls"]["target"] == "w5"
+    assert w.result["controls"]["boundaries"] == "0,2,4"
+    with pytest.raises(InvalidRequestError, match="not a single token"):
         w.recompute(target="w1 w2")
+
+
+def test_boundary_text_works_in_the_widget_constructor_and_recompute(lens):
+    """Regression: both raised TypeError (only show() converted the text first)."""
+    w = IGLensWidget(None, lens, PROMPT, boundaries="every:2")
+    assert w.attribution.boundaries == [0, 2, 4]
+    assert w.result["controls"]["boundaries"] == "every:2"
+    w.recompute(boundaries="every:3")
+    assert w.attribution.boundaries == [0, 3, 4]
+    w.recompute(boundaries="0,1,4")
+    assert w.attribution.boundaries == [0, 1, 4]
+
+
+def test_recompute_replays_the_request(lens):
+    """A recompute changes the asked fields and keeps the rest of the shown request."""
+    w = IGLensWidget(None, lens, PROMPT, contrast="w4", steps=2, max_new_tokens=2)
+    w.request = {"target": "next", "contrast": "w4", "boundaries": "all",
+                 "estimator": "prediction_aware", "steps": 2}
+    assert w.error == ""
+    assert w.attribution.request == w.attribution.request.replace(
+        prompt=PROMPT, target="next", contrast="w4", steps=2, max_new_tokens=2)
+    assert w.attribution.prompt_length == 6
 
 
 def test_lens_of_another_model_is_refused(lens):
     other = IGLens(tiny_model("gpt2"), tiny_tokenizer())
-    with pytest.raises(ValueError, match="blocks"):
+    with pytest.raises(IGLensError, match="blocks"):
         IGLensWidget(lens.attribute(PROMPT), other)
-
-
-def test_parse_request_specs():
-    kwargs, specs = parse_request({"target": " Hanoi", "contrast": "", "boundaries": " every:2 ",
-                                   "estimator": "riemann", "steps": "4"}, 4)
-    assert kwargs == dict(target=" Hanoi", contrast=None, boundaries=[0, 2, 4],
-                          estimator="riemann", steps=4)
-    assert specs == dict(target=" Hanoi", contrast="", boundaries="every:2")
-    kwargs, specs = parse_request({}, 4)
-    assert kwargs["target"] == "predicted" and kwargs["boundaries"] == [0, 1, 2, 3, 4]
-    assert specs["boundaries"] == "all"
-    assert parse_request({"target": "next", "_n": 7}, 4)[0]["target"] == "next"
 
 
 def test_core_runs_without_anywidget():
@@ -314,7 +348,7 @@ def test_core_runs_without_anywidget():
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from tiny_models import tiny_model, tiny_tokenizer
         result = iglens_viz.attribute(tiny_model("llama"), tiny_tokenizer(), "w1 w2 w3")
-        from iglens_viz.widget import result_payload
+        from iglens_viz.protocol import result_payload
         assert result_payload(result)["tokens"] == ["w1", "w2", "w3"]
         try:
             result.widget()

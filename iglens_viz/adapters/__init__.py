@@ -12,14 +12,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..errors import UnsupportedModelError
 from .families import FAMILIES, FAMILY_BY_MODEL_TYPE, Family
 
 __all__ = ["FAMILIES", "Family", "ModelAdapter", "UnsupportedModelError", "adapter_for",
            "supported_families"]
-
-
-class UnsupportedModelError(TypeError):
-    """The model is not a decoder-only causal LM of a family in the adapter table."""
 
 
 def supported_families() -> list[str]:

@@ -14,11 +14,14 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from .ablation import ABLATION_MODES, AblationResult, ablate
-from .validation import COLUMNS, ValidationResult, is_monotone, spearman, validate_onset
+from ..core.trajectory import is_monotone
+from ..errors import InvalidRequestError
+from .ablation import ABLATION_MODES, AblationMode, AblationResult, ablate
+from .validation import COLUMNS, ValidationResult, spearman, validate_onset
 
-__all__ = ["ABLATION_MODES", "COLUMNS", "AblationResult", "ValidationResult", "ablate",
-           "is_monotone", "load_prompts", "prompt_categories", "spearman", "validate_onset"]
+__all__ = ["ABLATION_MODES", "COLUMNS", "AblationMode", "AblationResult", "ValidationResult",
+           "ablate", "is_monotone", "load_prompts", "prompt_categories", "spearman",
+           "validate_onset"]
 
 
 @lru_cache(maxsize=1)
@@ -42,5 +45,6 @@ def load_prompts(category: str | None = None) -> list[str]:
     if category is None:
         return [p for items in data.values() for p in items]
     if category not in data:
-        raise ValueError(f"unknown prompt category {category!r}; choose one of {list(data)}")
+        raise InvalidRequestError(f"unknown prompt category {category!r}; choose one of "
+                                  f"{list(data)}")
     return list(data[category])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
@@ -27,12 +28,20 @@ from torch import nn
 from ..adapters import adapter_for
 from ..core.capture import block_output_states, input_device
 from ..core.inputs import to_input_ids
+from ..core.model_mode import eval_mode
+from ..core.request import TargetSpec
+from ..core.result import onset_segments
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..core.trace import DEFAULT_MEMORY_BUDGET
+from ..errors import InvalidRequestError
+from ..views.static import new_figure
+from ..views.token_format import plot_label
 
-__all__ = ["ABLATION_MODES", "AblationResult", "ablate"]
+__all__ = ["ABLATION_MODES", "AblationMode", "AblationResult", "ablate"]
 
-ABLATION_MODES = ("zero", "mean")
+AblationMode = Literal["zero", "mean"]
+"""How a block is made to add nothing; see :data:`ABLATION_MODES`."""
+ABLATION_MODES: tuple[str, ...] = ("zero", "mean")
 """``zero``: the block's output is its input (its update is skipped). ``mean``: the block's
 update (output − input) is replaced by its mean over the sequence's positions."""
 
@@ -94,39 +103,32 @@ class AblationResult:
 
         ``attribution`` is an :class:`~iglens_viz.AttributionResult` of the same prompt and
         target whose segments match this result's columns (every block for the default
-        ``layers=None``). Returns the matplotlib Figure.
+        ``layers=None``). Returns the matplotlib Figure (built without pyplot).
         """
-        import matplotlib.pyplot as plt
-
         cols = _segment_columns(self, attribution)
         t = int(position)
         if not -len(self.tokens) <= t < len(self.tokens):
             raise IndexError(f"position {position} is out of range for {len(self.tokens)} tokens")
         contrib = np.asarray(attribution.contributions)[t]
         drop = self.drop[t, cols]
-        own_figure = ax is None
-        if own_figure:
-            fig, ax = plt.subplots(figsize=(max(4.0, 0.28 * len(drop) + 2), 3.2))
-        else:
-            fig = ax.figure
+        if ax is None:
+            ax = new_figure(max(4.0, 0.28 * len(drop) + 2), 3.2).add_subplot()
+        fig = ax.figure
         x = np.arange(len(drop))
         width = 0.4
         ax.bar(x - width / 2, contrib, width, label="IG-Lens contribution", color="#3b6fb6")
         ax.bar(x + width / 2, drop, width, label="ablation drop", color="#d9822b")
         ax.axhline(0.0, color="0.3", lw=0.8)
-        labels = [_segment_name(s) for s in attribution.segments]
+        labels = attribution.segment_labels
         ax.set_xticks(x, labels, rotation=90 if len(x) > 12 else 0, fontsize=8)
         ax.set_xlabel("block")
         ax.set_ylabel("Δ probability")
-        target = self.target_tokens[t]
-        ax.set_title(f"position {t % len(self.tokens)} {self.tokens[t]!r} → {target!r}",
-                     fontsize=9)
-        if np.isfinite(contrib).any():
-            onset = int(np.nanargmax(contrib))
+        ax.set_title(f"position {t % len(self.tokens)}: {plot_label(self.tokens[t])} → "
+                     f"{plot_label(self.target_tokens[t])}", fontsize=9, usetex=False)
+        onset = int(onset_segments(contrib[None])[0])
+        if onset >= 0:
             ax.axvspan(onset - 0.5, onset + 0.5, color="0.85", zorder=0, label="onset")
         ax.legend(fontsize=8)
-        if own_figure:
-            fig.tight_layout()
         return fig
 
 
@@ -136,22 +138,17 @@ def _label(layer):
     return tuple(int(b) for b in layer)
 
 
-def _segment_name(segment: tuple[int, int]) -> str:
-    a, b = segment
-    return str(b) if b == a + 1 else f"{a + 1}–{b}"
-
-
 def _segment_columns(result: AblationResult, attribution) -> list[int]:
     """Columns of ``result`` for the segments of ``attribution``; an error if they differ."""
     if list(np.asarray(attribution.input_ids)) != list(result.input_ids):
-        raise ValueError("the attribution and the ablation are of different prompts")
+        raise InvalidRequestError("the attribution and the ablation are of different prompts")
     cols = []
     for a, b in attribution.segments:
         key = b if b == a + 1 else tuple(range(a + 1, b + 1))
         if key not in result.layers and b == a + 1 and (b,) in result.layers:
             key = (b,)
         if key not in result.layers:
-            raise ValueError(f"the attribution's segment {a}→{b} has no ablation column; "
+            raise InvalidRequestError(f"the attribution's segment {a}→{b} has no ablation column; "
                              f"ablate with layers matching its boundaries "
                              f"{attribution.boundaries} (columns: {result.layers})")
         cols.append(result.layers.index(key))
@@ -163,22 +160,22 @@ def _parse_layers(layers, n: int) -> tuple[list, list[frozenset[int]]]:
     if layers is None:
         return list(range(1, n + 1)), [frozenset([i]) for i in range(n)]
     if isinstance(layers, (str, bytes)) or not isinstance(layers, (Iterable, np.ndarray)):
-        raise TypeError(f"layers must be None or a list of 1-based block numbers (or of groups "
-                        f"of them), not {type(layers).__name__}")
+        raise InvalidRequestError(f"layers must be None or a list of 1-based block numbers (or "
+                                  f"of groups of them), not {type(layers).__name__}")
     labels, groups = [], []
     for item in layers:
         if isinstance(item, (bool, str, bytes)) or not isinstance(
                 item, (int, np.integer, Iterable)):
-            raise TypeError(f"each entry of layers must be a block number or a group of block "
-                            f"numbers, got {item!r}")
+            raise InvalidRequestError(f"each entry of layers must be a block number or a group "
+                                      f"of block numbers, got {item!r}")
         label = _label(item)
         blocks = [label] if isinstance(label, int) else list(label)
         if not blocks:
-            raise ValueError("an ablation group must name at least one block")
+            raise InvalidRequestError("an ablation group must name at least one block")
         bad = [b for b in blocks if not 1 <= b <= n]
         if bad:
-            raise ValueError(f"blocks are numbered 1 … {n} (block L maps h_(L-1) to h_L); "
-                             f"got {bad}")
+            raise InvalidRequestError(f"blocks are numbered 1 … {n} (block L maps h_(L-1) to "
+                                      f"h_L); got {bad}")
         labels.append(label)
         groups.append(frozenset(b - 1 for b in blocks))
     return labels, groups
@@ -242,11 +239,17 @@ class _AblationHooks:
 
 
 def _target_probs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """``[B, T]`` softmax probability of ``ids`` (``[T]``) from logits ``[B, T, V]``, float32+."""
-    logits = logits.float() if logits.dtype not in (torch.float32, torch.float64) else logits
-    logp = torch.log_softmax(logits, dim=-1)
-    index = ids.to(logp.device).view(1, -1, 1).expand(logp.shape[0], -1, 1)
-    return logp.gather(-1, index).squeeze(-1).exp()
+    """``[B, T]`` softmax probability of ``ids`` (``[T]``) from logits ``[B, T, V]``, float64.
+
+    ``exp(l_y − logsumexp(l))``: the logsumexp runs in float32 (float64 for float64 logits),
+    one batch row at a time; the subtraction and the exp run in float64. Not ``log_softmax``:
+    its float32 kernel carries ~2e-5 error in log space on some CPUs (AVX2), ~100× rounding.
+    """
+    work = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
+    index = ids.to(logits.device).view(1, -1, 1).expand(logits.shape[0], -1, 1)
+    target = logits.gather(-1, index).squeeze(-1).to(torch.float64)
+    lse = torch.stack([torch.logsumexp(row.to(work), dim=-1) for row in logits])
+    return torch.exp(target - lse.to(torch.float64))
 
 
 def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -254,7 +257,8 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, mode: str = "zero",
+def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", layers=None,
+           mode: AblationMode = "zero",
            batch_size: int | None = None, *,
            memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AblationResult:
     """Drop in each position's target probability when a block adds nothing to the stream.
@@ -286,9 +290,13 @@ def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, m
     Returns an :class:`AblationResult`.
     """
     if mode not in ABLATION_MODES:
-        raise ValueError(f"unknown ablation mode {mode!r}; choose one of {ABLATION_MODES}")
-    if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
-        raise ValueError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
+        raise InvalidRequestError(f"unknown ablation mode {mode!r}; choose one of "
+                                  f"{', '.join(ABLATION_MODES)}")
+    if batch_size is not None and (isinstance(batch_size, bool) or
+                                   not isinstance(batch_size, (int, np.integer)) or
+                                   batch_size < 1):
+        raise InvalidRequestError(f"batch_size must be None or an integer >= 1, got "
+                                  f"{batch_size!r}")
     adapter = adapter_for(model)
     n = adapter.n_blocks
     vocab = adapter.head.weight.shape[0]
@@ -296,9 +304,7 @@ def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, m
     labels, groups = _parse_layers(layers, n)
     T = ids.numel()
 
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         batch_ids = ids.unsqueeze(0).to(input_device(model))
         clean_logits = _forward(model, batch_ids)  # [1, T, V]
         predicted = clean_logits[0].argmax(-1).cpu()
@@ -323,8 +329,6 @@ def ablate(model: nn.Module, tokenizer, text, target="predicted", layers=None, m
                 probs = _target_probs(logits, y)  # [rows, T]
                 ablated[:, start:start + len(chunk)] = probs.T.double().cpu().numpy()
                 del logits, probs
-    finally:
-        model.train(was_training)
 
     clean[missing] = np.nan
     ablated[missing] = np.nan

@@ -8,9 +8,10 @@ segment is ablated in the real forward pass (:func:`iglens_viz.causal.ablate`):
 - ``hit``: ablating the onset segment (largest signed contribution) lowers the target
   probability more than the median drop of the *low-scoring* segments, the ⌊k/2⌋ segments
   with the smallest contributions (the lower half);
-- ``monotone``: False when some segment moves against the overall change Δp by more than
+- ``monotone``: :func:`iglens_viz.core.trajectory.is_monotone`, the one definition every
+  view uses: False when some segment moves against the overall change Δp by more than
   ``nonmonotone_threshold`` × the largest |contribution| of that token (the trajectory rises
-  then partly falls, or the reverse).
+  then partly falls, or the reverse); Δp = 0 has no direction and counts as monotone.
 
 IG-Lens measures a conditional marginal (what the readout gains from h_L given h_{L-1}); the
 ablation drop is a total effect that also flows through later blocks. Agreement is therefore
@@ -24,12 +25,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.lens import IGLens, parse_boundaries
+from ..core.boundaries import BoundarySpec, parse_boundaries
+from ..core.lens import IGLens
+from ..core.request import TargetSpec
+from ..core.result import onset_segments
 from ..core.targets import NO_TARGET
-from ..views.trajectory import against_segments
-from .ablation import ablate
+from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
+from ..errors import InvalidRequestError
+from ..views.static import new_figure
+from .ablation import AblationMode, ablate
 
-__all__ = ["COLUMNS", "ValidationResult", "is_monotone", "spearman", "validate_onset"]
+__all__ = ["COLUMNS", "ValidationResult", "spearman", "validate_onset"]
 
 COLUMNS = ("prompt", "position", "token", "target", "target_id", "p_final", "delta_p", "onset",
            "onset_contribution", "onset_drop", "median_low_drop", "hit", "spearman", "monotone")
@@ -58,7 +64,7 @@ def spearman(a, b) -> float:
     a = np.asarray(a, dtype=np.float64).reshape(-1)
     b = np.asarray(b, dtype=np.float64).reshape(-1)
     if a.shape != b.shape:
-        raise ValueError(f"spearman needs equal lengths, got {a.size} and {b.size}")
+        raise InvalidRequestError(f"spearman needs equal lengths, got {a.size} and {b.size}")
     ok = np.isfinite(a) & np.isfinite(b)
     if ok.sum() < 2:
         return float("nan")
@@ -69,20 +75,6 @@ def spearman(a, b) -> float:
     if denom == 0:
         return float("nan")
     return float(np.clip((ra * rb).sum() / denom, -1.0, 1.0))
-
-
-def is_monotone(contributions, delta_p: float, threshold: float = 0.05) -> bool:
-    """Whether a token's trajectory moves one way: no segment goes against Δp by much.
-
-    Non-monotone when some contribution ``c_j`` has the sign opposite to ``delta_p`` and
-    ``|c_j| > threshold * max_j |c_j|``. With ``delta_p == 0`` any segment above the
-    threshold counts as opposite (the probability went somewhere and came back).
-    """
-    c = np.asarray(contributions, dtype=np.float64)
-    if delta_p == 0:  # no net direction: any sizeable segment is a detour
-        scale = np.nanmax(np.abs(c)) if c.size else 0.0
-        return not (np.isfinite(scale) and scale > 0 and (np.abs(c) > threshold * scale).any())
-    return not bool(against_segments(c, delta_p, threshold).any())
 
 
 def _median_low(contributions: np.ndarray, drops: np.ndarray) -> float:
@@ -116,7 +108,7 @@ class ValidationResult:
     """``k+1`` segment boundaries used."""
     mode: str = "zero"
     """The ablation mode (``zero`` or ``mean``)."""
-    nonmonotone_threshold: float = 0.05
+    nonmonotone_threshold: float = NONMONOTONE_THRESHOLD
     """Fraction of a token's largest |contribution| above which an opposite-sign segment
     makes its trajectory non-monotone."""
     prompts: list = field(default_factory=list, repr=False)
@@ -151,14 +143,11 @@ class ValidationResult:
 
     def plot(self, ax=None):
         """Scatter of contribution vs ablation drop for every (token, segment), coloured by
-        monotone / non-monotone trajectory. Returns the matplotlib Figure."""
-        import matplotlib.pyplot as plt
-
-        own_figure = ax is None
-        if own_figure:
-            fig, ax = plt.subplots(figsize=(4.8, 4.0))
-        else:
-            fig = ax.figure
+        monotone / non-monotone trajectory. Returns the matplotlib Figure (built without
+        pyplot)."""
+        if ax is None:
+            ax = new_figure(4.8, 4.0).add_subplot()
+        fig = ax.figure
         mono = self.table["monotone"].to_numpy(dtype=bool)
         summary = self.summary()
         for name, mask, colour in (("monotone", mono, "#3b6fb6"),
@@ -176,14 +165,13 @@ class ValidationResult:
         ax.set_ylabel(f"ablation drop ({self.mode})")
         ax.set_title("Contribution vs causal drop, per token and segment", fontsize=9)
         ax.legend(fontsize=7, loc="best")
-        if own_figure:
-            fig.tight_layout()
         return fig
 
 
-def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=None,
-                   mode: str = "zero", min_prob: float = 0.0,
-                   nonmonotone_threshold: float = 0.05, progress: bool = True,
+def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
+                   boundaries: BoundarySpec = None, mode: AblationMode = "zero",
+                   min_prob: float = 0.0,
+                   nonmonotone_threshold: float = NONMONOTONE_THRESHOLD, progress: bool = True,
                    batch_size: int | None = None) -> ValidationResult:
     """Compare IG-Lens contributions with causal ablation drops over many prompts.
 
@@ -195,7 +183,8 @@ def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=No
         As in :func:`iglens_viz.attribute`; the ablation measures exactly the targets IG-Lens
         resolved.
     boundaries:
-        Segment boundaries ``[0, …, n]``; None for every block. A segment spanning several
+        Segment boundaries in any form :func:`iglens_viz.attribute` takes; None for every
+        block. A segment spanning several
         blocks is ablated by ablating all of them together.
     mode:
         Ablation mode, ``"zero"`` or ``"mean"`` (see :func:`ablate`).
@@ -203,7 +192,7 @@ def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=No
         Keep only positions whose final target probability is at least this (0 keeps all
         positions that have a target).
     nonmonotone_threshold:
-        See :func:`is_monotone`.
+        See :func:`iglens_viz.core.trajectory.is_monotone`.
     progress:
         Show a tqdm progress bar over prompts.
     batch_size:
@@ -214,11 +203,12 @@ def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=No
 
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
-        raise ValueError("texts is empty: pass a list of prompts (e.g. load_prompts())")
+        raise InvalidRequestError("texts is empty: pass a list of prompts (e.g. "
+                                  "load_prompts())")
     lens = IGLens(model, tokenizer, top_k=1, cache_size=1)
     bounds = parse_boundaries(boundaries, lens.n_blocks)
     if len(bounds) < 3:
-        raise ValueError("validation needs at least two segments to compare")
+        raise InvalidRequestError("validation needs at least two segments to compare")
     groups = [b if b == a + 1 else tuple(range(a + 1, b + 1))
               for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -236,7 +226,7 @@ def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=No
                 continue
             c = att.contributions[t]
             d = abl.drop[t]
-            j = int(np.argmax(c))
+            j = int(onset_segments(c[None])[0])
             low = _median_low(c, d)
             rows.append({
                 "prompt": index, "position": t, "token": att.tokens[t],
@@ -245,7 +235,7 @@ def validate_onset(model, tokenizer, texts, *, target="predicted", boundaries=No
                 "onset": int(att.onset[t]), "onset_contribution": float(c[j]),
                 "onset_drop": float(d[j]), "median_low_drop": low,
                 "hit": bool(d[j] > low), "spearman": spearman(c, d),
-                "monotone": is_monotone(c, float(att.delta_p[t]), nonmonotone_threshold),
+                "monotone": is_monotone(c, att.delta_p[t], nonmonotone_threshold),
             })
             contributions.append(c)
             drops.append(d)

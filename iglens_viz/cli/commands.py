@@ -2,24 +2,48 @@
 
 ``iglens "What is the capital of Vietnam?"`` runs the embedded default model with its chat
 template and a short generated answer; ``iglens validate`` runs the causal validation on the
-shipped prompt set. User errors print one line and exit with status 2, never a traceback.
+shipped prompt set (``iglens -- validate`` attributes the word "validate"). User errors —
+every :class:`~iglens_viz.errors.IGLensError` — print one line and exit with status 2,
+never a traceback. The flags become one
+:class:`~iglens_viz.core.request.AttributionRequest`, parsed as the widget's controls are.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
 
-from ..adapters import UnsupportedModelError
+from ..errors import IGLensError
 from .table import attribution_table
 
 EXIT_USER_ERROR = 2
 
 
-class UserError(Exception):
+class UserError(IGLensError):
     """A problem with the command line or its inputs, reported without a traceback."""
+
+
+def _count(least: int):
+    """An argparse type: an integer >= ``least``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
+        return value
+    return parse
+
+
+def _nonempty(text: str) -> str:
+    """An argparse type: any text but the empty string (an unset shell variable, likely)."""
+    if text == "":
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def _attribute_parser() -> argparse.ArgumentParser:
@@ -27,26 +51,28 @@ def _attribute_parser() -> argparse.ArgumentParser:
         prog="iglens",
         description="In which layer is each predicted token's probability decided? "
                     "IG-Lens splits p(target) exactly across the model's blocks.",
-        epilog="Run `iglens validate --help` for the causal validation of onsets.")
+        epilog="Run `iglens validate --help` for the causal validation of onsets. To "
+               "attribute a prompt that starts with '-' or is the word 'validate', put "
+               "`--` before it: `iglens -- validate`.")
     p.add_argument("prompt", help="the user message (or raw text with --no-chat)")
     p.add_argument("--model", default=None,
                    help="causal LM id or local folder (default: embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--target", default="predicted",
+    p.add_argument("--target", type=_nonempty, default=None,
                    help="'predicted' (default), 'next', a token id or a single-token string")
-    p.add_argument("--contrast", default=None,
+    p.add_argument("--contrast", type=_nonempty, default=None,
                    help="attribute p(target) - p(contrast); a token id or single-token string")
     p.add_argument("--boundaries", default="all",
                    help="'all' (every block), 'every:K', or a list such as 0,10,20,30")
-    p.add_argument("--steps", type=int, default=1, help="interpolation steps per segment")
+    p.add_argument("--steps", default="1", help="interpolation steps per segment (1-1000)")
     p.add_argument("--estimator", choices=["prediction_aware", "riemann"],
                    default="prediction_aware")
     p.add_argument("--position", type=int, action="append", default=None,
                    help="show this position (repeatable; negative counts from the end)")
     p.add_argument("--all-positions", action="store_true",
                    help="show every position, not only the generated answer")
-    p.add_argument("--top-k", type=int, default=3,
+    p.add_argument("--top-k", type=_count(0), default=3,
                    help="largest signed contributions shown per token (default 3)")
-    p.add_argument("--generate", type=int, default=None, metavar="N",
+    p.add_argument("--generate", type=_count(0), default=None, metavar="N",
                    help="generate N answer tokens (default 16 with chat, 0 with --no-chat)")
     p.add_argument("--no-chat", action="store_true",
                    help="use the prompt as raw text, without the chat template")
@@ -55,9 +81,13 @@ def _attribute_parser() -> argparse.ArgumentParser:
                    help="write the static figure (heatmap) as PNG")
     p.add_argument("--html", type=Path, metavar="FILE",
                    help="write the linked views as one self-contained offline HTML page")
+    _add_model_options(p)
+    return p
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default=None, help="model dtype, e.g. float32 or bfloat16")
     p.add_argument("--device", default=None, help="model device, e.g. cpu, cuda, auto")
-    return p
 
 
 def _validate_parser() -> argparse.ArgumentParser:
@@ -67,33 +97,34 @@ def _validate_parser() -> argparse.ArgumentParser:
                     "in p(target) with the block's contribution, over a prompt set.")
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument("--category", default=None, help="only prompts of this category")
-    p.add_argument("--limit", type=int, default=None, help="use at most this many prompts")
+    p.add_argument("--limit", type=_count(1), default=None,
+                   help="use at most this many prompts")
     p.add_argument("--mode", choices=["zero", "mean"], default="zero")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the per-token table as CSV")
     p.add_argument("--png", type=Path, metavar="FILE", help="write the summary plot as PNG")
+    _add_model_options(p)
     return p
-
-
-def _token_arg(value: str | None):
-    """An int when the argument is a number, else the string (a token)."""
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return value
 
 
 def _load(name, dtype=None, device=None):
     from transformers.utils import logging as hf_logging
 
-    from ..loading import ModelLoadError, load_model
+    from ..loading import load_model
 
     hf_logging.disable_progress_bar()  # the table is the output; no weight-loading bars
-    try:
-        return load_model(name, dtype=dtype, device=device)
-    except ModelLoadError as err:
-        raise UserError(str(err)) from err
+    return load_model(name, dtype=dtype, device=device)
+
+
+def _check_outputs(*paths: Path | None) -> None:
+    """Refuse bad output paths before any work is done (and before any file is written)."""
+    for path in paths:
+        if path is None:
+            continue
+        if path.is_dir():
+            raise UserError(f"{path} is a folder; give a file name such as "
+                            f"{path / ('iglens' + (path.suffix or '.out'))}")
+        if not path.parent.is_dir():
+            raise UserError(f"cannot write {path}: the folder {path.parent} does not exist")
 
 
 def _positions(result, args) -> list[int]:
@@ -113,76 +144,91 @@ def _positions(result, args) -> list[int]:
 def run_attribute(argv: list[str]) -> int:
     """``iglens PROMPT [options]``."""
     args = _attribute_parser().parse_args(argv)
-    from ..core import IGLens, boundaries_from_spec
-
-    if args.steps < 1:
-        raise UserError(f"--steps must be >= 1, got {args.steps}")
-    model, tokenizer = _load(args.model, args.dtype, args.device)
-    lens = IGLens(model, tokenizer)
-    chat = False if args.no_chat else "auto"
-    generate = args.generate if args.generate is not None else (0 if args.no_chat else 16)
-    result = lens.attribute(
-        args.prompt, target=_token_arg(args.target), contrast=_token_arg(args.contrast),
-        boundaries=boundaries_from_spec(args.boundaries, lens.n_blocks), steps=args.steps,
-        estimator=args.estimator, chat=chat, max_new_tokens=generate)
     from rich.console import Console
     from rich.text import Text
 
+    from ..core import AttributionRequest, IGLens
+    from ..export.files import write_atomic
+
+    generate = args.generate if args.generate is not None else (0 if args.no_chat else 16)
+    request = AttributionRequest.from_controls(
+        args.prompt, {"target": args.target, "contrast": args.contrast,
+                      "boundaries": args.boundaries, "estimator": args.estimator,
+                      "steps": args.steps},
+        chat=False if args.no_chat else "auto", max_new_tokens=generate)
+    _check_outputs(args.json, args.png, args.html)
+    model, tokenizer = _load(args.model, args.dtype, args.device)
+    result = IGLens(model, tokenizer).run(request)
+
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
-    console = Console(width=None if sys.stdout.isatty() else 110)
+    console = Console(width=None if sys.stdout.isatty() else 110, highlight=False)
     if len(result.answer_positions):
         answer = tokenizer.decode(result.input_ids[result.prompt_length:],
                                   skip_special_tokens=True)
-        # The answer is model output: a Text object, so rich never reads it as markup.
-        console.print(Text.assemble(("Answer: ", "bold"), answer), highlight=False)
+        # Model output and paths are Text objects, so rich never reads them as markup.
+        console.print(Text.assemble(("Answer: ", "bold"), answer))
     console.print(attribution_table(result, _positions(result, args), args.top_k))
+    written = []
     if args.json:
-        args.json.write_text(json.dumps(result.to_dict(), allow_nan=False))
-        console.print(f"wrote {args.json}")
+        written.append(write_atomic(args.json, json.dumps(result.to_dict(), allow_nan=False)))
     if args.png:
-        result.plot_heatmap().savefig(args.png, dpi=130, bbox_inches="tight")
-        console.print(f"wrote {args.png}")
+        png = io.BytesIO()
+        result.plot_heatmap().savefig(png, format="png", dpi=130, bbox_inches="tight")
+        written.append(write_atomic(args.png, png.getvalue()))
     if args.html:
-        from ..export.html import to_html
-
-        to_html(result, args.html, selected=_html_selection(result), target_spec=args.target,
-                contrast_spec=args.contrast or "", boundary_spec=args.boundaries)
-        console.print(f"wrote {args.html}")
+        result.to_html(args.html)
+        written.append(args.html)
+    for path in written:
+        console.print(Text(f"wrote {path}"))
     return 0
-
-
-def _html_selection(result) -> int:
-    """The exported page opens on the answer's first token (or the last position)."""
-    answer = result.answer_positions
-    return int(answer[0]) if len(answer) else len(result.input_ids) - 1
 
 
 def run_validate(argv: list[str]) -> int:
     """``iglens validate [options]``: onset vs ablation over the shipped prompts."""
     args = _validate_parser().parse_args(argv)
     from ..causal import load_prompts, validate_onset
+    from ..export.files import write_atomic
 
     prompts = load_prompts(args.category)
     if args.limit is not None:
         prompts = prompts[:args.limit]
-    model, tokenizer = _load(args.model)
+    _check_outputs(args.csv, args.png)
+    model, tokenizer = _load(args.model, args.dtype, args.device)
     result = validate_onset(model, tokenizer, prompts, mode=args.mode)
     print(result.summary().to_string())
     if args.csv:
-        result.table.to_csv(args.csv, index=False)
+        write_atomic(args.csv, result.table.to_csv(index=False))
         print(f"wrote {args.csv}")
     if args.png:
-        result.plot().savefig(args.png, dpi=130, bbox_inches="tight")
+        png = io.BytesIO()
+        result.plot().savefig(png, format="png", dpi=130, bbox_inches="tight")
+        write_atomic(args.png, png.getvalue())
         print(f"wrote {args.png}")
     return 0
+
+
+def _undecodable(argv: list[str]) -> str | None:
+    """The first argument that is not valid UTF-8 (Python keeps such bytes as surrogates)."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``iglens`` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = run_validate if argv[:1] == ["validate"] else run_attribute
     try:
-        return command(argv[1:] if command is run_validate else argv)
-    except (UserError, ValueError, UnsupportedModelError, FileNotFoundError) as err:
+        bad = _undecodable(argv)
+        if bad is not None:
+            raise UserError(f"the argument {bad} is not valid UTF-8 text")
+        if argv[:1] == ["validate"]:
+            return run_validate(argv[1:])
+        return run_attribute(argv)
+    except IGLensError as err:
         print(f"iglens: error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except SystemExit as done:  # argparse: --help (0) or a usage error (2, already printed)
+        return done.code if isinstance(done.code, int) else EXIT_USER_ERROR

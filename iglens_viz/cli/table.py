@@ -10,25 +10,23 @@ from rich.text import Text
 from ..views.token_format import format_token
 
 
-def _segment_label(result, j: int) -> str:
-    start, end = result.segments[j]
-    return f"L{end}" if end - start == 1 else f"L{start + 1}-{end}"
-
-
 def largest_contributions(result, position: int, top_k: int) -> str:
     """The ``top_k`` largest |contributions| of one position, signed, e.g. ``L21 +0.52``."""
     row = result.contributions[position]
+    labels = result.segment_labels
     order = np.argsort(-np.abs(row))[:top_k]
-    return "\n".join(f"{_segment_label(result, j)} {row[j]:+.3f}" for j in order)
+    return "\n".join(f"L{labels[j]} {row[j]:+.3f}" for j in order)
 
 
 def attribution_table(result, positions, top_k: int = 3) -> Table:
     """A rich ``Table``: token, target, p_final, Δp, onset, largest contributions, |Σ−Δp|.
 
-    Token strings are wrapped in ``Text`` objects, so rich never interprets them as markup.
+    Token strings and the model's name are ``Text`` objects, so rich never interprets them as
+    markup.
     """
-    table = Table(box=box.SIMPLE_HEAD, title=f"IG-Lens — {result.model_name or result.family} "
-                        f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})")
+    table = Table(box=box.SIMPLE_HEAD, title=Text(
+        f"IG-Lens — {result.model_name or result.family} "
+        f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"))
     for name, justify in [("pos", "right"), ("token", "left"), ("target", "left"),
                           ("p_final", "right"), ("Δp", "right"), ("onset", "right"),
                           ("largest\ncontributions", "left"), ("|Σ−Δp|", "right")]:

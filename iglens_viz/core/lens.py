@@ -4,34 +4,32 @@
 (layer, position) row once, and assembles the attribution. Asking again about the same text
 with another target, contrast, boundary set or estimator reuses the cached trace and costs
 readouts only.
+
+Every call is an :class:`~iglens_viz.core.request.AttributionRequest`: ``attribute`` builds
+one from its keyword arguments and :meth:`IGLens.run` runs it; the result keeps it.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 import numpy as np
 import torch
 from torch import nn
 
 from ..adapters import adapter_for
+from ..errors import InvalidRequestError, ReadoutMismatchError  # noqa: F401 (re-exported)
+from .boundaries import BoundarySpec
 from .capture import capture_states
-from .estimators import ESTIMATORS, path_values, riemann_totals
-from .boundaries import parse_boundaries
-from .inputs import to_input_ids
+from .estimators import path_values, riemann_totals
+from .extensions import provider
+from .inputs import check_context, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
-from .result import AttributionResult
+from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
+from .result import AttributionResult, onset_segments
+from .selfcheck import SelfCheck, check_model_states
 from .targets import NO_TARGET, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
-
-# Probability tolerance of the readout self-check, by model dtype.
-_SELF_CHECK_TOL = {torch.float64: 1e-6, torch.float32: 1e-4}
-_HALF_PRECISION_TOL = 5e-2
-
-
-class ReadoutMismatchError(RuntimeError):
-    """The readout does not reproduce the model's own output probabilities."""
 
 
 class IGLens:
@@ -51,25 +49,30 @@ class IGLens:
     top_k:
         Number of lens tokens kept at every (layer, position).
     memory_budget:
-        Bytes allowed for one chunk of ``[rows × vocab]`` logits and their temporaries.
+        Bytes allowed for one block of ``[rows × vocabulary columns]`` logits, their
+        temporaries and (for bf16/fp16 models) the head block upcast for them.
     cache_size:
-        How many input sequences to keep traces for.
+        How many input sequences to keep traces (and generated answers) for.
     """
 
     def __init__(self, model: nn.Module, tokenizer=None, *, dtype: torch.dtype = torch.float32,
                  top_k: int = 5, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  cache_size: int = 4):
+        for name, value, least in (("top_k", top_k, 0), ("memory_budget", memory_budget, 1),
+                                   ("cache_size", cache_size, 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or value < least:
+                raise InvalidRequestError(f"{name} must be an integer >= {least}, got {value!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.adapter = adapter_for(model)
         self.readout = Readout(self.adapter, dtype)
-        if top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {top_k}")
         self.top_k = int(top_k)
         self.memory_budget = int(memory_budget)
         self.cache_size = int(cache_size)
         self._cache: OrderedDict[tuple[int, ...], Trace] = OrderedDict()
-        self._answers: dict[tuple, torch.Tensor] = {}
+        # Generated answers, keyed by (prompt ids, max_new_tokens); bounded like the traces.
+        self._answers: OrderedDict[tuple, torch.Tensor] = OrderedDict()
 
     @property
     def n_blocks(self) -> int:
@@ -81,30 +84,40 @@ class IGLens:
         return to_input_ids(text_or_ids, self.tokenizer, self.model.config,
                             self.readout.vocab_size)
 
-    def prepare(self, text_or_ids, *, chat=False, max_new_tokens: int = 0
-                ) -> tuple[torch.Tensor, int]:
-        """The ids to attribute and the prompt's length.
+    def prepare(self, request: AttributionRequest) -> tuple[torch.Tensor, int]:
+        """The ids a request attributes and the prompt's length.
 
-        The prompt is wrapped in the tokenizer's chat template when ``chat`` says so
+        The prompt is wrapped in the tokenizer's chat template when ``request.chat`` says so
         (``"auto"``: a string prompt and a tokenizer with a template), then followed by the
-        model's greedy answer of at most ``max_new_tokens`` tokens (cached per prompt).
+        model's greedy answer of at most ``request.max_new_tokens`` tokens (cached per
+        prompt, like the traces).
         """
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-                or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-        if wants_chat(chat, text_or_ids, self.tokenizer):
-            text_or_ids = chat_prompt_ids(self.tokenizer, text_or_ids)
-        prompt = self.input_ids(text_or_ids)
-        if not max_new_tokens:
+        prompt = request.prompt
+        if wants_chat(request.chat, prompt, self.tokenizer):
+            prompt = chat_prompt_ids(self.tokenizer, prompt)
+        prompt = self.input_ids(prompt)
+        if not request.max_new_tokens:
             return prompt, prompt.numel()
-        key = (tuple(prompt.tolist()), max_new_tokens)
-        if key not in self._answers:
+        check_context(prompt.numel(), self.model.config, generating=request.max_new_tokens)
+        key = (tuple(prompt.tolist()), request.max_new_tokens)
+        if key in self._answers:
+            self._answers.move_to_end(key)
+        else:
             eos = getattr(self.tokenizer, "eos_token_id", None)
-            self._answers[key] = generate_greedy(self.model, prompt, max_new_tokens, eos)
+            self._answers[key] = generate_greedy(self.model, prompt, request.max_new_tokens, eos)
+            while len(self._answers) > self.cache_size:
+                self._answers.popitem(last=False)
         return self.input_ids(torch.cat([prompt, self._answers[key]])), prompt.numel()
 
     def trace(self, text_or_ids) -> Trace:
-        """Run the model once on a prompt (or return the cached run) and read out every row."""
+        """Run the model once on a prompt (or return the cached run) and read out every row.
+
+        A new run checks the model's own output and the readout against it (see
+        :mod:`iglens_viz.core.selfcheck`): :class:`~iglens_viz.errors.ModelOutputError` when
+        the forward pass produced NaN/Inf; :class:`~iglens_viz.errors.ReadoutMismatchError`
+        when f(h_n) differs from the model's own output at some position by more than
+        rounding can explain (a warning instead for a bf16/fp16 model).
+        """
         ids = self.input_ids(text_or_ids)
         key = tuple(ids.tolist())
         cached = self._cache.get(key)
@@ -116,39 +129,27 @@ class IGLens:
         states, model_logits = capture_states(self.model, self.adapter, ids,
                                               device=self.readout.device,
                                               dtype=self.readout.dtype)
+        # The model's own output must be finite, and the readout of h_n must reproduce it at
+        # every position (compared while the map streams the last layer's logits).
+        what = type(self.model).__name__
+        check_model_states(states, what)
+        check = SelfCheck(self.readout, model_logits, first_row=self.n_blocks * ids.numel(),
+                          what=what, adapter_name=self.adapter.family.name,
+                          width=states.shape[-1], budget_bytes=self.memory_budget)
         features, lse, top_ids, top_lp = readout_map(self.readout, states, top_k,
-                                                     self.memory_budget)
-        self._self_check(features[-1, -1], model_logits)
+                                                     self.memory_budget, observe=check.observe)
+        check.finish(features[-1])
+        del check, model_logits
         trace = Trace(ids, states, features, lse, top_ids, top_lp)
         self._cache[key] = trace
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return trace
 
-    def _self_check(self, last_features: torch.Tensor, model_logits: torch.Tensor) -> None:
-        """f(h_n) must equal the model's own output distribution at the last position."""
-        ours = torch.softmax(self.readout.logits_from_features(last_features), -1)
-        theirs = torch.softmax(model_logits.to(ours.device, ours.dtype), -1)
-        if ours.shape != theirs.shape:
-            raise ReadoutMismatchError(
-                f"the readout gives {ours.shape[-1]} logits but the model gives "
-                f"{theirs.shape[-1]}; the {self.adapter.family.name} adapter does not fit "
-                f"{type(self.model).__name__}")
-        err = float((ours - theirs).abs().max())
-        model_dtype = model_logits.dtype
-        tol = _SELF_CHECK_TOL.get(model_dtype, _HALF_PRECISION_TOL)
-        if err <= tol:
-            return
-        message = (f"readout self-check: f(h_n) differs from the model's own probabilities by "
-                   f"{err:.2e} (tolerance {tol:.0e}) for {type(self.model).__name__} "
-                   f"({self.adapter.family.name} adapter)")
-        if model_dtype in _SELF_CHECK_TOL:
-            raise ReadoutMismatchError(message + "; the adapter does not match this model")
-        warnings.warn(message + f"; expected some gap for a {model_dtype} model", stacklevel=3)
-
-    def attribute(self, text_or_ids, *, target="predicted", contrast=None, boundaries=None,
-                  steps: int = 1, estimator: str = "prediction_aware", chat=False,
-                  max_new_tokens: int = 0) -> AttributionResult:
+    def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
+                  contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
+                  steps: int = 1, estimator: Estimator = "prediction_aware",
+                  chat: ChatMode = False, max_new_tokens: int = 0) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
 
         Parameters
@@ -158,14 +159,15 @@ class IGLens:
         target:
             ``"predicted"`` (the model's top-1 next token at each position), ``"next"`` (the
             text's next token; the last position has none), a token id, a single-token
-            string, or a sequence of T ids.
+            string, or a sequence of T ids (-1: no target at that position).
         contrast:
             Optional second token in the same forms: attribute p(target) − p(contrast).
         boundaries:
-            Block boundaries ``[0, …, n]`` (strictly increasing); None for every block.
+            ``None`` or ``"all"`` (every block), ``"every:K"``, ``"0,10,20,30"`` or a list
+            ``[0, …, n]`` (strictly increasing block indices).
         steps:
-            Interpolation steps m ≥ 1 per segment. ``prediction_aware`` totals do not depend
-            on m; m > 1 adds ``path_probs`` (the probability along each segment).
+            Interpolation steps m per segment, 1 … 1000. ``prediction_aware`` totals do
+            not depend on m; m > 1 adds ``path_probs`` (the probability along each segment).
         estimator:
             ``"prediction_aware"`` (exact: totals are first differences of f) or
             ``"riemann"`` (midpoint-rule gradients through norm+head; has a discretisation
@@ -177,24 +179,39 @@ class IGLens:
             Generate the model's greedy answer (up to this many tokens) and attribute prompt
             and answer in one pass; along the answer, the ``"predicted"`` target is exactly
             the generated token. ``result.answer_positions`` says where it is.
+
+        Returns
+        -------
+        An :class:`AttributionResult` whose ``request`` holds these arguments, validated.
+
+        Raises
+        ------
+        InvalidRequestError
+            Any argument is invalid for this model (the message says what would work).
         """
-        if estimator not in ESTIMATORS:
-            raise ValueError(f"unknown estimator {estimator!r}; choose one of {ESTIMATORS}")
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-        steps = int(steps)
-        bounds = parse_boundaries(boundaries, self.n_blocks)
-        ids, prompt_length = self.prepare(text_or_ids, chat=chat, max_new_tokens=max_new_tokens)
+        return self.run(AttributionRequest(
+            text_or_ids, target=target, contrast=contrast, boundaries=boundaries, steps=steps,
+            estimator=estimator, chat=chat, max_new_tokens=max_new_tokens))
+
+    def run(self, request: AttributionRequest) -> AttributionResult:
+        """Run an :class:`AttributionRequest` (see :meth:`attribute` for its fields).
+
+        A recompute replays a result's request with changes:
+        ``lens.run(result.request.replace(target="next"))``.
+        """
+        if not isinstance(request, AttributionRequest):
+            raise InvalidRequestError(f"run() takes an AttributionRequest, not "
+                                      f"{type(request).__name__}; use attribute() for a prompt")
+        bounds = request.boundary_list(self.n_blocks)
+        ids, prompt_length = self.prepare(request)
         trace = self.trace(ids)
         vocab = self.readout.vocab_size
-        target_ids = resolve_targets(target, trace.input_ids, trace.predicted, self.tokenizer,
-                                     vocab)
-        if isinstance(target, str) and target == "predicted":
-            # Greedy decoding with a KV cache can break near-ties differently from one full
-            # pass; along the answer the target is the token that was actually generated.
-            target_ids[prompt_length - 1:-1] = trace.input_ids[prompt_length:].numpy()
-        contrast_ids = None if contrast is None else resolve_targets(
-            contrast, trace.input_ids, trace.predicted, self.tokenizer, vocab, what="contrast")
+        predicted = _predicted_ids(trace, prompt_length)
+        target_ids = resolve_targets(request.target, trace.input_ids, predicted,
+                                     self.tokenizer, vocab)
+        contrast_ids = None if request.contrast is None else resolve_targets(
+            request.contrast, trace.input_ids, predicted, self.tokenizer, vocab,
+            what="contrast")
         missing = target_ids == NO_TARGET
         if contrast_ids is not None:
             missing |= contrast_ids == NO_TARGET
@@ -206,10 +223,11 @@ class IGLens:
         c = None if contrast_ids is None else usable(contrast_ids)
         lens = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
         T, k = lens.shape[0], lens.shape[1] - 1
+        steps = request.steps
         # Points inside segments are needed only by the Riemann sum and the interior path.
-        pairs = _segment_pairs(trace, bounds, y, c) if estimator == "riemann" or steps > 1 \
-            else None
-        if estimator == "riemann":
+        riemann = request.estimator == "riemann"
+        pairs = _segment_pairs(trace, bounds, y, c) if riemann or steps > 1 else None
+        if riemann:
             contributions = riemann_totals(self.readout, *pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
         else:
@@ -220,29 +238,26 @@ class IGLens:
             interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
             path = torch.cat([lens[:, :-1, None], interior.reshape(T, k, -1).double(),
                               lens[:, 1:, None]], dim=-1)
-        return self._result(trace, bounds, target_ids, contrast_ids, missing, lens,
-                            contributions, path, estimator, steps, prompt_length)
+        return self._result(request, trace, bounds, target_ids, contrast_ids, missing, lens,
+                            contributions, path, prompt_length)
 
     def widget(self, text_or_ids, **attribute_kwargs):
         """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
 
         Its controls recompute through this lens, reusing the cached forward pass.
         """
-        from ..widget import show
+        return provider("show")(self, None, text_or_ids, **attribute_kwargs)
 
-        return show(self, None, text_or_ids, **attribute_kwargs)
-
-    def _result(self, trace, bounds, target_ids, contrast_ids, missing, lens, contributions,
-                path, estimator, steps, prompt_length) -> AttributionResult:
+    def _result(self, request, trace, bounds, target_ids, contrast_ids, missing, lens,
+                contributions, path, prompt_length) -> AttributionResult:
         def numpy(x):
             out = x.detach().cpu().numpy().astype(np.float64)
             out[missing] = np.nan
             return out
 
         lens_np, contrib_np = numpy(lens), numpy(contributions)
-        onset = np.full(len(target_ids), -1, dtype=np.int64)
-        ok = ~missing
-        onset[ok] = np.asarray(bounds)[1:][np.argmax(contrib_np[ok], axis=1)]
+        segment = onset_segments(contrib_np)
+        onset = np.where(segment >= 0, np.asarray(bounds)[1:][segment], -1)
         keep = slice(0, self.top_k)
         top_ids = trace.top_ids[bounds, :, keep].transpose(0, 1).cpu().numpy()
         top_probs = trace.top_logprobs[bounds, :, keep].transpose(0, 1).exp().double().cpu().numpy()
@@ -257,11 +272,10 @@ class IGLens:
             lens_probs=lens_np,
             contributions=contrib_np,
             delta_p=lens_np[:, -1] - lens_np[:, 0],
-            onset=onset,
+            onset=onset.astype(np.int64),
             top_ids=top_ids,
             top_probs=top_probs,
-            estimator=estimator,
-            steps=steps,
+            request=request,
             path_probs=None if path is None else numpy(path),
             contrast_ids=contrast_ids,
             n_blocks=self.n_blocks,
@@ -271,6 +285,14 @@ class IGLens:
             prompt_length=prompt_length,
         )
 
+
+def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
+    """``[T]`` the "predicted" target: the model's top-1 next token at each position, except
+    along a generated answer, where it is the token that was actually generated (greedy
+    decoding with a KV cache can break near-ties differently from one full pass)."""
+    predicted = trace.predicted.cpu().clone()
+    predicted[prompt_length - 1:-1] = trace.input_ids[prompt_length:]
+    return predicted
 
 
 def _segment_pairs(trace: Trace, bounds: list[int], y: torch.Tensor, c: torch.Tensor | None):
@@ -285,12 +307,14 @@ def _segment_pairs(trace: Trace, bounds: list[int], y: torch.Tensor, c: torch.Te
     return h_a.reshape(T * k, -1), h_b.reshape(T * k, -1), per_pair(y), per_pair(c)
 
 
-def attribute(model: nn.Module, tokenizer, text_or_ids, *, target="predicted", contrast=None,
-              boundaries=None, steps: int = 1, estimator: str = "prediction_aware",
-              chat=False, max_new_tokens: int = 0, top_k: int = 5,
+def attribute(model: nn.Module, tokenizer, text_or_ids, *, target: TargetSpec = "predicted",
+              contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
+              steps: int = 1, estimator: Estimator = "prediction_aware",
+              chat: ChatMode = False, max_new_tokens: int = 0, top_k: int = 5,
               dtype: torch.dtype = torch.float32) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
 
+    ``top_k`` lens tokens are kept at every boundary; ``dtype`` is the readout precision.
     For repeated questions about the same prompt (new targets, boundaries, estimators), build
     an :class:`IGLens` once: it caches the forward pass.
     """

@@ -5,29 +5,24 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import InvalidRequestError
 from .capture import input_device
+from .model_mode import eval_mode
 
 
 def wants_chat(chat, text_or_ids, tokenizer) -> bool:
-    """Resolve ``chat`` ("auto", True, False) for this input and tokenizer."""
+    """Resolve ``chat`` ("auto", True, False; validated by the request) for this input."""
     has_template = tokenizer is not None and bool(getattr(tokenizer, "chat_template", None))
     if chat == "auto":
         return isinstance(text_or_ids, str) and has_template
-    if chat is True:
-        if not isinstance(text_or_ids, str):
-            raise ValueError("chat=True needs the user message as a string, not token ids")
-        if not has_template:
-            raise ValueError("chat=True but the tokenizer has no chat template; pass chat=False")
-        return True
-    if chat is False:
-        return False
-    raise ValueError(f"chat must be 'auto', True or False, not {chat!r}")
+    if chat is True and not has_template:
+        raise InvalidRequestError("chat=True but the tokenizer has no chat template; pass "
+                                  "chat=False")
+    return bool(chat)
 
 
 def chat_prompt_ids(tokenizer, message: str) -> list[int]:
     """Token ids of ``message`` as one user turn, ready for the assistant's answer."""
-    if not message:
-        raise ValueError("the prompt is empty: pass a non-empty user message")
     text = tokenizer.apply_chat_template([{"role": "user", "content": message}],
                                          tokenize=False, add_generation_prompt=True)
     return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -43,12 +38,8 @@ def generate_greedy(model: nn.Module, prompt_ids: torch.Tensor, max_new_tokens: 
     ids = prompt_ids[None].to(input_device(model))
     special = {} if eos_token_id is None else {"eos_token_id": eos_token_id,
                                                "pad_token_id": eos_token_id}
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                              max_new_tokens=max_new_tokens, temperature=None, top_p=None,
                              top_k=None, **special)
-    finally:
-        model.train(was_training)
     return out[0, prompt_ids.numel():].cpu()

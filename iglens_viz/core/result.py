@@ -6,6 +6,22 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .boundaries import segment_labels
+from .extensions import provider
+from .request import AttributionRequest
+
+
+def onset_segments(contributions) -> np.ndarray:
+    """The onset rule: for each row of ``contributions`` ``(T, k)``, the index j of the
+    segment with the largest signed contribution (-1 for a row without finite values).
+
+    Every view, table and validation that names an onset uses this one rule.
+    """
+    c = np.asarray(contributions, dtype=np.float64)
+    finite = np.isfinite(c)
+    out = np.argmax(np.where(finite, c, -np.inf), axis=1)
+    return np.where(finite.any(axis=1), out, -1).astype(np.int64)
+
 
 @dataclass
 class AttributionResult:
@@ -38,10 +54,8 @@ class AttributionResult:
     """``(T, k+1, K)`` the K most probable lens tokens at every boundary."""
     top_probs: np.ndarray
     """``(T, k+1, K)`` their probabilities."""
-    estimator: str = "prediction_aware"
-    """``prediction_aware`` (exact telescoping) or ``riemann`` (midpoint gradients)."""
-    steps: int = 1
-    """Interpolation steps m per segment."""
+    request: AttributionRequest
+    """The request that produced this result; a recompute replays it with changes."""
     path_probs: np.ndarray | None = None
     """``(T, k, m+1)`` f along each segment's straight path (only when ``steps > 1``)."""
     contrast_ids: np.ndarray | None = None
@@ -58,20 +72,55 @@ class AttributionResult:
     """Number of prompt tokens; the rest of the input is the model's generated answer."""
 
     @property
+    def estimator(self) -> str:
+        """``prediction_aware`` (exact telescoping) or ``riemann`` (midpoint gradients)."""
+        return self.request.estimator
+
+    @property
+    def steps(self) -> int:
+        """Interpolation steps m per segment."""
+        return self.request.steps
+
+    @property
     def final_probs(self) -> np.ndarray:
         """``(T,)`` f(h_n): with no contrast, the model's own probability of the target."""
         return self.lens_probs[:, -1]
 
     @property
-    def answer_positions(self) -> np.ndarray:
-        """Positions whose target is a generated answer token (empty without generation).
+    def answer_start(self) -> int:
+        """The first position whose target is a generated answer token; T without an answer.
 
-        Position t predicts token t+1, so the answer's tokens are attributed at positions
-        ``prompt_length - 1 … T - 2``.
+        Position t predicts token t+1, so the answer's tokens (``input_ids[prompt_length:]``)
+        are attributed at positions ``prompt_length - 1 … T - 2``. Every view marks the
+        answer from here.
         """
         T = len(self.input_ids)
-        start = T if self.prompt_length is None else self.prompt_length
-        return np.arange(max(start - 1, 0), T - 1) if start < T else np.arange(0)
+        if self.prompt_length is None or self.prompt_length >= T:
+            return T
+        return max(self.prompt_length - 1, 0)
+
+    @property
+    def answer_positions(self) -> np.ndarray:
+        """Positions whose target is a generated answer token (empty without generation)."""
+        T = len(self.input_ids)
+        return np.arange(self.answer_start, T - 1) if self.answer_start < T else np.arange(0)
+
+    @property
+    def onset_segment(self) -> np.ndarray:
+        """``(T,)`` index j of each position's onset segment (-1: none); see
+        :func:`onset_segments`."""
+        return onset_segments(self.contributions)
+
+    @property
+    def target_name(self) -> str:
+        """What f measures, as every view labels it: ``p(target)`` or
+        ``p(target) − p(contrast)``."""
+        return "p(target)" if self.contrast_ids is None else "p(target) \u2212 p(contrast)"
+
+    @property
+    def segment_labels(self) -> list[str]:
+        """``k`` segment labels: ``"12"`` for one block, ``"11–15"`` for several."""
+        return segment_labels(self.boundaries)
 
     @property
     def completeness_error(self) -> float:
@@ -97,7 +146,10 @@ class AttributionResult:
             value = getattr(self, f.name)
             if f.name == "token_text":
                 value = {str(k): v for k, v in value.items()}
+            elif f.name == "request":
+                value = value.to_dict()
             out[f.name] = _json_ready(value)
+        out["estimator"], out["steps"] = self.estimator, self.steps
         out["top_tokens"] = self.top_tokens
         out["answer_positions"] = self.answer_positions.tolist()
         out["completeness_error"] = self.completeness_error
@@ -105,21 +157,15 @@ class AttributionResult:
 
     def plot_heatmap(self, ax=None, **kwargs):
         """Positions × segments heatmap Figure; see :func:`iglens_viz.views.plot_heatmap`."""
-        from ..views.static import plot_heatmap
-
-        return plot_heatmap(self, ax=ax, **kwargs)
+        return provider("plot_heatmap")(self, ax=ax, **kwargs)
 
     def plot_token(self, i: int, ax=None, **kwargs):
         """Detail figure of position ``i``; see :func:`iglens_viz.views.plot_token`."""
-        from ..views.static import plot_token
-
-        return plot_token(self, i, ax=ax, **kwargs)
+        return provider("plot_token")(self, i, ax=ax, **kwargs)
 
     def to_dataframe(self, **kwargs):
         """One row per (position, segment); see :func:`iglens_viz.views.to_dataframe`."""
-        from ..views.static import to_dataframe
-
-        return to_dataframe(self, **kwargs)
+        return provider("to_dataframe")(self, **kwargs)
 
     def widget(self, lens=None, **kwargs):
         """Linked notebook views (needs ``anywidget``); see :class:`iglens_viz.widget.IGLensWidget`.
@@ -127,16 +173,12 @@ class AttributionResult:
         Pass the :class:`IGLens` that produced this result to enable the recompute
         controls; without it the widget only explores this result.
         """
-        from ..widget import IGLensWidget
-
-        return IGLensWidget(self, lens, **kwargs)
+        return provider("widget")(self, lens, **kwargs)
 
     def to_html(self, path=None, **kwargs) -> str:
         """A self-contained offline HTML page of the linked views, written to ``path`` if
         given; see :func:`iglens_viz.export.to_html`."""
-        from ..export.html import to_html
-
-        return to_html(self, path, **kwargs)
+        return provider("to_html")(self, path, **kwargs)
 
 
 def _json_ready(value):

@@ -2,7 +2,8 @@
 
 The trajectory of a position is f(h_L) along the boundaries, ``lens_probs[i]``; its net
 change is Δp. A stretch is *non-monotone* when it moves against the net direction. Two
-levels are flagged, both with one threshold fraction ``threshold`` (default 0.05):
+levels are flagged, both with one threshold fraction ``threshold`` (default
+:data:`NONMONOTONE_THRESHOLD`, 5%, which the widget payload carries and the views state):
 
 * **segments** (:func:`against_segments`): segment j is flagged when its contribution has
   the sign opposite to Δp and ``|contribution_j| > threshold * max_j |contribution_j|``.
@@ -16,7 +17,9 @@ levels are flagged, both with one threshold fraction ``threshold`` (default 0.05
 
 "Sign" is numpy's sign (0 for exactly 0), and comparisons are strict, so an all-zero row or
 a zero threshold on a monotone path flags nothing. NaN rows (positions without a target)
-flag nothing. The JS widget mirrors these two rules; keep them in sync.
+flag nothing. A token is *monotone* when no segment is flagged (:func:`is_monotone`); the
+causal validation, the tidy table and every view use these functions, and the JS widget
+mirrors the two rules (``js/nonmonotone.js``, checked against golden cases).
 """
 
 from __future__ import annotations
@@ -25,17 +28,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DEFAULT_THRESHOLD = 0.05
+from ..errors import InvalidRequestError
+
+NONMONOTONE_THRESHOLD = 0.05
+"""The default threshold: a stretch must exceed 5% of the token's largest move to count."""
 
 
 def _check_threshold(threshold: float) -> float:
     threshold = float(threshold)
     if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be a fraction in [0, 1], got {threshold}")
+        raise InvalidRequestError(f"threshold must be a fraction in [0, 1], got {threshold}")
     return threshold
 
 
-def against_segments(contributions, delta_p, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
+def against_segments(contributions, delta_p, threshold: float = NONMONOTONE_THRESHOLD) -> np.ndarray:
     """Boolean mask of segments whose contribution opposes Δp by more than the threshold.
 
     Parameters
@@ -62,7 +68,7 @@ def against_segments(contributions, delta_p, threshold: float = DEFAULT_THRESHOL
     return opposite & big & finite & np.isfinite(d)
 
 
-def against_steps(path_probs, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
+def against_steps(path_probs, threshold: float = NONMONOTONE_THRESHOLD) -> np.ndarray:
     """Boolean mask of interpolation steps that move against their segment's net change.
 
     Parameters
@@ -93,6 +99,16 @@ def against_steps(path_probs, threshold: float = DEFAULT_THRESHOLD) -> np.ndarra
     return opposite & big & finite
 
 
+def is_monotone(contributions, delta_p, threshold: float = NONMONOTONE_THRESHOLD):
+    """Whether each trajectory moves one way: no segment flagged by :func:`against_segments`.
+
+    ``contributions`` ``(k,)`` with a scalar ``delta_p`` gives a bool; ``(T, k)`` with
+    ``(T,)`` gives a boolean array. Δp = 0 has no direction to go against: monotone.
+    """
+    flags = against_segments(contributions, delta_p, threshold).any(axis=-1)
+    return (not bool(flags)) if np.ndim(flags) == 0 else ~flags
+
+
 @dataclass(frozen=True)
 class NonMonotone:
     """The non-monotone stretches of one position's trajectory."""
@@ -120,7 +136,7 @@ class NonMonotone:
         return bool(self.segments.any() or (self.steps is not None and self.steps.any()))
 
 
-def non_monotone(result, i: int, threshold: float = DEFAULT_THRESHOLD) -> NonMonotone:
+def non_monotone(result, i: int, threshold: float = NONMONOTONE_THRESHOLD) -> NonMonotone:
     """Flag the non-monotone segments (and interior steps) of position ``i`` of a result.
 
     ``result`` is an :class:`~iglens_viz.AttributionResult` (only ``contributions``,

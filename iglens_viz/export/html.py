@@ -9,22 +9,25 @@ false``).
 Safety: token strings are untrusted. The state is JSON inside a
 ``<script type="application/json">`` element with ``<``, ``>``, ``&`` and U+2028/U+2029
 written as ``\\u`` escapes, so no token can close the element; the bundle inserts tokens as
-text only; a Content-Security-Policy allows inline code and ``blob:`` modules and nothing
-else (no network, no external scripts, styles or images).
+text only. The Content-Security-Policy allows exactly one inline script — the page's
+constant loader, named by its SHA-256 hash — plus the ``blob:`` module it imports, inline
+styles, and nothing else: no network, no external scripts, styles or images, no ``<base>``,
+no form submission.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import re
-from pathlib import Path
+
+from ..protocol import initial_state, result_payload, to_base64_state
+from ..protocol import bundle
+from .files import write_atomic
 
 __all__ = ["CSP", "page_state", "to_html"]
-
-CSP = ("default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
-       "img-src data: blob:; font-src data:")
-"""The page's Content-Security-Policy: inline code and blob: modules only, no network."""
 
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
                  "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -43,46 +46,29 @@ def _style_text(css: str) -> str:
     return re.sub(r"</(?=style)", r"<\\/", css, flags=re.IGNORECASE)
 
 
-def page_state(obj, *, selected: int | None = None, color_by: str | None = None,
-               **specs) -> dict:
-    """The model state the page mounts: the widget's traits, buffers as base64.
+def page_state(obj, *, selected: int | None = None, color_by: str | None = None) -> dict:
+    """The model state the page mounts (see :func:`iglens_viz.protocol.initial_state`),
+    buffers as base64.
 
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
-    :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring).
-    ``specs`` (``target_spec``, ``contrast_spec``, ``boundary_spec``) say what produced a
-    plain result; see :func:`iglens_viz.widget.result_payload`.
+    :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring,
+    unless ``selected`` / ``color_by`` say otherwise).
     """
-    from ..widget.payload import result_payload
-    from ..widget.serializers import to_base64_state
-
-    if hasattr(obj, "result") and isinstance(getattr(obj, "result"), dict) \
-            and hasattr(obj, "selected"):
+    if isinstance(getattr(obj, "result", None), dict) and hasattr(obj, "selected"):
         payload = obj.result
-        sel = obj.selected if selected is None else selected
-        colour = obj.color_by if color_by is None else color_by
+        selected = obj.selected if selected is None else selected
+        color_by = obj.color_by if color_by is None else color_by
     else:
-        payload = result_payload(obj, **specs)
-        sel = -1 if selected is None else selected
-        colour = "p_final" if color_by is None else color_by
-    return {
-        "result": to_base64_state(payload),
-        "selected": int(sel),
-        "hovered": -1,
-        "color_by": str(colour),
-        "interactive": False,
-        "request": {},
-        "busy": False,
-        "error": "",
-    }
+        payload = result_payload(obj)
+    state = initial_state(payload, selected=selected, color_by=color_by)
+    return {**state, "result": to_base64_state(payload)}
 
 
 def _bundle_text() -> tuple[str, str]:
-    from ..widget.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
-
-    if not BUNDLE_JS.is_file():
-        raise FileNotFoundError(MISSING_BUNDLE)
-    css = BUNDLE_CSS.read_text(encoding="utf-8") if BUNDLE_CSS.is_file() else ""
-    return BUNDLE_JS.read_text(encoding="utf-8"), css
+    if not bundle.BUNDLE_JS.is_file():
+        raise bundle.BundleMissingError(bundle.MISSING_BUNDLE)
+    css = bundle.BUNDLE_CSS.read_text(encoding="utf-8") if bundle.BUNDLE_CSS.is_file() else ""
+    return bundle.BUNDLE_JS.read_text(encoding="utf-8"), css
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -110,50 +96,59 @@ body {{ margin: 0; padding: 16px; font-family: system-ui, -apple-system, "Segoe 
 {heading}<div id="iglens-root" class="iglens-page-root"></div>
 <script type="application/json" id="iglens-state">{state}</script>
 <script type="application/json" id="iglens-bundle">{bundle}</script>
-<script type="module">
+<script type="module">{loader}</script>
+</body>
+</html>
+"""
+
+# The page's only executable inline script. It never changes, so the CSP names its hash.
+_LOADER = """
 performance.mark("iglens-start");
 const root = document.getElementById("iglens-root");
-try {{
+try {
   const read = (id) => JSON.parse(document.getElementById(id).textContent);
-  const url = URL.createObjectURL(new Blob([read("iglens-bundle")], {{ type: "text/javascript" }}));
+  const url = URL.createObjectURL(new Blob([read("iglens-bundle")], { type: "text/javascript" }));
   const bundle = await import(url);
   URL.revokeObjectURL(url);
   const state = read("iglens-state");
   performance.mark("iglens-mount-start");
-  window.iglens = {{ handle: bundle.mount(root, state), bundle }};
+  window.iglens = { handle: bundle.mount(root, state), bundle };
   performance.mark("iglens-mounted");
   requestAnimationFrame(() => performance.mark("iglens-drawn"));
   document.documentElement.dataset.iglensReady = "true";
-}} catch (err) {{
+} catch (err) {
   const p = document.createElement("pre");
   p.className = "iglens-page-error";
   p.textContent = "iglens_viz: could not render this page: " + err;
   root.appendChild(p);
   document.documentElement.dataset.iglensReady = "error";
   throw err;
-}}
-</script>
-</body>
-</html>
+}
 """
+
+_LOADER_HASH = base64.b64encode(hashlib.sha256(_LOADER.encode("utf-8")).digest()).decode()
+CSP = (f"default-src 'none'; script-src 'sha256-{_LOADER_HASH}' blob:; "
+       "style-src 'unsafe-inline'; img-src data: blob:; font-src data:; "
+       "base-uri 'none'; form-action 'none'")
+"""The page's Content-Security-Policy: the loader script (by hash) and the ``blob:`` module
+it imports, inline styles; no network, no ``<base>``, no forms."""
 
 
 def to_html(obj, path=None, *, title: str | None = None, selected: int | None = None,
-            color_by: str | None = None, target_spec: str | None = None,
-            contrast_spec: str | None = None, boundary_spec: str | None = None) -> str:
+            color_by: str | None = None) -> str:
     """A self-contained HTML page of the IG-Lens views; written to ``path`` when given.
 
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
     :class:`~iglens_viz.widget.IGLensWidget` (exported as it is now: result, selection,
-    colouring). ``selected`` / ``color_by`` override the initial selection and colouring;
-    the ``*_spec`` texts record what produced a plain result (inferred when omitted).
-    Returns the page's text. The page works offline and from ``file://``.
+    colouring). ``selected`` / ``color_by`` override the initial selection (default: the
+    first position that predicts the generated answer, else the last) and colouring.
+    Returns the page's text; the file is written atomically. The page works offline and
+    from ``file://``.
     """
     from .. import __version__
 
     js, css = _bundle_text()
-    state = page_state(obj, selected=selected, color_by=color_by, target_spec=target_spec,
-                       contrast_spec=contrast_spec, boundary_spec=boundary_spec)
+    state = page_state(obj, selected=selected, color_by=color_by)
     if title is None:
         result = state["result"]
         name = result.get("model_name") or result.get("family") or "model"
@@ -162,7 +157,7 @@ def to_html(obj, path=None, *, title: str | None = None, selected: int | None = 
     page = _TEMPLATE.format(csp=html.escape(CSP, quote=True), version=__version__,
                             title=html.escape(title or "IG-Lens"), css=_style_text(css),
                             heading=heading, state=script_json(state),
-                            bundle=script_json(js))
+                            bundle=script_json(js), loader=_LOADER)
     if path is not None:
-        Path(path).write_text(page, encoding="utf-8")
+        write_atomic(path, page)
     return page

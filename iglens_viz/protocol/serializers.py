@@ -15,8 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["array_from_payload", "array_to_payload", "ndarray_from_json", "ndarray_to_json",
-           "to_base64_state"]
+__all__ = ["array_from_payload", "array_to_payload", "to_base64_state"]
 
 _INT32 = np.iinfo(np.int32)
 
@@ -55,16 +54,6 @@ def array_from_payload(payload: Mapping) -> np.ndarray:
         buffer = base64.b64decode(buffer)
     shape = tuple(int(s) for s in payload["shape"])
     return np.frombuffer(bytes(buffer), dtype=dtype).reshape(shape)
-
-
-def ndarray_to_json(array, widget=None):
-    """Trait ``to_json`` hook: an array (or None) → payload (or None)."""
-    return None if array is None else array_to_payload(array)
-
-
-def ndarray_from_json(payload, widget=None):
-    """Trait ``from_json`` hook: payload (or None) → array (or None)."""
-    return None if payload is None else array_from_payload(payload)
 
 
 def to_base64_state(value):

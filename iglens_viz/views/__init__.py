@@ -1,7 +1,7 @@
 """Views of an :class:`~iglens_viz.AttributionResult`.
 
 * :mod:`.token_format` — readable token labels (visible whitespace, escapes, truncation).
-* :mod:`.trajectory` — non-monotone segments and interpolation steps (pure numpy).
+* non-monotone stretches (:mod:`iglens_viz.core.trajectory`, re-exported here).
 * :mod:`.static` — matplotlib figures (:func:`plot_heatmap`, :func:`plot_token`) and a tidy
   pandas table (:func:`to_dataframe`). matplotlib and pandas are imported only when one of
   these is first used, so the rest of the package works without them.
@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from .token_format import escape_mathtext, format_token
-from .trajectory import NonMonotone, against_segments, against_steps, non_monotone
+from ..core.trajectory import NonMonotone, against_segments, against_steps, non_monotone
 
 _STATIC = ("plot_heatmap", "plot_token", "to_dataframe")
 

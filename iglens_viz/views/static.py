@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .token_format import escape_mathtext, format_token
-from .trajectory import DEFAULT_THRESHOLD, non_monotone
+from ..core.trajectory import NONMONOTONE_THRESHOLD, non_monotone
+from .token_format import plot_label
 
 DEFAULT_CMAP = "RdBu_r"
 """ColorBrewer RdBu reversed: diverging, colour-blind safe, red = positive, blue = negative."""
@@ -44,33 +44,15 @@ _TEXT = {"usetex": False}  # token text is never LaTeX
 
 # ----------------------------------------------------------------------------- helpers
 
-def _label(text, max_len: int) -> str:
-    return escape_mathtext(format_token(text, max_len=max_len))
-
-
-def _target_name(result) -> str:
-    return "p(target) − p(contrast)" if getattr(result, "contrast_ids", None) is not None \
-        else "p(target)"
-
-
-def segment_labels(boundaries) -> list[str]:
-    """Segment labels: the block number for a one-block segment, ``"a–b"`` otherwise.
-
-    Segment j covers blocks ``L_j + 1 … L_{j+1}`` (blocks are numbered from 1).
-    """
-    b = [int(x) for x in boundaries]
-    return [str(hi) if hi - lo == 1 else f"{lo + 1}–{hi}" for lo, hi in zip(b[:-1], b[1:])]
-
-
 def position_label(result, i: int, max_len: int = 14) -> str:
     """``"[i] token → target"`` with visible whitespace, safe for matplotlib."""
-    token = _label(result.tokens[i], max_len)
+    token = plot_label(result.tokens[i], max_len=max_len)
     if int(result.target_ids[i]) < 0:
         return f"[{i}] {token} → (no target)"
-    label = f"[{i}] {token} → {_label(result.target_tokens[i], max_len)}"
+    label = f"[{i}] {token} → {plot_label(result.target_tokens[i], max_len=max_len)}"
     contrast = getattr(result, "contrast_ids", None)
     if contrast is not None and int(contrast[i]) >= 0:
-        label += f" vs {_label(result.token_text.get(int(contrast[i]), ''), max_len)}"
+        label += f" vs {plot_label(result.token_text.get(int(contrast[i]), ''), max_len=max_len)}"
     return label
 
 
@@ -106,7 +88,7 @@ def symmetric_limit(values) -> float:
     return vmax if vmax > 0 else 1.0
 
 
-def _new_figure(width: float, height: float):
+def new_figure(width: float, height: float):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
@@ -159,7 +141,7 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
     P, k = data.shape
     vmax = symmetric_limit(data)
     if ax is None:
-        fig = _new_figure(min(3.5 + 0.34 * k, 22.0) + 0.06 * max_label_len * 2,
+        fig = new_figure(min(3.5 + 0.34 * k, 22.0) + 0.06 * max_label_len * 2,
                           min(1.6 + 0.26 * max(P, 3), 40.0))
         ax = fig.add_subplot()
     fig = ax.figure
@@ -171,13 +153,13 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
     mesh.set_gid(GID_HEATMAP)
     ax.set_xlim(0, k)
     ax.set_ylim(P, 0)  # position order top to bottom
-    seg = segment_labels(result.boundaries)
+    seg = result.segment_labels
     single = all(b - a == 1 for a, b in result.segments)
     ax.set_xticks(np.arange(k) + 0.5, labels=seg, rotation=90 if (k > 16 or (k > 8 and not single)) else 0,
                   fontsize=8 if k > 16 else 9)
     ax.set_xlabel("block" if single else "blocks (segment)")
     ax.set_yticks(np.arange(P) + 0.5,
-                  labels=[position_label(result, int(p), max_label_len) for p in pos],
+                  labels=[position_label(result, int(p), max_len=max_label_len) for p in pos],
                   fontsize=8 if P > 20 else 9, **_TEXT)
     ax.set_ylabel("position: token → target")
     ax.tick_params(length=0)
@@ -192,8 +174,9 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
                 color="#4d4d4d", bbox=dict(facecolor=NAN_COLOR, edgecolor="none", pad=1.5),
                 **_TEXT)
     if mark_onset:
-        for r in np.flatnonzero(~missing):
-            j = int(np.nanargmax(data[r]))
+        onset = result.onset_segment[pos]
+        for r in np.flatnonzero(onset >= 0):
+            j = int(onset[r])
             ax.add_patch(Rectangle((j + 0.06, r + 0.06), 0.88, 0.88, facecolor="none",
                                    edgecolor="black", linewidth=1.2))
     if annotate:
@@ -205,7 +188,7 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
 
     bar = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.02, shrink=min(1.0, 6.0 / max(P, 1)
                                                                        + 0.4))
-    bar.set_label(f"contribution to {_target_name(result)}")
+    bar.set_label(f"contribution to {result.target_name}")
     bar.outline.set_visible(False)
     title = "IG-Lens: contribution of each segment"
     if mark_onset:
@@ -239,7 +222,7 @@ def _draw_bars(ax, result, i, flags):
             patch.set_edgecolor("black")
             patch.set_linewidth(0.8)
     ax.axhline(0, color="black", linewidth=0.8, zorder=4)
-    ax.set_ylabel(f"contribution to {_target_name(result)}")
+    ax.set_ylabel(f"contribution to {result.target_name}")
     lo, hi = min(float(np.nanmin(c)), 0.0), max(float(np.nanmax(c)), 0.0)
     pad = 0.08 * ((hi - lo) or 1.0)
     ax.set_ylim(lo - pad, hi + pad)
@@ -264,7 +247,7 @@ def _draw_curve(ax, result, i, flags):
     lens = np.asarray(result.lens_probs[i], dtype=np.float64)
     ax.axhline(lens[0], color="#bdbdbd", linewidth=0.8, linestyle=":", zorder=1)
     (curve,) = ax.plot(b, lens, color=CURVE_COLOR, marker="o", markersize=4, linewidth=1.8,
-                       zorder=5, label=f"{_target_name(result)} at each boundary")
+                       zorder=5, label=f"{result.target_name} at each boundary")
     curve.set_gid(GID_CURVE)
     path = getattr(result, "path_probs", None)
     if path is not None:
@@ -301,10 +284,11 @@ def _draw_top1(ax, result, i, max_label_len):
                zorder=4, label="top-1 is another token")
     lens = np.asarray(result.lens_probs[i], dtype=np.float64)
     ax.plot(b, lens, color=CURVE_COLOR, linewidth=0.8, alpha=0.5, zorder=2,
-            label=f"{_target_name(result)} (same scale)")
+            label=f"{result.target_name} (same scale)")
     changes = [0] + [j for j in range(1, len(ids)) if ids[j] != ids[j - 1]]
     for n, j in enumerate(changes):
-        text = _label(result.token_text.get(int(ids[j]), f"<{int(ids[j])}>"), max_label_len)
+        text = plot_label(result.token_text.get(int(ids[j]), f"<{int(ids[j])}>"),
+                          max_len=max_label_len)
         # Three staggered heights keep neighbouring labels apart; the box makes one-glyph
         # tokens ("." "," "␣") readable as labels.
         ax.annotate(text, (b[j], probs[j]), xytext=(0, 6 + 11 * (n % 3)),
@@ -322,7 +306,7 @@ def _has_top1(result) -> bool:
     return top_ids is not None and np.ndim(top_ids) == 3 and np.shape(top_ids)[-1] > 0
 
 
-def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
+def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESHOLD,
                max_label_len: int = 12):
     """Detail figure for position ``i``.
 
@@ -339,7 +323,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
        result kept no top tokens (``top_k=0``).
 
     The overlay has its own panel so that a small p(target) keeps a readable scale in
-    panel 2. Non-monotone segments (:func:`~iglens_viz.views.trajectory.non_monotone`) are
+    panel 2. Non-monotone segments (:func:`~iglens_viz.core.trajectory.non_monotone`) are
     shaded *and* hatched in every panel and their bars hatched; interior steps against
     their segment are drawn thick with ``x`` markers. The title gives the completeness
     check "Σ contributions = …, Δp = … (error …)".
@@ -357,7 +341,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
                          f"has none); pick another position")
     flags = non_monotone(result, i, threshold)
     b = result.boundaries
-    head = position_label(result, i, max_label_len)
+    head = position_label(result, i, max_len=max_label_len)
     check = _completeness_text(result, i)
 
     if ax is not None:
@@ -367,7 +351,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
             bar.set_alpha(0.75)  # the curve on the twin axis stays readable over the bars
         twin = ax.twinx()
         _draw_curve(twin, result, i, flags)
-        twin.set_ylabel(_target_name(result))
+        twin.set_ylabel(result.target_name)
         ax.set_xlabel("block")
         ax.set_xlim(b[0] - 0.3, b[-1] + 0.3)
         ax.set_title(f"{head}\n{check}", fontsize=9, **_TEXT)
@@ -375,7 +359,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
 
     overlay = _has_top1(result)
     ratios = [1.0, 1.2, 1.1] if overlay else [1.0, 1.3]
-    fig = _new_figure(min(max(8.0, 0.3 * b[-1] + 5.0), 18.0), 8.6 if overlay else 6.4)
+    fig = new_figure(min(max(8.0, 0.3 * b[-1] + 5.0), 18.0), 8.6 if overlay else 6.4)
     axes = fig.subplots(len(ratios), 1, sharex=True, height_ratios=ratios)
     ax_bar, ax_curve = axes[0], axes[1]
     for a in axes:
@@ -384,7 +368,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
     ax_bar.set_title("(a) contribution of each segment (hatched: against Δp)", fontsize=9,
                      loc="left")
     _draw_curve(ax_curve, result, i, flags)
-    ax_curve.set_ylabel(_target_name(result))
+    ax_curve.set_ylabel(result.target_name)
     if np.nanmin(result.lens_probs[i]) >= 0:  # a probability: show its distance from 0
         ax_curve.set_ylim(bottom=0)
     ax_curve.set_title("(b) cumulative: lens probability of the target after block L",
@@ -412,7 +396,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = DEFAULT_THRESHOLD,
 
 # ----------------------------------------------------------------------------- table
 
-def to_dataframe(result, threshold: float = DEFAULT_THRESHOLD):
+def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD):
     """A tidy :class:`pandas.DataFrame`, one row per (position, segment).
 
     Columns: ``position``, ``token``, ``target`` (raw text, not escaped), ``target_id``,
@@ -420,21 +404,19 @@ def to_dataframe(result, threshold: float = DEFAULT_THRESHOLD):
     segment, inclusive: ``L_j + 1`` and ``L_{j+1}``), ``contribution``,
     ``lens_prob_start``, ``lens_prob_end`` (f at the segment's two boundaries), ``onset``
     (this segment has the position's largest signed contribution), ``non_monotone`` (the
-    segment opposes Δp, see :func:`~iglens_viz.views.trajectory.against_segments`) and
+    segment opposes Δp, see :func:`~iglens_viz.core.trajectory.against_segments`) and
     ``delta_p`` (the position's Δp, repeated). Positions without a target have NaN numbers
     and no onset.
     """
     import pandas as pd
 
-    from .trajectory import against_segments
+    from ..core.trajectory import against_segments
 
     contrib = np.asarray(result.contributions, dtype=np.float64)
     T, k = contrib.shape
     b = np.asarray(result.boundaries, dtype=np.int64)
     lens = np.asarray(result.lens_probs, dtype=np.float64)
-    onset_seg = np.full(T, -1, dtype=np.int64)
-    has = np.asarray(result.onset) >= 0
-    onset_seg[has] = np.searchsorted(b[1:], np.asarray(result.onset)[has])
+    onset_seg = result.onset_segment
     position = np.repeat(np.arange(T), k)
     segment = np.tile(np.arange(k), T)
     return pd.DataFrame({

@@ -1,8 +1,8 @@
-"""The IG-Lens notebook widget (anywidget) and the serializers it shares with the export.
+"""The IG-Lens notebook widget (anywidget): linked token strip, layer heatmap, detail panel.
 
-``IGLensWidget``, ``show`` and ``parse_request`` live in :mod:`iglens_viz.widget.widget` and
-are imported from there on first use, so the payload and serializer helpers (which the static
-HTML export uses) work without anywidget installed.
+``IGLensWidget`` and ``show`` live in :mod:`iglens_viz.widget.widget` and are imported on
+first use, so importing this package does not import anywidget. What the widget sends to the
+browser is defined in :mod:`iglens_viz.protocol`, which the static export shares.
 
 >>> from iglens_viz.widget import show
 >>> w = show(model, tokenizer, "What is the capital of Vietnam?", chat=True,
@@ -10,17 +10,12 @@ HTML export uses) work without anywidget installed.
 >>> w.selected                                           # doctest: +SKIP
 """
 
-from .payload import result_payload
-from .serializers import array_from_payload, array_to_payload, to_base64_state
-
 # The lazily imported names are documented in iglens_viz.widget.widget.
-__all__ = ["array_from_payload", "array_to_payload", "result_payload", "to_base64_state"]
-
-_LAZY = {"IGLensWidget", "show", "parse_request"}
+__all__ = ["IGLensWidget", "show"]
 
 
 def __getattr__(name):
-    if name in _LAZY:
+    if name in __all__:
         from . import widget
 
         return getattr(widget, name)

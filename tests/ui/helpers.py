@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iglens_viz.core.request import AttributionRequest
 from iglens_viz.core.result import AttributionResult
 
 CHROMIUM = "/usr/bin/chromium"
@@ -121,7 +122,7 @@ def synthetic_result(T: int = 12, n: int = 6, K: int = 5, *, tokens: list[str] |
         onset=onset.astype(np.int64),
         top_ids=top_ids.astype(np.int64),
         top_probs=top_probs,
-        steps=steps,
+        request=AttributionRequest(tuple(int(i) for i in input_ids), steps=steps),
         path_probs=path,
         n_blocks=n,
         family="synthetic",

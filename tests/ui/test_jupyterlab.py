@@ -44,7 +44,7 @@ state_file = pathlib.Path({state!r})
 
 def record(change=None):
     state_file.write_text(json.dumps({{
-        "selected": w.selected, "target_spec": w.result["target_spec"], "error": w.error,
+        "selected": w.selected, "target": w.result["controls"]["target"], "error": w.error,
         "target_ids": w.attribution.target_ids.tolist(), "busy": w.busy}}))
 
 w.observe(record, names=["selected", "result", "error", "busy"])
@@ -222,7 +222,7 @@ def test_widget_in_jupyterlab(lab, lab_page):
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=RENDER_TIMEOUT)
     run_cell(page, 0)
     page.wait_for_selector(".jp-OutputArea [data-token-index]", timeout=RENDER_TIMEOUT)
-    wait_for(lambda: python_state(lab).get("target_spec") == "predicted", what="kernel state")
+    wait_for(lambda: python_state(lab).get("target") == "predicted", what="kernel state")
     widget = page.locator(".jp-OutputArea").first
     assert widget.locator("[data-token-index]").count() == 7
     assert widget.locator("canvas.iglens-heatmap-canvas").count() == 1
@@ -247,7 +247,7 @@ def test_widget_in_jupyterlab(lab, lab_page):
     controls = widget.locator(".iglens-controls").first
     controls.locator("[name='target']").fill("w42")
     controls.locator(".iglens-apply").click()
-    state = wait_for(lambda: (s := python_state(lab)).get("target_spec") == "w42" and s,
+    state = wait_for(lambda: (s := python_state(lab)).get("target") == "w42" and s,
                      what="recompute in the kernel")
     assert state["error"] == "" and set(state["target_ids"]) == {42}
     wait_for(lambda: detail.text_content() != before, what="detail panel to change")

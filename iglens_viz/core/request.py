@@ -1,0 +1,277 @@
+"""The attribution request: what to attribute, parsed and validated once.
+
+Every front end builds one :class:`AttributionRequest` — :func:`iglens_viz.attribute` and
+:meth:`IGLens.attribute` from keyword arguments, the ``iglens`` command from its flags, the
+widget from its controls (:meth:`AttributionRequest.with_controls`) — and the lens runs it
+(:meth:`IGLens.run`). The result keeps it (``result.request``), a recompute replays it with
+the changed fields, and the widget payload and the exported page carry its JSON form
+(:meth:`AttributionRequest.to_dict`).
+
+Validation here is everything that does not need the model: types, forms, ranges that hold
+for any model. What needs the model (a boundary list ending at its number of blocks, a token
+string that must be one token, ids below its vocabulary size) is checked when the lens runs
+the request, with the same error class, :class:`~iglens_viz.errors.InvalidRequestError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Union
+
+import numpy as np
+
+from ..errors import InvalidRequestError
+from .boundaries import BoundarySpec, normalize_boundaries, resolve_boundaries
+
+__all__ = ["ESTIMATORS", "MAX_STEPS", "PER_POSITION", "AttributionRequest", "ChatMode",
+           "Estimator", "TargetSpec", "normalize_prompt", "normalize_target"]
+
+Estimator = Literal["prediction_aware", "riemann"]
+"""``"prediction_aware"`` (exact: totals are first differences of f) or ``"riemann"``
+(midpoint-rule gradients through norm + head, with a discretisation error)."""
+ESTIMATORS: tuple[str, ...] = ("prediction_aware", "riemann")
+
+ChatMode = Union[bool, Literal["auto"]]
+"""Wrap a string prompt in the tokenizer's chat template: True, False or ``"auto"``."""
+
+TargetSpec = Union[Literal["predicted", "next"], int, str, Sequence[int]]
+"""``"predicted"`` (the model's own top-1 next token), ``"next"`` (the text's next token), a
+token id, a single-token string, or one id per position (-1: no target there)."""
+
+MAX_STEPS = 1000
+"""The most interpolation steps per segment. Prediction-aware totals do not depend on the
+step count, and the Riemann sum's discretisation error falls as 1/m²: at m = 1000 it is far
+below what a figure shows, while each step costs a readout of every (position, segment)."""
+
+PER_POSITION = "(per position)"
+"""The controls' text for a target given as one id per position (it cannot be typed)."""
+
+_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+_NO_TARGET = -1
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _id_tuple(values, what: str, *, allow_none_marker: bool) -> tuple[int, ...]:
+    """A 1-D sequence / array / tensor of token ids as a tuple of ints (validated)."""
+    array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values)
+    if array.dtype == object or array.dtype.kind not in "iu":
+        got = "values of mixed types" if array.dtype == object else array.dtype
+        raise InvalidRequestError(f"{what} ids must be integers, got {got}")
+    if array.ndim == 2 and array.shape[0] == 1:
+        array = array[0]
+    if array.ndim != 1:
+        raise InvalidRequestError(f"{what} ids must be 1-D or [1, T]; got shape {array.shape} "
+                                  f"(attribute one sequence at a time)")
+    floor = _NO_TARGET if allow_none_marker else 0
+    bad = array[array < floor]
+    if bad.size:
+        allowed = " (-1 marks a position without a target)" if allow_none_marker else ""
+        raise InvalidRequestError(f"{what} ids must be >= {floor}{allowed}; got "
+                                  f"{bad[:5].tolist()}")
+    return tuple(int(i) for i in array)
+
+
+def normalize_prompt(prompt) -> str | tuple[int, ...]:
+    """A prompt as the request keeps it: non-blank text, or a tuple of token ids."""
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise InvalidRequestError(
+                "the prompt is empty" + (" (only whitespace)" if prompt else "") +
+                ": pass some text or a list of token ids")
+        return prompt
+    if isinstance(prompt, (bytes, bytearray)):
+        raise InvalidRequestError("the prompt is bytes: decode it to a string first")
+    if not isinstance(prompt, (Sequence, np.ndarray)) and not hasattr(prompt, "detach"):
+        raise InvalidRequestError(f"the prompt must be a string, a sequence of token ids or a "
+                                  f"tensor, not {type(prompt).__name__}")
+    ids = _id_tuple(prompt, "token", allow_none_marker=False) if len(prompt) else ()
+    if not ids:
+        raise InvalidRequestError("the prompt is empty: it has no tokens")
+    return ids
+
+
+def normalize_target(spec, what: str = "target"):
+    """A target (or contrast) in the form a request keeps: ``"predicted"``, ``"next"``, an
+    int id >= 0, a non-empty token string, or a tuple of ids (-1: no target there)."""
+    if isinstance(spec, str):
+        if spec == "":
+            raise InvalidRequestError(f"the {what} is an empty string: pass 'predicted', "
+                                      f"'next', a token id or one token such as ' Paris'")
+        return spec
+    if _is_int(spec):
+        if int(spec) < 0:
+            raise InvalidRequestError(f"{what} token id must be >= 0, got {int(spec)}")
+        return int(spec)
+    if isinstance(spec, (Sequence, np.ndarray)) or hasattr(spec, "detach"):
+        if isinstance(spec, (bytes, bytearray)):
+            raise InvalidRequestError(f"the {what} is bytes: decode it to a string first")
+        return _id_tuple(spec, what, allow_none_marker=True)
+    raise InvalidRequestError(f"{what} must be 'predicted', 'next', a token id, a "
+                              f"single-token string or one id per position; got "
+                              f"{type(spec).__name__}")
+
+
+def _target_from_text(text, what: str, *, optional: bool):
+    """A target/contrast as typed in a text field (CLI flag, widget box).
+
+    Empty means the default ("predicted", or no contrast); an integer is a token id;
+    ``predicted`` / ``next`` are the keywords; anything else is a token string exactly as
+    typed (a leading space matters).
+    """
+    if text is None or text == "":
+        return None if optional else "predicted"
+    if isinstance(text, float) and text.is_integer():
+        text = int(text)
+    if _is_int(text):
+        return normalize_target(int(text), what)
+    if not isinstance(text, str):
+        raise InvalidRequestError(f"{what} must be text or a token id, not "
+                                  f"{type(text).__name__}")
+    if text.strip() in ("predicted", "next"):
+        return text.strip()
+    if _INTEGER_TEXT.fullmatch(text):
+        return normalize_target(int(text), what)
+    return text
+
+
+def _target_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, tuple):
+        return PER_POSITION
+    return str(value)
+
+
+def _steps(value) -> int:
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
+        value = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not _is_int(value) or not 1 <= int(value) <= MAX_STEPS:
+        raise InvalidRequestError(f"steps must be an integer from 1 to {MAX_STEPS}, got "
+                                  f"{value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class AttributionRequest:
+    """One attribution request, normalised and validated on construction (immutable).
+
+    Build it with keyword arguments (the Python forms) or from text fields with
+    :meth:`from_controls`; change it with :meth:`replace` or :meth:`with_controls`, which
+    validate again. Run it with :meth:`IGLens.run <iglens_viz.IGLens.run>`.
+    """
+
+    prompt: str | tuple[int, ...]
+    """The user's text (not blank) or the token ids, as given (before any chat template)."""
+    target: TargetSpec = "predicted"
+    """See :data:`TargetSpec`; a sequence is kept as a tuple of ids."""
+    contrast: TargetSpec | None = None
+    """Optional second token in the same forms: attribute p(target) − p(contrast)."""
+    boundaries: BoundarySpec = "all"
+    """``"all"``, ``"every:K"`` or a tuple of block indices ``(0, …, n)``; text such as
+    ``"0,10,20,30"`` and lists are normalised to the tuple."""
+    estimator: Estimator = "prediction_aware"
+    """See :data:`Estimator`."""
+    steps: int = 1
+    """Interpolation steps per segment, 1 … :data:`MAX_STEPS`."""
+    chat: ChatMode = False
+    """Wrap a string prompt as one user turn in the tokenizer's chat template."""
+    max_new_tokens: int = 0
+    """Generate the model's greedy answer (up to this many tokens) and attribute it too."""
+
+    def __post_init__(self):
+        def set_(name, value):
+            object.__setattr__(self, name, value)
+
+        set_("prompt", normalize_prompt(self.prompt))
+        set_("target", normalize_target(self.target, "target"))
+        set_("contrast", None if self.contrast is None
+             else normalize_target(self.contrast, "contrast"))
+        set_("boundaries", normalize_boundaries(self.boundaries))
+        if self.estimator not in ESTIMATORS:
+            raise InvalidRequestError(f"unknown estimator {self.estimator!r}; choose one of "
+                                      f"{', '.join(ESTIMATORS)}")
+        set_("steps", _steps(self.steps))
+        if self.chat not in (True, False, "auto") or isinstance(self.chat, np.bool_):
+            raise InvalidRequestError(f"chat must be 'auto', True or False, not {self.chat!r}")
+        if self.chat is True and not isinstance(self.prompt, str):
+            raise InvalidRequestError("chat=True needs the user message as a string, not "
+                                      "token ids")
+        if not _is_int(self.max_new_tokens) or self.max_new_tokens < 0:
+            raise InvalidRequestError(f"max_new_tokens must be an integer >= 0, got "
+                                      f"{self.max_new_tokens!r}")
+        set_("max_new_tokens", int(self.max_new_tokens))
+
+    # ------------------------------------------------------------------ building
+
+    def replace(self, **changes) -> AttributionRequest:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_controls(cls, prompt, controls: Mapping, **fixed) -> AttributionRequest:
+        """A request from text fields, as the CLI flags and the widget's controls give them.
+
+        ``controls`` may hold ``target``, ``contrast``, ``boundaries``, ``estimator`` and
+        ``steps`` as text (or ints); missing or empty fields take the defaults, an integer
+        target is a token id. ``fixed`` gives the other fields (``chat``,
+        ``max_new_tokens``).
+        """
+        return cls(prompt, **fixed).with_controls(controls)
+
+    def with_controls(self, controls: Mapping) -> AttributionRequest:
+        """This request with the fields typed in ``controls`` (see :meth:`from_controls`).
+
+        An empty or missing field means its default; the target text
+        :data:`PER_POSITION` keeps this request's per-position ids.
+        """
+        if not isinstance(controls, Mapping):
+            raise InvalidRequestError(f"the controls must be a mapping of field names to "
+                                      f"text, got {type(controls).__name__}")
+        target = controls.get("target")
+        if isinstance(target, str) and target == PER_POSITION and isinstance(self.target, tuple):
+            target = self.target
+        else:
+            target = _target_from_text(target, "target", optional=False)
+        estimator = controls.get("estimator") or "prediction_aware"
+        if not isinstance(estimator, str):
+            raise InvalidRequestError(f"estimator must be text, got "
+                                      f"{type(estimator).__name__}")
+        steps = controls.get("steps")
+        return self.replace(
+            target=target,
+            contrast=_target_from_text(controls.get("contrast"), "contrast", optional=True),
+            boundaries=controls.get("boundaries") or "all",
+            estimator=estimator.strip(),
+            steps=1 if steps is None or steps == "" else steps)
+
+    # ------------------------------------------------------------------ reading
+
+    def boundary_list(self, n_blocks: int) -> list[int]:
+        """The boundaries as block indices ``[0, …, n]`` for a model with ``n_blocks``."""
+        return resolve_boundaries(self.boundaries, n_blocks)
+
+    @property
+    def boundary_text(self) -> str:
+        """The boundaries as the controls and the CLI write them (``all``, ``every:5``,
+        ``0,10,20,30``)."""
+        b = self.boundaries
+        return b if isinstance(b, str) else ",".join(str(x) for x in b)
+
+    def controls(self) -> dict:
+        """The text fields that reproduce this request in the widget's controls."""
+        return {"target": _target_text(self.target), "contrast": _target_text(self.contrast),
+                "boundaries": self.boundary_text, "estimator": self.estimator,
+                "steps": self.steps}
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields (tuples become lists); ``AttributionRequest(**d)`` rebuilds it."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in dataclasses.fields(self)}

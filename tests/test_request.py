@@ -1,0 +1,223 @@
+"""The attribution request: parsed and validated once, the same from every front end."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from iglens_viz import AttributionRequest, IGLens, IGLensError, InvalidRequestError
+from iglens_viz.core import parse_boundaries, segment_label
+from iglens_viz.core.request import MAX_STEPS, PER_POSITION
+
+from tiny_models import tiny_model, tiny_tokenizer
+
+PROMPT = "w3 w5 w7 w9 w11 w13"
+PACKAGE = Path(__file__).resolve().parent.parent / "iglens_viz"
+
+
+@pytest.fixture(scope="module")
+def lens():
+    return IGLens(tiny_model("llama"), tiny_tokenizer())
+
+
+# ------------------------------------------------------------------------------ the object
+
+def test_normalised_forms_and_immutability():
+    r = AttributionRequest(np.array([3, 5, 7]), target=np.int64(4),
+                           contrast=torch.tensor([1, 2, -1]), boundaries=[0, np.int64(2), 4],
+                           steps="3")
+    assert r.prompt == (3, 5, 7) and r.target == 4 and isinstance(r.target, int)
+    assert r.contrast == (1, 2, -1) and r.boundaries == (0, 2, 4) and r.steps == 3
+    assert AttributionRequest("x", boundaries=" Every:05 ").boundaries == "every:5"
+    assert AttributionRequest("x", boundaries="0, 10,20").boundaries == (0, 10, 20)
+    assert AttributionRequest("x", boundaries=None).boundaries == "all"
+    with pytest.raises(AttributeError):
+        r.steps = 4  # frozen
+    assert hash(r) == hash(AttributionRequest((3, 5, 7), target=4, contrast=[1, 2, -1],
+                                              boundaries="0,2,4", steps=3))
+
+
+def test_json_round_trip():
+    r = AttributionRequest((1, 2, 3), target=[4, 5, -1], contrast=" Paris",
+                           boundaries="every:2", estimator="riemann", steps=7, chat=False,
+                           max_new_tokens=0)
+    data = json.loads(json.dumps(r.to_dict()))
+    assert AttributionRequest(**data) == r
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(prompt=""), "the prompt is empty"),
+    (dict(prompt=" \n"), "only whitespace"),
+    (dict(prompt=[1, -2]), ">= 0"),
+    (dict(prompt=b"abc"), "bytes"),
+    (dict(target=-1), "target token id must be >= 0"),
+    (dict(target=np.int32(-7)), "target token id must be >= 0"),
+    (dict(target=[1, -2]), "-1 marks a position without a target"),
+    (dict(target=""), "empty string"),
+    (dict(target=True), "target must be"),
+    (dict(contrast=-1), "contrast token id must be >= 0"),
+    (dict(boundaries=[0, 1.5, 3]), "must be integers"),
+    (dict(boundaries=[0, True, 3]), "must be integers"),
+    (dict(boundaries="every:0"), "K >= 1"),
+    (dict(boundaries="0;3"), "not 'all'"),
+    (dict(estimator="RIEMANN"), "unknown estimator"),
+    (dict(steps=MAX_STEPS + 1), f"from 1 to {MAX_STEPS}"),
+    (dict(steps=True), "steps"),
+    (dict(chat="maybe"), "chat must be"),
+    (dict(chat=True, prompt=[1, 2]), "needs the user message as a string"),
+    (dict(max_new_tokens=1.5), "max_new_tokens"),
+])
+def test_invalid_fields(fields, match):
+    fields = {"prompt": "w1 w2", **fields}
+    with pytest.raises(InvalidRequestError, match=match) as info:
+        AttributionRequest(**fields)
+    assert isinstance(info.value, (IGLensError, ValueError))
+
+
+def test_from_controls_reads_text_fields():
+    """The CLI flags and the widget's controls are parsed by one function."""
+    r = AttributionRequest.from_controls(
+        "hi", {"target": " 12 ", "contrast": " Paris", "boundaries": " every:3 ",
+               "estimator": " riemann ", "steps": "4", "_n": 9}, chat="auto",
+        max_new_tokens=5)
+    assert (r.target, r.contrast, r.boundaries, r.estimator, r.steps) == \
+        (12, " Paris", "every:3", "riemann", 4)
+    assert r.chat == "auto" and r.max_new_tokens == 5
+    empty = AttributionRequest.from_controls("hi", {"target": "", "contrast": "",
+                                                    "boundaries": "", "steps": ""})
+    assert empty == AttributionRequest("hi")
+    assert AttributionRequest.from_controls("hi", {"target": "next"}).target == "next"
+    assert AttributionRequest.from_controls("hi", {"target": 7.0}).target == 7
+    with pytest.raises(InvalidRequestError, match="target token id must be >= 0"):
+        AttributionRequest.from_controls("hi", {"target": "-1"})
+    with pytest.raises(InvalidRequestError, match="steps"):
+        AttributionRequest.from_controls("hi", {"steps": "two"})
+
+
+def test_controls_reproduce_the_request():
+    r = AttributionRequest("hi", target=" Paris", contrast=5, boundaries=[0, 2, 4],
+                           estimator="riemann", steps=3)
+    assert r.controls() == {"target": " Paris", "contrast": "5", "boundaries": "0,2,4",
+                            "estimator": "riemann", "steps": 3}
+    assert r.with_controls(r.controls()) == r
+    per_position = AttributionRequest("hi", target=[1, 2])
+    assert per_position.controls()["target"] == PER_POSITION
+    assert per_position.with_controls(per_position.controls()) == per_position
+
+
+def test_boundary_forms_resolve_alike():
+    for spec in ("every:2", "0,2,4", [0, 2, 4], (0, 2, 4), np.array([0, 2, 4])):
+        assert parse_boundaries(spec, 4) == [0, 2, 4], spec
+    assert parse_boundaries("every:3", 7) == [0, 3, 6, 7]
+    assert parse_boundaries(None, 3) == parse_boundaries("all", 3) == [0, 1, 2, 3]
+    assert [segment_label(0, 1), segment_label(3, 7)] == ["1", "4–7"]
+
+
+# ------------------------------------------------------------------------------ on the lens
+
+def test_result_keeps_its_request_and_replays_it(lens):
+    result = lens.attribute(PROMPT, target="next", boundaries="every:2", steps=2)
+    assert result.request == AttributionRequest(PROMPT, target="next", boundaries="every:2",
+                                                steps=2)
+    assert result.boundaries == [0, 2, 4] and result.estimator == "prediction_aware"
+    again = lens.run(result.request)
+    np.testing.assert_array_equal(again.contributions, result.contributions)
+    other = lens.run(result.request.replace(boundaries="all"))
+    np.testing.assert_allclose(other.contributions[:-1].reshape(6 - 1, 2, 2).sum(-1),
+                               result.contributions[:-1], atol=1e-12)
+    with pytest.raises(InvalidRequestError, match="AttributionRequest"):
+        lens.run({"prompt": PROMPT})
+
+
+def test_predicted_is_the_generated_token_for_target_and_contrast(lens):
+    """Along a generated answer, "predicted" means the generated token (one rule, both
+    arguments)."""
+    result = lens.attribute(PROMPT, max_new_tokens=3, contrast="predicted", target=3)
+    answer = result.input_ids[result.prompt_length:]
+    np.testing.assert_array_equal(result.contrast_ids[result.answer_positions], answer)
+
+
+def test_answer_cache_is_bounded():
+    lens = IGLens(tiny_model("llama"), tiny_tokenizer(), cache_size=2)
+    for i in range(5):
+        lens.attribute(f"w{i + 1} w2", max_new_tokens=2)
+    assert len(lens._answers) == 2 and len(lens._cache) == 2
+
+
+def test_generation_longer_than_the_context_is_refused_before_generating(lens, monkeypatch):
+    import iglens_viz.core.lens as lens_module
+
+    def fail(*args, **kwargs):
+        raise AssertionError("generation must not start")
+
+    monkeypatch.setattr(lens_module, "generate_greedy", fail)
+    with pytest.raises(InvalidRequestError, match="at most 58 new tokens"):
+        lens.attribute(PROMPT, max_new_tokens=100)  # context 64, prompt 6
+
+
+def test_every_user_error_is_an_iglens_error(lens):
+    with pytest.raises(IGLensError):
+        lens.attribute(PROMPT, target="w1 w2")
+    with pytest.raises(IGLensError):
+        IGLens(torch.nn.Linear(2, 2))
+    with pytest.raises(IGLensError):
+        IGLens(tiny_model("llama"), top_k=-1)
+
+
+# ------------------------------------------------------------------------------ structure
+
+def test_core_does_not_import_the_widget():
+    code = ("import sys, iglens_viz.core; "
+            "print(sorted(m for m in sys.modules if m.startswith(('iglens_viz.', 'anywidget'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300)
+    loaded = eval(out.stdout)
+    assert "iglens_viz.core.lens" in loaded
+    for above in ("iglens_viz.widget", "iglens_viz.export", "iglens_viz.protocol", "anywidget"):
+        assert not any(m == above or m.startswith(above + ".") for m in loaded), above
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """Package → packages it imports (module level or inside functions), from the source."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = rel.parts if rel.name != "__init__" else rel.parts[:-1]
+        package = ".".join(parts[:2]) if len(parts) > 1 else parts[0]
+        here = parts[:-1] if rel.name != "__init__" else parts
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = here[:len(here) - node.level + 1]
+                target = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("iglens_viz"):
+                target = node.module
+            else:
+                continue
+            target_package = ".".join(target.split(".")[:2])
+            if target_package != package and target_package != "iglens_viz":
+                graph.setdefault(package, set()).add(target_package)
+    return graph
+
+
+def test_no_import_cycle_between_packages():
+    graph = _package_imports()
+    assert "iglens_viz.widget" not in graph.get("iglens_viz.core", set())
+    assert "iglens_viz.export" not in graph.get("iglens_viz.widget", set()) or \
+        "iglens_viz.widget" not in graph.get("iglens_viz.export", set())
+
+    def reach(start, seen):
+        for nxt in graph.get(start, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                reach(nxt, seen)
+        return seen
+
+    cycles = [p for p in graph if p in reach(p, set())]
+    assert cycles == [], {p: sorted(graph[p]) for p in cycles}
