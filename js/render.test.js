@@ -305,6 +305,13 @@ describe("controls", () => {
       .toEqual([" Paris", " London", "custom", "0,10,20,30", "riemann", "8"]);
     expect(q(el, ".iglens-meta").textContent).toContain("target:  Paris");
   });
+
+  it("the steps box stops at the payload's max_steps (the request's limit)", () => {
+    const result = makeResult({ T: 4 });
+    result.max_steps = 37;
+    const { el } = mountWidget({ state: { ...makeState({ T: 4 }), result, interactive: true } });
+    expect(/** @type {HTMLInputElement} */ (q(el, "[name=steps]")).max).toBe("37");
+  });
 });
 
 describe("result updates and cleanup", () => {

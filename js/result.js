@@ -40,6 +40,7 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {string} targetName the lens value's name: "p(target)" or "p(target) − p(contrast)"
  * @property {string[]} segmentLabels one per segment ("12", "11–15"), as Python names them
  * @property {boolean} singleBlocks every segment is one block
+ * @property {number} maxSteps the most interpolation steps a request may ask for (Python's MAX_STEPS)
  * @property {number} nonmonotoneThreshold the non-monotone rule's threshold (a fraction of the largest |contribution|)
  * @property {boolean} hasContrast
  * @property {number} contribLimit max |contribution| over all cells (1 when all zero)
@@ -142,6 +143,10 @@ export function decodeResult(raw) {
   if (typeof threshold !== "number" || !(threshold >= 0 && threshold <= 1)) {
     throw new RangeError(`result.nonmonotone_threshold must be a fraction in [0, 1], got ${JSON.stringify(raw.nonmonotone_threshold)}`);
   }
+  const maxSteps = raw.max_steps;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) {
+    throw new RangeError(`result.max_steps must be an integer >= 1, got ${JSON.stringify(raw.max_steps)}`);
+  }
   const labels = raw.segment_labels;
   if (!Array.isArray(labels) || labels.length !== k || !labels.every((l) => typeof l === "string")) {
     throw new TypeError(`result.segment_labels must be ${k} strings (one per segment)`);
@@ -188,6 +193,7 @@ export function decodeResult(raw) {
     segmentLabels: labels.slice(),
     singleBlocks: boundaries.every((blk, j) => j === 0 || blk - boundaries[j - 1] === 1),
     nonmonotoneThreshold: threshold,
+    maxSteps,
     hasContrast: !!contrastTokens,
     contribLimit: symmetricLimit(c),
     deltaLimit: symmetricLimit(deltaP),

@@ -362,6 +362,26 @@ def test_plots(llama):
     plt.close("all")
 
 
+def test_causal_plots_escape_tokens_and_leave_pyplot_alone(llama):
+    """Regression: the ablation plot put raw token text into a mathtext title, and both causal
+    plots went through pyplot (figures piling up in its global state)."""
+    import dataclasses
+
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    att = IGLens(llama).attribute([1, 5, 7, 9])
+    abl = ablate(llama, None, [1, 5, 7, 9])
+    text = {**abl.token_text, int(abl.input_ids[2]): "$x^2$ \\frac{a}{b}"}
+    tokens = [text[int(i)] for i in abl.input_ids]
+    fig = dataclasses.replace(abl, token_text=text, tokens=tokens).plot_vs(att, position=2)
+    fig.canvas.draw()  # mathtext would fail or typeset here
+    title = fig.axes[0].get_title()
+    assert r"\$x^2\$" in title and title.count("$") == title.count(r"\$")
+    validate_onset(llama, None, [[1, 5, 7, 9]], progress=False).plot()
+    assert plt.get_fignums() == []
+
+
 # --- prompts ---------------------------------------------------------------------------------
 
 def test_load_prompts():

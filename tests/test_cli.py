@@ -191,3 +191,19 @@ def test_validate_passes_dtype_and_device_and_checks_limit(tiny_model_dir, capsy
     assert "hit_rate" in capsys.readouterr().out
     assert main(["validate", "--limit", "-1"]) == 2
     assert "argument --limit: must be >= 1" in capsys.readouterr().err
+
+
+def test_loading_problems_are_one_line(tmp_path, capsys, monkeypatch):
+    """A folder with only config.json, a meta device and a cache path that is a file each
+    print one `iglens: error:` line (they raised tracebacks)."""
+    (tmp_path / "only-config").mkdir()
+    (tmp_path / "only-config" / "config.json").write_text('{"model_type": "llama"}')
+    cache_file = tmp_path / "cache-is-a-file"
+    cache_file.write_text("x")
+    monkeypatch.setenv("IGLENS_CACHE", str(cache_file))
+    for argv in ([PROMPT, "--model", str(tmp_path / "only-config")],
+                 [PROMPT, "--device", "meta"],
+                 [PROMPT]):  # the default model must be converted into the cache
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("iglens: error:") and "Traceback" not in err, (argv, err)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -221,3 +222,42 @@ def test_no_import_cycle_between_packages():
 
     cycles = [p for p in graph if p in reach(p, set())]
     assert cycles == [], {p: sorted(graph[p]) for p in cycles}
+
+
+def test_every_imported_distribution_is_declared():
+    """Regression: tqdm was imported but not declared in pyproject.toml."""
+    import tomllib
+
+    declared = {re.split(r"[<>=\[; ]", d, maxsplit=1)[0].lower().replace("-", "_")
+                for d in tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+                ["project"]["dependencies"]}
+    imported = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = {m for m in imported
+                   if m not in sys.stdlib_module_names and m not in ("iglens_viz", "__future__")}
+    assert "tqdm" in third_party
+    assert third_party - declared == set()
+
+
+def test_one_onset_rule():
+    """The onset is the largest signed contribution's segment; no target → -1; every user of
+    the rule (result, table, heatmap outline) agrees."""
+    from iglens_viz.core import onset_segments
+
+    c = np.array([[0.1, 0.5, -0.7], [np.nan, np.nan, np.nan], [-0.2, -0.1, -0.3]])
+    np.testing.assert_array_equal(onset_segments(c), [1, -1, 1])
+
+
+def test_onset_of_a_result_follows_its_boundaries(lens):
+    result = lens.attribute(PROMPT, target="next", boundaries=[0, 1, 4])
+    seg = result.onset_segment
+    assert seg[-1] == -1 and result.onset[-1] == -1
+    np.testing.assert_array_equal(result.onset[:-1], np.array([1, 4])[seg[:-1]])
+    np.testing.assert_array_equal(seg[:-1], np.argmax(result.contributions[:-1], axis=1))
+    table = result.to_dataframe()
+    np.testing.assert_array_equal(table[table.onset].segment, seg[:-1])

@@ -9,6 +9,7 @@ the onsets — comes from the result here, so the browser never re-derives it.
 
 from __future__ import annotations
 
+from ..core.request import MAX_STEPS
 from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD
 from .serializers import array_to_payload
@@ -44,6 +45,7 @@ def result_payload(result) -> dict:
         "answer_start": int(result.answer_start),
         "target_name": result.target_name,
         "nonmonotone_threshold": NONMONOTONE_THRESHOLD,
+        "max_steps": MAX_STEPS,
         "estimator": str(result.estimator),
         "steps": int(result.steps),
         "model_name": str(result.model_name),

@@ -173,6 +173,7 @@ export function makeResult(o = {}) {
     target_name: o.contrast ? "p(target) \u2212 p(contrast)" : "p(target)",
     segment_labels: segmentLabels,
     nonmonotone_threshold: o.threshold ?? 0.05,
+    max_steps: 1000,
     contrast_tokens: contrastTokens,
   };
 }

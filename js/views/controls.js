@@ -41,7 +41,7 @@ export function createControls(ctx) {
   const custom = h("input", { name: "boundaries_custom", type: "text", class: "iglens-input iglens-custom", placeholder: "0,10,20,30", autocomplete: "off", spellcheck: "false", "aria-label": "custom boundaries" });
   const estimator = h("select", { name: "estimator", class: "iglens-input", "aria-label": "estimator" });
   for (const [v, label] of ESTIMATORS) estimator.appendChild(h("option", { value: v, text: label }));
-  const steps = h("input", { name: "steps", type: "number", min: 1, max: 512, step: 1, value: 1, class: "iglens-input iglens-steps", "aria-label": "interpolation steps" });
+  const steps = h("input", { name: "steps", type: "number", min: 1, step: 1, value: 1, class: "iglens-input iglens-steps", "aria-label": "interpolation steps" });
   const apply = h("button", { type: "submit", class: "iglens-apply" }, h("span", { class: "iglens-spinner", "aria-hidden": "true" }), h("span", { class: "iglens-apply-label", text: "Apply" }));
   const status = h("div", { class: "iglens-status", role: "status", "aria-live": "polite" });
   const error = h("div", { class: "iglens-error", role: "alert" });
@@ -73,6 +73,7 @@ export function createControls(ctx) {
     custom.hidden = preset !== "custom";
     if (ESTIMATORS.some(([v]) => v === src.estimator)) estimator.value = String(src.estimator);
     steps.value = String(Math.max(1, Number(src.steps) || 1));
+    if (r) steps.max = String(r.maxSteps); // the request's limit, from Python
   }
 
   function sync() {
