@@ -377,8 +377,9 @@ def summary(sizes: Sizes, params: int, speed: dict, captum: dict, memory: dict, 
         f"positions (all {n} blocks, n_steps={CAPTUM_STEPS}): {captum['measured']:.1f} s "
         f"measured → {captum['total']:,.0f} s for all {captum['prompt']} positions, vs "
         f"{captum['ours'] * 1e3:,.0f} ms for the full map.",
-        f"Memory: fresh process, ru_maxrss after attribute − after the forward pass alone "
-        f"(logits_to_keep=1{', peak reset after the model build' if memory['reset'] else ''}); "
+        f"Memory: fresh process, ru_maxrss after attribute − after one plain forward pass "
+        f"(all positions' logits, as the capture computes them for its self-check"
+        f"{'; peak reset after the model build' if memory['reset'] else ''}); "
         f"all-at-once = (n+1)·T·V·4 B = {memory['all_logits'] / GB:.2f} GB "
         f"({memory['all_logits'] / 2**30:.2f} GiB), not run.",
         f"Total wall time: {wall:.0f} s.",
