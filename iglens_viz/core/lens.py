@@ -100,14 +100,19 @@ class IGLens:
             return prompt, prompt.numel()
         check_context(prompt.numel(), self.model.config, generating=request.max_new_tokens)
         key = (tuple(prompt.tolist()), request.max_new_tokens)
-        if key in self._answers:
-            self._answers.move_to_end(key)
-        else:
+        answer = self._answers.get(key)
+        if answer is None:
             eos = getattr(self.tokenizer, "eos_token_id", None)
-            self._answers[key] = generate_greedy(self.model, prompt, request.max_new_tokens, eos)
-            while len(self._answers) > self.cache_size:
-                self._answers.popitem(last=False)
-        return self.input_ids(torch.cat([prompt, self._answers[key]])), prompt.numel()
+            answer = generate_greedy(self.model, prompt, request.max_new_tokens, eos)
+        self._remember(self._answers, key, answer)
+        return self.input_ids(torch.cat([prompt, answer])), prompt.numel()
+
+    def _remember(self, cache: OrderedDict, key, value) -> None:
+        """Keep ``value`` as the most recent entry of an LRU cache of ``cache_size`` entries."""
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > self.cache_size:
+            cache.popitem(last=False)
 
     def trace(self, text_or_ids) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row.
@@ -124,7 +129,7 @@ class IGLens:
         # At least the top-1 is always kept: it is the "predicted" target.
         top_k = max(1, self.top_k)
         if cached is not None and cached.top_k >= min(top_k, self.readout.vocab_size):
-            self._cache.move_to_end(key)
+            self._remember(self._cache, key, cached)
             return cached
         states, model_logits = capture_states(self.model, self.adapter, ids,
                                               device=self.readout.device,
@@ -141,9 +146,7 @@ class IGLens:
         check.finish(features[-1])
         del check, model_logits
         trace = Trace(ids, states, features, lse, top_ids, top_lp)
-        self._cache[key] = trace
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        self._remember(self._cache, key, trace)
         return trace
 
     def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
