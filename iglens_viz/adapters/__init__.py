@@ -47,11 +47,29 @@ class ModelAdapter:
     project_out: nn.Module | None
     head: nn.Linear
     softcap: float | None
+    mid_modules: tuple[nn.Module, ...] | None = None
+    """Per block, the module whose input is the stream between attention and MLP (h_L.attn);
+    None when the blocks are parallel (see :meth:`require_sublayers`)."""
 
     @property
     def n_blocks(self) -> int:
         """Number of decoder blocks (n); states run h_0 … h_n."""
         return len(self.blocks)
+
+    def require_sublayers(self) -> tuple[nn.Module, ...]:
+        """The per-block mid-state modules; an error when this model's blocks are parallel.
+
+        A parallel block computes attention and MLP from the same input and adds both at
+        once, so no residual state lies between them: a sub-layer boundary would be an
+        invention, not a state of the model.
+        """
+        if self.mid_modules is None:
+            raise UnsupportedModelError(
+                f"{self.family.name} blocks run attention and MLP in parallel on the same "
+                f"input, so there is no residual state between them and no sub-layer "
+                f"boundary to attribute to; attribute whole blocks instead (boundaries "
+                f"'all'), or split a block's contribution by component")
+        return self.mid_modules
 
 
 def _not_supported_message(model: nn.Module, model_type: str | None) -> str:
@@ -92,14 +110,34 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
             f"renamed them. Update the {family.name} entry in iglens_viz/adapters/families.py.")
     n_blocks = getattr(config, family.block_count_attr, None) or len(blocks)
     softcap = getattr(config, family.softcap_attr, None) if family.softcap_attr else None
+    blocks = tuple(blocks)[:n_blocks]
     return ModelAdapter(
         family=family,
-        blocks=tuple(blocks)[:n_blocks],
+        blocks=blocks,
         final_norm=_resolve(model, family.final_norm) if family.final_norm else None,
         project_out=_resolve(model, family.project_out) if family.project_out else None,
         head=head,
         softcap=float(softcap) if softcap else None,
+        mid_modules=_mid_modules(family, config, blocks),
     )
+
+
+def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None:
+    """Each block's ``mid_state`` module (the config decides for OPT and GPT-NeoX)."""
+    if family.parallel_attr and getattr(config, family.parallel_attr, False):
+        return None
+    path = family.mid_state
+    if family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True):
+        path = family.post_norm_mid_state
+    if path is None:
+        return None
+    modules = tuple(_resolve(block, path) for block in blocks)
+    if any(m is None for m in modules):
+        raise UnsupportedModelError(
+            f"{family.name} blocks have no {path!r} module; this transformers version may "
+            f"have renamed it. Update the {family.name} entry in "
+            f"iglens_viz/adapters/families.py.")
+    return modules
 
 
 def execution_device(module: nn.Module) -> torch.device:

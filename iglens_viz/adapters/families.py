@@ -44,29 +44,47 @@ class Family:
     """Config attribute holding a final-logit soft-capping constant (Gemma-2/3)."""
     block_count_attr: str = "num_hidden_layers"
     """Config attribute with the number of blocks that run in the forward pass."""
+    mid_state: str | None = None
+    """The module inside a block whose input is the residual stream between the attention
+    write and the MLP (h_{L-1} plus the attention's write, as it enters the stream); None for
+    blocks whose attention and MLP run in parallel on h_{L-1}: they have no such state."""
+    post_norm_mid_state: str | None = None
+    """``mid_state`` for the post-norm sizes of a family (config ``do_layer_norm_before``
+    false: OPT-350m), whose MLP reads the stream directly."""
+    parallel_attr: str | None = None
+    """Config attribute that, when true, makes the blocks parallel (no ``mid_state``)."""
 
+
+_LLAMA_MID = "post_attention_layernorm"  # pre-MLP norm: its input is h_{L-1} + attention
+_SANDWICH_MID = "pre_feedforward_layernorm"  # Gemma-2/3 norm the attention write first
 
 FAMILIES: tuple[Family, ...] = (
     Family("GPT-2", ("gpt2",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           block_count_attr="n_layer"),
-    Family("GPT-Neo", ("gpt_neo",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM),
+           block_count_attr="n_layer", mid_state="ln_2"),
+    Family("GPT-Neo", ("gpt_neo",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
+           mid_state="ln_2"),
     Family("GPT-J", ("gptj",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           block_count_attr="n_layer"),
+           block_count_attr="n_layer"),  # parallel attention and MLP
     Family("GPT-NeoX / Pythia", ("gpt_neox",), "gpt_neox.layers", "gpt_neox.final_layer_norm",
-           NORM_LAYERNORM, head="lm_head|embed_out"),  # embed_out before transformers 5
-    Family("Llama / SmolLM", ("llama",), "model.layers", "model.norm", NORM_RMS),
-    Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS),
-    Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS),
-    Family("Qwen3", ("qwen3",), "model.layers", "model.norm", NORM_RMS),
-    Family("Gemma", ("gemma",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE),
+           NORM_LAYERNORM, head="lm_head|embed_out",  # embed_out before transformers 5
+           mid_state=_LLAMA_MID, parallel_attr="use_parallel_residual"),
+    Family("Llama / SmolLM", ("llama",), "model.layers", "model.norm", NORM_RMS,
+           mid_state=_LLAMA_MID),
+    Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
+    Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
+    Family("Qwen3", ("qwen3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
+    Family("Gemma", ("gemma",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
+           mid_state=_LLAMA_MID),
     Family("Gemma-2", ("gemma2",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
-           softcap_attr="final_logit_softcapping"),
+           softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID),
     Family("Gemma-3", ("gemma3_text",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
-           softcap_attr="final_logit_softcapping"),
+           softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID),
     Family("OPT", ("opt",), "model.decoder.layers", "model.decoder.final_layer_norm",
-           NORM_LAYERNORM, project_out="model.decoder.project_out"),
-    Family("Phi-1/2", ("phi",), "model.layers", "model.final_layernorm", NORM_LAYERNORM),
-    Family("Phi-3", ("phi3",), "model.layers", "model.norm", NORM_RMS),
+           NORM_LAYERNORM, project_out="model.decoder.project_out",
+           mid_state="final_layer_norm", post_norm_mid_state="fc1"),
+    Family("Phi-1/2", ("phi",), "model.layers", "model.final_layernorm",
+           NORM_LAYERNORM),  # parallel attention and MLP
+    Family("Phi-3", ("phi3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
 )
 
 FAMILY_BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES for t in f.model_types}

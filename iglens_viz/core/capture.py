@@ -27,7 +27,7 @@ def block_output_states(value) -> torch.Tensor:
 
 @torch.no_grad()
 def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Tensor,
-                   *, device: torch.device, dtype: torch.dtype
+                   *, device: torch.device, dtype: torch.dtype, sublayers: bool = False
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``model`` once on ``input_ids`` (shape ``[T]``).
 
@@ -36,15 +36,22 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     model's dtype, used for the numeric self-check of the readout at every position (as a
     plain forward pass computes them: one head matmul over T rows, 1/(n+1) of the readout
     map's).
+
+    With ``sublayers``, the stream between each block's attention write and its MLP
+    (h_L.attn, read as the input of the family's ``mid_state`` module) is kept too:
+    ``states`` is ``[2n+1, T, d]``, ``states[2L-1]`` = h_L.attn and ``states[2L]`` = h_L.
+    Parallel blocks have no such state: :class:`~iglens_viz.errors.UnsupportedModelError`.
     """
     n = adapter.n_blocks
+    stride = 2 if sublayers else 1
+    mids = adapter.require_sublayers() if sublayers else ()
     states: torch.Tensor | None = None  # allocated at the first hook, once d is known
-    seen = [False] * (n + 1)
+    seen = [False] * (stride * n + 1)
 
     def keep(index: int, tensor: torch.Tensor) -> None:
         nonlocal states
         if states is None:
-            states = torch.empty((n + 1, *tensor.shape[1:]), device=device, dtype=dtype)
+            states = torch.empty((len(seen), *tensor.shape[1:]), device=device, dtype=dtype)
         states[index].copy_(tensor[0])
         seen[index] = True
 
@@ -56,9 +63,16 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
             keep(index, block_output_states(output))
         return hook
 
+    def before_mlp(index):
+        def hook(module, args):  # OPT flattens the batch into [B·T, d] here; B is 1
+            keep(index, args[0].reshape(1, -1, args[0].shape[-1]))
+        return hook
+
     handles = [adapter.blocks[0].register_forward_pre_hook(before_first, with_kwargs=True)]
-    handles += [block.register_forward_hook(after_block(i + 1))
+    handles += [block.register_forward_hook(after_block(stride * (i + 1)))
                 for i, block in enumerate(adapter.blocks)]
+    handles += [mid.register_forward_pre_hook(before_mlp(2 * i + 1))
+                for i, mid in enumerate(mids)]
     try:
         with eval_mode(model):
             ids = input_ids.unsqueeze(0).to(input_device(model))
@@ -68,8 +82,9 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
             handle.remove()
     missing = [i for i, ok in enumerate(seen) if not ok]
     if missing:
-        raise RuntimeError(f"the forward pass did not run blocks {missing}; "
-                           f"the adapter for {adapter.family.name} does not match this model")
+        raise RuntimeError(f"the forward pass did not fill states {missing} (of "
+                           f"{len(seen)}); the adapter for {adapter.family.name} does not "
+                           f"match this model")
     return states, out.logits[0]
 
 
