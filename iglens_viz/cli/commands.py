@@ -117,14 +117,11 @@ def _load(name, dtype=None, device=None):
 
 def _check_outputs(*paths: Path | None) -> None:
     """Refuse bad output paths before any work is done (and before any file is written)."""
+    from ..export.files import check_output_path
+
     for path in paths:
-        if path is None:
-            continue
-        if path.is_dir():
-            raise UserError(f"{path} is a folder; give a file name such as "
-                            f"{path / ('iglens' + (path.suffix or '.out'))}")
-        if not path.parent.is_dir():
-            raise UserError(f"cannot write {path}: the folder {path.parent} does not exist")
+        if path is not None:
+            check_output_path(path)
 
 
 def _positions(result, args) -> list[int]:

@@ -75,12 +75,10 @@ def riemann_totals(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: 
     for flat, cols in _point_chunks(h_a, steps, readout, budget, _GRADIENT_COPIES):
         a, direction, pair, step = _segment_rows(h_a, h_b, steps, flat, readout.dtype)
         points = (a + alphas[step.to(alphas.device)][:, None] * direction).requires_grad_(True)
-        with torch.enable_grad():
-            features = readout.features(points)
-        with torch.no_grad():
-            _, grad_z = readout.probability_and_gradient(
-                features.detach(), _at(ids, pair), _at(contrast, pair), cols, gradient=True)
-        (grad,) = torch.autograd.grad(features, points, grad_outputs=grad_z)
+        with torch.enable_grad():  # Readout.probability's analytic head gradient
+            values = readout.probability(points, _at(ids, pair), _at(contrast, pair),
+                                         block_columns=cols)
+            (grad,) = torch.autograd.grad(values.sum(), points)
         slopes = (grad * direction).sum(-1)
         out.index_add_(0, pair.to(out.device), slopes)
     return out / steps

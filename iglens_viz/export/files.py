@@ -8,11 +8,23 @@ from pathlib import Path
 
 from ..errors import IGLensError
 
-__all__ = ["OutputFileError", "write_atomic"]
+__all__ = ["OutputFileError", "check_output_path", "write_atomic"]
 
 
 class OutputFileError(IGLensError, OSError):
     """An output file cannot be written where it was asked for."""
+
+
+def check_output_path(path) -> Path:
+    """``path`` as a Path, or :class:`OutputFileError` when it is a folder or its folder does
+    not exist (so a command can refuse a bad path before doing any work)."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputFileError(f"{path} is a folder; give a file name such as "
+                              f"{path / ('iglens' + (path.suffix or '.out'))}")
+    if not path.parent.is_dir():
+        raise OutputFileError(f"cannot write {path}: the folder {path.parent} does not exist")
+    return path
 
 
 def write_atomic(path, data: str | bytes) -> Path:
@@ -22,13 +34,8 @@ def write_atomic(path, data: str | bytes) -> Path:
     Raises :class:`OutputFileError` when ``path`` is a folder, its folder does not exist or
     is not writable.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise OutputFileError(f"{path} is a folder; give a file name such as "
-                              f"{path / 'iglens.out'}")
+    path = check_output_path(path)
     folder = path.parent
-    if not folder.is_dir():
-        raise OutputFileError(f"cannot write {path}: the folder {folder} does not exist")
     mode = "wb" if isinstance(data, bytes) else "w"
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
