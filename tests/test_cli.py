@@ -39,6 +39,7 @@ def test_json_holds_the_api_result(tiny_model_dir, tmp_path, lens):
                               steps=3, estimator="riemann")
     assert data["boundaries"] == [0, 1, 4] and data["steps"] == 3
     got = np.array(data["contributions"], dtype=float)
+    # JSON keeps float64 exactly (repr round-trips); the slack covers only float64 rounding.
     np.testing.assert_allclose(got[:-1], expected.contributions[:-1], atol=1e-9)
     assert data["contributions"][-1] == [None, None]  # no next token at the end: null, not NaN
     assert data["contrast_ids"] == [4] * 5
@@ -50,7 +51,7 @@ def test_generate_and_every_k_boundaries(tiny_model_dir, tmp_path, lens):
     expected = lens.attribute(PROMPT, max_new_tokens=3, boundaries=[0, 3, 4])
     assert data["input_ids"] == expected.input_ids.tolist()
     assert data["prompt_length"] == 5 and data["answer_positions"] == [4, 5, 6]
-    np.testing.assert_allclose(data["lens_probs"], expected.lens_probs, atol=1e-9)
+    np.testing.assert_allclose(data["lens_probs"], expected.lens_probs, atol=1e-9)  # as above
 
 
 def test_table_shows_the_answer_by_default(tiny_model_dir, capsys, lens):

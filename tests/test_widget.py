@@ -116,6 +116,7 @@ def test_payload_round_trip_equals_the_result(lens):
         assert got.shape == expected.shape, name
         if expected.dtype.kind == "f":
             assert got.dtype == np.float32
+            # The payload is the float32 cast itself: equal up to far less than eps32 (1.2e-7).
             np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6,
                                        equal_nan=True, err_msg=name)
         else:
@@ -228,6 +229,7 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     after = decoded(w.result)
     expected = lens.attribute(PROMPT, target="next", boundaries=[0, 2, 4], steps=3,
                               estimator="riemann")
+    # float32 payload vs the float64 result: one rounding to float32 (≤ eps32/2 = 6e-8).
     np.testing.assert_allclose(after["contributions"], expected.contributions, rtol=1e-6,
                                equal_nan=True)
     assert after["contributions"].shape == (6, 2) and before["contributions"].shape == (6, 4)
@@ -297,6 +299,7 @@ def test_recompute_keeps_the_generated_answer(lens, forward_calls):
     np.testing.assert_array_equal(again.answer_positions, [5, 6, 7])
     # Along the answer the "predicted" target is the generated token, as in the original call.
     np.testing.assert_array_equal(again.target_ids, first.target_ids)
+    # The same cached trace and the same arithmetic: equal up to float64 rounding.
     np.testing.assert_allclose(again.contributions, first.contributions, atol=1e-12)
 
 
