@@ -50,6 +50,13 @@ class ModelAdapter:
     mid_modules: tuple[nn.Module, ...] | None = None
     """Per block, the module whose input is the stream between attention and MLP (h_L.attn);
     None when the blocks are parallel (see :meth:`require_sublayers`)."""
+    attn_out_modules: tuple[nn.Module, ...] = ()
+    """Per block, the attention's output projection (input: the concatenated head outputs)."""
+    n_heads: int = 0
+    """Attention heads per block (query heads: the output projection's input groups)."""
+    heads_split: bool = False
+    """Whether the attention's write to the stream is linear in its heads (no norm after the
+    output projection), so it splits exactly into one write per head."""
 
     @property
     def n_blocks(self) -> int:
@@ -70,6 +77,22 @@ class ModelAdapter:
                 f"boundary to attribute to; attribute whole blocks instead (boundaries "
                 f"'all'), or split a block's contribution by component")
         return self.mid_modules
+
+
+    def output_projection(self, block: int) -> torch.Tensor:
+        """W_o of block ``block`` (0-based) as ``[d, H·d_head]``: head i writes
+        ``W_o[:, i·d_head:(i+1)·d_head] @ z_i`` (GPT-2's ``Conv1D`` stores it transposed)."""
+        module = self.attn_out_modules[block]
+        weight = module.weight
+        return weight if isinstance(module, nn.Linear) else weight.T
+
+    def require_heads(self) -> tuple[nn.Module, ...]:
+        """The per-block output projections; an error when the heads cannot be told apart."""
+        if not self.attn_out_modules:
+            raise UnsupportedModelError(
+                f"{self.family.name} has no attention output projection in the family table; "
+                f"add attn_out to its entry in iglens_viz/adapters/families.py")
+        return self.attn_out_modules
 
 
 def _not_supported_message(model: nn.Module, model_type: str | None) -> str:
@@ -119,6 +142,7 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
         head=head,
         softcap=float(softcap) if softcap else None,
         mid_modules=_mid_modules(family, config, blocks),
+        **_attention_outputs(family, config, blocks),
     )
 
 
@@ -138,6 +162,31 @@ def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None
             f"have renamed it. Update the {family.name} entry in "
             f"iglens_viz/adapters/families.py.")
     return modules
+
+
+def _attention_outputs(family: Family, config, blocks) -> dict:
+    """Each block's attention output projection, the head count, and whether the attention's
+    write is linear in its heads (not with a norm after it: Gemma-2/3, post-norm OPT)."""
+    if family.attn_out is None:
+        return {}
+    modules = tuple(_resolve(block, family.attn_out) for block in blocks)
+    n_heads = getattr(config, "num_attention_heads", None)
+    width = getattr(modules[0], "in_features", None) if modules and modules[0] is not None \
+        else None
+    if any(m is None for m in modules) or not n_heads:
+        raise UnsupportedModelError(
+            f"{family.name} blocks have no {family.attn_out!r} module (or the config has no "
+            f"num_attention_heads); update the {family.name} entry in "
+            f"iglens_viz/adapters/families.py.")
+    if width is None:  # GPT-2's Conv1D: weight [in, out]
+        width = modules[0].weight.shape[0]
+    if width % n_heads:
+        raise UnsupportedModelError(f"{family.name}: the attention output projection's "
+                                    f"input width {width} is not a multiple of "
+                                    f"{n_heads} heads")
+    post_norm = family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True)
+    return dict(attn_out_modules=modules, n_heads=int(n_heads),
+                heads_split=not (family.attn_write_normed or post_norm))
 
 
 def execution_device(module: nn.Module) -> torch.device:

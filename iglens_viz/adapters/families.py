@@ -53,38 +53,53 @@ class Family:
     false: OPT-350m), whose MLP reads the stream directly."""
     parallel_attr: str | None = None
     """Config attribute that, when true, makes the blocks parallel (no ``mid_state``)."""
+    attn_out: str | None = None
+    """The attention's output projection inside a block (``Linear``, or GPT-2's ``Conv1D``):
+    its input is the concatenated head outputs, so head i writes ``W_o[:, i] z_i``."""
+    attn_write_normed: bool = False
+    """True when a norm sits between the output projection and the residual stream (Gemma-2/3
+    sandwich norms): the attention's write is then not linear in its heads."""
 
 
 _LLAMA_MID = "post_attention_layernorm"  # pre-MLP norm: its input is h_{L-1} + attention
 _SANDWICH_MID = "pre_feedforward_layernorm"  # Gemma-2/3 norm the attention write first
+_O_PROJ = "self_attn.o_proj"
 
 FAMILIES: tuple[Family, ...] = (
     Family("GPT-2", ("gpt2",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           block_count_attr="n_layer", mid_state="ln_2"),
+           block_count_attr="n_layer", mid_state="ln_2", attn_out="attn.c_proj"),
     Family("GPT-Neo", ("gpt_neo",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           mid_state="ln_2"),
+           mid_state="ln_2", attn_out="attn.attention.out_proj"),
     Family("GPT-J", ("gptj",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           block_count_attr="n_layer"),  # parallel attention and MLP
+           block_count_attr="n_layer", attn_out="attn.out_proj"),  # parallel attn and MLP
     Family("GPT-NeoX / Pythia", ("gpt_neox",), "gpt_neox.layers", "gpt_neox.final_layer_norm",
            NORM_LAYERNORM, head="lm_head|embed_out",  # embed_out before transformers 5
-           mid_state=_LLAMA_MID, parallel_attr="use_parallel_residual"),
+           mid_state=_LLAMA_MID, parallel_attr="use_parallel_residual",
+           attn_out="attention.dense"),
     Family("Llama / SmolLM", ("llama",), "model.layers", "model.norm", NORM_RMS,
-           mid_state=_LLAMA_MID),
-    Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
-    Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
-    Family("Qwen3", ("qwen3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
+           mid_state=_LLAMA_MID, attn_out=_O_PROJ),
+    Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
+           attn_out=_O_PROJ),
+    Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
+           attn_out=_O_PROJ),
+    Family("Qwen3", ("qwen3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
+           attn_out=_O_PROJ),
     Family("Gemma", ("gemma",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
-           mid_state=_LLAMA_MID),
+           mid_state=_LLAMA_MID, attn_out=_O_PROJ),
     Family("Gemma-2", ("gemma2",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
-           softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID),
+           softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID,
+           attn_out=_O_PROJ, attn_write_normed=True),
     Family("Gemma-3", ("gemma3_text",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
-           softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID),
+           softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID,
+           attn_out=_O_PROJ, attn_write_normed=True),
     Family("OPT", ("opt",), "model.decoder.layers", "model.decoder.final_layer_norm",
            NORM_LAYERNORM, project_out="model.decoder.project_out",
-           mid_state="final_layer_norm", post_norm_mid_state="fc1"),
+           mid_state="final_layer_norm", post_norm_mid_state="fc1",
+           attn_out="self_attn.out_proj"),
     Family("Phi-1/2", ("phi",), "model.layers", "model.final_layernorm",
-           NORM_LAYERNORM),  # parallel attention and MLP
-    Family("Phi-3", ("phi3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID),
+           NORM_LAYERNORM, attn_out="self_attn.dense"),  # parallel attention and MLP
+    Family("Phi-3", ("phi3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
+           attn_out=_O_PROJ),
 )
 
 FAMILY_BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES for t in f.model_types}
