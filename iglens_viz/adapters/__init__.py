@@ -57,6 +57,13 @@ class ModelAdapter:
     heads_split: bool = False
     """Whether the attention's write to the stream is linear in its heads (no norm after the
     output projection), so it splits exactly into one write per head."""
+    attn_write_modules: tuple[nn.Module, ...] = ()
+    """Per block, the module whose output (its first element when a tuple) is the attention's
+    write to the residual stream as it enters it (``Family.attn_write``); empty when the write
+    is not a term of the stream (post-norm OPT: a norm follows the residual sum)."""
+    mlp_write_modules: tuple[nn.Module, ...] = ()
+    """Per block, the module whose output (its first element when a tuple) is the MLP's write
+    to the residual stream as it enters it (``Family.mlp_write``); empty as above."""
 
     @property
     def n_blocks(self) -> int:
@@ -143,6 +150,7 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
         softcap=float(softcap) if softcap else None,
         mid_modules=_mid_modules(family, config, blocks),
         **_attention_outputs(family, config, blocks),
+        **_write_modules(family, config, blocks),
     )
 
 
@@ -187,6 +195,27 @@ def _attention_outputs(family: Family, config, blocks) -> dict:
     post_norm = family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True)
     return dict(attn_out_modules=modules, n_heads=int(n_heads),
                 heads_split=not (family.attn_write_normed or post_norm))
+
+
+def _write_modules(family: Family, config, blocks) -> dict:
+    """Each block's attention-write and MLP-write modules (``Family.attn_write`` and
+    ``mlp_write``); none for post-norm configs (OPT ``do_layer_norm_before`` false), whose
+    norm after the residual sum leaves no write that enters the stream unchanged."""
+    if family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True):
+        return {}
+    resolved = {}
+    for key, path in (("attn_write_modules", family.attn_write),
+                      ("mlp_write_modules", family.mlp_write)):
+        if path is None:
+            continue
+        modules = tuple(_resolve(block, path) for block in blocks)
+        if any(m is None for m in modules):
+            raise UnsupportedModelError(
+                f"{family.name} blocks have no {path!r} module; this transformers version may "
+                f"have renamed it. Update the {family.name} entry in "
+                f"iglens_viz/adapters/families.py.")
+        resolved[key] = modules
+    return resolved
 
 
 def execution_device(module: nn.Module) -> torch.device:

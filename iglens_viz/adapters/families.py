@@ -59,47 +59,65 @@ class Family:
     attn_write_normed: bool = False
     """True when a norm sits between the output projection and the residual stream (Gemma-2/3
     sandwich norms): the attention's write is then not linear in its heads."""
+    attn_write: str | None = None
+    """The module inside a block whose output (its first element when a tuple) is the
+    attention's write to the residual stream exactly as it is added to it: the attention module
+    itself, or the norm after it where one sits between attention and the sum (Gemma-2/3's
+    ``post_attention_layernorm``). Dropout after it is the identity in eval mode."""
+    mlp_write: str | None = None
+    """The module inside a block whose output (its first element when a tuple) is the MLP's
+    write to the residual stream exactly as it is added to it: the MLP module, OPT's ``fc2``,
+    or Gemma-2/3's ``post_feedforward_layernorm``. (For post-norm configs, OPT-350m, a norm
+    follows the residual sum, so neither write is a term of the stream.)"""
 
 
 _LLAMA_MID = "post_attention_layernorm"  # pre-MLP norm: its input is h_{L-1} + attention
 _SANDWICH_MID = "pre_feedforward_layernorm"  # Gemma-2/3 norm the attention write first
 _O_PROJ = "self_attn.o_proj"
+_SANDWICH_ATTN_WRITE = "post_attention_layernorm"  # Gemma-2/3: the norm after attention
+_SANDWICH_MLP_WRITE = "post_feedforward_layernorm"  # Gemma-2/3: the norm after the MLP
 
 FAMILIES: tuple[Family, ...] = (
     Family("GPT-2", ("gpt2",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           block_count_attr="n_layer", mid_state="ln_2", attn_out="attn.c_proj"),
+           block_count_attr="n_layer", mid_state="ln_2", attn_out="attn.c_proj",
+           attn_write="attn", mlp_write="mlp"),
     Family("GPT-Neo", ("gpt_neo",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           mid_state="ln_2", attn_out="attn.attention.out_proj"),
+           mid_state="ln_2", attn_out="attn.attention.out_proj", attn_write="attn",
+           mlp_write="mlp"),
     Family("GPT-J", ("gptj",), "transformer.h", "transformer.ln_f", NORM_LAYERNORM,
-           block_count_attr="n_layer", attn_out="attn.out_proj"),  # parallel attn and MLP
+           block_count_attr="n_layer", attn_out="attn.out_proj",  # parallel attn and MLP
+           attn_write="attn", mlp_write="mlp"),
     Family("GPT-NeoX / Pythia", ("gpt_neox",), "gpt_neox.layers", "gpt_neox.final_layer_norm",
            NORM_LAYERNORM, head="lm_head|embed_out",  # embed_out before transformers 5
            mid_state=_LLAMA_MID, parallel_attr="use_parallel_residual",
-           attn_out="attention.dense"),
+           attn_out="attention.dense", attn_write="attention", mlp_write="mlp"),
     Family("Llama / SmolLM", ("llama",), "model.layers", "model.norm", NORM_RMS,
-           mid_state=_LLAMA_MID, attn_out=_O_PROJ),
+           mid_state=_LLAMA_MID, attn_out=_O_PROJ, attn_write="self_attn", mlp_write="mlp"),
     Family("Mistral", ("mistral",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
-           attn_out=_O_PROJ),
+           attn_out=_O_PROJ, attn_write="self_attn", mlp_write="mlp"),
     Family("Qwen2", ("qwen2",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
-           attn_out=_O_PROJ),
+           attn_out=_O_PROJ, attn_write="self_attn", mlp_write="mlp"),
     Family("Qwen3", ("qwen3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
-           attn_out=_O_PROJ),
+           attn_out=_O_PROJ, attn_write="self_attn", mlp_write="mlp"),
     Family("Gemma", ("gemma",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
-           mid_state=_LLAMA_MID, attn_out=_O_PROJ),
+           mid_state=_LLAMA_MID, attn_out=_O_PROJ, attn_write="self_attn", mlp_write="mlp"),
     Family("Gemma-2", ("gemma2",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
            softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID,
-           attn_out=_O_PROJ, attn_write_normed=True),
+           attn_out=_O_PROJ, attn_write_normed=True, attn_write=_SANDWICH_ATTN_WRITE,
+           mlp_write=_SANDWICH_MLP_WRITE),
     Family("Gemma-3", ("gemma3_text",), "model.layers", "model.norm", NORM_RMS_PLUS_ONE,
            softcap_attr="final_logit_softcapping", mid_state=_SANDWICH_MID,
-           attn_out=_O_PROJ, attn_write_normed=True),
+           attn_out=_O_PROJ, attn_write_normed=True, attn_write=_SANDWICH_ATTN_WRITE,
+           mlp_write=_SANDWICH_MLP_WRITE),
     Family("OPT", ("opt",), "model.decoder.layers", "model.decoder.final_layer_norm",
            NORM_LAYERNORM, project_out="model.decoder.project_out",
            mid_state="final_layer_norm", post_norm_mid_state="fc1",
-           attn_out="self_attn.out_proj"),
+           attn_out="self_attn.out_proj", attn_write="self_attn", mlp_write="fc2"),
     Family("Phi-1/2", ("phi",), "model.layers", "model.final_layernorm",
-           NORM_LAYERNORM, attn_out="self_attn.dense"),  # parallel attention and MLP
+           NORM_LAYERNORM, attn_out="self_attn.dense",  # parallel attention and MLP
+           attn_write="self_attn", mlp_write="mlp"),
     Family("Phi-3", ("phi3",), "model.layers", "model.norm", NORM_RMS, mid_state=_LLAMA_MID,
-           attn_out=_O_PROJ),
+           attn_out=_O_PROJ, attn_write="self_attn", mlp_write="mlp"),
 )
 
 FAMILY_BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES for t in f.model_types}

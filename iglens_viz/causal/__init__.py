@@ -16,12 +16,13 @@ from importlib import resources
 
 from ..core.trajectory import is_monotone
 from ..errors import InvalidRequestError
-from .ablation import ABLATION_MODES, AblationMode, AblationResult, ablate
+from .ablation import (ABLATION_MODES, ABLATION_PARTS, AblationMode, AblationPart,
+                       AblationResult, ablate)
 from .validation import COLUMNS, ValidationResult, spearman, validate_onset
 
-__all__ = ["ABLATION_MODES", "COLUMNS", "AblationMode", "AblationResult", "ValidationResult",
-           "ablate", "is_monotone", "load_prompts", "prompt_categories", "spearman",
-           "validate_onset"]
+__all__ = ["ABLATION_MODES", "ABLATION_PARTS", "COLUMNS", "AblationMode", "AblationPart",
+           "AblationResult", "ValidationResult", "ablate", "is_monotone", "load_prompts",
+           "prompt_categories", "spearman", "validate_onset"]
 
 
 @lru_cache(maxsize=1)

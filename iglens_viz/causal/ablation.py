@@ -1,18 +1,27 @@
-"""Block ablation: how much does the target probability drop when block L adds nothing?
+"""Ablation: how much does the target probability drop when a block, or a part of one,
+adds nothing?
 
 IG-Lens scores a block by how much more probability the readout can see after it (a
 conditional marginal). Ablation asks the causal question inside the real forward pass: make
 block L contribute nothing to the residual stream (``h_L := h_{L-1}``), let every later block
 run on the changed stream, and measure the model's own output probability of the target.
 
+Finer parts can be removed too (``part``): the attention's or the MLP's write to the stream,
+as it enters the stream, or the write of one attention head (its slice of the output
+projection's input), so a head's IG-Lens share can be set against what removing it does.
+
 All ablations of one prompt run as one batched forward pass: the prompt is repeated along the
-batch axis, and a forward hook on each block replaces the output of exactly those batch rows
-that ablate it. The batch is cut into chunks so the ``[rows × T × vocab]`` logits stay under a
-memory budget.
+batch axis, and a hook on each block (or on its attention, MLP or output projection) replaces
+the values of exactly those batch rows that ablate it. The batch is cut into chunks so the
+``[rows × T × vocab]`` logits stay under a memory budget.
 
 >>> res = ablate(model, tokenizer, "The capital of France is")   # doctest: +SKIP
 >>> res.drop.shape                                               # doctest: +SKIP
 (6, 30)
+>>> heads = ablate(model, tokenizer, "The capital of France is", part="head",
+...                layers=[20], heads=[0, 3])                      # doctest: +SKIP
+>>> heads.column_labels                                          # doctest: +SKIP
+['L20.h0', 'L20.h3']
 """
 
 from __future__ import annotations
@@ -33,17 +42,27 @@ from ..core.request import TargetSpec
 from ..core.result import onset_segments
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..core.trace import DEFAULT_MEMORY_BUDGET
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, UnsupportedModelError
 from ..views.static import new_figure
 from ..views.token_format import plot_label
 
-__all__ = ["ABLATION_MODES", "AblationMode", "AblationResult", "ablate"]
+__all__ = ["ABLATION_MODES", "ABLATION_PARTS", "AblationMode", "AblationPart", "AblationResult",
+           "ablate"]
 
 AblationMode = Literal["zero", "mean"]
 """How a block is made to add nothing; see :data:`ABLATION_MODES`."""
 ABLATION_MODES: tuple[str, ...] = ("zero", "mean")
-"""``zero``: the block's output is its input (its update is skipped). ``mean``: the block's
-update (output − input) is replaced by its mean over the sequence's positions."""
+"""``zero``: the block's output is its input (its update is skipped); for a part, its write
+is zero. ``mean``: the block's update (output − input), or the part's write, is replaced by
+its mean over the sequence's positions."""
+
+AblationPart = Literal["block", "attn", "mlp", "head"]
+"""What one ablation removes; see :data:`ABLATION_PARTS`."""
+ABLATION_PARTS: tuple[str, ...] = ("block", "attn", "mlp", "head")
+"""``block``: the whole block's update. ``attn``: the attention's write to the residual stream
+as it enters it (Gemma-2/3: after the norm that follows the attention). ``mlp``: the MLP's
+write, likewise. ``head``: one attention head's write (its slice of the output projection's
+input), where the attention's write is linear in its heads."""
 
 # The logits block plus about two temporaries of the same size (log-softmax, gather).
 _LOGIT_COPIES = 3
@@ -66,45 +85,88 @@ class AblationResult:
     layers: list
     """``c`` column labels: the 1-based block ablated in each column (an int), or a tuple of
     blocks ablated together when a group was asked for. ``layers=None`` gives ``[1, …, n]``,
-    so column ``L - 1`` is block ``L``."""
+    so column ``L - 1`` is block ``L``. For ``part="head"``: the block (an int) of each
+    column, parallel to :attr:`heads`."""
     clean_probs: np.ndarray
     """``(T,)`` the model's own probability of the target with every block intact."""
     ablated_probs: np.ndarray
-    """``(T, c)`` the probability of the target with the column's block(s) ablated."""
+    """``(T, c)`` the probability of the target with the column's block(s) (or part of them)
+    ablated."""
     drop: np.ndarray
-    """``(T, c)`` ``clean_probs[:, None] - ablated_probs``: positive where the block raises the
-    target probability in the real forward pass."""
+    """``(T, c)`` ``clean_probs[:, None] - ablated_probs``: positive where the block (or part)
+    raises the target probability in the real forward pass."""
     mode: str = "zero"
-    """``zero`` (output := input) or ``mean`` (update := its mean over positions)."""
+    """``zero`` (output := input; a part's write := 0) or ``mean`` (the update, or the part's
+    write, := its mean over positions)."""
     n_blocks: int = 0
     """n, the number of decoder blocks of the model."""
     token_text: dict[int, str] = field(default_factory=dict, repr=False)
     """Decoded text of every token id the result refers to."""
+    part: str = "block"
+    """What each column removes: ``block``, ``attn``, ``mlp`` or ``head`` (see
+    :data:`ABLATION_PARTS`)."""
+    heads: list[int] | None = None
+    """For ``part="head"``: the 0-based head of each column, parallel to :attr:`layers`
+    (columns run block-major: every asked head of the first block, then of the next).
+    None for the other parts."""
 
     @property
     def target_tokens(self) -> list[str]:
         """``T`` target tokens as text ("" where there is none)."""
         return [self.token_text.get(int(i), "") for i in self.target_ids]
 
-    def column(self, layer) -> int:
-        """The column index of a 1-based block (or of a group tuple) in ``drop``."""
+    @property
+    def column_labels(self) -> list[str]:
+        """``c`` labels, one per column: ``"3"`` for block 3 (``"1–4"`` for a group of
+        consecutive blocks, ``"1+3"`` otherwise), ``"L3.attn"`` / ``"L3.mlp"`` for a block's
+        attention / MLP write, ``"L3.h2"`` for head 2 (0-based) of block 3 (1-based)."""
+        if self.part == "head":
+            return [f"L{b}.h{h}" for b, h in zip(self.layers, self.heads or [])]
+        blocks = [_blocks_text(label) for label in self.layers]
+        if self.part == "block":
+            return blocks
+        return [f"L{b}.{self.part}" for b in blocks]
+
+    def column(self, layer, head: int | None = None) -> int:
+        """The column index in ``drop`` of a 1-based block (or of a group tuple); for a
+        ``part="head"`` result, of block ``layer`` and 0-based head ``head`` (both needed)."""
         key = _label(layer)
+        if self.part == "head":
+            if head is None:
+                raise InvalidRequestError("the columns of a part='head' ablation are (block, "
+                                          "head) pairs: pass column(layer, head)")
+            for i, (b, h) in enumerate(zip(self.layers, self.heads or [])):
+                if b == key and h == int(head):
+                    return i
+            raise KeyError(f"block {layer!r} head {head!r} was not ablated; columns are "
+                           f"{self.column_labels}")
+        if head is not None:
+            raise InvalidRequestError(f"head= applies to part='head' ablations only; this one "
+                                      f"ablated part={self.part!r}")
         try:
             return self.layers.index(key)
         except ValueError:
             raise KeyError(f"block {layer!r} was not ablated; columns are {self.layers}") from None
 
-    def drop_at(self, layer) -> np.ndarray:
-        """``(T,)`` drop for one block (1-based) or group."""
-        return self.drop[:, self.column(layer)]
+    def drop_at(self, layer, head: int | None = None) -> np.ndarray:
+        """``(T,)`` drop for one block (1-based) or group; for ``part="head"``, for head
+        ``head`` (0-based) of block ``layer``."""
+        return self.drop[:, self.column(layer, head)]
 
     def plot_vs(self, attribution, position: int, ax=None):
         """Per-block IG-Lens contribution next to the ablation drop, for one token.
 
         ``attribution`` is an :class:`~iglens_viz.AttributionResult` of the same prompt and
         target whose segments match this result's columns (every block for the default
-        ``layers=None``). Returns the matplotlib Figure (built without pyplot).
+        ``layers=None``). Returns the matplotlib Figure (built without pyplot). Only for
+        ``part="block"`` results: the attribution's segments are whole blocks.
         """
+        if self.part != "block":
+            raise InvalidRequestError(f"plot_vs compares whole-block ablations with IG-Lens "
+                                      f"segments; this result ablated part={self.part!r} "
+                                      f"(columns {self.column_labels}): plot drop_at(...) "
+                                      f"against the matching share yourself, or ablate with "
+                                      f"part='block'")
         cols = _segment_columns(self, attribution)
         t = int(position)
         if not -len(self.tokens) <= t < len(self.tokens):
@@ -138,6 +200,18 @@ def _label(layer):
     return tuple(int(b) for b in layer)
 
 
+def _blocks_text(label) -> str:
+    """``"3"`` for one block, ``"1–4"`` for consecutive blocks, ``"1+3"`` otherwise."""
+    if isinstance(label, int):
+        return str(label)
+    blocks = sorted(label)
+    if len(blocks) == 1:
+        return str(blocks[0])
+    if blocks == list(range(blocks[0], blocks[-1] + 1)):
+        return f"{blocks[0]}\u2013{blocks[-1]}"
+    return "+".join(str(b) for b in label)
+
+
 def _segment_columns(result: AblationResult, attribution) -> list[int]:
     """Columns of ``result`` for the segments of ``attribution``; an error if they differ."""
     if list(np.asarray(attribution.input_ids)) != list(result.input_ids):
@@ -155,8 +229,9 @@ def _segment_columns(result: AblationResult, attribution) -> list[int]:
     return cols
 
 
-def _parse_layers(layers, n: int) -> tuple[list, list[frozenset[int]]]:
-    """Column labels and the set of 0-based blocks each column ablates."""
+def _parse_layers(layers, n: int, part: str = "block") -> tuple[list, list[frozenset[int]]]:
+    """Column labels and the set of 0-based blocks each column ablates (one block each, an
+    int label, for ``part="head"``)."""
     if layers is None:
         return list(range(1, n + 1)), [frozenset([i]) for i in range(n)]
     if isinstance(layers, (str, bytes)) or not isinstance(layers, (Iterable, np.ndarray)):
@@ -176,9 +251,65 @@ def _parse_layers(layers, n: int) -> tuple[list, list[frozenset[int]]]:
         if bad:
             raise InvalidRequestError(f"blocks are numbered 1 … {n} (block L maps h_(L-1) to "
                                       f"h_L); got {bad}")
+        if part == "head" and not isinstance(label, int):
+            raise InvalidRequestError(f"part='head' ablates one head of one block per column; "
+                                      f"layers must list single block numbers, got the group "
+                                      f"{item!r}")
         labels.append(label)
         groups.append(frozenset(b - 1 for b in blocks))
     return labels, groups
+
+
+def _parse_heads(heads, n_heads: int) -> list[int]:
+    """The 0-based heads to ablate in each asked block (``None``: all of them)."""
+    if heads is None:
+        return list(range(n_heads))
+    if isinstance(heads, (str, bytes)) or not isinstance(heads, (Iterable, np.ndarray)):
+        raise InvalidRequestError(f"heads must be None or a list of 0-based head indices, not "
+                                  f"{type(heads).__name__}")
+    out = []
+    for item in heads:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            raise InvalidRequestError(f"each entry of heads must be a 0-based head index, got "
+                                      f"{item!r}")
+        if not 0 <= int(item) < n_heads:
+            raise InvalidRequestError(f"heads are numbered 0 … {n_heads - 1} ({n_heads} heads "
+                                      f"per block); got {int(item)}")
+        out.append(int(item))
+    return out
+
+
+def _post_norm(adapter, config) -> bool:
+    """Whether a norm follows each residual sum (OPT with ``do_layer_norm_before`` false)."""
+    return bool(adapter.family.post_norm_mid_state) and not getattr(
+        config, "do_layer_norm_before", True)
+
+
+def _part_modules(adapter, config, part: str) -> tuple[nn.Module, ...]:
+    """The modules whose hooks ablate ``part``: blocks, write modules or output projections."""
+    if part == "block":
+        return adapter.blocks
+    name = adapter.family.name
+    if _post_norm(adapter, config):
+        raise UnsupportedModelError(
+            f"part={part!r} is not supported for post-norm {name} (config "
+            f"do_layer_norm_before=False, e.g. OPT-350m): a norm follows each residual sum, so "
+            f"the attention's and the MLP's outputs are not terms of the residual stream and "
+            f"'removing their write' is undefined; ablate whole blocks (part='block') instead")
+    if part == "head":
+        if not adapter.heads_split:
+            raise UnsupportedModelError(
+                f"part='head' is not available for {name}: a norm sits between the attention's "
+                f"output projection and the residual stream, so the attention's write is not "
+                f"a sum of one write per head and one head cannot be removed alone; use "
+                f"part='attn' to remove the block's whole attention write")
+        return adapter.require_heads()
+    modules = adapter.attn_write_modules if part == "attn" else adapter.mlp_write_modules
+    if not modules:
+        raise UnsupportedModelError(
+            f"{name} has no {part}_write module in the family table; add it to its entry in "
+            f"iglens_viz/adapters/families.py")
+    return modules
 
 
 def _replace_first(output, hidden: torch.Tensor):
@@ -202,18 +333,50 @@ def _block_input(args, kwargs) -> torch.Tensor:
                     "argument 0 nor keyword 'hidden_states')")
 
 
-class _AblationHooks:
-    """Forward hooks that, for the current chunk, ablate block i in the rows listed for it."""
+def _by_row(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``x`` as ``[rows, T, …]`` (OPT's MLP flattens the batch into ``[rows·T, d]``)."""
+    if x.dim() >= 3 and x.shape[0] == rows:
+        return x
+    return x.reshape(rows, -1, x.shape[-1])
 
-    def __init__(self, blocks: Sequence[nn.Module], mode: str):
+
+def _projection_input(args, kwargs):
+    """The output projection's input and a function that puts a replacement in its place."""
+    if args:
+        return args[0], lambda new: ((new, *args[1:]), kwargs)
+    for key in ("input", "x", "hidden_states"):
+        if key in kwargs:
+            return kwargs[key], lambda new: (args, {**kwargs, key: new})
+    raise TypeError("cannot find the attention output projection's input (neither positional "
+                    "argument 0 nor keyword 'input', 'x' or 'hidden_states')")
+
+
+class _AblationHooks:
+    """Hooks that, for the current chunk, ablate module i in the rows listed for it.
+
+    ``part="block"``: a forward hook on each block replaces its output (``rows[i]``: a bool
+    mask over batch rows). ``attn`` / ``mlp``: a forward hook on each write module replaces
+    its output (the write) likewise. ``head``: a forward pre-hook on each output projection
+    replaces head slices of its input (``rows[i]``: a ``[rows, H]`` bool mask).
+    """
+
+    def __init__(self, blocks: Sequence[nn.Module], mode: str, part: str = "block"):
         self.blocks = blocks
         self.mode = mode
-        self.rows: dict[int, torch.Tensor] = {}  # block index -> bool mask over batch rows
+        self.part = part
+        self.rows: dict[int, torch.Tensor] = {}  # module index -> bool mask over batch rows
         self.handles = []
 
     def __enter__(self):
-        self.handles = [block.register_forward_hook(self._hook(i), with_kwargs=True)
-                        for i, block in enumerate(self.blocks)]
+        if self.part == "block":
+            self.handles = [block.register_forward_hook(self._hook(i), with_kwargs=True)
+                            for i, block in enumerate(self.blocks)]
+        elif self.part == "head":
+            self.handles = [m.register_forward_pre_hook(self._head_hook(i), with_kwargs=True)
+                            for i, m in enumerate(self.blocks)]
+        else:
+            self.handles = [m.register_forward_hook(self._write_hook(i))
+                            for i, m in enumerate(self.blocks)]
         return self
 
     def __exit__(self, *exc):
@@ -235,6 +398,38 @@ class _AblationHooks:
                 replacement = inp + update.mean(dim=1, keepdim=True)
             mask = mask.to(out.device).view(-1, *([1] * (out.dim() - 1)))
             return _replace_first(output, torch.where(mask, replacement.to(out.dtype), out))
+        return hook
+
+    def _replacement(self, x: torch.Tensor) -> torch.Tensor:
+        """What replaces ``x`` (``[rows, T, …]``): zero, or its mean over positions."""
+        if self.mode == "zero":
+            return torch.zeros((), dtype=x.dtype, device=x.device)
+        return x.mean(dim=1, keepdim=True)
+
+    def _write_hook(self, index: int):
+        def hook(module, args, output):
+            mask = self.rows.get(index)
+            if mask is None:
+                return None
+            out = block_output_states(output)
+            write = _by_row(out, mask.numel())
+            mask = mask.to(out.device).view(-1, *([1] * (write.dim() - 1)))
+            new = torch.where(mask, self._replacement(write), write)
+            return _replace_first(output, new.reshape(out.shape))
+        return hook
+
+    def _head_hook(self, index: int):
+        def hook(module, args, kwargs):
+            mask = self.rows.get(index)  # [rows, H]
+            if mask is None:
+                return None
+            x, put = _projection_input(args, kwargs)
+            rows, n_heads = mask.shape
+            z = _by_row(x, rows)
+            z = z.reshape(*z.shape[:-1], n_heads, z.shape[-1] // n_heads)  # [rows, T, H, d_h]
+            mask = mask.to(x.device).view(rows, *([1] * (z.dim() - 3)), n_heads, 1)
+            new = torch.where(mask, self._replacement(z), z)
+            return put(new.reshape(x.shape))
         return hook
 
 
@@ -260,8 +455,10 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", layers=None,
            mode: AblationMode = "zero",
            batch_size: int | None = None, *,
-           memory_budget: int = DEFAULT_MEMORY_BUDGET) -> AblationResult:
-    """Drop in each position's target probability when a block adds nothing to the stream.
+           memory_budget: int = DEFAULT_MEMORY_BUDGET, part: AblationPart = "block",
+           heads=None) -> AblationResult:
+    """Drop in each position's target probability when a block, or one part of it (its
+    attention, its MLP, one attention head), adds nothing to the stream.
 
     Parameters
     ----------
@@ -276,19 +473,52 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
     layers:
         ``None`` for every block (column ``L - 1`` is block ``L``), or a list whose entries
         are 1-based block numbers or groups of them (a tuple/range, ablated together in one
-        pass). The result keeps only the asked columns, labelled in ``.layers``.
+        pass; for ``part="attn"``/``"mlp"`` the part of every block of the group). The result
+        keeps only the asked columns, labelled in ``.layers``. For ``part="head"`` single
+        blocks only (groups are an error).
     mode:
-        ``"zero"``: the block's output is replaced by its input (``h_L := h_{L-1}``).
-        ``"mean"``: the block's update ``h_L - h_{L-1}`` is replaced by its mean over the
-        positions of the sequence (this mean includes later positions and the first token,
-        whose states are often large; prefer ``zero`` for strictly causal ablations).
-        In both modes every later block runs on the changed stream.
+        ``"zero"``: the block's output is replaced by its input (``h_L := h_{L-1}``); for a
+        part, its write (or the head's slice of the output projection's input) is zero.
+        ``"mean"``: the block's update ``h_L - h_{L-1}`` (or the part's write, or the head's
+        slice) is replaced by its mean over the positions of the sequence (this mean includes
+        later positions and the first token, whose states are often large; prefer ``zero``
+        for strictly causal ablations). In both modes every later computation of the block and
+        every later block run on the changed stream.
     batch_size:
         Ablations per forward pass; ``None`` picks as many as keep the ``[rows × T × vocab]``
         logits under ``memory_budget`` bytes.
+    part:
+        What each column removes (see :data:`ABLATION_PARTS`):
+
+        * ``"block"`` (default): the whole block, as above.
+        * ``"attn"``: the attention's write to the residual stream, as it enters the stream
+          (Gemma-2/3: after the norm that follows the attention; parallel blocks, GPT-J,
+          Phi-1/2, GPT-NeoX: the attention's term of the sum). The MLP of a sequential block
+          then reads the stream without it.
+        * ``"mlp"``: the MLP's write likewise (Gemma-2/3: after its post-norm; OPT: ``fc2``).
+        * ``"head"``: one attention head's write: its slice of the output projection's input
+          (the concatenated head outputs) is zeroed (or replaced by its mean over positions),
+          so exactly ``W_o[:, head] z_head`` leaves the write (a bias stays). Only where the
+          attention's write is linear in its heads; Gemma-2/3 (a norm after the output
+          projection) raise :class:`UnsupportedModelError`: use ``"attn"`` there.
+
+        Post-norm models (OPT with ``do_layer_norm_before=False``) support only ``"block"``:
+        a norm after each residual sum leaves no sub-layer write in the stream.
+    heads:
+        For ``part="head"``: ``None`` for every head, or a list of 0-based head indices. The
+        columns are every (block in ``layers``, head in ``heads``) pair, block-major;
+        ``.layers`` holds each column's block and ``.heads`` its head. An error for other
+        parts.
 
     Returns an :class:`AblationResult`.
     """
+    if part not in ABLATION_PARTS:
+        raise InvalidRequestError(f"unknown ablation part {part!r}; choose one of "
+                                  f"{', '.join(ABLATION_PARTS)}")
+    if heads is not None and part != "head":
+        whole = "blocks" if part == "block" else f"{part} writes"
+        raise InvalidRequestError(f"heads= selects heads for part='head'; part={part!r} "
+                                  f"ablates whole {whole}")
     if mode not in ABLATION_MODES:
         raise InvalidRequestError(f"unknown ablation mode {mode!r}; choose one of "
                                   f"{', '.join(ABLATION_MODES)}")
@@ -299,9 +529,16 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
                                   f"{batch_size!r}")
     adapter = adapter_for(model)
     n = adapter.n_blocks
+    modules = _part_modules(adapter, model.config, part)
     vocab = adapter.head.weight.shape[0]
     ids = to_input_ids(text, tokenizer, model.config, vocab)
-    labels, groups = _parse_layers(layers, n)
+    labels, groups = _parse_layers(layers, n, part)
+    column_heads = None
+    if part == "head":
+        head_list = _parse_heads(heads, adapter.n_heads)
+        labels = [b for b in labels for _ in head_list]
+        column_heads = [h for _ in groups for h in head_list]
+        groups = [g for g in groups for _ in head_list]
     T = ids.numel()
 
     with eval_mode(model):
@@ -319,12 +556,19 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
             batch_size = max(1, int(memory_budget) // per_row)
         batch_size = int(batch_size)
         ablated = np.empty((T, len(groups)), dtype=np.float64)
-        with _AblationHooks(adapter.blocks, mode) as hooks:
+        with _AblationHooks(modules, mode, part) as hooks:
             for start in range(0, len(groups), batch_size):
                 chunk = groups[start:start + batch_size]
                 hooks.rows = {}
                 for block in sorted(set().union(*chunk)):
                     hooks.rows[block] = torch.tensor([block in g for g in chunk])
+                if column_heads is not None:  # [rows, H]: the head each row ablates
+                    chunk_heads = torch.as_tensor(column_heads[start:start + batch_size])
+                    for block, rows in hooks.rows.items():
+                        index = rows.nonzero().squeeze(1)
+                        mask = torch.zeros(len(chunk), adapter.n_heads, dtype=torch.bool)
+                        mask[index, chunk_heads[index]] = True
+                        hooks.rows[block] = mask
                 logits = _forward(model, batch_ids.expand(len(chunk), -1))
                 probs = _target_probs(logits, y)  # [rows, T]
                 ablated[:, start:start + len(chunk)] = probs.T.double().cpu().numpy()
@@ -345,4 +589,6 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
         mode=mode,
         n_blocks=n,
         token_text=text_of,
+        part=part,
+        heads=column_heads,
     )

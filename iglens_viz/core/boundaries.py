@@ -1,10 +1,16 @@
 """Segment boundaries: the forms a user may write, their validation, and segment labels.
 
 A boundary spec is ``"all"`` (every block), ``"every:K"`` (every K blocks, n always
-included), a comma list such as ``"0,10,20,30"``, or a sequence of ints. The same forms are
+included), a comma list such as ``"0,10,20,30"``, a sequence of ints, or ``"sublayer"``
+(every attention and every MLP output). The same forms are
 accepted everywhere — the API, the CLI, the widget's boundary box — because they all go
 through :func:`normalize_boundaries` (no model needed) and :func:`resolve_boundaries` (the
 model's number of blocks n).
+
+A boundary is a *depth* on the residual path: depth L is h_L, the stream after block L, and
+depth L − ½ is h_L.attn, the stream inside block L after its attention's write and before its
+MLP (only ``"sublayer"`` has such half depths). Segment labels read ``"12"`` (block 12),
+``"11–15"`` (blocks 11 to 15), ``"12.attn"`` and ``"12.mlp"`` (the two halves of block 12).
 """
 
 from __future__ import annotations
@@ -12,17 +18,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Union
 
+import math
+
 import numpy as np
 
 from ..errors import InvalidRequestError
 
-__all__ = ["BoundarySpec", "normalize_boundaries", "parse_boundaries", "resolve_boundaries",
+__all__ = ["SUBLAYER", "BoundarySpec", "block_of_depth", "depth_list", "is_sublayer", "normalize_boundaries", "parse_boundaries", "resolve_boundaries",
            "segment_label", "segment_labels"]
 
 BoundarySpec = Union[str, Sequence[int], None]
-"""``"all"`` / None, ``"every:K"``, ``"0,10,20,30"``, or a sequence of block indices."""
+"""``"all"`` / None, ``"every:K"``, ``"0,10,20,30"``, a sequence of block indices, or
+``"sublayer"``."""
 
-_EXAMPLE = "'all', 'every:5' or a comma list such as '0,10,20,30'"
+SUBLAYER = "sublayer"
+"""The spec with a boundary at every attention and every MLP output (sequential blocks)."""
+
+_EXAMPLE = "'all', 'every:5', 'sublayer' or a comma list such as '0,10,20,30'"
 
 
 def _int_list(values, spec) -> tuple[int, ...]:
@@ -46,6 +58,8 @@ def normalize_boundaries(spec: BoundarySpec) -> str | tuple[int, ...]:
         text = spec.strip().lower()
         if text in ("", "all", "every"):
             return "all"
+        if text in (SUBLAYER, "sublayers"):
+            return SUBLAYER
         if text.startswith("every:"):
             step = text.split(":", 1)[1].strip()
             if not step.isdigit() or int(step) < 1:
@@ -63,10 +77,15 @@ def normalize_boundaries(spec: BoundarySpec) -> str | tuple[int, ...]:
                      else spec, spec)
 
 
-def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[int]:
-    """Block indices ``[0, …, n]`` of a normalised spec, validated for ``n`` blocks."""
+def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[float]:
+    """Depths ``[0, …, n]`` of a normalised spec, validated for ``n`` blocks.
+
+    Block boundaries are ints; ``"sublayer"`` adds the half depths L − ½ (floats).
+    """
     if spec == "all":
         return list(range(n + 1))
+    if spec == SUBLAYER:
+        return [x / 2 if x % 2 else x // 2 for x in range(2 * n + 1)]
     if isinstance(spec, str):  # "every:K"
         step = int(spec.split(":", 1)[1])
         return sorted({*range(0, n, step), n})
@@ -79,18 +98,38 @@ def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[int]:
     return out
 
 
-def parse_boundaries(spec: BoundarySpec, n: int) -> list[int]:
-    """Validated block indices ``[0, …, n]`` of any boundary spec (None: every block)."""
+def parse_boundaries(spec: BoundarySpec, n: int) -> list[float]:
+    """Validated depths ``[0, …, n]`` of any boundary spec (None: every block)."""
     return resolve_boundaries(normalize_boundaries(spec), n)
 
 
-def segment_label(start: int, end: int) -> str:
+def is_sublayer(boundaries) -> bool:
+    """Whether a boundary list has half depths (h_L.attn states)."""
+    return any(float(b) % 1 for b in boundaries)
+
+
+def block_of_depth(depth: float) -> int:
+    """The 1-based block a segment ending at ``depth`` lies in (block L ends at depth L and
+    its attention half at L − ½); 0 for depth 0."""
+    return math.ceil(depth)
+
+
+def segment_label(start: float, end: float) -> str:
     """The label of the segment from boundary ``start`` to ``end``: its blocks ``start+1 …
-    end``, written ``"12"`` for one block and ``"11–15"`` for several (blocks count from 1)."""
+    end``, written ``"12"`` for one block and ``"11–15"`` for several (blocks count from 1);
+    a half block reads ``"12.attn"`` (depth 11 → 11.5) or ``"12.mlp"`` (11.5 → 12)."""
+    if end - start == 0.5:
+        return f"{block_of_depth(end)}.{'mlp' if float(end).is_integer() else 'attn'}"
     return str(end) if end - start == 1 else f"{start + 1}\u2013{end}"
 
 
 def segment_labels(boundaries) -> list[str]:
     """:func:`segment_label` of every segment of a boundary list."""
-    b = [int(x) for x in boundaries]
+    b = depth_list(boundaries)
     return [segment_label(lo, hi) for lo, hi in zip(b[:-1], b[1:])]
+
+
+def depth_list(boundaries) -> list[float]:
+    """Boundaries as plain Python numbers: ints for block depths, floats for half depths
+    (so JSON and labels write ``12`` and ``11.5``)."""
+    return [int(x) if float(x).is_integer() else float(x) for x in boundaries]

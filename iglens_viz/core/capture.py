@@ -8,6 +8,8 @@ its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both ar
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
@@ -25,35 +27,59 @@ def block_output_states(value) -> torch.Tensor:
                     f"tuple whose first item is the hidden states")
 
 
+class Capture(NamedTuple):
+    """What one forward pass recorded (tensors on the readout device, in its dtype, except
+    ``logits``)."""
+
+    states: torch.Tensor
+    """``[n+1, T, d]`` h_0 … h_n, or ``[2n+1, T, d]`` with the sub-layer states interleaved."""
+    logits: torch.Tensor
+    """``[T, V]`` the model's own logits, in the model's dtype."""
+    head_inputs: torch.Tensor | None = None
+    """``[n, T, H·d_head]`` each block's concatenated head outputs (its output projection's
+    input), when asked for."""
+    attn_writes: torch.Tensor | None = None
+    """``[n, T, d]`` each block's attention output projection's output, kept for parallel
+    blocks with the head inputs (sequential blocks have h_L.attn − h_{L−1} instead)."""
+
+
 @torch.no_grad()
 def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Tensor,
-                   *, device: torch.device, dtype: torch.dtype, sublayers: bool = False
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run ``model`` once on ``input_ids`` (shape ``[T]``).
+                   *, device: torch.device, dtype: torch.dtype, sublayers: bool = False,
+                   heads: bool = False) -> Capture:
+    """Run ``model`` once on ``input_ids`` (shape ``[T]``) and return a :class:`Capture`.
 
-    Returns ``(states, logits)``: ``states[L]`` is h_L, shape ``[n+1, T, d]`` on ``device``
-    in ``dtype``; ``logits`` are the model's own logits at every position, ``[T, V]`` in the
-    model's dtype, used for the numeric self-check of the readout at every position (as a
-    plain forward pass computes them: one head matmul over T rows, 1/(n+1) of the readout
-    map's).
+    ``states[L]`` is h_L, shape ``[n+1, T, d]`` on ``device`` in ``dtype``; ``logits`` are
+    the model's own logits at every position, used for the numeric self-check of the readout
+    at every position (as a plain forward pass computes them: one head matmul over T rows,
+    1/(n+1) of the readout map's).
 
     With ``sublayers``, the stream between each block's attention write and its MLP
     (h_L.attn, read as the input of the family's ``mid_state`` module) is kept too:
     ``states`` is ``[2n+1, T, d]``, ``states[2L-1]`` = h_L.attn and ``states[2L]`` = h_L.
     Parallel blocks have no such state: :class:`~iglens_viz.errors.UnsupportedModelError`.
+
+    With ``heads``, each block's head outputs before the output projection are kept
+    (``head_inputs``; the same size as a residual state per block when H·d_head = d), and for
+    parallel blocks the projection's output (``attn_writes``).
     """
     n = adapter.n_blocks
     stride = 2 if sublayers else 1
     mids = adapter.require_sublayers() if sublayers else ()
-    states: torch.Tensor | None = None  # allocated at the first hook, once d is known
-    seen = [False] * (stride * n + 1)
+    projections = adapter.require_heads() if heads else ()
+    buffers: dict[str, torch.Tensor] = {}  # allocated at the first hook, once widths are known
+    seen = {"states": [False] * (stride * n + 1)}
+    if heads:
+        seen["head_inputs"] = [False] * n
+        if adapter.mid_modules is None:  # parallel blocks: no h_L.attn to subtract
+            seen["attn_writes"] = [False] * n
 
-    def keep(index: int, tensor: torch.Tensor) -> None:
-        nonlocal states
-        if states is None:
-            states = torch.empty((len(seen), *tensor.shape[1:]), device=device, dtype=dtype)
-        states[index].copy_(tensor[0])
-        seen[index] = True
+    def keep(index: int, tensor: torch.Tensor, what: str = "states") -> None:
+        if what not in buffers:
+            buffers[what] = torch.empty((len(seen[what]), *tensor.shape[1:]), device=device,
+                                        dtype=dtype)
+        buffers[what][index].copy_(tensor[0])
+        seen[what][index] = True
 
     def before_first(module, args, kwargs):
         keep(0, args[0] if args else kwargs["hidden_states"])
@@ -63,9 +89,19 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
             keep(index, block_output_states(output))
         return hook
 
+    def unflattened(x):  # OPT flattens the batch into [B·T, d] inside a block; B is 1
+        return x.reshape(1, -1, x.shape[-1])
+
     def before_mlp(index):
-        def hook(module, args):  # OPT flattens the batch into [B·T, d] here; B is 1
-            keep(index, args[0].reshape(1, -1, args[0].shape[-1]))
+        def hook(module, args):
+            keep(index, unflattened(args[0]))
+        return hook
+
+    def around_projection(index):
+        def hook(module, args, output):
+            keep(index, unflattened(args[0]), "head_inputs")
+            if "attn_writes" in seen:
+                keep(index, unflattened(output), "attn_writes")
         return hook
 
     handles = [adapter.blocks[0].register_forward_pre_hook(before_first, with_kwargs=True)]
@@ -73,6 +109,8 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
                 for i, block in enumerate(adapter.blocks)]
     handles += [mid.register_forward_pre_hook(before_mlp(2 * i + 1))
                 for i, mid in enumerate(mids)]
+    handles += [proj.register_forward_hook(around_projection(i))
+                for i, proj in enumerate(projections)]
     try:
         with eval_mode(model):
             ids = input_ids.unsqueeze(0).to(input_device(model))
@@ -80,12 +118,14 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     finally:
         for handle in handles:
             handle.remove()
-    missing = [i for i, ok in enumerate(seen) if not ok]
-    if missing:
-        raise RuntimeError(f"the forward pass did not fill states {missing} (of "
-                           f"{len(seen)}); the adapter for {adapter.family.name} does not "
-                           f"match this model")
-    return states, out.logits[0]
+    for what, filled in seen.items():
+        missing = [i for i, ok in enumerate(filled) if not ok]
+        if missing:
+            raise RuntimeError(f"the forward pass did not fill {what} {missing} (of "
+                               f"{len(filled)}); the adapter for {adapter.family.name} does "
+                               f"not match this model")
+    return Capture(buffers["states"], out.logits[0], buffers.get("head_inputs"),
+                   buffers.get("attn_writes"))
 
 
 def input_device(model: nn.Module) -> torch.device:

@@ -61,26 +61,46 @@ def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: tor
     return out.reshape(n_pairs, n_alphas)
 
 
-def riemann_totals(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
-                   contrast: torch.Tensor | None, steps: int, budget: int) -> torch.Tensor:
-    """Midpoint-rule Integrated Gradients of f along each segment: ``[P]``.
+def midpoints(steps: int, readout: Readout) -> torch.Tensor:
+    """The midpoint rule's α's ``(s − ½)/m``, s = 1 … m."""
+    return ((torch.arange(steps, dtype=readout.dtype) + 0.5) / steps).to(readout.device)
 
-    ``(1/m) Σ_s ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a)``. ∂f/∂features is computed
+
+def segment_gradients(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor,
+                      ids: torch.Tensor, contrast: torch.Tensor | None, alphas: torch.Tensor,
+                      budget: int, copies: int = _GRADIENT_COPIES
+                      ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                          torch.Tensor]]:
+    """∇f at ``h_a + α (h_b − h_a)`` for every (pair, α), chunk by chunk.
+
+    Yields ``(pair, step, gradient, direction)`` for the chunk's rows: the pair and α index
+    of each row, ``∇f [rows, d]`` and ``h_b − h_a`` of its pair. ∂f/∂features is computed
     analytically in the same streamed pass as f (no autograd graph through the head, no
     upcast head block kept for a backward pass); autograd runs through the norm only.
     """
-    n_pairs = h_a.shape[0]
-    alphas = ((torch.arange(steps, dtype=readout.dtype) + 0.5) / steps).to(readout.device)
-    out = torch.zeros(n_pairs, device=readout.device, dtype=readout.dtype)
-    for flat, cols in _point_chunks(h_a, steps, readout, budget, _GRADIENT_COPIES):
-        a, direction, pair, step = _segment_rows(h_a, h_b, steps, flat, readout.dtype)
+    n_alphas = alphas.numel()
+    alphas = alphas.to(device=readout.device, dtype=readout.dtype)
+    for flat, cols in _point_chunks(h_a, n_alphas, readout, budget, copies):
+        a, direction, pair, step = _segment_rows(h_a, h_b, n_alphas, flat, readout.dtype)
         points = (a + alphas[step.to(alphas.device)][:, None] * direction).requires_grad_(True)
         with torch.enable_grad():  # Readout.probability's analytic head gradient
             values = readout.probability(points, _at(ids, pair), _at(contrast, pair),
                                          block_columns=cols)
             (grad,) = torch.autograd.grad(values.sum(), points)
-        slopes = (grad * direction).sum(-1)
-        out.index_add_(0, pair.to(out.device), slopes)
+        yield pair, step, grad, direction
+
+
+def riemann_totals(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
+                   contrast: torch.Tensor | None, steps: int, budget: int) -> torch.Tensor:
+    """Midpoint-rule Integrated Gradients of f along each segment: ``[P]``.
+
+    ``(1/m) Σ_s ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a)``, with the gradients of
+    :func:`segment_gradients`.
+    """
+    out = torch.zeros(h_a.shape[0], device=readout.device, dtype=readout.dtype)
+    for pair, _, grad, direction in segment_gradients(readout, h_a, h_b, ids, contrast,
+                                                      midpoints(steps, readout), budget):
+        out.index_add_(0, pair.to(out.device), (grad * direction).sum(-1))
     return out / steps
 
 

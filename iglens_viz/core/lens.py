@@ -18,8 +18,9 @@ from torch import nn
 
 from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ReadoutMismatchError  # noqa: F401 (re-exported)
-from .boundaries import BoundarySpec
+from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .capture import capture_states
+from .components import component_names, component_shares
 from .estimators import path_values, riemann_totals
 from .extensions import provider
 from .inputs import check_context, to_input_ids
@@ -114,8 +115,13 @@ class IGLens:
         while len(cache) > self.cache_size:
             cache.popitem(last=False)
 
-    def trace(self, text_or_ids) -> Trace:
+    def trace(self, text_or_ids, *, sublayers: bool = False, components: bool = False
+              ) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row.
+
+        ``sublayers`` keeps h_L.attn between every attention and MLP (and reads it out);
+        ``components`` keeps what the component split needs (each block's head outputs, and
+        h_L.attn where blocks are sequential). A cached run that lacks them is replaced.
 
         A new run checks the model's own output and the readout against it (see
         :mod:`iglens_viz.core.selfcheck`): :class:`~iglens_viz.errors.ModelOutputError` when
@@ -126,33 +132,45 @@ class IGLens:
         ids = self.input_ids(text_or_ids)
         key = tuple(ids.tolist())
         cached = self._cache.get(key)
+        if sublayers:
+            self.adapter.require_sublayers()
+        sequential = self.adapter.mid_modules is not None
+        sublayers = sublayers or (components and sequential)
+        heads = components and self.adapter.heads_split
         # At least the top-1 is always kept: it is the "predicted" target.
         top_k = max(1, self.top_k)
-        if cached is not None and cached.top_k >= min(top_k, self.readout.vocab_size):
-            self._remember(self._cache, key, cached)
-            return cached
-        states, model_logits = capture_states(self.model, self.adapter, ids,
-                                              device=self.readout.device,
-                                              dtype=self.readout.dtype)
+        if cached is not None:
+            if cached.top_k >= min(top_k, self.readout.vocab_size) and \
+                    cached.covers(sublayers=sublayers, heads=heads):
+                self._remember(self._cache, key, cached)
+                return cached
+            sublayers = sublayers or cached.sublayers
+            heads = heads or cached.head_inputs is not None
+        captured = capture_states(self.model, self.adapter, ids, device=self.readout.device,
+                                  dtype=self.readout.dtype, sublayers=sublayers, heads=heads)
+        states = captured.states
         # The model's own output must be finite, and the readout of h_n must reproduce it at
         # every position (compared while the map streams the last layer's logits).
         what = type(self.model).__name__
         check_model_states(states, what)
-        check = SelfCheck(self.readout, model_logits, first_row=self.n_blocks * ids.numel(),
+        check = SelfCheck(self.readout, captured.logits,
+                          first_row=(states.shape[0] - 1) * ids.numel(),
                           what=what, adapter_name=self.adapter.family.name,
                           width=states.shape[-1], budget_bytes=self.memory_budget)
         features, lse, top_ids, top_lp = readout_map(self.readout, states, top_k,
                                                      self.memory_budget, observe=check.observe)
         check.finish(features[-1])
-        del check, model_logits
-        trace = Trace(ids, states, features, lse, top_ids, top_lp)
+        trace = Trace(ids, states, features, lse, top_ids, top_lp, sublayers=sublayers,
+                      head_inputs=captured.head_inputs, attn_writes=captured.attn_writes)
+        del check, captured  # the model's logits
         self._remember(self._cache, key, trace)
         return trace
 
     def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
                   contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
                   steps: int = 1, estimator: Estimator = "prediction_aware",
-                  chat: ChatMode = False, max_new_tokens: int = 0) -> AttributionResult:
+                  chat: ChatMode = False, max_new_tokens: int = 0,
+                  components: bool = False) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
 
         Parameters
@@ -167,7 +185,9 @@ class IGLens:
             Optional second token in the same forms: attribute p(target) − p(contrast).
         boundaries:
             ``None`` or ``"all"`` (every block), ``"every:K"``, ``"0,10,20,30"`` or a list
-            ``[0, …, n]`` (strictly increasing block indices).
+            ``[0, …, n]`` (strictly increasing block indices), or ``"sublayer"``: a
+            boundary after every attention and every MLP (segments ``"12.attn"``,
+            ``"12.mlp"``; sequential blocks only).
         steps:
             Interpolation steps m per segment, 1 … 1000. ``prediction_aware`` totals do
             not depend on m; m > 1 adds ``path_probs`` (the probability along each segment).
@@ -182,6 +202,11 @@ class IGLens:
             Generate the model's greedy answer (up to this many tokens) and attribute prompt
             and answer in one pass; along the answer, the ``"predicted"`` target is exactly
             the generated token. ``result.answer_positions`` says where it is.
+        components:
+            Also split every segment's contribution over attention heads, MLPs and a
+            remainder (``result.components``, a DataFrame; ``result.component_shares``,
+            dense). Costs m readout gradients per (position, segment); for a few positions
+            use :meth:`components` on a result instead.
 
         Returns
         -------
@@ -194,7 +219,8 @@ class IGLens:
         """
         return self.run(AttributionRequest(
             text_or_ids, target=target, contrast=contrast, boundaries=boundaries, steps=steps,
-            estimator=estimator, chat=chat, max_new_tokens=max_new_tokens))
+            estimator=estimator, chat=chat, max_new_tokens=max_new_tokens,
+            components=components))
 
     def run(self, request: AttributionRequest) -> AttributionResult:
         """Run an :class:`AttributionRequest` (see :meth:`attribute` for its fields).
@@ -207,7 +233,7 @@ class IGLens:
                                       f"{type(request).__name__}; use attribute() for a prompt")
         bounds = request.boundary_list(self.n_blocks)
         ids, prompt_length = self.prepare(request)
-        trace = self.trace(ids)
+        trace = self.trace(ids, sublayers=is_sublayer(bounds), components=request.components)
         vocab = self.readout.vocab_size
         predicted = _predicted_ids(trace, prompt_length)
         target_ids = resolve_targets(request.target, trace.input_ids, predicted,
@@ -241,8 +267,55 @@ class IGLens:
             interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
             path = torch.cat([lens[:, :-1, None], interior.reshape(T, k, -1).double(),
                               lens[:, 1:, None]], dim=-1)
+        shares = None
+        if request.components:
+            shares = self._shares(trace, bounds, torch.arange(T), y, c, request,
+                                  _path_or_ends(path, lens))
         return self._result(request, trace, bounds, target_ids, contrast_ids, missing, lens,
-                            contributions, path, prompt_length)
+                            contributions, path, prompt_length, shares)
+
+    def components(self, result: AttributionResult, positions=None) -> np.ndarray:
+        """Split ``result``'s contributions at ``positions`` over heads, MLPs and remainders.
+
+        Returns ``(P, n, C)`` shares (NaN at a position without a target), indexed like
+        ``result.component_shares``: blocks, then :func:`~iglens_viz.core.components.
+        component_names`. Costs m readout gradients per (position, segment) and reuses the
+        cached forward pass (the first call on a prompt may run it once more to keep the head
+        outputs), so one position answers a click in the widget.
+        """
+        request = result.request
+        if not isinstance(request, AttributionRequest):
+            raise InvalidRequestError("components() needs a result produced by an IGLens")
+        T = len(result.input_ids)
+        picked = np.arange(T) if positions is None else np.atleast_1d(np.asarray(positions))
+        if picked.dtype.kind not in "iu" or picked.ndim != 1 or \
+                ((picked < -T) | (picked >= T)).any():
+            raise InvalidRequestError(f"positions must be integers in [-{T}, {T}), got "
+                                      f"{positions!r}")
+        picked = picked % T
+        trace = self.trace(result.input_ids, sublayers=is_sublayer(result.boundaries),
+                           components=True)
+        if trace.input_ids.tolist() != list(result.input_ids):  # pragma: no cover - guard
+            raise InvalidRequestError("the result is of another prompt than this lens saw")
+
+        def ids_at(ids):
+            return None if ids is None else torch.as_tensor(
+                np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked]))
+
+        lens = torch.as_tensor(result.lens_probs[picked])
+        path = None if result.path_probs is None else torch.as_tensor(result.path_probs[picked])
+        shares = self._shares(trace, result.boundaries, torch.as_tensor(picked),
+                              ids_at(result.target_ids), ids_at(result.contrast_ids), request,
+                              _path_or_ends(path, lens))
+        out = shares.detach().cpu().numpy().astype(np.float64)
+        out[np.asarray(result.target_ids)[picked] < 0] = np.nan
+        return out
+
+    def _shares(self, trace, bounds, positions, y, c, request, path):
+        """Component shares ``[P, n, C]`` of ``positions`` (``y``, ``c``, ``path``: theirs)."""
+        return component_shares(self.readout, self.adapter, trace, bounds, positions, y, c,
+                                estimator=request.estimator, steps=request.steps, path=path,
+                                budget=self.memory_budget)
 
     def widget(self, text_or_ids, **attribute_kwargs):
         """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
@@ -252,7 +325,7 @@ class IGLens:
         return provider("show")(self, None, text_or_ids, **attribute_kwargs)
 
     def _result(self, request, trace, bounds, target_ids, contrast_ids, missing, lens,
-                contributions, path, prompt_length) -> AttributionResult:
+                contributions, path, prompt_length, shares=None) -> AttributionResult:
         def numpy(x):
             out = x.detach().cpu().numpy().astype(np.float64)
             out[missing] = np.nan
@@ -260,10 +333,12 @@ class IGLens:
 
         lens_np, contrib_np = numpy(lens), numpy(contributions)
         segment = onset_segments(contrib_np)
-        onset = np.where(segment >= 0, np.asarray(bounds)[1:][segment], -1)
+        end_blocks = np.asarray([block_of_depth(b) for b in bounds[1:]])
+        onset = np.where(segment >= 0, end_blocks[segment], -1)
         keep = slice(0, self.top_k)
-        top_ids = trace.top_ids[bounds, :, keep].transpose(0, 1).cpu().numpy()
-        top_probs = trace.top_logprobs[bounds, :, keep].transpose(0, 1).exp().double().cpu().numpy()
+        rows = trace.rows(bounds)
+        top_ids = trace.top_ids[rows, :, keep].transpose(0, 1).cpu().numpy()
+        top_probs = trace.top_logprobs[rows, :, keep].transpose(0, 1).exp().double().cpu().numpy()
         input_ids = trace.input_ids.numpy()
         token_text = token_texts(self.tokenizer, input_ids, target_ids, contrast_ids, top_ids)
         return AttributionResult(
@@ -286,6 +361,8 @@ class IGLens:
             model_name=str(getattr(self.model.config, "name_or_path", "") or ""),
             token_text=token_text,
             prompt_length=prompt_length,
+            component_shares=None if shares is None else numpy(shares),
+            component_names=None if shares is None else component_names(self.adapter),
         )
 
 
@@ -298,10 +375,16 @@ def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     return predicted
 
 
-def _segment_pairs(trace: Trace, bounds: list[int], y: torch.Tensor, c: torch.Tensor | None):
+def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor:
+    """f along every segment ``[T, k, m+1]``: the interior path, or its two ends (m = 1)."""
+    return path if path is not None else torch.stack([lens[:, :-1], lens[:, 1:]], dim=-1)
+
+
+def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None):
     """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [T·k, d]``."""
-    h_a = trace.states[bounds[:-1]].transpose(0, 1)  # [T, k, d]
-    h_b = trace.states[bounds[1:]].transpose(0, 1)
+    rows = trace.rows(bounds)
+    h_a = trace.states[rows[:-1]].transpose(0, 1)  # [T, k, d]
+    h_b = trace.states[rows[1:]].transpose(0, 1)
     T, k = h_a.shape[:2]
 
     def per_pair(ids):
@@ -313,8 +396,8 @@ def _segment_pairs(trace: Trace, bounds: list[int], y: torch.Tensor, c: torch.Te
 def attribute(model: nn.Module, tokenizer, text_or_ids, *, target: TargetSpec = "predicted",
               contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
               steps: int = 1, estimator: Estimator = "prediction_aware",
-              chat: ChatMode = False, max_new_tokens: int = 0, top_k: int = 5,
-              dtype: torch.dtype = torch.float32) -> AttributionResult:
+              chat: ChatMode = False, max_new_tokens: int = 0, components: bool = False,
+              top_k: int = 5, dtype: torch.dtype = torch.float32) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
 
     ``top_k`` lens tokens are kept at every boundary; ``dtype`` is the readout precision.
@@ -324,4 +407,4 @@ def attribute(model: nn.Module, tokenizer, text_or_ids, *, target: TargetSpec = 
     lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k)
     return lens.attribute(text_or_ids, target=target, contrast=contrast, boundaries=boundaries,
                           steps=steps, estimator=estimator, chat=chat,
-                          max_new_tokens=max_new_tokens)
+                          max_new_tokens=max_new_tokens, components=components)

@@ -175,8 +175,9 @@ class AttributionRequest:
     contrast: TargetSpec | None = None
     """Optional second token in the same forms: attribute p(target) − p(contrast)."""
     boundaries: BoundarySpec = "all"
-    """``"all"``, ``"every:K"`` or a tuple of block indices ``(0, …, n)``; text such as
-    ``"0,10,20,30"`` and lists are normalised to the tuple."""
+    """``"all"``, ``"every:K"``, ``"sublayer"`` (every attention and MLP output) or a tuple of
+    block indices ``(0, …, n)``; text such as ``"0,10,20,30"`` and lists are normalised to
+    the tuple."""
     estimator: Estimator = "prediction_aware"
     """See :data:`Estimator`."""
     steps: int = 1
@@ -185,6 +186,9 @@ class AttributionRequest:
     """Wrap a string prompt as one user turn in the tokenizer's chat template."""
     max_new_tokens: int = 0
     """Generate the model's greedy answer (up to this many tokens) and attribute it too."""
+    components: bool = False
+    """Also split every segment's contribution over attention heads and MLPs
+    (``result.components``; see :mod:`iglens_viz.core.components`)."""
 
     def __post_init__(self):
         def set_(name, value):
@@ -208,6 +212,10 @@ class AttributionRequest:
             raise InvalidRequestError(f"max_new_tokens must be an integer >= 0, got "
                                       f"{self.max_new_tokens!r}")
         set_("max_new_tokens", int(self.max_new_tokens))
+        if not isinstance(self.components, (bool, np.bool_)):
+            raise InvalidRequestError(f"components must be True or False, not "
+                                      f"{self.components!r}")
+        set_("components", bool(self.components))
 
     # ------------------------------------------------------------------ building
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from .boundaries import segment_labels
+from .boundaries import depth_list, segment_labels
+from .components import component_segments
 from .extensions import provider
 from .request import AttributionRequest
 
@@ -40,8 +41,10 @@ class AttributionResult:
     """``(T,)`` the token whose probability is attributed at each position (-1: none)."""
     target_tokens: list[str]
     """``T`` target tokens as text ("" where there is none)."""
-    boundaries: list[int]
-    """``k+1`` block boundaries L_0 = 0 < … < L_k = n; segment j covers blocks L_j+1 … L_{j+1}."""
+    boundaries: list[float]
+    """``k+1`` boundary depths L_0 = 0 < … < L_k = n; segment j covers blocks L_j+1 … L_{j+1}.
+    Ints, except under ``boundaries="sublayer"``, where L − 0.5 is h_L.attn (after block L's
+    attention, before its MLP)."""
     lens_probs: np.ndarray
     """``(T, k+1)`` f(h_L) at every boundary (p(target), minus p(contrast) if given)."""
     contributions: np.ndarray
@@ -49,7 +52,8 @@ class AttributionResult:
     delta_p: np.ndarray
     """``(T,)`` f(h_n) − f(h_0)."""
     onset: np.ndarray
-    """``(T,)`` the last block of the segment with the largest signed contribution (-1: none)."""
+    """``(T,)`` the (last) block of the segment with the largest signed contribution (-1:
+    none); :attr:`onset_segment` tells a block's attention half from its MLP half."""
     top_ids: np.ndarray
     """``(T, k+1, K)`` the K most probable lens tokens at every boundary."""
     top_probs: np.ndarray
@@ -70,6 +74,16 @@ class AttributionResult:
     """Decoded text of every token id the result refers to."""
     prompt_length: int | None = None
     """Number of prompt tokens; the rest of the input is the model's generated answer."""
+    component_shares: np.ndarray | None = None
+    """``(T, n, C)`` each (position, block, component)'s share of its segment's contribution
+    (``components=True``; None otherwise). Components are :attr:`component_names`; the
+    segment holding each (block, component) is :attr:`component_segments`."""
+    component_names: list[str] | None = None
+    """``C`` component names: ``head:<i>`` (0-based), ``mlp``, ``rest`` (the attention's
+    output bias and rounding), or ``attn``, ``mlp`` where heads cannot be split."""
+
+    def __post_init__(self):
+        self.boundaries = depth_list(self.boundaries)
 
     @property
     def estimator(self) -> str:
@@ -135,9 +149,47 @@ class AttributionResult:
         return [[[text.get(int(i), "") for i in row] for row in pos] for pos in self.top_ids]
 
     @property
-    def segments(self) -> list[tuple[int, int]]:
-        """``(L_{j}, L_{j+1})`` block ranges of the k segments."""
+    def segments(self) -> list[tuple[float, float]]:
+        """``(L_{j}, L_{j+1})`` depth ranges of the k segments."""
         return list(zip(self.boundaries[:-1], self.boundaries[1:]))
+
+    @property
+    def component_segments(self) -> np.ndarray:
+        """``(n, C)`` the segment j that holds each (block, component) of
+        :attr:`component_shares`."""
+        self._require_components()
+        return component_segments(self.boundaries, self.component_names, self.n_blocks)
+
+    @property
+    def components(self):
+        """The component split as a tidy :class:`pandas.DataFrame`, one row per (position,
+        segment, block, component): ``position``, ``segment`` (index j), ``block``
+        (1-based), ``component`` (``head:<i>``, ``attn``, ``mlp``, ``rest``) and ``share``.
+        The shares of one (position, segment) sum to ``contributions[position, segment]``.
+        Positions without a target are left out.
+        """
+        import pandas as pd
+
+        self._require_components()
+        shares = np.asarray(self.component_shares, dtype=np.float64)
+        T, n, C = shares.shape
+        position, block, comp = (a.ravel() for a in np.meshgrid(
+            np.arange(T), np.arange(n), np.arange(C), indexing="ij"))
+        keep = np.isfinite(shares.ravel())
+        segment = self.component_segments[block, comp]
+        return pd.DataFrame({
+            "position": position[keep],
+            "segment": segment[keep],
+            "block": block[keep] + 1,
+            "component": np.asarray(self.component_names, dtype=object)[comp[keep]],
+            "share": shares.ravel()[keep],
+        })
+
+    def _require_components(self) -> None:
+        if self.component_shares is None:
+            raise AttributeError("this result has no component split: attribute with "
+                                 "components=True, or use lens.components(result, positions) "
+                                 "for a few positions")
 
     def to_dict(self) -> dict:
         """Every field and derived array as JSON-ready lists (NaN becomes None)."""

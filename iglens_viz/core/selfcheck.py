@@ -29,7 +29,9 @@ each logit within
                                        on the cancellation-free magnitude S_t)
 
 The model side uses its dtype's u_m, and accumulates in float32 if it is bf16/fp16 (their
-matmuls and norms do), else in u_m; the readout side uses u_r throughout. Each side's logits
+matmuls and norms do), else in u_m; an RMS norm in transformers computes in float32 whatever
+the model's dtype (it casts its input to float32), so a float64 model of an RMS-norm family
+gets float32's u for its norm and head input. The readout side uses u_r throughout. Each side's logits
 lie within E_t of the exact ones, so
 
     gap_t ≤ 2 (E_t(model) + E_t(readout)) = tol_t,     λ = 4.
@@ -53,6 +55,7 @@ import warnings
 
 import torch
 
+from ..adapters.families import NORM_RMS, NORM_RMS_PLUS_ONE
 from ..errors import ModelOutputError, ReadoutMismatchError
 from .readout import Readout
 
@@ -146,6 +149,9 @@ class SelfCheck:
         u_model = unit_roundoff(self.model_dtype)
         u_model_acc = unit_roundoff(torch.float32) if self.model_dtype in HALF_DTYPES \
             else u_model
+        if readout.norm_kind in (NORM_RMS, NORM_RMS_PLUS_ONE):  # the model's norm: float32
+            u_model = max(u_model, unit_roundoff(torch.float32))
+            u_model_acc = max(u_model_acc, unit_roundoff(torch.float32))
         return 2 * (side(u_model, u_model_acc) + side(unit_roundoff(readout.dtype),
                                                       unit_roundoff(readout.dtype)))
 

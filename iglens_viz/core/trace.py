@@ -31,31 +31,52 @@ class Trace:
     input_ids: torch.Tensor
     """``[T]`` token ids (CPU)."""
     states: torch.Tensor
-    """``[n+1, T, d]`` pre-norm residual states h_0 … h_n."""
+    """``[S, T, d]`` pre-norm residual states: h_0 … h_n (S = n+1), or with ``sublayers``
+    h_0, h_1.attn, h_1, … h_n (S = 2n+1). Index them by depth with :meth:`rows`."""
     features: torch.Tensor
-    """``[n+1, T, d']`` states after final norm (and projection)."""
+    """``[S, T, d']`` states after final norm (and projection)."""
     log_normalizer: torch.Tensor
-    """``[n+1, T]`` logsumexp of the post-processed logits."""
+    """``[S, T]`` logsumexp of the post-processed logits."""
     top_ids: torch.Tensor
-    """``[n+1, T, K]`` ids of the K most probable lens tokens."""
+    """``[S, T, K]`` ids of the K most probable lens tokens."""
     top_logprobs: torch.Tensor
-    """``[n+1, T, K]`` their log-probabilities."""
+    """``[S, T, K]`` their log-probabilities."""
+    sublayers: bool = False
+    """Whether ``states`` include h_L.attn between every attention and MLP."""
+    head_inputs: torch.Tensor | None = None
+    """``[n, T, H·d_head]`` each block's head outputs before its output projection."""
+    attn_writes: torch.Tensor | None = None
+    """``[n, T, d]`` each parallel block's attention write (its output projection's output)."""
 
     @property
     def top_k(self) -> int:
         """K, the number of lens tokens kept per row."""
         return self.top_ids.shape[-1]
 
+    def rows(self, depths) -> list[int]:
+        """Row indices of ``states`` (and the map) for boundary depths (L, or L − ½ for
+        h_L.attn, which only a ``sublayers`` trace has)."""
+        scale = 2 if self.sublayers else 1
+        out = [int(round(float(x) * scale)) for x in depths]
+        if any(r != float(x) * scale for r, x in zip(out, depths)):
+            raise ValueError(f"depths {list(depths)} need a sub-layer trace")
+        return out
+
+    def covers(self, *, sublayers: bool, heads: bool) -> bool:
+        """Whether this trace holds what a request needs."""
+        return (self.sublayers or not sublayers) and (self.head_inputs is not None or not heads)
+
     @property
     def predicted(self) -> torch.Tensor:
         """``[T]`` the model's own top-1 next token at each position."""
         return self.top_ids[-1, :, 0]
 
-    def lens_probs(self, readout: Readout, layers, ids: torch.Tensor,
+    def lens_probs(self, readout: Readout, depths, ids: torch.Tensor,
                    contrast: torch.Tensor | None = None) -> torch.Tensor:
-        """``[len(layers), T]`` f(h_L) for target ``ids`` (``[T]``), minus p(contrast)."""
-        z = self.features[layers]
-        lse = self.log_normalizer[layers]
+        """``[len(depths), T]`` f at boundary depths for target ``ids`` (``[T]``), minus
+        p(contrast)."""
+        z = self.features[self.rows(depths)]
+        lse = self.log_normalizer[self.rows(depths)]
         p = target_probability(readout.target_logits(z, ids), lse)
         if contrast is not None:
             p = p - target_probability(readout.target_logits(z, contrast), lse)

@@ -1,0 +1,187 @@
+"""Component shares: each segment's contribution split over attention heads and MLPs.
+
+Along the straight segment from h_a to h_b, the displacement ``d = h_b − h_a`` is a sum of
+the writes of the blocks the segment spans: per block, one write per attention head
+(``W_o[:, head] z_head``, z the head's output before the output projection), the attention's
+remainder (its output bias; ``rest``) and the MLP's write. A family whose attention write is
+not linear in its heads (a norm after the output projection: Gemma-2/3, post-norm OPT) splits
+into ``attn`` and ``mlp`` only. Since IG is linear in the direction, the segment's
+contribution splits exactly::
+
+    IG_seg = ∫₀¹ ∇f(h_a + t d)·d dt = Σ_c ∫₀¹ ∇f(h_a + t d)·d_c dt
+
+* ``riemann``: per-component midpoint-rule IG, ``(1/m) Σ_s ∇f(x_s)·d_c`` at
+  ``x_s = h_a + ((s − ½)/m) d``; the shares sum to the Riemann contribution.
+* ``prediction_aware``: the observed change of each step, ``Δf_s = f(h_a + (s/m) d) −
+  f(h_a + ((s−1)/m) d)``, is distributed over components in proportion to ``∇f(x_s)·d_c``
+  at the step's midpoint (IDGI's rule), so the shares sum to the segment's contribution
+  exactly at any m, and converge to per-component IG as m grows. When ``Σ_c ∇f·d_c`` is
+  indistinguishable from rounding (``|Σ| ≤ d·ε·Σ|∇f·d_c|``: the components cancel), the
+  proportions are undefined; the step's change is then shared in proportion to
+  ``|∇f·d_c|`` (with the sign of Δf_s), and equally over the segment's components when
+  every ``∇f·d_c`` is exactly zero.
+
+Gradients flow through the readout (final norm and head) only: nothing runs the model
+again. Head outputs are stored before the output projection (``[n, T, H·d_head]``) and
+contracted with ``W_oᵀ ∇f``, never expanded into per-head writes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..adapters import ModelAdapter
+from .boundaries import block_of_depth
+from .estimators import midpoints, segment_gradients
+from .readout import Readout, _materialized
+from .trace import Trace
+
+__all__ = ["component_names", "component_segments", "component_shares"]
+
+# Columns of the component axis besides the heads.
+ATTN, MLP, REST = "attn", "mlp", "rest"
+
+
+def component_names(adapter: ModelAdapter) -> list[str]:
+    """The component axis: ``head:0 … head:H−1, mlp, rest`` where the attention's write is
+    linear in its heads, else ``attn, mlp``."""
+    if adapter.heads_split:
+        return [f"head:{i}" for i in range(adapter.n_heads)] + [MLP, REST]
+    return [ATTN, MLP]
+
+
+def component_segments(boundaries, names: list[str], n: int) -> np.ndarray:
+    """``(n, C)`` the segment index j that holds each (block, component).
+
+    A block's attention components (its heads, ``rest``, ``attn``) lie in the segment that
+    spans depth L − 1 → L − ½, its MLP in the one that spans L − ½ → L (the same segment
+    unless the boundaries are ``"sublayer"``).
+    """
+    b = [float(x) for x in boundaries]
+    attn_half = np.searchsorted(b, np.arange(n) + 0.25) - 1  # depth L − 1 + ¼, L = 1 … n
+    mlp_half = np.searchsorted(b, np.arange(n) + 0.75) - 1
+    return np.stack([mlp_half if name == MLP else attn_half for name in names], axis=1)
+
+
+def _segment_blocks(boundaries, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(k, n)`` masks: does segment j contain block L's attention half / its MLP half."""
+    b = np.asarray([float(x) for x in boundaries])
+    k = len(b) - 1
+
+    def mask(offset):
+        seg = np.searchsorted(b, np.arange(n) + offset) - 1
+        return torch.as_tensor(seg[None, :] == np.arange(k)[:, None])
+
+    return mask(0.25), mask(0.75)
+
+
+class _Writes:
+    """Each block's component writes at one position, contracted with gradients."""
+
+    def __init__(self, readout: Readout, adapter: ModelAdapter, trace: Trace):
+        self.readout, self.adapter, self.trace = readout, adapter, trace
+        n = adapter.n_blocks
+        self.parallel = adapter.mid_modules is None
+        rows = trace.rows
+        self.before = trace.states[rows(range(n))]  # h_{L−1}
+        self.after = trace.states[rows(range(1, n + 1))]  # h_L
+        if self.parallel:
+            self.mid = self.before + trace.attn_writes
+        else:
+            self.mid = trace.states[rows([L - 0.5 for L in range(1, n + 1)])]  # h_L.attn
+        self._projections: dict[int, torch.Tensor] = {}
+
+    def projection(self, block: int) -> torch.Tensor:
+        """W_o of a 0-based block, ``[d, H·d_head]`` in the readout dtype (cached)."""
+        if block not in self._projections:
+            module = self.adapter.attn_out_modules[block]
+            with _materialized(module):
+                weight = self.adapter.output_projection(block).detach()
+                self._projections[block] = weight.to(self.readout.device, self.readout.dtype)
+        return self._projections[block]
+
+    def dots(self, block: int, positions: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """``[R, C]`` ∇f·d_c for the components of 0-based ``block`` at rows' positions."""
+        dtype = grad.dtype
+        attn = self.mid[block, positions].to(dtype) - self.before[block, positions].to(dtype)
+        mlp = self.after[block, positions].to(dtype) - self.mid[block, positions].to(dtype)
+        attn_dot = (grad * attn).sum(-1)
+        mlp_dot = (grad * mlp).sum(-1)
+        if not self.adapter.heads_split:
+            return torch.stack([attn_dot, mlp_dot], dim=-1)
+        heads = self.adapter.n_heads
+        z = self.trace.head_inputs[block, positions].to(dtype)
+        u = grad @ self.projection(block)  # W_oᵀ ∇f, [R, H·d_head]
+        head_dots = (u * z).reshape(len(z), heads, -1).sum(-1)
+        rest = attn_dot - head_dots.sum(-1)
+        return torch.cat([head_dots, mlp_dot[:, None], rest[:, None]], dim=-1)
+
+
+def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boundaries,
+                     positions: torch.Tensor, ids: torch.Tensor,
+                     contrast: torch.Tensor | None, *, estimator: str, steps: int,
+                     path: torch.Tensor | None, budget: int) -> torch.Tensor:
+    """``[P, n, C]`` each (position, block, component)'s share of its segment's contribution.
+
+    ``positions`` ``[P]`` are the positions to split, ``ids``/``contrast`` their targets
+    (``[P]``); ``path`` ``[P, k, m+1]`` is f along every segment at α = 0, 1/m, …, 1 (needed
+    by ``prediction_aware``). The components are those of :func:`component_names`; the
+    segment of each is :func:`component_segments`.
+    """
+    n = adapter.n_blocks
+    k = len(boundaries) - 1
+    names = component_names(adapter)
+    C = len(names)
+    attn_mask, mlp_mask = (m.to(readout.device) for m in _segment_blocks(boundaries, n))
+    writes = _Writes(readout, adapter, trace)
+    rows = trace.rows(boundaries)
+    h = trace.states[:, positions.to(trace.states.device)]  # [S, P, d]
+    h_a = h[rows[:-1]].transpose(0, 1).reshape(-1, h.shape[-1])  # pair = p·k + j
+    h_b = h[rows[1:]].transpose(0, 1).reshape(-1, h.shape[-1])
+
+    def per_pair(x):
+        return None if x is None else x.to(readout.device)[:, None].expand(-1, k).reshape(-1)
+
+    position_of_pair = per_pair(positions)
+    segment_of_pair = torch.arange(k, device=readout.device).repeat(len(positions))
+    prediction_aware = estimator == "prediction_aware"
+    if prediction_aware:
+        step_change = path.to(readout.device, readout.dtype).diff(dim=-1).reshape(-1, steps)
+    is_head_or_rest = torch.tensor([name != MLP for name in names], device=readout.device)
+    shares = torch.zeros(len(h_a), n, C, device=readout.device, dtype=readout.dtype)
+    eps = torch.finfo(readout.dtype).eps * h_a.shape[-1]
+    for pair, step, grad, _ in segment_gradients(readout, h_a, h_b, per_pair(ids),
+                                                 per_pair(contrast),
+                                                 midpoints(steps, readout), budget):
+        pair = pair.to(readout.device)
+        seg, pos = segment_of_pair[pair], position_of_pair[pair]
+        in_attn, in_mlp = attn_mask[seg], mlp_mask[seg]  # [R, n]
+        dots = torch.zeros(len(pair), n, C, device=readout.device, dtype=readout.dtype)
+        for block in range(n):
+            rows_here = torch.nonzero(in_attn[:, block] | in_mlp[:, block]).flatten()
+            if rows_here.numel():
+                dots[rows_here, block] = writes.dots(block, pos[rows_here], grad[rows_here])
+        # Which (block, component) this row's segment holds: attention parts or the MLP.
+        present = torch.where(is_head_or_rest, in_attn[..., None], in_mlp[..., None])
+        dots = torch.where(present, dots, torch.zeros_like(dots))
+        if prediction_aware:
+            dots = _idgi_weights(dots, present, eps) * step_change[pair, step][:, None, None]
+        shares.index_add_(0, pair, dots)
+    if not prediction_aware:
+        shares = shares / steps
+    return shares.reshape(len(positions), k, n, C).sum(1)
+
+
+def _idgi_weights(dots: torch.Tensor, present: torch.Tensor, eps: float) -> torch.Tensor:
+    """Each row's ∇f·d_c as fractions of their sum (IDGI), with the fallbacks for a sum that
+    is only rounding (see the module docstring). Rows sum to 1."""
+    total = dots.sum((1, 2))
+    size = dots.abs().sum((1, 2))
+    cancelled = total.abs() <= eps * size
+    safe_total = torch.where(cancelled, torch.ones_like(total), total)
+    weights = dots / safe_total[:, None, None]
+    by_size = dots.abs() / torch.where(size > 0, size, torch.ones_like(size))[:, None, None]
+    equal = present / present.sum((1, 2)).clamp(min=1)[:, None, None]
+    fallback = torch.where((size > 0)[:, None, None], by_size, equal.to(dots.dtype))
+    return torch.where(cancelled[:, None, None], fallback, weights)
