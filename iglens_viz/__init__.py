@@ -21,6 +21,7 @@ from .loading import load_model
 for _name, _target in {
     "plot_heatmap": "iglens_viz.views.static:plot_heatmap",
     "plot_token": "iglens_viz.views.static:plot_token",
+    "plot_components": "iglens_viz.views.static:plot_components",
     "to_dataframe": "iglens_viz.views.static:to_dataframe",
     "widget": "iglens_viz.widget.widget:IGLensWidget",
     "show": "iglens_viz.widget.widget:show",

@@ -238,7 +238,7 @@ def test_to_dataframe(result):
     T, k = result.contributions.shape
     assert len(df) == T * k
     assert list(df.columns) == ["position", "token", "target", "target_id", "segment",
-                                "block_start", "block_end", "contribution",
+                                "label", "block_start", "block_end", "contribution",
                                 "lens_prob_start", "lens_prob_end", "onset", "non_monotone",
                                 "delta_p"]
     valid = df[df.target_id >= 0]
@@ -251,6 +251,7 @@ def test_to_dataframe(result):
     np.testing.assert_array_equal(onset_rows.block_end, result.onset[onset_rows.position])
     assert not df[df.target_id < 0].onset.any() and df[df.target_id < 0].contribution.isna().all()
     assert df.block_start.tolist()[:k] == list(range(1, k + 1))
+    assert df.label.tolist()[:k] == [str(b) for b in range(1, k + 1)]
     assert df.token.tolist()[::k] == result.tokens
 
 

@@ -215,6 +215,11 @@ class AttributionResult:
         """Detail figure of position ``i``; see :func:`iglens_viz.views.plot_token`."""
         return provider("plot_token")(self, i, ax=ax, **kwargs)
 
+    def plot_components(self, i: int, segment: int | None = None, ax=None, **kwargs):
+        """Block × component share matrix of position ``i``; see
+        :func:`iglens_viz.views.plot_components`."""
+        return provider("plot_components")(self, i, segment, ax=ax, **kwargs)
+
     def to_dataframe(self, **kwargs):
         """One row per (position, segment); see :func:`iglens_viz.views.to_dataframe`."""
         return provider("to_dataframe")(self, **kwargs)

@@ -9,6 +9,9 @@ the onsets — comes from the result here, so the browser never re-derives it.
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..core.boundaries import depth_list
 from ..core.request import MAX_STEPS
 from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD
@@ -39,7 +42,8 @@ def result_payload(result) -> dict:
         "top_probs": array_to_payload(result.top_probs),
         "path_probs": None if result.path_probs is None else array_to_payload(result.path_probs),
         "token_text": {str(k): v for k, v in sorted(token_text.items())},
-        "boundaries": [int(b) for b in result.boundaries],
+        "boundaries": depth_list(result.boundaries),
+        "onset_segment": array_to_payload(result.onset_segment.astype(np.int32)),
         "segment_labels": result.segment_labels,
         "prompt_length": T if result.prompt_length is None else int(result.prompt_length),
         "answer_start": int(result.answer_start),

@@ -2,7 +2,8 @@
 
 * :mod:`.token_format` — readable token labels (visible whitespace, escapes, truncation).
 * non-monotone stretches (:mod:`iglens_viz.core.trajectory`, re-exported here).
-* :mod:`.static` — matplotlib figures (:func:`plot_heatmap`, :func:`plot_token`) and a tidy
+* :mod:`.static` — matplotlib figures (:func:`plot_heatmap`, :func:`plot_token`,
+  :func:`plot_components`) and a tidy
   pandas table (:func:`to_dataframe`). matplotlib and pandas are imported only when one of
   these is first used, so the rest of the package works without them.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from .token_format import escape_mathtext, format_token
 from ..core.trajectory import NonMonotone, against_segments, against_steps, non_monotone
 
-_STATIC = ("plot_heatmap", "plot_token", "to_dataframe")
+_STATIC = ("plot_components", "plot_heatmap", "plot_token", "to_dataframe")
 
 # The lazily imported plotting names are documented in iglens_viz.views.static.
 __all__ = ["NonMonotone", "against_segments", "against_steps", "escape_mathtext",

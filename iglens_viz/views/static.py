@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.boundaries import is_sublayer
 from ..core.trajectory import NONMONOTONE_THRESHOLD, non_monotone
 from .token_format import plot_label
 
@@ -38,6 +39,7 @@ GID_CURVE = "iglens-curve"
 GID_PATH = "iglens-path"
 GID_TOP1 = "iglens-top1"
 GID_NONMONOTONE = "iglens-nonmonotone"
+GID_COMPONENTS = "iglens-components"
 
 _TEXT = {"usetex": False}  # token text is never LaTeX
 
@@ -157,7 +159,8 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
     single = all(b - a == 1 for a, b in result.segments)
     ax.set_xticks(np.arange(k) + 0.5, labels=seg, rotation=90 if (k > 16 or (k > 8 and not single)) else 0,
                   fontsize=8 if k > 16 else 9)
-    ax.set_xlabel("block" if single else "blocks (segment)")
+    ax.set_xlabel("sub-layer" if is_sublayer(result.boundaries) else
+                  "block" if single else "blocks (segment)")
     ax.set_yticks(np.arange(P) + 0.5,
                   labels=[position_label(result, int(p), max_len=max_label_len) for p in pos],
                   fontsize=8 if P > 20 else 9, **_TEXT)
@@ -394,19 +397,87 @@ def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESH
     return fig
 
 
+# ----------------------------------------------------------------------------- components
+
+def plot_components(result, i: int, segment: int | None = None, ax=None, *,
+                    cmap=DEFAULT_CMAP, top: int = 5):
+    """Block × component matrix of position ``i``'s shares (heads, MLP, remainder).
+
+    Rows are the blocks of ``segment`` (every block when None), columns the components
+    (``result.component_names``), cells the signed share on a diverging scale centred at 0.
+    The ``top`` largest |shares| are written in their cells and named in the title. Needs a
+    result attributed with ``components=True`` (or shares from ``lens.components``).
+    Returns the matplotlib Figure (built without pyplot).
+    """
+    i = _check_position(result, i)
+    shares = np.asarray(result.component_shares, dtype=np.float64)[i]  # raises if absent
+    names = list(result.component_names)
+    where = result.component_segments
+    if segment is None:
+        blocks = np.arange(result.n_blocks)
+        data = shares
+        what = "all segments"
+    else:
+        k = len(result.segment_labels)
+        if not -k <= int(segment) < k:
+            raise IndexError(f"segment {segment} is out of range for {k} segments")
+        segment = int(segment) % k
+        inside = where == segment
+        blocks = np.flatnonzero(inside.any(axis=1))
+        data = np.where(inside, shares, np.nan)[blocks]
+        what = f"segment {result.segment_labels[segment]}"
+    if ax is None:
+        ax = new_figure(max(4.0, 0.45 * len(names) + 2.5), max(2.4, 0.28 * len(blocks) + 1.6)
+                        ).add_subplot()
+    vmax = symmetric_limit(data)
+    mesh = ax.pcolormesh(np.ma.masked_invalid(data), cmap=_colormap(cmap), vmin=-vmax,
+                         vmax=vmax, edgecolors="white", linewidth=0.5)
+    mesh.set_gid(GID_COMPONENTS)
+    ax.set_facecolor(NAN_COLOR)
+    ax.set_xticks(np.arange(len(names)) + 0.5, labels=[_component_short(n) for n in names],
+                  rotation=90 if len(names) > 12 else 0, fontsize=8)
+    ax.set_yticks(np.arange(len(blocks)) + 0.5, labels=[str(b + 1) for b in blocks],
+                  fontsize=8 if len(blocks) > 20 else 9)
+    ax.set_ylim(len(blocks), 0)
+    ax.set_xlabel("component")
+    ax.set_ylabel("block")
+    finite = np.where(np.isfinite(data), np.abs(data), -1.0).ravel()
+    best = [int(f) for f in np.argsort(finite)[::-1][:top] if finite[f] > 0]
+    for flat in best:
+        r, c = divmod(flat, len(names))
+        ax.text(c + 0.5, r + 0.5, f"{data[r, c]:+.2g}", ha="center", va="center", fontsize=7)
+    named = ", ".join(f"L{blocks[f // len(names)] + 1}.{_component_short(names[f % len(names)])}"
+                      for f in best[:3])
+    colorbar = ax.figure.colorbar(mesh, ax=ax, shrink=0.8)
+    colorbar.set_label(f"share of {result.target_name}")
+    ax.set_title(f"{position_label(result, i)} — {what}\nlargest: {named or 'none'}",
+                 fontsize=9, **_TEXT)
+    return ax.figure
+
+
+def _component_short(name: str) -> str:
+    """``head:3`` → ``h3``; other names as they are."""
+    return f"h{name.split(':', 1)[1]}" if name.startswith("head:") else name
+
+
 # ----------------------------------------------------------------------------- table
 
-def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD):
+def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD, components: bool = False):
     """A tidy :class:`pandas.DataFrame`, one row per (position, segment).
 
     Columns: ``position``, ``token``, ``target`` (raw text, not escaped), ``target_id``,
-    ``segment`` (index j), ``block_start``, ``block_end`` (first and last block of the
-    segment, inclusive: ``L_j + 1`` and ``L_{j+1}``), ``contribution``,
+    ``segment`` (index j), ``label`` (the segment's label: ``"12"``, ``"11–15"``,
+    ``"12.attn"``), ``block_start``, ``block_end`` (first and last block of the segment,
+    inclusive: ``L_j + 1`` and ``L_{j+1}``; one block for a sub-layer), ``contribution``,
     ``lens_prob_start``, ``lens_prob_end`` (f at the segment's two boundaries), ``onset``
     (this segment has the position's largest signed contribution), ``non_monotone`` (the
     segment opposes Δp, see :func:`~iglens_viz.core.trajectory.against_segments`) and
     ``delta_p`` (the position's Δp, repeated). Positions without a target have NaN numbers
     and no onset.
+
+    With ``components`` (a result attributed with ``components=True``), one row per
+    (position, segment, block, component) instead: :attr:`AttributionResult.components`
+    joined with the segment's columns above.
     """
     import pandas as pd
 
@@ -414,19 +485,20 @@ def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD):
 
     contrib = np.asarray(result.contributions, dtype=np.float64)
     T, k = contrib.shape
-    b = np.asarray(result.boundaries, dtype=np.int64)
+    b = np.asarray(result.boundaries, dtype=np.float64)
     lens = np.asarray(result.lens_probs, dtype=np.float64)
     onset_seg = result.onset_segment
     position = np.repeat(np.arange(T), k)
     segment = np.tile(np.arange(k), T)
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "position": position,
         "token": np.asarray(result.tokens, dtype=object)[position],
         "target": np.asarray(result.target_tokens, dtype=object)[position],
         "target_id": np.asarray(result.target_ids, dtype=np.int64)[position],
         "segment": segment,
-        "block_start": b[:-1][segment] + 1,
-        "block_end": b[1:][segment],
+        "label": np.asarray(result.segment_labels, dtype=object)[segment],
+        "block_start": np.floor(b[:-1]).astype(np.int64)[segment] + 1,
+        "block_end": np.ceil(b[1:]).astype(np.int64)[segment],
         "contribution": contrib.ravel(),
         "lens_prob_start": lens[:, :-1].ravel(),
         "lens_prob_end": lens[:, 1:].ravel(),
@@ -434,3 +506,6 @@ def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD):
         "non_monotone": against_segments(contrib, result.delta_p, threshold).ravel(),
         "delta_p": np.asarray(result.delta_p, dtype=np.float64)[position],
     })
+    if not components:
+        return table
+    return result.components.merge(table, on=["position", "segment"], how="left")
