@@ -69,9 +69,11 @@ class ReadoutSize(NamedTuple):
 
 
 @torch.no_grad()
-def readout_size(model, ids: torch.Tensor) -> ReadoutSize:
+def readout_size(model, ids: torch.Tensor, extra_states: torch.Tensor | None = None
+                 ) -> ReadoutSize:
     """Width, vocabulary, S, L and R of ``model``'s readout over every layer's states of
-    ``ids``, measured with the model's own modules."""
+    ``ids`` (and over ``extra_states [..., T, d]``, e.g. sub-layer states), measured with the
+    model's own modules."""
     head = model.get_output_embeddings()
     inputs = []
     handle = head.register_forward_pre_hook(lambda module, args: inputs.append(args[0]))
@@ -79,6 +81,8 @@ def readout_size(model, ids: torch.Tensor) -> ReadoutSize:
         out = model(input_ids=ids[None], output_hidden_states=True)
         for hidden in out.hidden_states[:-1]:  # the last one is already normed in HF
             reference_readout_logits(model, hidden[0])
+        if extra_states is not None:
+            reference_readout_logits(model, extra_states.reshape(-1, extra_states.shape[-1]))
     finally:
         handle.remove()
     z = torch.cat([x.reshape(-1, x.shape[-1]) for x in inputs]).double()

@@ -344,9 +344,9 @@ def _projection_input(args, kwargs):
     """The output projection's input and a function that puts a replacement in its place."""
     if args:
         return args[0], lambda new: ((new, *args[1:]), kwargs)
-    for key in ("input", "x", "hidden_states"):
-        if key in kwargs:
-            return kwargs[key], lambda new: (args, {**kwargs, key: new})
+    key = next((k for k in ("input", "x", "hidden_states") if k in kwargs), None)
+    if key is not None:
+        return kwargs[key], lambda new: (args, {**kwargs, key: new})
     raise TypeError("cannot find the attention output projection's input (neither positional "
                     "argument 0 nor keyword 'input', 'x' or 'hidden_states')")
 

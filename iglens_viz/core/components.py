@@ -32,7 +32,6 @@ import numpy as np
 import torch
 
 from ..adapters import ModelAdapter
-from .boundaries import block_of_depth
 from .estimators import midpoints, segment_gradients
 from .readout import Readout, _materialized
 from .trace import Trace
@@ -86,10 +85,9 @@ class _Writes:
         rows = trace.rows
         self.before = trace.states[rows(range(n))]  # h_{L−1}
         self.after = trace.states[rows(range(1, n + 1))]  # h_L
-        if self.parallel:
-            self.mid = self.before + trace.attn_writes
-        else:
-            self.mid = trace.states[rows([L - 0.5 for L in range(1, n + 1)])]  # h_L.attn
+        # h_L.attn: kept by the trace for sequential blocks, h_{L−1} + the attention's write
+        # for parallel ones (whose MLP write is then the rest of the block's update).
+        self.mid = self.before + trace.attn_writes if self.parallel else trace.mid_states
         self._projections: dict[int, torch.Tensor] = {}
 
     def projection(self, block: int) -> torch.Tensor:

@@ -80,6 +80,12 @@ class IGLens:
         """n, the number of decoder blocks."""
         return self.adapter.n_blocks
 
+    @property
+    def component_names(self) -> list[str]:
+        """The component axis of :meth:`components` (see
+        :func:`~iglens_viz.core.components.component_names`)."""
+        return component_names(self.adapter)
+
     def input_ids(self, text_or_ids) -> torch.Tensor:
         """The validated ``[T]`` token ids of a prompt (string, id list or tensor)."""
         return to_input_ids(text_or_ids, self.tokenizer, self.model.config,
@@ -134,37 +140,52 @@ class IGLens:
         cached = self._cache.get(key)
         if sublayers:
             self.adapter.require_sublayers()
-        sequential = self.adapter.mid_modules is not None
-        sublayers = sublayers or (components and sequential)
+        mids = components and self.adapter.mid_modules is not None
         heads = components and self.adapter.heads_split
         # At least the top-1 is always kept: it is the "predicted" target.
         top_k = max(1, self.top_k)
         if cached is not None:
             if cached.top_k >= min(top_k, self.readout.vocab_size) and \
-                    cached.covers(sublayers=sublayers, heads=heads):
+                    cached.covers(sublayers=sublayers, mids=mids, heads=heads):
                 self._remember(self._cache, key, cached)
                 return cached
             sublayers = sublayers or cached.sublayers
+            mids = mids or cached.mid_states is not None
             heads = heads or cached.head_inputs is not None
         captured = capture_states(self.model, self.adapter, ids, device=self.readout.device,
-                                  dtype=self.readout.dtype, sublayers=sublayers, heads=heads)
-        states = captured.states
+                                  dtype=self.readout.dtype, sublayers=sublayers or mids,
+                                  heads=heads)
+        states, mid_states = captured.states, None
+        if mids and not sublayers:  # h_L.attn for the split only: kept, not read out
+            states, mid_states = states[0::2].contiguous(), states[1::2].contiguous()
+        if cached is not None and cached.sublayers == sublayers and \
+                cached.top_k >= min(top_k, self.readout.vocab_size) and \
+                torch.equal(cached.states, states):
+            # The same forward pass again (now keeping more): its checked map still holds.
+            map_ = (cached.features, cached.log_normalizer, cached.top_ids, cached.top_logprobs)
+        else:
+            map_ = self._checked_map(ids, states, captured.logits, top_k)
+        trace = Trace(ids, states, *map_, sublayers=sublayers, mid_states=mid_states,
+                      head_inputs=captured.head_inputs, attn_writes=captured.attn_writes)
+        del captured  # the model's logits
+        self._remember(self._cache, key, trace)
+        return trace
+
+    def _checked_map(self, ids, states, model_logits, top_k):
+        """The readout map of ``states`` (see :func:`readout_map`), checked against the
+        model's own output (see :meth:`trace`)."""
         # The model's own output must be finite, and the readout of h_n must reproduce it at
         # every position (compared while the map streams the last layer's logits).
         what = type(self.model).__name__
         check_model_states(states, what)
-        check = SelfCheck(self.readout, captured.logits,
+        check = SelfCheck(self.readout, model_logits,
                           first_row=(states.shape[0] - 1) * ids.numel(),
                           what=what, adapter_name=self.adapter.family.name,
                           width=states.shape[-1], budget_bytes=self.memory_budget)
         features, lse, top_ids, top_lp = readout_map(self.readout, states, top_k,
                                                      self.memory_budget, observe=check.observe)
         check.finish(features[-1])
-        trace = Trace(ids, states, features, lse, top_ids, top_lp, sublayers=sublayers,
-                      head_inputs=captured.head_inputs, attn_writes=captured.attn_writes)
-        del check, captured  # the model's logits
-        self._remember(self._cache, key, trace)
-        return trace
+        return features, lse, top_ids, top_lp
 
     def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
                   contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
@@ -362,7 +383,7 @@ class IGLens:
             token_text=token_text,
             prompt_length=prompt_length,
             component_shares=None if shares is None else numpy(shares),
-            component_names=None if shares is None else component_names(self.adapter),
+            component_names=None if shares is None else self.component_names,
         )
 
 

@@ -43,10 +43,17 @@ class Trace:
     """``[S, T, K]`` their log-probabilities."""
     sublayers: bool = False
     """Whether ``states`` include h_L.attn between every attention and MLP."""
+    mid_states: torch.Tensor | None = None
+    """``[n, T, d]`` h_L.attn of every block (sequential blocks, kept for the component
+    split); a view of ``states`` in a ``sublayers`` trace, else not read out."""
     head_inputs: torch.Tensor | None = None
     """``[n, T, H·d_head]`` each block's head outputs before its output projection."""
     attn_writes: torch.Tensor | None = None
     """``[n, T, d]`` each parallel block's attention write (its output projection's output)."""
+
+    def __post_init__(self):
+        if self.sublayers and self.mid_states is None:
+            self.mid_states = self.states[1::2]
 
     @property
     def top_k(self) -> int:
@@ -62,9 +69,11 @@ class Trace:
             raise ValueError(f"depths {list(depths)} need a sub-layer trace")
         return out
 
-    def covers(self, *, sublayers: bool, heads: bool) -> bool:
-        """Whether this trace holds what a request needs."""
-        return (self.sublayers or not sublayers) and (self.head_inputs is not None or not heads)
+    def covers(self, *, sublayers: bool, mids: bool, heads: bool) -> bool:
+        """Whether this trace holds what a request needs: sub-layer rows in the map, the
+        h_L.attn states, the head outputs."""
+        return ((self.sublayers or not sublayers) and (self.mid_states is not None or not mids)
+                and (self.head_inputs is not None or not heads))
 
     @property
     def predicted(self) -> torch.Tensor:

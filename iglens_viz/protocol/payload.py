@@ -17,7 +17,7 @@ from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD
 from .serializers import array_to_payload
 
-__all__ = ["result_payload"]
+__all__ = ["components_payload", "result_payload"]
 
 
 def _texts(ids, token_text) -> list[str]:
@@ -58,4 +58,19 @@ def result_payload(result) -> dict:
         "request": result.request.to_dict(),
         "controls": result.request.controls(),
         "contrast_tokens": None if contrast_ids is None else _texts(contrast_ids, token_text),
+        "components": None if result.component_shares is None else components_payload(
+            result.component_names, result.component_segments, np.arange(T),
+            result.component_shares),
+    }
+
+
+def components_payload(names, segments, positions, shares) -> dict:
+    """The protocol's component split at ``positions``: the C component names, the segment
+    of every (block, component) ``(n, C)``, and ``shares`` ``(P, n, C)`` (NaN: not
+    applicable)."""
+    return {
+        "names": [str(name) for name in names],
+        "segments": array_to_payload(np.asarray(segments, dtype=np.int32)),
+        "positions": [int(p) for p in positions],
+        "shares": array_to_payload(np.asarray(shares, dtype=np.float64)),
     }

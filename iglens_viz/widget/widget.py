@@ -18,8 +18,10 @@ from pathlib import Path
 import anywidget
 import traitlets
 
+from ..core.components import component_segments
 from ..errors import IGLensError
 from ..protocol import COLOR_BY, DEFAULT_STATE, initial_state, result_payload
+from ..protocol.payload import components_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 
 __all__ = ["IGLensWidget", "show"]
@@ -106,6 +108,13 @@ class IGLensWidget(anywidget.AnyWidget):
     error = traitlets.Unicode(DEFAULT_STATE["error"]).tag(sync=True)
     """The last request's error message ("" when it succeeded); the old result stays."""
 
+    components = traitlets.Dict({}).tag(sync=True)
+    """The component split (heads, MLP, remainder) of the selected position, computed by
+    Python when the selection changes in an interactive widget whose result has none:
+    ``{names, segments, positions, shares}`` as in the result's ``components``, ``{}``
+    before, or ``{"error": message}`` when this model cannot be split.
+    """
+
     def __init__(self, result=None, lens=None, text_or_ids=None, *, selected: int | None = None,
                  color_by: str = DEFAULT_STATE["color_by"], **attribute_kwargs):
         if result is None:
@@ -126,6 +135,8 @@ class IGLensWidget(anywidget.AnyWidget):
                               interactive=lens is not None)
         super().__init__(**state)
         self.observe(self._on_request, names="request")
+        self.observe(self._on_selected, names="selected")
+        self._on_selected(None)
 
     def __repr__(self) -> str:
         a = self._attribution
@@ -192,6 +203,27 @@ class IGLensWidget(anywidget.AnyWidget):
             self.result = payload
             self.error = ""
             self.busy = False
+            self.components = {}
+        self._on_selected(None)
+
+    # ------------------------------------------------------------------ component split
+
+    def _on_selected(self, change) -> None:
+        """Split the selected position's contributions over heads and MLPs (milliseconds once
+        the lens holds the head outputs; the first call on a prompt runs the model once)."""
+        result, position = self._attribution, self.selected
+        if self._lens is None or result.component_shares is not None or position < 0 \
+                or result.target_ids[position] < 0:
+            return
+        try:
+            shares = self._lens.components(result, [position])
+        except IGLensError as err:
+            self.components = {"error": str(err)}
+            return
+        names = self._lens.component_names
+        self.components = components_payload(
+            names, component_segments(result.boundaries, names, result.n_blocks), [position],
+            shares)
 
 
 def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | None = None,
