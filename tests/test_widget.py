@@ -133,7 +133,8 @@ def test_payload_round_trip_equals_the_result(lens):
                                    "estimator": "prediction_aware", "steps": 3}
     assert payload["request"] == {"prompt": PROMPT, "target": "next", "contrast": "w4",
                                   "boundaries": [0, 1, 4], "estimator": "prediction_aware",
-                                  "steps": 3, "chat": False, "max_new_tokens": 0}
+                                  "steps": 3, "chat": False, "max_new_tokens": 0,
+                                  "components": False}
     assert payload["target_name"] == "p(target) − p(contrast)"
     assert payload["segment_labels"] == ["1", "2–4"]
     assert payload["answer_start"] == 6  # no generated answer
@@ -217,7 +218,9 @@ def test_trait_validation(lens):
 def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     w = show(lens, None, PROMPT)
     assert w.interactive is True and w.lens is lens
-    assert len(forward_calls) == 1
+    # The attribution's pass, and one that keeps the head outputs for the selected token's
+    # component split (computed lazily, per selection).
+    assert len(forward_calls) == 2
     before = decoded(w.result)
     busy_seen = []
     w.observe(lambda change: busy_seen.append(change["new"]), names="busy")
@@ -225,7 +228,7 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     w.request = {"target": "next", "contrast": "", "boundaries": "every:2",
                  "estimator": "riemann", "steps": "3"}
     assert w.error == "" and w.busy is False and busy_seen == [True, False]
-    assert len(forward_calls) == 1  # the cached forward pass served the recompute
+    assert len(forward_calls) == 2  # the cached forward pass served the recompute
     after = decoded(w.result)
     expected = lens.attribute(PROMPT, target="next", boundaries=[0, 2, 4], steps=3,
                               estimator="riemann")
@@ -240,7 +243,7 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
         target="next", boundaries="every:2", estimator="riemann", steps=3)
     assert w.attribution.boundaries == [0, 2, 4]
     assert w.selected == 2  # same token ids: the selection stays
-    assert len(forward_calls) == 1
+    assert len(forward_calls) == 2
 
 
 def test_request_token_forms(lens, forward_calls):
@@ -255,7 +258,7 @@ def test_request_token_forms(lens, forward_calls):
     assert w.error == "" and w.attribution.target_ids.tolist() == [11] * 6
     assert w.result["controls"]["boundaries"] == "0,4" and w.result["controls"]["target"] == "11"
     assert w.attribution.contrast_ids is None and w.result["contrast_tokens"] is None
-    assert len(forward_calls) == 1
+    assert len(forward_calls) == 2  # the attribution's and the component split's
 
 
 @pytest.mark.parametrize("request_, message", [
@@ -301,6 +304,32 @@ def test_recompute_keeps_the_generated_answer(lens, forward_calls):
     np.testing.assert_array_equal(again.target_ids, first.target_ids)
     # The same cached trace and the same arithmetic: equal up to float64 rounding.
     np.testing.assert_allclose(again.contributions, first.contributions, atol=1e-12)
+
+
+def test_selected_token_is_split_into_components_lazily(lens, forward_calls):
+    w = show(lens, None, PROMPT, steps=2)
+    split = w.components
+    assert split["positions"] == [w.selected] and split["names"] == lens.component_names
+    shares = array_from_payload(split["shares"])
+    segments = array_from_payload(split["segments"])
+    expected = lens.components(w.attribution, [w.selected])
+    # float32 payload of float64 shares: one rounding (eps32/2 relative).
+    np.testing.assert_allclose(shares, expected, rtol=6e-8, atol=0)
+    sums = [shares[0][segments == j].sum() for j in range(segments.max() + 1)]
+    np.testing.assert_allclose(sums, w.attribution.contributions[w.selected], rtol=1e-5)
+    calls = len(forward_calls)
+    w.selected = 1
+    assert w.components["positions"] == [1] and len(forward_calls) == calls
+    w.request = {"target": "next", "boundaries": "every:2"}
+    assert w.components["positions"] == [1]
+    assert array_from_payload(w.components["segments"]).max() == 1  # two segments now
+    assert IGLensWidget(w.attribution).components == {}  # no lens: nothing to compute with
+    whole = lens.attribute(PROMPT, components=True)
+    sent = result_payload(whole)["components"]
+    assert sent["positions"] == list(range(6))
+    np.testing.assert_allclose(array_from_payload(sent["shares"]), whole.component_shares,
+                               rtol=6e-8, atol=0)
+    assert result_payload(w.attribution)["components"] is None
 
 
 def test_python_recompute_method(lens):
