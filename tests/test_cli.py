@@ -54,6 +54,26 @@ def test_generate_and_every_k_boundaries(tiny_model_dir, tmp_path, lens):
     np.testing.assert_allclose(data["lens_probs"], expected.lens_probs, atol=1e-9)  # as above
 
 
+def test_sublayer_boundaries_and_components(tiny_model_dir, tmp_path, capsys, lens):
+    data = run_json(tiny_model_dir, tmp_path, "--boundaries", "sublayer", "--components",
+                    "--position", "2", "--position", "-1")
+    expected = lens.attribute(PROMPT, boundaries="sublayer")
+    assert data["boundaries"] == expected.boundaries and data["boundaries"][1] == 0.5
+    np.testing.assert_allclose(data["contributions"], expected.contributions, atol=1e-9)
+    split = data["components"]
+    assert split["names"] == lens.component_names and split["positions"] == [2, 4]
+    shares = lens.components(expected, [2, 4])  # the same rows: the same float32 arithmetic
+    np.testing.assert_allclose(split["shares"], shares, atol=1e-9)
+    out = capsys.readouterr().out
+    assert "largest" in out and "components" in out
+    # The onset column names the half block; the component column the largest share.
+    onset = expected.segment_labels[expected.onset_segment[2]]
+    assert re.search(rf"^\s+2\s.*\sL{re.escape(onset)}\s", out, re.MULTILINE)
+    block, comp = np.unravel_index(np.argmax(np.abs(shares[0])), shares[0].shape)
+    short = lens.component_names[comp].replace("head:", "h")
+    assert f"L{block + 1}.{short} {shares[0, block, comp]:+.3f}" in out
+
+
 def test_table_shows_the_answer_by_default(tiny_model_dir, capsys, lens):
     assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--generate", "2"]) == 0
     out = capsys.readouterr().out

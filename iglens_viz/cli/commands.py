@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import IGLensError
 from .table import attribution_table
 
@@ -62,7 +64,8 @@ def _attribute_parser() -> argparse.ArgumentParser:
     p.add_argument("--contrast", type=_nonempty, default=None,
                    help="attribute p(target) - p(contrast); a token id or single-token string")
     p.add_argument("--boundaries", default="all",
-                   help="'all' (every block), 'every:K', or a list such as 0,10,20,30")
+                   help="'all' (every block), 'every:K', 'sublayer' (every attention and MLP "
+                        "output), or a list such as 0,10,20,30")
     p.add_argument("--steps", default="1", help="interpolation steps per segment (1-1000)")
     p.add_argument("--estimator", choices=["prediction_aware", "riemann"],
                    default="prediction_aware")
@@ -72,6 +75,9 @@ def _attribute_parser() -> argparse.ArgumentParser:
                    help="show every position, not only the generated answer")
     p.add_argument("--top-k", type=_count(0), default=3,
                    help="largest signed contributions shown per token (default 3)")
+    p.add_argument("--components", action="store_true",
+                   help="also split the shown tokens' contributions over attention heads and "
+                        "MLPs, and show the largest shares")
     p.add_argument("--generate", type=_count(0), default=None, metavar="N",
                    help="generate N answer tokens (default 16 with chat, 0 with --no-chat)")
     p.add_argument("--no-chat", action="store_true",
@@ -155,7 +161,10 @@ def run_attribute(argv: list[str]) -> int:
         chat=False if args.no_chat else "auto", max_new_tokens=generate)
     _check_outputs(args.json, args.png, args.html)
     model, tokenizer = _load(args.model, args.dtype, args.device)
-    result = IGLens(model, tokenizer).run(request)
+    lens = IGLens(model, tokenizer)
+    result = lens.run(request)
+    positions = _positions(result, args)
+    shares = lens.components(result, positions) if args.components else None
 
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
     console = Console(width=None if sys.stdout.isatty() else 110, highlight=False)
@@ -164,10 +173,15 @@ def run_attribute(argv: list[str]) -> int:
                                   skip_special_tokens=True)
         # Model output and paths are Text objects, so rich never reads them as markup.
         console.print(Text.assemble(("Answer: ", "bold"), answer))
-    console.print(attribution_table(result, _positions(result, args), args.top_k))
+    console.print(attribution_table(result, positions, args.top_k,
+                                    None if shares is None else (lens.component_names, shares)))
     written = []
     if args.json:
-        written.append(write_atomic(args.json, json.dumps(result.to_dict(), allow_nan=False)))
+        out = result.to_dict()
+        if shares is not None:
+            out["components"] = {"names": lens.component_names, "positions": positions,
+                                 "shares": np.where(np.isfinite(shares), shares, None).tolist()}
+        written.append(write_atomic(args.json, json.dumps(out, allow_nan=False)))
     if args.png:
         png = io.BytesIO()
         result.plot_heatmap().savefig(png, format="png", dpi=130, bbox_inches="tight")

@@ -7,42 +7,61 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from ..core.boundaries import is_sublayer
 from ..views.token_format import format_token
+
+
+def _largest(values, labels, top_k: int) -> str:
+    order = np.argsort(-np.abs(values))[:top_k]
+    return "\n".join(f"{labels[j]} {values[j]:+.3f}" for j in order)
 
 
 def largest_contributions(result, position: int, top_k: int) -> str:
     """The ``top_k`` largest |contributions| of one position, signed, e.g. ``L21 +0.52``."""
-    row = result.contributions[position]
-    labels = result.segment_labels
-    order = np.argsort(-np.abs(row))[:top_k]
-    return "\n".join(f"L{labels[j]} {row[j]:+.3f}" for j in order)
+    return _largest(result.contributions[position],
+                    [f"L{label}" for label in result.segment_labels], top_k)
 
 
-def attribution_table(result, positions, top_k: int = 3) -> Table:
+def largest_components(names, shares, top_k: int) -> str:
+    """The ``top_k`` largest |shares| of one position's ``(n, C)`` component split, e.g.
+    ``L30.mlp +0.672`` or ``L30.h1 +0.101``."""
+    short = [f"h{n.split(':', 1)[1]}" if n.startswith("head:") else n for n in names]
+    labels = [f"L{b + 1}.{c}" for b in range(shares.shape[0]) for c in short]
+    return _largest(np.nan_to_num(shares.ravel()), labels, top_k)
+
+
+def attribution_table(result, positions, top_k: int = 3, components=None) -> Table:
     """A rich ``Table``: token, target, p_final, Δp, onset, largest contributions, |Σ−Δp|.
 
-    Token strings and the model's name are ``Text`` objects, so rich never interprets them as
-    markup.
+    ``components`` — ``(names, shares (P, n, C))`` for the shown positions — adds a column of
+    the largest head / MLP shares. Token strings and the model's name are ``Text`` objects,
+    so rich never interprets them as markup.
     """
     table = Table(box=box.SIMPLE_HEAD, title=Text(
         f"IG-Lens — {result.model_name or result.family} "
         f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"))
-    for name, justify in [("pos", "right"), ("token", "left"), ("target", "left"),
-                          ("p_final", "right"), ("Δp", "right"), ("onset", "right"),
-                          ("largest\ncontributions", "left"), ("|Σ−Δp|", "right")]:
+    columns = [("pos", "right"), ("token", "left"), ("target", "left"), ("p_final", "right"),
+               ("Δp", "right"), ("onset", "right"), ("largest\ncontributions", "left")]
+    if components is not None:
+        columns.append(("largest\ncomponents", "left"))
+    for name, justify in columns + [("|Σ−Δp|", "right")]:
         is_text = name in ("token", "target")
         table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
                          max_width=12 if is_text else None,
                          min_width=None if is_text else max(7, len(name.split("\n")[-1])))
-    for t in positions:
+    halves = is_sublayer(result.boundaries)
+    for row, t in enumerate(positions):
         if result.target_ids[t] < 0:
             table.add_row(str(t), Text(format_token(result.tokens[t])), Text("—"),
-                          "", "", "", "", "")
+                          *[""] * (len(columns) - 2))
             continue
         error = abs(result.contributions[t].sum() - result.delta_p[t])
+        onset = (f"L{result.segment_labels[result.onset_segment[t]]}" if halves
+                 else f"L{result.onset[t]}")
+        cells = [f"{result.final_probs[t]:.3f}", f"{result.delta_p[t]:+.3f}", onset,
+                 largest_contributions(result, t, top_k)]
+        if components is not None:
+            cells.append(largest_components(components[0], components[1][row], top_k))
         table.add_row(str(t), Text(format_token(result.tokens[t])),
-                      Text(format_token(result.target_tokens[t])),
-                      f"{result.final_probs[t]:.3f}", f"{result.delta_p[t]:+.3f}",
-                      f"L{result.onset[t]}", largest_contributions(result, t, top_k),
-                      f"{error:.1e}")
+                      Text(format_token(result.target_tokens[t])), *cells, f"{error:.1e}")
     return table
