@@ -5,7 +5,7 @@
  * @module app
  */
 import { h, listen } from "./dom.js";
-import { createContext, loadResult } from "./views/context.js";
+import { createContext, loadResult, loadComponents } from "./views/context.js";
 import { createStrip } from "./views/strip.js";
 import { createHeatmap } from "./views/heatmap.js";
 import { createDetail } from "./views/detail.js";
@@ -100,6 +100,8 @@ export function render({ model, el }) {
   // model → views -----------------------------------------------------------------------
   const onResult = () => {
     ctx.result = loadResult(ctx, model.get("result"));
+    loadComponents(ctx);
+    ctx.segmentFocus = { index: -1, j: -1 };
     meta();
     strip.build();
     controls.prefill();
@@ -107,6 +109,8 @@ export function render({ model, el }) {
     detail.render();
   };
   const onSelection = () => {
+    // a segment picked for another token does not carry over to the new one
+    if (ctx.segmentFocus.index !== ctx.selected()) ctx.segmentFocus = { index: -1, j: -1 };
     strip.updateSelection(true);
     heatmap.updateSelection(true);
     detail.update();
@@ -118,12 +122,23 @@ export function render({ model, el }) {
   };
   const onColor = () => strip.recolor();
   const onControls = () => controls.sync();
+  const onComponents = () => {
+    loadComponents(ctx);
+    detail.updateComponents();
+  };
+  const onInteractive = () => {
+    controls.sync();
+    detail.updateComponents(); // "computing…" or the static hint
+  };
+  const onFocus = () => detail.updateComponents();
+  ctx.focusListeners.add(onFocus);
   const handlers = /** @type {Array<[string, () => void]>} */ ([
     ["change:result", onResult],
     ["change:selected", onSelection],
     ["change:hovered", onHover],
     ["change:color_by", onColor],
-    ["change:interactive", onControls],
+    ["change:interactive", onInteractive],
+    ["change:components", onComponents],
     ["change:busy", onControls],
     ["change:error", onControls],
   ]);
@@ -186,6 +201,7 @@ export function render({ model, el }) {
 
   return () => {
     for (const [ev, fn] of handlers) model.off(ev, fn);
+    ctx.focusListeners.delete(onFocus);
     offs.forEach((off) => off());
     ro?.disconnect();
     mo?.disconnect();

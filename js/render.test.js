@@ -215,6 +215,44 @@ describe("detail panel", () => {
   });
 });
 
+describe("sub-layer boundaries (half depths)", () => {
+  it("the detail names the onset by its label and plots the halves at their depths", () => {
+    const state = makeState({ T: 4, nBlocks: 6, sublayer: true, selected: 1 });
+    const r = /** @type {import("./result.js").Result} */ (decodeResult(state.result));
+    const { el } = mountWidget({ state });
+    expect(el.querySelectorAll(".iglens-bar").length).toBe(12);
+    const j = r.onset[1];
+    const onsetStat = /** @type {HTMLElement} */ ([...el.querySelectorAll(".iglens-detail .iglens-stat")].find((x) => x.textContent?.startsWith("onset")));
+    expect(onsetStat.textContent).toBe(`onsetblock ${r.segmentLabels[j]}`);
+    expect(r.segmentLabels[j]).toMatch(/^\d+\.(attn|mlp)$/);
+    expect(onsetStat.title).toContain(`block ${r.onsetBlock[1]}`);
+    // bars sit at the depths: half-block bars, the attention half left of the MLP half
+    const bars = [...el.querySelectorAll(".iglens-bar")];
+    const bx = bars.map((b) => Number(b.getAttribute("x")));
+    for (let q = 1; q < bx.length; q++) expect(bx[q]).toBeGreaterThan(bx[q - 1]);
+    const widths = bars.map((b) => Number(b.getAttribute("width")));
+    expect(Math.max(...widths) - Math.min(...widths)).toBeLessThan(1e-6);
+    const dots = [...el.querySelectorAll(".iglens-curve-dot")].map((c) => Number(c.getAttribute("cx")));
+    expect(dots.length).toBe(13);
+    expect(dots[1] - dots[0]).toBeCloseTo(dots[2] - dots[1], 6); // depth 0, 0.5, 1: evenly spaced
+    expect(q(el, ".iglens-axis-title").textContent).toContain("L \u2212 0.5");
+  });
+
+  it("the heatmap tooltip says which half: the cell's label and the depth after it", () => {
+    const { el } = mountWidget({ T: 4, nBlocks: 6, sublayer: true });
+    const canvas = q(el, "canvas.iglens-heatmap-canvas");
+    const labelW = Math.round(Math.min(200, Math.max(96, 0.3 * 640)));
+    const colW = Math.floor((640 - labelW - 8) / 12);
+    fire(canvas, "mousemove", { clientX: labelW + 2 * colW + 3, clientY: 24 + 1 * 20 + 5 }); // segment 2 = 2.attn
+    const tip = q(el, ".iglens-tooltip").textContent ?? "";
+    expect(tip).toContain("block2.attn");
+    expect(tip).toContain("p(target) after block 2.attn");
+    fire(canvas, "mousemove", { clientX: labelW + 3 * colW + 3, clientY: 24 + 1 * 20 + 5 }); // 2.mlp: after block 2
+    expect(q(el, ".iglens-tooltip").textContent).toContain("p(target) after block 2");
+    expect(q(el, ".iglens-heatmap .iglens-foot").textContent).toContain("attention and MLP halves of blocks 1\u20136");
+  });
+});
+
 describe("heatmap", () => {
   it("has the canvas, draws the cells from one bitmap, and clicking a cell selects", () => {
     canvasCalls.length = 0;
@@ -304,6 +342,17 @@ describe("controls", () => {
     expect([val("target"), val("contrast"), val("boundaries"), val("boundaries_custom"), val("estimator"), val("steps")])
       .toEqual([" Paris", " London", "custom", "0,10,20,30", "riemann", "8"]);
     expect(q(el, ".iglens-meta").textContent).toContain("target:  Paris");
+  });
+
+  it("offer the sub-layer boundaries (\"sublayer\"), prefill them and send them", () => {
+    const { el, model } = mountWidget({ state: makeState({ T: 4, nBlocks: 4, sublayer: true, interactive: true }) });
+    const b = /** @type {HTMLSelectElement} */ (q(el, "[name=boundaries]"));
+    expect([...b.options].map((o) => o.value)).toEqual(["all", "every:2", "every:5", "sublayer", "custom"]);
+    expect(b.value).toBe("sublayer");
+    expect(b.selectedOptions[0].textContent).toBe("attn / MLP halves");
+    expect(q(el, "[name=boundaries_custom]").hidden).toBe(true);
+    fire(q(el, ".iglens-apply"), "click");
+    expect(model.get("request").boundaries).toBe("sublayer");
   });
 
   it("the steps box stops at the payload's max_steps (the request's limit)", () => {
@@ -463,6 +512,7 @@ describe("the payload's one definitions", () => {
     result.lens_probs = encodeArray(new Float32Array(lens), [2, 5]);
     result.delta_p = encodeArray(new Float32Array(delta), [2]);
     result.onset = encodeArray(new Int32Array([1, 1]), [2]);
+    result.onset_segment = encodeArray(new Int32Array([0, 0]), [2]);
     return result;
   }
 
@@ -484,6 +534,7 @@ describe("the payload's one definitions", () => {
     const result = makeResult({ T: 5, nBlocks: 20, every: 5 });
     result.segment_labels = ["early", "middle", "late", "final"];
     result.onset = encodeArray(new Int32Array([10, 10, 10, 10, 10]), [5]); // segment 1: blocks 6–10
+    result.onset_segment = encodeArray(new Int32Array([1, 1, 1, 1, 1]), [5]);
     const { el, model } = mountWidget({ state: { ...makeState(), result, selected: 1 } });
     model.set("color_by", "onset");
     const legend = q(el, ".iglens-strip-legend").textContent ?? "";
@@ -494,6 +545,7 @@ describe("the payload's one definitions", () => {
     expect(q(el, ".iglens-tooltip").textContent).toContain("early");
     const onsetStat = /** @type {HTMLElement} */ ([...el.querySelectorAll(".iglens-detail .iglens-stat")].find((x) => x.textContent?.startsWith("onset")));
     expect(onsetStat.title).toContain("blocks middle");
+    expect(onsetStat.textContent).toBe("onsetblocks middle");
     fire(/** @type {Element} */ (el.querySelector(".iglens-detail svg.iglens-chart")), "mousemove", { clientX: 0 });
     expect(q(el, ".iglens-readout").textContent).toContain("blocks early");
   });

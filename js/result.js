@@ -4,6 +4,7 @@
  * @module result
  */
 import { decodeArray, isPayload } from "./codec.js";
+import { decodeComponents, componentsMismatch } from "./components.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -18,8 +19,10 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {string[]|null} contrastTokens
  * @property {Int32Array|TypedArray|null} inputIds
  * @property {TypedArray} targetIds
- * @property {Int32Array} onset  segment index j of the onset (-1 none), derived from onsetBlock
- * @property {Int32Array} onsetBlock  the protocol's `onset`: the last block of the onset segment, boundaries[j+1] (-1 none)
+ * @property {Int32Array} onset  segment index j of the onset (-1 none): the protocol's `onset_segment`
+ *   (older payloads without it: the segment that ends at block `onset`)
+ * @property {Int32Array} onsetBlock  the protocol's `onset`: the block of the onset segment's end,
+ *   ceil(boundaries[j+1]) (-1 none); not unique under sub-layer boundaries
  * @property {TypedArray} contributions (T·k)
  * @property {TypedArray} lensProbs (T·(k+1))
  * @property {TypedArray} deltaP (T)
@@ -27,7 +30,9 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {TypedArray|null} topProbs
  * @property {TypedArray|null} pathProbs (T·k·(m+1))
  * @property {Record<string, string>} tokenText
- * @property {number[]} boundaries (k+1)
+ * @property {number[]} boundaries (k+1) depths: ints, and L − 0.5 (after block L's attention, before
+ *   its MLP) under sub-layer boundaries
+ * @property {boolean} halves some boundary is a half depth (the "sublayer" spec)
  * @property {number} answerStart the first position whose target is a generated answer token (T when
  *   there is no answer): position i is "answer" iff i >= answerStart, in every view
  * @property {string} estimator
@@ -38,7 +43,7 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {Controls} controls what the controls are prefilled with
  * @property {Record<string, any>|null} request the frozen request's JSON form (provenance; null when absent)
  * @property {string} targetName the lens value's name: "p(target)" or "p(target) − p(contrast)"
- * @property {string[]} segmentLabels one per segment ("12", "11–15"), as Python names them
+ * @property {string[]} segmentLabels one per segment ("12", "11–15", "12.attn", "12.mlp"), as Python names them
  * @property {boolean} singleBlocks every segment is one block
  * @property {number} maxSteps the most interpolation steps a request may ask for (Python's MAX_STEPS)
  * @property {number} nonmonotoneThreshold the non-monotone rule's threshold (a fraction of the largest |contribution|)
@@ -47,6 +52,8 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {number} deltaLimit max |Δp| (1 when all zero)
  * @property {boolean} signedProbs lens values can be negative (a contrast): p_final is signed
  * @property {boolean[]} hasTarget per position
+ * @property {import("./components.js").Components|null} components the payload's `components` (null when absent)
+ * @property {string|null} componentsError why `components` could not be read (the rest of the result stands)
  *
  * @typedef {object} Controls the protocol's `controls`: the text of each control
  * @property {string} target
@@ -117,6 +124,11 @@ export function decodeResult(raw) {
   if (!lens || lens.shape[0] !== T || lens.shape[1] !== k + 1) throw new RangeError("result.lens_probs must be (T, k+1)");
   const boundaries = Array.isArray(raw.boundaries) && raw.boundaries.length === k + 1
     ? raw.boundaries.map(Number) : Array.from({ length: k + 1 }, (_, j) => j);
+  for (let j = 0; j <= k; j++) {
+    if (!Number.isFinite(boundaries[j]) || (j > 0 && !(boundaries[j] > boundaries[j - 1]))) {
+      throw new RangeError(`result.boundaries must be increasing depths, got ${JSON.stringify(raw.boundaries)}`);
+    }
+  }
   const lensProbs = lens.data;
   let deltaP = delta?.data;
   if (!deltaP) {
@@ -124,16 +136,28 @@ export function decodeResult(raw) {
     for (let i = 0; i < T; i++) deltaP[i] = lensProbs[i * (k + 1) + k] - lensProbs[i * (k + 1)];
   }
   const c = contributions.data;
-  // The protocol's onset is a block number: the last block of the onset segment
-  // (AttributionResult.onset; the rule lives in Python only). Views need the segment index j
-  // (boundaries[j+1] = block); a block that ends no segment counts as none.
+  // The onset rule lives in Python only. `onset_segment` names the segment j directly;
+  // `onset` is its block, ceil(boundaries[j+1]) (under sub-layer boundaries both halves of a
+  // block share it). Payloads without `onset_segment`: the segment that ends at that block
+  // (a block that ends no segment counts as none).
   const onset = new Int32Array(T).fill(-1);
   const onsetBlock = new Int32Array(T).fill(-1);
-  const segOfBlock = new Map(boundaries.slice(1).map((blk, j) => [blk, j]));
-  for (let i = 0; i < T; i++) {
-    const blk = onsetArr.data[i];
-    const j = segOfBlock.get(blk);
-    if (j !== undefined) { onset[i] = j; onsetBlock[i] = blk; }
+  const onsetSeg = arr(raw.onset_segment, "onset_segment");
+  if (onsetSeg) {
+    if (onsetSeg.data.length !== T) throw new RangeError(`result.onset_segment must have shape (T=${T},), got ${JSON.stringify(onsetSeg.shape)}`);
+    for (let i = 0; i < T; i++) {
+      const j = onsetSeg.data[i];
+      if (!Number.isInteger(j) || j < -1 || j >= k) throw new RangeError(`result.onset_segment must hold segment indices in [-1, ${k - 1}], got ${j}`);
+      onset[i] = j;
+      onsetBlock[i] = j >= 0 ? onsetArr.data[i] : -1;
+    }
+  } else {
+    const segOfBlock = new Map(boundaries.slice(1).map((blk, j) => [blk, j]));
+    for (let i = 0; i < T; i++) {
+      const blk = onsetArr.data[i];
+      const j = segOfBlock.get(blk);
+      if (j !== undefined) { onset[i] = j; onsetBlock[i] = blk; }
+    }
   }
   const answerStart = raw.answer_start;
   if (typeof answerStart !== "number" || !Number.isInteger(answerStart) || answerStart < 0 || answerStart > T) {
@@ -166,6 +190,19 @@ export function decodeResult(raw) {
   const contrastTokens = Array.isArray(raw.contrast_tokens) ? raw.contrast_tokens.map(String) : null;
   const K = top && top.shape.length === 3 ? top.shape[2] : 0;
   const m = path && path.shape.length === 3 ? path.shape[2] - 1 : 0;
+  const nBlocks = Number(raw.n_blocks ?? Math.ceil(boundaries[boundaries.length - 1]));
+  // The component split is optional: a malformed one is reported in its own section, the
+  // rest of the result stands.
+  let components = null;
+  let componentsError = null;
+  try {
+    components = decodeComponents(raw.components, "result.components");
+    const why = components && componentsMismatch(components, { T, k, nBlocks, boundaries });
+    if (why) throw new RangeError(why);
+  } catch (err) {
+    components = null;
+    componentsError = err instanceof Error ? err.message : String(err);
+  }
   return {
     T, k, K, m,
     tokens, targetTokens, contrastTokens,
@@ -186,12 +223,13 @@ export function decodeResult(raw) {
     steps: Number(raw.steps ?? (m || 1)),
     modelName: String(raw.model_name ?? ""),
     family: String(raw.family ?? ""),
-    nBlocks: Number(raw.n_blocks ?? boundaries[boundaries.length - 1]),
+    nBlocks,
     controls: decodeControls(raw.controls),
     request: isObject(raw.request) ? { ...raw.request } : null,
     targetName,
     segmentLabels: labels.slice(),
     singleBlocks: boundaries.every((blk, j) => j === 0 || blk - boundaries[j - 1] === 1),
+    halves: boundaries.some((d) => !Number.isInteger(d)),
     nonmonotoneThreshold: threshold,
     maxSteps,
     hasContrast: !!contrastTokens,
@@ -199,7 +237,29 @@ export function decodeResult(raw) {
     deltaLimit: symmetricLimit(deltaP),
     signedProbs: signed || !!contrastTokens,
     hasTarget,
+    components,
+    componentsError,
   };
+}
+
+/**
+ * A segment in words: "block 12", "blocks 11–15", "block 12.attn" (its payload label after
+ * "block" or "blocks").
+ * @param {Result} r @param {number} j
+ */
+export function segmentText(r, j) {
+  const width = r.boundaries[j + 1] - r.boundaries[j];
+  return `${width > 1 ? "blocks" : "block"} ${r.segmentLabels[j]}`;
+}
+
+/**
+ * A depth (a boundary) in words: "embeddings" (0), "block 12" (the state after block 12),
+ * "block 12.attn" (depth 11.5: after block 12's attention, before its MLP).
+ * @param {number} d
+ */
+export function depthText(d) {
+  if (d === 0) return "embeddings";
+  return Number.isInteger(d) ? `block ${d}` : `block ${Math.ceil(d)}.attn`;
 }
 
 /** Text of a token id via `token_text` (`<id>` when unknown). @param {Result} r @param {number} id */

@@ -1,5 +1,5 @@
 import { describe, it, expect } from "vitest";
-import { decodeResult, symmetricLimit, topAt, idText, contributionSum, pathRow } from "./result.js";
+import { decodeResult, symmetricLimit, topAt, idText, contributionSum, pathRow, segmentText, depthText, contribution } from "./result.js";
 import { makeResult } from "./testing/fixture.js";
 import { encodeArray } from "./codec.js";
 
@@ -19,14 +19,62 @@ describe("decodeResult", () => {
     expect(Math.abs(contributionSum(r, 2) - r.deltaP[2])).toBeLessThan(1e-6);
   });
 
-  it("maps the protocol's onset (a block number) to its segment", () => {
-    const raw = makeResult({ T: 3, nBlocks: 20, every: 5 });
+  it("without onset_segment (an older payload), maps the protocol's onset (a block number) to its segment", () => {
+    const raw = makeResult({ T: 3, nBlocks: 20, every: 5, legacyOnset: true });
     expect(raw.boundaries).toEqual([0, 5, 10, 15, 20]);
+    expect("onset_segment" in raw).toBe(false);
     raw.onset = encodeArray(new Int32Array([10, -1, 7]), [3]); // 7 is no segment end: ignored
     const r = /** @type {import("./result.js").Result} */ (decodeResult(raw));
     expect(Array.from(r.onset)).toEqual([1, -1, -1]);
     expect(Array.from(r.onsetBlock)).toEqual([10, -1, -1]);
     expect(r.segmentLabels[1]).toBe("6\u201310");
+  });
+
+  it("onset_segment names the onset segment; onset stays its block (sub-layer boundaries, half depths)", () => {
+    const raw = makeResult({ T: 3, nBlocks: 4, sublayer: true });
+    expect(raw.boundaries).toEqual([0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4]);
+    expect(raw.segment_labels).toEqual(["1.attn", "1.mlp", "2.attn", "2.mlp", "3.attn", "3.mlp", "4.attn", "4.mlp"]);
+    expect(raw.controls.boundaries).toBe("sublayer");
+    raw.onset_segment = encodeArray(new Int32Array([2, -1, 3]), [3]); // 2.attn, none, 2.mlp
+    raw.onset = encodeArray(new Int32Array([2, -1, 2]), [3]); // both halves of block 2: block 2
+    const r = /** @type {import("./result.js").Result} */ (decodeResult(raw));
+    expect([r.k, r.nBlocks, r.halves, r.singleBlocks]).toEqual([8, 4, true, false]);
+    expect(r.boundaries).toEqual([0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4]);
+    expect(Array.from(r.onset)).toEqual([2, -1, 3]);
+    expect(Array.from(r.onsetBlock)).toEqual([2, -1, 2]);
+    expect(segmentText(r, 2)).toBe("block 2.attn");
+    expect(segmentText(r, 3)).toBe("block 2.mlp");
+    expect(depthText(1.5)).toBe("block 2.attn");
+    expect(depthText(2)).toBe("block 2");
+    expect(depthText(0)).toBe("embeddings");
+    expect(Math.abs(contributionSum(r, 0) - r.deltaP[0])).toBeLessThan(1e-6);
+    // the old mapping is only a fallback: block 2 ends segment 3 (2.mlp), never 2.attn
+    delete raw.onset_segment;
+    expect(Array.from(/** @type {any} */ (decodeResult(raw)).onset)).toEqual([3, -1, 3]);
+  });
+
+  it("the fixture's onset_segment is the argmax of each row, onset its block, for every boundary form", () => {
+    for (const o of [{ every: 1 }, { every: 5 }, { sublayer: true }]) {
+      const r = /** @type {import("./result.js").Result} */ (decodeResult(makeResult({ T: 5, nBlocks: 10, ...o })));
+      for (let i = 0; i < r.T; i++) {
+        const j = r.onset[i];
+        for (let q = 0; q < r.k; q++) expect(contribution(r, i, q)).toBeLessThanOrEqual(contribution(r, i, j));
+        expect(r.onsetBlock[i]).toBe(Math.ceil(r.boundaries[j + 1]));
+      }
+    }
+    const r = /** @type {import("./result.js").Result} */ (decodeResult(makeResult({ T: 2, nBlocks: 20, every: 5 })));
+    expect(segmentText(r, 1)).toBe("blocks 6\u201310");
+  });
+
+  it("rejects an onset_segment of the wrong shape or range, and boundaries that do not increase", () => {
+    const raw = makeResult({ T: 3, nBlocks: 4, sublayer: true });
+    expect(() => decodeResult({ ...raw, onset_segment: encodeArray(new Int32Array([0, 8, 1]), [3]) })).toThrow(/onset_segment/);
+    expect(() => decodeResult({ ...raw, onset_segment: encodeArray(new Int32Array([0, -2, 1]), [3]) })).toThrow(RangeError);
+    expect(() => decodeResult({ ...raw, onset_segment: encodeArray(new Int32Array([0, 1]), [2]) })).toThrow(/onset_segment/);
+    expect(() => decodeResult({ ...raw, onset_segment: [0, 1, 2] })).toThrow(/onset_segment/);
+    const b = raw.boundaries.slice();
+    [b[2], b[3]] = [b[3], b[2]];
+    expect(() => decodeResult({ ...raw, boundaries: b })).toThrow(/boundaries/);
   });
 
   it("never recomputes the onset: a payload without one is an error (the rule lives in Python)", () => {

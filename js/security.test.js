@@ -13,7 +13,7 @@ const EVIL = "<img src=x onerror=alert(1)>";
 describe("untrusted token text", () => {
   it("renders a token that looks like HTML as text, never as markup", () => {
     const tokens = [" The", EVIL, " is", "<script>alert(2)</script>", "\u202e evil", "\n"];
-    const result = makeResult({ T: tokens.length, tokens, contrast: true });
+    const result = makeResult({ T: tokens.length, tokens, contrast: true, components: { heads: 2 } });
     // the payload everywhere a string can come from: targets, top-k text, contrast
     result.target_tokens = result.target_tokens.map(() => EVIL);
     for (const id of Object.keys(result.token_text)) result.token_text[id] = EVIL;
@@ -23,6 +23,8 @@ describe("untrusted token text", () => {
     result.target_name = EVIL;
     result.segment_labels = result.segment_labels.map(() => EVIL);
     result.controls = { ...result.controls, target: EVIL, contrast: EVIL, boundaries: EVIL };
+    // the component split's names (column heads, the caption's top shares, cell titles)
+    result.components.names = [EVIL, "<script>alert(4)</script>", "mlp", "rest"];
     const { el, model } = mountWidget({ state: { ...makeState(), result, error: EVIL, interactive: true } });
 
     fire(/** @type {Element} */ (el.querySelector("[data-token-index='1']")), "click");
@@ -43,6 +45,10 @@ describe("untrusted token text", () => {
     expect(strip.textContent).toContain("\\u202e");
     const detail = /** @type {Element} */ (el.querySelector(".iglens-detail"));
     expect(detail.textContent).toContain(EVIL);
+    expect(/** @type {Element} */ (el.querySelector("[data-view=components] thead")).textContent).toContain(EVIL);
+    model.set("components", { error: EVIL });
+    model.set("selected", 2);
+    expect(document.querySelectorAll("img, b, iframe, object, script").length).toBe(0);
     expect(/** @type {Element} */ (el.querySelector(".iglens-tooltip")).textContent).toContain("<img src=x");
     expect(/** @type {Element} */ (el.querySelector(".iglens-error")).textContent).toBe(EVIL);
     expect(/** @type {Element} */ (el.querySelector(".iglens-heatmap-legend .iglens-legend-title")).textContent).toBe(`contribution to ${EVIL}`);

@@ -10,7 +10,7 @@
 import { decodeBase64Buffers } from "./codec.js";
 import { render } from "./app.js";
 
-const DEFAULTS = { selected: -1, hovered: -1, color_by: "p_final", interactive: false, request: {}, busy: false, error: "" };
+const DEFAULTS = { selected: -1, hovered: -1, color_by: "p_final", interactive: false, request: {}, busy: false, error: "", components: {} };
 
 /**
  * An in-memory model: get / set / save_changes / on / off (+ send, a no-op).

@@ -4,7 +4,7 @@
  * For tests and the dev harness; no Python needed.
  * @module testing/fixture
  */
-import { encodeArray } from "../codec.js";
+import { encodeArray, decodeArray } from "../codec.js";
 
 /** A small deterministic PRNG (mulberry32). @param {number} seed */
 export function rng(seed) {
@@ -28,6 +28,10 @@ const WORDS = [" The", " capital", " of", " France", " is", " Paris", ".", "\n",
  * @property {number} [T] positions (default 12)
  * @property {number} [nBlocks] blocks (default 30)
  * @property {number} [every] boundary stride (default 1 → every block)
+ * @property {boolean} [sublayer] boundaries "sublayer": [0, 0.5, 1, …, n] (each block's attention
+ *   and MLP halves; labels "1.attn", "1.mlp", …)
+ * @property {boolean} [legacyOnset] leave out `onset_segment` (a payload from before it existed)
+ * @property {boolean|ComponentOptions} [components] add `result.components` (the head/MLP split)
  * @property {number} [K] top tokens per boundary (default 5; 0 = none)
  * @property {number} [steps] interpolation steps (>1 adds path_probs)
  * @property {number} [promptLength] (default T: no answer); `answer_start` is promptLength − 1
@@ -41,6 +45,90 @@ const WORDS = [" The", " capital", " of", " France", " is", " Paris", ".", "\n",
  */
 
 /**
+ * @typedef {object} ComponentOptions
+ * @property {number} [heads] attention heads H (default 4): names head:0 … head:H−1, mlp, rest
+ * @property {"heads"|"attn"} [split] "attn": names ["attn", "mlp"] (heads not split)
+ * @property {number[]} [positions] the positions split (default: every one)
+ * @property {boolean} [nan] "rest" of block 1 is NaN (not applicable; default true with heads)
+ * @property {boolean} [base64]
+ * @property {number} [seed]
+ */
+
+/**
+ * Python's `segment_label`: "12", "11–15", "12.attn" (depth 11 → 11.5), "12.mlp" (11.5 → 12).
+ * @param {number} lo @param {number} hi
+ */
+export function segmentLabel(lo, hi) {
+  if (hi - lo === 0.5) return `${Math.ceil(hi)}.${Number.isInteger(hi) ? "mlp" : "attn"}`;
+  return hi - lo === 1 ? String(hi) : `${lo + 1}\u2013${hi}`;
+}
+
+/**
+ * `components_segments` of Python: (n, C) the segment j of each (block, component): a block's
+ * attention parts lie in the segment that spans depth L − 1 → L − ½, its MLP in L − ½ → L.
+ * @param {number[]} boundaries @param {string[]} names @param {number} n
+ */
+export function componentSegments(boundaries, names, n) {
+  const seg = (/** @type {number} */ depth) => boundaries.filter((d) => d < depth).length - 1; // searchsorted − 1
+  const out = new Int32Array(n * names.length);
+  for (let b = 0; b < n; b++) {
+    names.forEach((name, c) => { out[b * names.length + c] = seg(b + (name === "mlp" ? 0.75 : 0.25)); });
+  }
+  return out;
+}
+
+/**
+ * A synthetic component split of a `result` dict (the protocol's `components`): each
+ * segment's contribution spread over its (block, component) cells with random signed shares
+ * that add up to it exactly (in float64; stored as float32).
+ * @param {Record<string, any>} raw a result dict (makeResult's)
+ * @param {ComponentOptions} [o]
+ */
+export function makeComponents(raw, o = {}) {
+  const contributions = decodeArray(raw.contributions);
+  const [T, k] = contributions.shape;
+  const c = contributions.data;
+  const boundaries = raw.boundaries.map(Number);
+  const n = Number(raw.n_blocks);
+  const names = o.split === "attn" ? ["attn", "mlp"] : [...Array.from({ length: o.heads ?? 4 }, (_, q) => `head:${q}`), "mlp", "rest"];
+  const C = names.length;
+  const segments = componentSegments(boundaries, names, n);
+  const positions = o.positions ?? Array.from({ length: T }, (_, t) => t);
+  const rand = rng(o.seed ?? 3);
+  const nanRest = (o.nan ?? true) && names.includes("rest");
+  const restC = names.indexOf("rest");
+  const shares = new Float32Array(positions.length * n * C);
+  positions.forEach((t, p) => {
+    for (let j = 0; j < k; j++) {
+      /** @type {number[]} */
+      const cells = [];
+      for (let q = 0; q < n * C; q++) {
+        if (segments[q] !== j) continue;
+        if (nanRest && q === restC) { shares[p * n * C + q] = NaN; continue; } // block 1's rest
+        cells.push(q);
+      }
+      const v = c[t * k + j];
+      // positive weights summing to 1, plus a zero-sum signed wiggle
+      const w = cells.map(() => 0.05 + rand() ** 2);
+      const sw = w.reduce((a, b) => a + b, 0);
+      const wiggle = cells.map(() => (rand() - 0.5) * 0.6);
+      const mw = wiggle.reduce((a, b) => a + b, 0) / Math.max(1, cells.length);
+      cells.forEach((q, u) => {
+        const share = Number.isFinite(v) ? v * w[u] / sw + Math.abs(v) * (cells.length > 1 ? wiggle[u] - mw : 0) : NaN;
+        shares[p * n * C + q] = share;
+      });
+    }
+  });
+  const enc = (/** @type {any} */ arr, /** @type {number[]} */ shape) => encodeArray(arr, shape, { base64: !!o.base64 });
+  return {
+    names,
+    segments: enc(segments, [n, C]),
+    positions: positions.slice(),
+    shares: enc(shares, [positions.length, n, C]),
+  };
+}
+
+/**
  * Build a synthetic `result` dict.
  * @param {FixtureOptions} [o]
  */
@@ -52,7 +140,8 @@ export function makeResult(o = {}) {
   const m = o.steps && o.steps > 1 ? o.steps : 0;
   const rand = rng(o.seed ?? 7);
   const boundaries = [];
-  for (let L = 0; L < n; L += every) boundaries.push(L);
+  if (o.sublayer) for (let L = 0; L < n; L++) boundaries.push(L, L + 0.5);
+  else for (let L = 0; L < n; L += every) boundaries.push(L);
   boundaries.push(n);
   const k = boundaries.length - 1;
   const tokens = o.tokens ?? Array.from({ length: T }, (_, i) => WORDS[i % WORDS.length]);
@@ -66,6 +155,7 @@ export function makeResult(o = {}) {
   const inputIds = new Int32Array(T);
   const targetIds = new Int32Array(T);
   const onset = new Int32Array(T);
+  const onsetSegment = new Int32Array(T);
   const contributions = new Float32Array(T * k);
   const lens = new Float32Array(T * (k + 1));
   const delta = new Float32Array(T);
@@ -105,7 +195,8 @@ export function makeResult(o = {}) {
       sum += v;
       if (v > bestV) { bestV = v; best = j; }
     }
-    onset[i] = none ? -1 : boundaries[best + 1]; // a block number, like AttributionResult.onset
+    onset[i] = none ? -1 : Math.ceil(boundaries[best + 1]); // a block number, like AttributionResult.onset
+    onsetSegment[i] = none ? -1 : best;
     delta[i] = none ? NaN : lens[i * (k + 1) + k] - lens[i * (k + 1)];
     // top-K at each boundary: the target once it dominates, else filler tokens
     for (let j = 0; j <= k; j++) {
@@ -141,15 +232,17 @@ export function makeResult(o = {}) {
   const promptLength = o.promptLength ?? T;
   const target = o.lastHasNoTarget ? "next" : "predicted";
   const contrast = o.contrast ? " Hanoi" : "";
-  const boundarySpec = every === 1 ? "all" : `every:${every}`;
-  // segment labels as Python names them (iglens_viz.views.static.segment_labels)
-  const segmentLabels = boundaries.slice(1).map((hi, j) => (hi - boundaries[j] === 1 ? String(hi) : `${boundaries[j] + 1}\u2013${hi}`));
-  return {
+  const boundarySpec = o.sublayer ? "sublayer" : every === 1 ? "all" : `every:${every}`;
+  // segment labels as Python names them (iglens_viz.core.boundaries.segment_labels)
+  const segmentLabels = boundaries.slice(1).map((hi, j) => segmentLabel(boundaries[j], hi));
+  /** @type {Record<string, any>} */
+  const result = {
     tokens,
     target_tokens: targetTokens,
     input_ids: enc(inputIds, [T]),
     target_ids: enc(targetIds, [T]),
     onset: enc(onset, [T]),
+    onset_segment: enc(onsetSegment, [T]),
     contributions: enc(contributions, [T, k]),
     lens_probs: enc(lens, [T, k + 1]),
     delta_p: enc(delta, [T]),
@@ -175,12 +268,18 @@ export function makeResult(o = {}) {
     nonmonotone_threshold: o.threshold ?? 0.05,
     max_steps: 1000,
     contrast_tokens: contrastTokens,
+    components: null,
   };
+  if (o.legacyOnset) delete result.onset_segment;
+  if (o.components) {
+    result.components = makeComponents(result, { base64: o.base64, ...(o.components === true ? {} : o.components) });
+  }
+  return result;
 }
 
 /**
  * Full widget state (traits) around a result.
- * @param {FixtureOptions & {selected?: number, interactive?: boolean}} [o]
+ * @param {FixtureOptions & {selected?: number, interactive?: boolean, componentsTrait?: Record<string, any>}} [o]
  */
 export function makeState(o = {}) {
   return {
@@ -192,5 +291,6 @@ export function makeState(o = {}) {
     request: {},
     busy: false,
     error: "",
+    components: o.componentsTrait ?? {},
   };
 }

@@ -5,6 +5,7 @@
  * @module views/context
  */
 import { decodeResult } from "../result.js";
+import { readComponentsTrait, mergeComponents } from "../components.js";
 
 /**
  * @typedef {object} Model the anywidget model surface the front end uses
@@ -23,6 +24,14 @@ import { decodeResult } from "../result.js";
  * @property {import("../result.js").Result|null} result
  * @property {string|null} resultError why the result could not be decoded
  * @property {"light"|"dark"} theme
+ * @property {{sharesAt: (t: number) => import("../components.js").Shares|null, positions: number[]}} components
+ *   the component split: the `components` trait's positions, else `result.components`
+ * @property {string|null} componentsError the trait's error (Python's message, or why it could not
+ *   be read), else the result's
+ * @property {{index: number, j: number}} segmentFocus the segment the user picked for position
+ *   `index` (index -1: none, the detail shows the onset segment)
+ * @property {(i: number, j: number) => void} focusSegment pick segment j for position i (local, not a trait)
+ * @property {Set<() => void>} focusListeners called after focusSegment
  * @property {() => number} selected  valid selected position or -1
  * @property {() => number} hovered   valid hovered position or -1
  * @property {() => number} shown     the position the detail shows: hovered, else selected
@@ -57,6 +66,16 @@ export function createContext(model, root) {
     result: null,
     resultError: null,
     theme: "light",
+    components: mergeComponents(null, null),
+    componentsError: null,
+    segmentFocus: { index: -1, j: -1 },
+    focusListeners: new Set(),
+    focusSegment(i, j) {
+      const prev = ctx.segmentFocus;
+      if (prev.index === i && prev.j === j) return;
+      ctx.segmentFocus = { index: i, j };
+      for (const fn of [...ctx.focusListeners]) fn();
+    },
     selected: () => valid(model.get("selected")),
     hovered: () => valid(model.get("hovered")),
     shown: () => { const hv = ctx.hovered(); return hv >= 0 ? hv : ctx.selected(); },
@@ -83,7 +102,21 @@ export function createContext(model, root) {
     dispose() { if (timer !== null) { clearTimeout(timer); timer = null; } },
   };
   ctx.result = loadResult(ctx, model.get("result"));
+  loadComponents(ctx);
   return ctx;
+}
+
+/**
+ * Merge the `components` trait with the result's split (the trait wins for the positions it
+ * has); a trait made for another result (other blocks or segments) is ignored until Python
+ * replaces it.
+ * @param {Context} ctx
+ */
+export function loadComponents(ctx) {
+  const r = ctx.result;
+  const trait = readComponentsTrait(ctx.model.get("components"), r);
+  ctx.components = mergeComponents(trait.components, r ? r.components : null);
+  ctx.componentsError = trait.error ?? (r ? r.componentsError : null);
 }
 
 /**

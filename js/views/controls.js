@@ -1,13 +1,15 @@
 /**
  * Recompute controls (only when a Python kernel is attached: the `interactive` trait),
  * prefilled from the result's `controls` (else from the `request` trait). Apply writes the
- * `request` trait `{target, contrast, boundaries, estimator, steps}` and saves; Python
+ * `request` trait `{target, contrast, boundaries, estimator, steps}` (boundaries: "all",
+ * "every:K", "sublayer" or a custom list) and saves; Python
  * answers through `busy`, `error` and a new `result`.
  * @module views/controls
  */
 import { h, listen } from "../dom.js";
 
-export const BOUNDARY_PRESETS = [["all", "every block"], ["every:2", "every 2 blocks"], ["every:5", "every 5 blocks"], ["custom", "custom\u2026"]];
+export const BOUNDARY_PRESETS = [["all", "every block"], ["every:2", "every 2 blocks"], ["every:5", "every 5 blocks"],
+  ["sublayer", "attn / MLP halves"], ["custom", "custom\u2026"]];
 export const ESTIMATORS = [["prediction_aware", "prediction-aware (exact)"], ["riemann", "Riemann (gradient)"]];
 
 /**
@@ -53,7 +55,7 @@ export function createControls(ctx) {
   const form = h("form", { class: "iglens-controls-form", novalidate: true },
     field("target", [target, targetList], "Token whose probability is attributed: predicted (the model's top-1), next (the text's next token), or a token such as \" Paris\""),
     field("contrast", [contrast], "Optional: attribute p(target) \u2212 p(contrast) for this token"),
-    field("boundaries", [boundaries, custom], "Segment boundaries: every block, every K blocks, or a list such as 0,10,20,30"),
+    field("boundaries", [boundaries, custom], "Segment boundaries: every block, every K blocks, each block's attention and MLP halves (sublayer), or a list such as 0,10,20,30"),
     field("estimator", [estimator], "prediction-aware: exact, credits observed changes; Riemann: classic IG gradient sum (has discretization error)"),
     field("steps", [steps], "Interpolation steps m per segment (>1 shows the path inside each segment)"),
     apply);

@@ -2,8 +2,10 @@
  * The detail panel for one position (the selected one, or the hovered one as a preview):
  * (a) signed per-segment bars, (b) the cumulative lens probability of the target over the
  * boundaries with the interpolation path, (c) the logit-lens overlay (top-1 token and its
- * probability per boundary), non-monotone stretches shaded, hatched and listed, and the
- * completeness check in numbers.
+ * probability per boundary), non-monotone stretches shaded, hatched and listed, the
+ * completeness check in numbers, and (views/components) the head/MLP shares of one segment.
+ * The x axis is depth: block L, and L − 0.5 (after block L's attention) under sub-layer
+ * boundaries.
  * @module views/detail
  */
 import { h, s, clear, listen, uniqueId } from "../dom.js";
@@ -11,8 +13,9 @@ import { formatToken, quoteToken } from "../tokens.js";
 import { linearScale, clamp } from "../layout.js";
 import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE } from "../colorscale.js";
 import { againstSegments, againstSteps, flagged, ruleText, stepRuleText } from "../nonmonotone.js";
-import { contributionRow, lensRow, pathRow, topAt, idText, contributionSum, pFinal } from "../result.js";
+import { contributionRow, lensRow, pathRow, topAt, idText, contributionSum, pFinal, segmentText, depthText } from "../result.js";
 import { fmtProb, fmtSigned, completenessText } from "../format.js";
+import { buildComponents } from "./components.js";
 
 const M = { left: 48, right: 14, top: 8, bottom: 6 };
 
@@ -26,11 +29,33 @@ export function createDetail(ctx) {
   let shownPreview = false;
   /** @type {(() => void)[]} */
   let local = [];
+  /** @type {HTMLElement|null} the heads section (rebuilt alone when its data or segment changes) */
+  let compEl = null;
+
+  /** Rebuild the heads section for the shown position; mark the picked segment's bar. */
+  function renderComponents() {
+    const r = ctx.result;
+    if (!compEl || !r || shownIndex < 0 || !r.hasTarget[shownIndex]) return;
+    // keep the keyboard focus where it was (the segment select, the matrix's scroll region)
+    const active = typeof document !== "undefined" ? document.activeElement : null;
+    const refocus = active && compEl.contains(active)
+      ? (active.matches("select") ? "select[name=component_segment]" : active.matches(".iglens-components-scroll") ? ".iglens-components-scroll" : null)
+      : null;
+    const next = buildComponents(ctx, r, shownIndex, shownPreview);
+    compEl.replaceWith(next);
+    compEl = next;
+    if (refocus) /** @type {HTMLElement|null} */ (next.querySelector(refocus))?.focus();
+    const j = Number(next.getAttribute("data-segment"));
+    for (const bar of el.querySelectorAll(".iglens-bar[data-segment]")) {
+      bar.classList.toggle("iglens-bar-focus", Number(bar.getAttribute("data-segment")) === j);
+    }
+  }
 
   function render() {
     local.forEach((off) => off());
     local = [];
     clear(el);
+    compEl = null;
     const r = ctx.result;
     const i = ctx.shown();
     const preview = i >= 0 && i === ctx.hovered() && i !== ctx.selected();
@@ -60,6 +85,9 @@ export function createDetail(ctx) {
     el.appendChild(charts.el);
     el.appendChild(charts.flags);
     el.appendChild(completeness(r, i));
+    compEl = h("section", { class: "iglens-components" });
+    el.appendChild(compEl);
+    renderComponents();
     local.push(...charts.offs);
   }
 
@@ -71,6 +99,11 @@ export function createDetail(ctx) {
       const i = ctx.shown();
       const preview = i >= 0 && i === ctx.hovered() && i !== ctx.selected();
       if (force || i !== shownIndex || preview !== shownPreview) render();
+    },
+    /** The component split or the picked segment changed. */
+    updateComponents() {
+      const i = ctx.shown();
+      if (i !== shownIndex) render(); else renderComponents();
     },
     resize() {
       const w = el.clientWidth;
@@ -107,9 +140,11 @@ function header(r, i, preview) {
     stats.appendChild(stat("\u0394p", fmtSigned(r.deltaP[i]), "net change, the sum of all segment contributions"));
     if (r.onset[i] >= 0) {
       const j = r.onset[i];
-      stats.appendChild(stat("onset", `block ${r.onsetBlock[i]}`, r.boundaries[j + 1] - r.boundaries[j] > 1
-        ? `the segment with the largest signed contribution: blocks ${r.segmentLabels[j]} (named by its last block)`
-        : "the block with the largest signed contribution"));
+      const width = r.boundaries[j + 1] - r.boundaries[j];
+      stats.appendChild(stat("onset", segmentText(r, j), width > 1
+        ? `the segment with the largest signed contribution: blocks ${r.segmentLabels[j]}`
+        : width < 1 ? `the sub-layer with the largest signed contribution: ${r.segmentLabels[j]} (${r.segmentLabels[j].endsWith(".mlp") ? "the MLP" : "the attention"} of block ${r.onsetBlock[i]})`
+          : "the block with the largest signed contribution"));
     }
   }
   return h("header", { class: "iglens-detail-head" }, title, stats);
@@ -331,11 +366,13 @@ function buildCharts(ctx, r, i, W) {
       const label = s("g", { class: "iglens-top1-label" + (t.id === r.targetIds[i] ? " iglens-top1-label-hit" : "") },
         s("rect", { x: cx - tw / 2, y: ty - 8, width: tw, height: 14, rx: 3 }),
         s("text", { x: cx, y: ty + 2.5, "text-anchor": "middle" }, text),
-        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after block ${b[j]}`));
+        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`));
       gc.appendChild(label);
     }
     xAxis(gc, Hc - 32, true);
-    gc.appendChild(s("text", { class: "iglens-axis-title", x: (M.left + W - M.right) / 2, y: Hc - 3, "text-anchor": "middle" }, "block L (state after block L; 0 = embeddings)"));
+    gc.appendChild(s("text", { class: "iglens-axis-title", x: (M.left + W - M.right) / 2, y: Hc - 3, "text-anchor": "middle" }, r.halves
+      ? "depth L (state after block L; L − 0.5: after its attention; 0 = embeddings)"
+      : "block L (state after block L; 0 = embeddings)"));
     figs.push(C.wrap);
   } else {
     // no overlay: label the x axis under (b)
@@ -371,16 +408,15 @@ function buildCharts(ctx, r, i, W) {
     for (const line of guides) { line.setAttribute("x1", String(gx)); line.setAttribute("x2", String(gx)); line.setAttribute("visibility", "visible"); }
     clear(readout);
     if (onBars) {
-      const lo = b[js], hi = b[js + 1];
       readout.append(
-        h("strong", { text: `${hi - lo === 1 ? "block" : "blocks"} ${r.segmentLabels[js]}` }),
+        h("strong", { text: segmentText(r, js) }),
         h("span", { text: ` contribution ${fmtSigned(c[js])}` }),
         h("span", { class: "iglens-muted", text: ` \u00b7 ${r.targetName} ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
         segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "");
     } else {
       const t = topAt(r, i, jb, 1)[0];
       readout.append(
-        h("strong", { text: jb === 0 ? "embeddings (L = 0)" : `after block ${b[jb]}` }),
+        h("strong", { text: b[jb] === 0 ? "embeddings (L = 0)" : `after ${depthText(b[jb])}` }),
         h("span", { text: ` ${r.targetName} ${fmtProb(lens[jb])}` }),
         t ? h("span", { class: "iglens-muted", text: " \u00b7 top-1 " }) : "",
         t ? h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 14 }) }) : "",
@@ -392,6 +428,15 @@ function buildCharts(ctx, r, i, W) {
     if (!F) continue;
     offs.push(listen(F.svg, "mousemove", onMove), listen(F.svg, "mouseleave", onLeave));
   }
+  // a click on chart (a) picks the segment whose head shares the section below shows
+  A.svg.classList.add("iglens-chart-pick");
+  offs.push(listen(A.svg, "click", (/** @type {MouseEvent} */ e) => {
+    const rect = A.svg.getBoundingClientRect();
+    const bx = x.invert(e.clientX - rect.left);
+    let js = 0;
+    while (js < k - 1 && bx > b[js + 1]) js++;
+    ctx.focusSegment(i, js);
+  }));
 
   // flags: non-monotone list (text, so colour is never the only cue) ----------------------------
   const segs = flagged(segFlags);

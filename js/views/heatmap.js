@@ -13,7 +13,7 @@ import { h, clear, listen } from "../dom.js";
 import { heatmapGeometry, hitTest, visibleRows, scrollToRow, thinLabels, clamp, cellRect } from "../layout.js";
 import { divergingScale, hexToRgb } from "../colorscale.js";
 import { formatToken } from "../tokens.js";
-import { contribution, lensAt, topAt, idText, pFinal } from "../result.js";
+import { contribution, lensAt, topAt, idText, pFinal, segmentText, depthText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
 import { createLegend, drawLegend } from "./legend.js";
 
@@ -130,8 +130,8 @@ export function createHeatmap(ctx) {
     canvas.setAttribute("aria-label", `Heatmap of ${r.T} positions by ${r.k} segments; arrow keys move the selection`);
     const single = r.singleBlocks;
     title.textContent = single ? "Contribution of each block" : "Contribution of each segment";
-    note.textContent = `Rows: positions (token \u2192 target); columns: ${single ? "blocks" : "segments"} 1\u2013${r.nBlocks}. `
-      + "Outlined cell: onset. Hover a cell for the lens's top tokens; click to select."
+    note.textContent = `Rows: positions (token \u2192 target); columns: ${single ? "blocks" : r.halves ? "attention and MLP halves of blocks" : "segments"} 1\u2013${r.nBlocks}. `
+      + "Outlined cell: onset. Hover a cell for the lens's top tokens; click to select (and to show that segment's head shares)."
       + (r.answerStart > 0 && r.answerStart < r.T ? " Rows under the purple line predict the generated answer (their targets are its tokens)." : "")
       + (g.contentH > g.viewH ? " Scroll for more rows." : "");
   }
@@ -337,23 +337,23 @@ export function createHeatmap(ctx) {
     if (!r.hasTarget[i]) {
       tooltip.appendChild(h("div", { class: "iglens-tt-muted", text: "No target at this position." }));
     } else if (hit.region === "rowLabel") {
-      const onset = r.onset[i] >= 0 ? String(r.onsetBlock[i]) : "\u2013";
+      const onset = r.onset[i] >= 0 ? segmentText(r, r.onset[i]) : "\u2013";
       tooltip.appendChild(kv(`${r.targetName} at output`, fmtProb(pFinal(r, i))));
       tooltip.appendChild(kv("\u0394p", fmtSigned(r.deltaP[i])));
-      tooltip.appendChild(kv("onset block", onset));
+      tooltip.appendChild(kv("onset", onset));
     } else {
       const j = hit.seg;
       const lo = r.boundaries[j];
       const hi = r.boundaries[j + 1];
       const v = contribution(r, i, j);
-      tooltip.appendChild(kv(hi - lo === 1 ? "block" : "blocks", r.segmentLabels[j]));
+      tooltip.appendChild(kv(hi - lo > 1 ? "blocks" : "block", r.segmentLabels[j]));
       const cv = kv("contribution", fmtSigned(v));
       cv.classList.add(v >= 0 ? "iglens-pos-val" : "iglens-neg-val");
       tooltip.appendChild(cv);
-      tooltip.appendChild(kv(`${r.targetName} after block ${hi}`, `${fmtProb(lensAt(r, i, j + 1))}  (was ${fmtProb(lensAt(r, i, j))})`));
+      tooltip.appendChild(kv(`${r.targetName} after ${depthText(hi)}`, `${fmtProb(lensAt(r, i, j + 1))}  (was ${fmtProb(lensAt(r, i, j))})`));
       const top = topAt(r, i, j + 1, 5);
       if (top.length) {
-        tooltip.appendChild(h("div", { class: "iglens-tt-sub", text: `lens top-${top.length} after block ${hi}` }));
+        tooltip.appendChild(h("div", { class: "iglens-tt-sub", text: `lens top-${top.length} after ${depthText(hi)}` }));
         const list = h("ol", { class: "iglens-tt-top" });
         for (const t of top) {
           const isTarget = t.id === r.targetIds[i];
@@ -392,7 +392,11 @@ export function createHeatmap(ctx) {
     listen(canvas, "mouseleave", () => { hit = null; tooltip.hidden = true; ctx.hover(-1); drawOverlay(); }),
     listen(canvas, "click", (e) => {
       const at = locate(e);
-      if (at && at.pos >= 0) ctx.select(at.pos);
+      if (!at || at.pos < 0) return;
+      // a cell also picks its segment for the detail's head shares (before the selection
+      // changes, so the detail renders the new token with it)
+      if (at.region === "cell" && at.seg >= 0) ctx.focusSegment(at.pos, at.seg);
+      ctx.select(at.pos);
     }),
     listen(canvas, "keydown", (e) => {
       const r = ctx.result;

@@ -8,7 +8,7 @@
 import { h, clear, listen, scrollIntoContainer } from "../dom.js";
 import { formatTokenParts, quoteToken } from "../tokens.js";
 import { divergingScale, sequentialScale, ordinalScale, textColorFor } from "../colorscale.js";
-import { pFinal, idText } from "../result.js";
+import { pFinal, idText, segmentText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
 import { createLegend, drawLegend } from "./legend.js";
 
@@ -20,7 +20,7 @@ export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset"]);
  * @returns {Record<(typeof COLOR_BY)[number], string>}
  */
 export function colorLabels(r) {
-  return { p_final: `${r ? r.targetName : "lens value"} at output`, delta_p: "\u0394p (net change)", onset: "onset block" };
+  return { p_final: `${r ? r.targetName : "lens value"} at output`, delta_p: "\u0394p (net change)", onset: r && r.halves ? "onset sub-layer" : "onset block" };
 }
 
 /**
@@ -52,7 +52,7 @@ export function describePosition(r, i) {
   const tok = quoteToken(r.tokens[i]);
   if (!r.hasTarget[i]) return `[${i}] ${tok}: no target`;
   const tgt = quoteToken(r.targetTokens[i] || idText(r, r.targetIds[i]));
-  const onset = r.onset[i] >= 0 ? `, onset block ${r.onsetBlock[i]}` : "";
+  const onset = r.onset[i] >= 0 ? `, onset ${segmentText(r, r.onset[i])}` : "";
   return `[${i}] ${tok} \u2192 ${tgt}: ${r.targetName} = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`;
 }
 

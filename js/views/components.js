@@ -1,0 +1,178 @@
+/**
+ * The detail panel's "heads" section: for the shown token and one segment, the block ×
+ * component matrix of each (block, component)'s share of that segment's contribution
+ * (attention heads, MLP, the rest of the attention write), coloured on the heatmap's
+ * diverging scale, with the largest shares named in words and the check that the shares add
+ * up to the segment's contribution.
+ *
+ * The segment is the token's onset segment unless the user picked another (a bar of the
+ * detail chart, a heatmap cell of the token's row, or the select here): `ctx.segmentFocus`.
+ * @module views/components
+ */
+import { h } from "../dom.js";
+import { formatToken, quoteToken } from "../tokens.js";
+import { divergingScale, textColorFor } from "../colorscale.js";
+import { contribution, contributionRow, idText, segmentText } from "../result.js";
+import { segmentMatrix, shortName, cellName } from "../components.js";
+import { fmtSigned } from "../format.js";
+
+/** NaN cells: the heatmap's neutral grey. */
+export const NAN_COLOR = { light: "#dcdcdc", dark: "#3a3f45" };
+
+/** Static pages without a split: how to get one. */
+export const NO_SPLIT_HINT = "attribute with components=True to see head shares";
+
+/**
+ * The segment whose shares are shown for position i: the one the user picked for i, else the
+ * onset segment, else the one with the largest |contribution|.
+ * @param {import("./context.js").Context} ctx
+ * @param {import("../result.js").Result} r @param {number} i
+ */
+export function focusedSegment(ctx, r, i) {
+  const f = ctx.segmentFocus;
+  if (f.index === i && Number.isInteger(f.j) && f.j >= 0 && f.j < r.k) return f.j;
+  if (r.onset[i] >= 0 && r.onset[i] < r.k) return r.onset[i];
+  const c = contributionRow(r, i);
+  let best = 0;
+  for (let j = 1; j < r.k; j++) if (Math.abs(c[j]) > Math.abs(c[best]) || !Number.isFinite(c[best])) best = j;
+  return best;
+}
+
+/**
+ * Build the section for position i.
+ * @param {import("./context.js").Context} ctx
+ * @param {import("../result.js").Result} r @param {number} i
+ * @param {boolean} preview the position is only hovered (Python computes the selected one)
+ * @returns {HTMLElement}
+ */
+export function buildComponents(ctx, r, i, preview) {
+  const j = focusedSegment(ctx, r, i);
+  const isOnset = r.onset[i] === j;
+  const select = h("select", { name: "component_segment", class: "iglens-input iglens-components-select", "aria-label": "segment whose component shares are shown" });
+  for (let q = 0; q < r.k; q++) {
+    select.appendChild(h("option", { value: q, text: r.segmentLabels[q] + (r.onset[i] === q ? " (onset)" : "") }));
+  }
+  select.value = String(j);
+  select.addEventListener("change", () => ctx.focusSegment(i, Number(select.value)));
+  // keys typed in the select must not drive the strip/heatmap shortcuts
+  select.addEventListener("keydown", (e) => e.stopPropagation());
+
+  const head = h("div", { class: "iglens-components-head" },
+    h("h4", { class: "iglens-components-title" },
+      h("span", { text: "Heads and MLPs in " }),
+      h("span", { class: "iglens-components-segment", "data-segment": j, text: segmentText(r, j) }),
+      isOnset ? h("span", { class: "iglens-muted", text: " (onset)" }) : null),
+    h("span", { class: "iglens-spacer" }),
+    h("label", { class: "iglens-components-pick", title: "Click a bar of chart (a) or a heatmap cell of this row to pick a segment" },
+      h("span", { class: "iglens-muted", text: "segment" }), select));
+  const el = h("section", { class: "iglens-components", "aria-label": `Component shares of ${segmentText(r, j)}`, "data-segment": j }, head);
+
+  const shares = ctx.components.sharesAt(i);
+  if (!shares) {
+    el.appendChild(status(ctx, r, i, preview));
+    return el;
+  }
+  const M = segmentMatrix(shares, j);
+  if (!M.blocks.length) {
+    el.appendChild(h("p", { class: "iglens-components-status iglens-muted", text: `No component lies in ${segmentText(r, j)}.` }));
+    return el;
+  }
+  el.appendChild(caption(r, i, M));
+  el.appendChild(matrix(ctx, r, M));
+  el.appendChild(sumNote(r, i, j, M));
+  return el;
+}
+
+/**
+ * Why there is nothing to show, in words.
+ * @param {import("./context.js").Context} ctx
+ * @param {import("../result.js").Result} r @param {number} i @param {boolean} preview
+ */
+function status(ctx, r, i, preview) {
+  const p = (/** @type {string} */ cls, /** @type {string} */ text) => h("p", { class: `iglens-components-status ${cls}`, role: "status", text });
+  if (ctx.componentsError) return p("iglens-components-error", ctx.componentsError);
+  const known = ctx.components.positions;
+  if (ctx.model.get("interactive")) {
+    return preview
+      ? p("iglens-muted", "Click the token to compute its head shares.")
+      : p("iglens-components-computing", "computing\u2026");
+  }
+  if (known.length) {
+    const list = known.slice(0, 8).join(", ") + (known.length > 8 ? ", \u2026" : "");
+    return p("iglens-muted", `No head shares for position ${i} (computed for ${list}).`);
+  }
+  void r;
+  return p("iglens-muted iglens-components-hint", NO_SPLIT_HINT);
+}
+
+/**
+ * The token and the three largest shares by |share|.
+ * @param {import("../result.js").Result} r @param {number} i
+ * @param {import("../components.js").SegmentMatrix} M
+ */
+function caption(r, i, M) {
+  const target = r.targetTokens[i] || idText(r, r.targetIds[i]);
+  const top = M.ranked.slice(0, 3).map((cell) => `${cellName(cell)} ${fmtSigned(cell.value)}`).join(", ");
+  return h("p", { class: "iglens-caption iglens-components-caption" },
+    h("span", { text: `Shares of the contribution to ${r.targetName} at [${i}] ` }),
+    h("span", { class: "iglens-chip", title: quoteToken(r.tokens[i]), text: formatToken(r.tokens[i], { maxLen: 16 }) }),
+    h("span", { text: " \u2192 " }),
+    h("span", { class: "iglens-chip iglens-chip-target", title: quoteToken(target), text: formatToken(target, { maxLen: 16 }) }),
+    h("span", { text: top ? ". Largest: " : ". No finite share." }),
+    top ? h("span", { class: "iglens-components-top", text: top }) : null);
+}
+
+/**
+ * The block × component table: cells coloured on the heatmap's scale (same limit), NaN grey.
+ * @param {import("./context.js").Context} ctx
+ * @param {import("../result.js").Result} r
+ * @param {import("../components.js").SegmentMatrix} M
+ */
+function matrix(ctx, r, M) {
+  const theme = ctx.theme === "dark" ? "dark" : "light";
+  const scale = divergingScale(r.contribLimit, theme);
+  const wide = M.cols.length <= 4; // few columns: the values fit in the cells
+  const table = h("table", { class: "iglens-components-matrix" + (wide ? " iglens-components-wide" : ""), "data-view": "components", "data-segment": M.j },
+    h("caption", { class: "iglens-sr-only", text: `Share of each block and component in ${segmentText(r, M.j)}; rows are blocks, columns components` }));
+  const headRow = h("tr", {}, h("th", { scope: "col", class: "iglens-components-corner", text: "block" }));
+  M.colNames.forEach((name) => headRow.appendChild(h("th", { scope: "col", title: name, text: shortName(name) })));
+  table.appendChild(h("thead", {}, headRow));
+  const body = h("tbody");
+  M.blocks.forEach((block, q) => {
+    const tr = h("tr", {}, h("th", { scope: "row", text: `L${block}` }));
+    for (const cell of M.cells[q]) {
+      if (!cell) { // that (block, component) belongs to another segment
+        tr.appendChild(h("td", { class: "iglens-comp-out", "aria-hidden": "true" }));
+        continue;
+      }
+      const finite = Number.isFinite(cell.value);
+      const words = `${cellName(cell)} (${cell.name}): ${finite ? fmtSigned(cell.value) : "not applicable"}`;
+      const td = h("td", {
+        class: "iglens-comp-cell" + (finite ? "" : " iglens-comp-nan"),
+        "data-block": cell.block, "data-component": cell.name, "data-share": String(cell.value),
+        title: words, "aria-label": words,
+      }, h("span", { class: wide ? "iglens-comp-value" : "iglens-sr-only", text: finite ? fmtSigned(cell.value) : "\u2013" }));
+      const rgb = scale.rgb(cell.value);
+      td.style.backgroundColor = rgb ? `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})` : NAN_COLOR[theme];
+      if (rgb && wide) td.style.color = textColorFor(rgb);
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  });
+  table.appendChild(body);
+  return h("div", { class: "iglens-components-scroll", tabindex: 0, role: "region", "aria-label": `component shares of ${segmentText(r, M.j)}` }, table);
+}
+
+/**
+ * The check in numbers: Σ shares against the segment's contribution.
+ * @param {import("../result.js").Result} r @param {number} i @param {number} j
+ * @param {import("../components.js").SegmentMatrix} M
+ */
+function sumNote(r, i, j, M) {
+  const c = contribution(r, i, j);
+  const ok = Number.isFinite(c) && Math.abs(M.sum - c) <= 1e-4 * Math.max(1, Math.abs(c));
+  return h("div", { class: "iglens-components-sum" + (ok ? " iglens-ok" : " iglens-warn") },
+    h("span", { class: "iglens-check", "aria-hidden": "true", text: ok ? "\u2713" : "\u2260" }),
+    h("span", { class: "iglens-components-sum-text", text: `\u03a3 shares = ${fmtSigned(M.sum)}, contribution of ${segmentText(r, j)} = ${fmtSigned(c)}` }),
+    h("span", { class: "iglens-muted", text: ok ? " \u00b7 the shares add up to the segment's contribution" : " \u00b7 the shares do not add up to the contribution" }));
+}
