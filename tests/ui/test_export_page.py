@@ -187,3 +187,40 @@ def test_both_colour_schemes_render(browser, page_url, scheme):
     dark = background in ("rgb(17, 20, 24)",)
     assert dark == (scheme == "dark"), background
     assert recorder.console_errors == [] and recorder.page_errors == []
+
+
+def test_head_shares_render_for_the_selected_token(browser, tmp_path):
+    """A real (tiny) attribution with sub-layer boundaries and components: the heads section
+    shows the selected token's shares of its onset segment, as numbers the result holds."""
+    import numpy as np
+    import torch
+
+    from iglens_viz import IGLens
+    from tiny_models import random_ids, tiny_model
+
+    result = IGLens(tiny_model("llama"), None).attribute(random_ids(6), boundaries="sublayer",
+                                                         components=True)
+    path = tmp_path / "heads.html"
+    to_html(result, path)
+    page = browser.new_page()
+    recorder = PageRecorder().attach(page)
+    page.goto(path.as_uri())
+    page.wait_for_selector('[data-view="components"]', timeout=TIMEOUT)
+    selected = int(detail_index(page))
+    segment = int(page.locator('[data-view="components"]').get_attribute("data-segment"))
+    assert segment == result.onset_segment[selected]
+    cells = page.locator('[data-view="components"] [data-component]')
+    shown = {}
+    for i in range(cells.count()):
+        cell = cells.nth(i)
+        shown[(int(cell.get_attribute("data-block")), cell.get_attribute("data-component"))] = \
+            float(cell.get_attribute("data-share"))
+    inside = np.argwhere(result.component_segments == segment)
+    expected = {(int(b) + 1, result.component_names[c]): result.component_shares[selected, b, c]
+                for b, c in inside}
+    assert set(shown) == set(expected)
+    for key, value in expected.items():  # the payload is float32: one rounding
+        assert abs(shown[key] - value) <= torch.finfo(torch.float32).eps * abs(value)
+    assert np.isclose(sum(shown.values()), result.contributions[selected, segment], atol=1e-6)
+    assert recorder.console_errors == recorder.page_errors == recorder.network == []
+    page.close()
