@@ -154,15 +154,8 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
     )
 
 
-def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None:
-    """Each block's ``mid_state`` module (the config decides for OPT and GPT-NeoX)."""
-    if family.parallel_attr and getattr(config, family.parallel_attr, False):
-        return None
-    path = family.mid_state
-    if family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True):
-        path = family.post_norm_mid_state
-    if path is None:
-        return None
+def _in_every_block(family: Family, blocks, path: str) -> tuple[nn.Module, ...]:
+    """The module at ``path`` inside each block; an error naming the table entry if missing."""
     modules = tuple(_resolve(block, path) for block in blocks)
     if any(m is None for m in modules):
         raise UnsupportedModelError(
@@ -172,50 +165,48 @@ def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None
     return modules
 
 
+def _post_norm(family: Family, config) -> bool:
+    """A post-norm size of a family (OPT-350m: ``do_layer_norm_before`` false)."""
+    return bool(family.post_norm_mid_state) and not getattr(config, "do_layer_norm_before", True)
+
+
+def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None:
+    """Each block's ``mid_state`` module (the config decides for OPT and GPT-NeoX)."""
+    if family.parallel_attr and getattr(config, family.parallel_attr, False):
+        return None
+    path = family.post_norm_mid_state if _post_norm(family, config) else family.mid_state
+    return None if path is None else _in_every_block(family, blocks, path)
+
+
 def _attention_outputs(family: Family, config, blocks) -> dict:
     """Each block's attention output projection, the head count, and whether the attention's
     write is linear in its heads (not with a norm after it: Gemma-2/3, post-norm OPT)."""
     if family.attn_out is None:
         return {}
-    modules = tuple(_resolve(block, family.attn_out) for block in blocks)
+    modules = _in_every_block(family, blocks, family.attn_out)
     n_heads = getattr(config, "num_attention_heads", None)
-    width = getattr(modules[0], "in_features", None) if modules and modules[0] is not None \
-        else None
-    if any(m is None for m in modules) or not n_heads:
-        raise UnsupportedModelError(
-            f"{family.name} blocks have no {family.attn_out!r} module (or the config has no "
-            f"num_attention_heads); update the {family.name} entry in "
-            f"iglens_viz/adapters/families.py.")
-    if width is None:  # GPT-2's Conv1D: weight [in, out]
-        width = modules[0].weight.shape[0]
+    if not n_heads:
+        raise UnsupportedModelError(f"{family.name}: the config has no num_attention_heads")
+    first = modules[0]
+    # nn.Linear stores [out, in]; GPT-2's Conv1D stores [in, out].
+    width = first.in_features if isinstance(first, nn.Linear) else first.weight.shape[0]
     if width % n_heads:
         raise UnsupportedModelError(f"{family.name}: the attention output projection's "
                                     f"input width {width} is not a multiple of "
                                     f"{n_heads} heads")
-    post_norm = family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True)
     return dict(attn_out_modules=modules, n_heads=int(n_heads),
-                heads_split=not (family.attn_write_normed or post_norm))
+                heads_split=not (family.attn_write_normed or _post_norm(family, config)))
 
 
 def _write_modules(family: Family, config, blocks) -> dict:
     """Each block's attention-write and MLP-write modules (``Family.attn_write`` and
     ``mlp_write``); none for post-norm configs (OPT ``do_layer_norm_before`` false), whose
     norm after the residual sum leaves no write that enters the stream unchanged."""
-    if family.post_norm_mid_state and not getattr(config, "do_layer_norm_before", True):
+    if _post_norm(family, config):
         return {}
-    resolved = {}
-    for key, path in (("attn_write_modules", family.attn_write),
-                      ("mlp_write_modules", family.mlp_write)):
-        if path is None:
-            continue
-        modules = tuple(_resolve(block, path) for block in blocks)
-        if any(m is None for m in modules):
-            raise UnsupportedModelError(
-                f"{family.name} blocks have no {path!r} module; this transformers version may "
-                f"have renamed it. Update the {family.name} entry in "
-                f"iglens_viz/adapters/families.py.")
-        resolved[key] = modules
-    return resolved
+    return {key: _in_every_block(family, blocks, path)
+            for key, path in (("attn_write_modules", family.attn_write),
+                              ("mlp_write_modules", family.mlp_write)) if path is not None}
 
 
 def execution_device(module: nn.Module) -> torch.device:
