@@ -50,6 +50,14 @@ def component_names(adapter: ModelAdapter) -> list[str]:
     return [ATTN, MLP]
 
 
+def _half_segments(boundaries, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(n,)`` twice: the segment holding block L's attention half (depth L − 1 → L − ½)
+    and the one holding its MLP half (L − ½ → L)."""
+    b = [float(x) for x in boundaries]
+    quarter = np.arange(n) + 0.25  # a depth inside each attention half
+    return np.searchsorted(b, quarter) - 1, np.searchsorted(b, quarter + 0.5) - 1
+
+
 def component_segments(boundaries, names: list[str], n: int) -> np.ndarray:
     """``(n, C)`` the segment index j that holds each (block, component).
 
@@ -57,22 +65,8 @@ def component_segments(boundaries, names: list[str], n: int) -> np.ndarray:
     spans depth L − 1 → L − ½, its MLP in the one that spans L − ½ → L (the same segment
     unless the boundaries are ``"sublayer"``).
     """
-    b = [float(x) for x in boundaries]
-    attn_half = np.searchsorted(b, np.arange(n) + 0.25) - 1  # depth L − 1 + ¼, L = 1 … n
-    mlp_half = np.searchsorted(b, np.arange(n) + 0.75) - 1
+    attn_half, mlp_half = _half_segments(boundaries, n)
     return np.stack([mlp_half if name == MLP else attn_half for name in names], axis=1)
-
-
-def _segment_blocks(boundaries, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(k, n)`` masks: does segment j contain block L's attention half / its MLP half."""
-    b = np.asarray([float(x) for x in boundaries])
-    k = len(b) - 1
-
-    def mask(offset):
-        seg = np.searchsorted(b, np.arange(n) + offset) - 1
-        return torch.as_tensor(seg[None, :] == np.arange(k)[:, None])
-
-    return mask(0.25), mask(0.75)
 
 
 class _Writes:
@@ -131,7 +125,10 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
     k = len(boundaries) - 1
     names = component_names(adapter)
     C = len(names)
-    attn_mask, mlp_mask = (m.to(readout.device) for m in _segment_blocks(boundaries, n))
+    # [k, n]: does segment j hold block L's attention half / its MLP half?
+    attn_mask, mlp_mask = (torch.as_tensor(half[None, :] == np.arange(k)[:, None],
+                                           device=readout.device)
+                           for half in _half_segments(boundaries, n))
     writes = _Writes(readout, adapter, trace)
     rows = trace.rows(boundaries)
     h = trace.states[:, positions.to(trace.states.device)]  # [S, P, d]
@@ -147,7 +144,8 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
     if prediction_aware:
         step_change = path.to(readout.device, readout.dtype).diff(dim=-1).reshape(-1, steps)
     is_head_or_rest = torch.tensor([name != MLP for name in names], device=readout.device)
-    shares = torch.zeros(len(h_a), n, C, device=readout.device, dtype=readout.dtype)
+    # Each (block, component) lies in one segment: a position's shares fit in one [n, C].
+    shares = torch.zeros(len(positions), n, C, device=readout.device, dtype=readout.dtype)
     eps = torch.finfo(readout.dtype).eps * h_a.shape[-1]
     for pair, step, grad, _ in segment_gradients(readout, h_a, h_b, per_pair(ids),
                                                  per_pair(contrast),
@@ -165,10 +163,8 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
         dots = torch.where(present, dots, torch.zeros_like(dots))
         if prediction_aware:
             dots = _idgi_weights(dots, present, eps) * step_change[pair, step][:, None, None]
-        shares.index_add_(0, pair, dots)
-    if not prediction_aware:
-        shares = shares / steps
-    return shares.reshape(len(positions), k, n, C).sum(1)
+        shares.index_add_(0, pair // k, dots)
+    return shares if prediction_aware else shares / steps
 
 
 def _idgi_weights(dots: torch.Tensor, present: torch.Tensor, eps: float) -> torch.Tensor:
