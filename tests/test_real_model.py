@@ -110,3 +110,45 @@ def test_ablation_drops_match_an_independent_ablation(default_model, size):
         tol = softmax_tol(torch.float32, size.vocab, max(logit_max))
         np.testing.assert_allclose(result.drop[:, column], clean - ablated, atol=2 * tol)
     assert result.drop[-1].max() > 0.3  # some block really matters for " Paris"
+
+
+def test_paris_inside_the_block(default_model, lens, size):
+    """Sub-layer lens at h_L.attn (read with a hook of the test's own on each attention's
+    output) and head shares that add up to each half block's contribution."""
+    model, tokenizer = default_model
+    result = lens.attribute(PROMPT, target=" Paris", boundaries="sublayer", components=True)
+    ids = torch.as_tensor(tokenizer(PROMPT)["input_ids"])
+    inputs, writes = {}, {}
+    handles = []
+    for i, block in enumerate(model.model.layers):
+        handles.append(block.register_forward_pre_hook(
+            lambda m, args, kwargs, i=i: inputs.__setitem__(
+                i, args[0] if args else kwargs["hidden_states"]), with_kwargs=True))
+        handles.append(block.self_attn.register_forward_hook(
+            lambda m, args, out, i=i: writes.__setitem__(i, out[0])))
+    try:
+        with torch.no_grad():
+            model(ids[None])
+            mids = [inputs[i][0] + writes[i][0] for i in (0, 14, 29)]
+            expected = [torch.softmax(model.lm_head(model.model.norm(h)).double(), -1)
+                        [:, result.target_ids[0]].numpy() for h in mids]
+    finally:
+        for handle in handles:
+            handle.remove()
+    for got, layer in zip(expected, (1, 15, 30)):
+        np.testing.assert_allclose(result.lens_probs[:, 2 * layer - 1], got,
+                                   atol=readout_tol(size))  # norm+head recomputed
+    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p,
+                               atol=sum_tol(torch.float32, 2 * result.n_blocks))
+    df = result.components
+    cells = df.assign(size=df.share.abs()).groupby(["position", "segment"])
+    sums = cells.share.sum().unstack().to_numpy()
+    sizes = cells["size"].sum().unstack().to_numpy()
+    # m = 1: the step's change times C float32 weights w_c / Σw, which sum to 1 up to C
+    # roundings relative to Σ|w_c| / |Σw| — i.e. relative to the cell's Σ|share| — plus the
+    # float64 sum of the cell's C shares.
+    tol = 2 * len(result.component_names) * torch.finfo(torch.float32).eps * sizes
+    assert (np.abs(sums - result.contributions) <= tol).all()
+    last = df[df.position == len(ids) - 1]
+    top = last.loc[last.share.abs().idxmax()]
+    assert (top.block, top.component) == (30, "mlp")  # the README's figure: +0.672
