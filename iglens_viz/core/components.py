@@ -141,11 +141,14 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
     position_of_pair = per_pair(positions)
     segment_of_pair = torch.arange(k, device=readout.device).repeat(len(positions))
     prediction_aware = estimator == "prediction_aware"
+    # Shares add up in float64 (where the device has it): each step's change is a float64
+    # difference of the lens, and rounding it to float32 would cost completeness eps32 · Δf.
+    wide = readout.dtype if readout.device.type == "mps" else torch.float64
     if prediction_aware:
-        step_change = path.to(readout.device, readout.dtype).diff(dim=-1).reshape(-1, steps)
+        step_change = path.to(readout.device, wide).diff(dim=-1).reshape(-1, steps)
     is_head_or_rest = torch.tensor([name != MLP for name in names], device=readout.device)
     # Each (block, component) lies in one segment: a position's shares fit in one [n, C].
-    shares = torch.zeros(len(positions), n, C, device=readout.device, dtype=readout.dtype)
+    shares = torch.zeros(len(positions), n, C, device=readout.device, dtype=wide)
     eps = torch.finfo(readout.dtype).eps * h_a.shape[-1]
     for pair, step, grad, _ in segment_gradients(readout, h_a, h_b, per_pair(ids),
                                                  per_pair(contrast),
@@ -162,8 +165,9 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
         present = torch.where(is_head_or_rest, in_attn[..., None], in_mlp[..., None])
         dots = torch.where(present, dots, torch.zeros_like(dots))
         if prediction_aware:
-            dots = _idgi_weights(dots, present, eps) * step_change[pair, step][:, None, None]
-        shares.index_add_(0, pair // k, dots)
+            dots = _idgi_weights(dots.to(wide), present, eps) * \
+                step_change[pair, step][:, None, None]
+        shares.index_add_(0, pair // k, dots.to(wide))
     return shares if prediction_aware else shares / steps
 
 
