@@ -144,11 +144,11 @@ class IGLens:
         heads = components and self.adapter.heads_split
         # At least the top-1 is always kept: it is the "predicted" target.
         top_k = max(1, self.top_k)
-        if cached is not None:
-            if cached.top_k >= min(top_k, self.readout.vocab_size) and \
-                    cached.covers(sublayers=sublayers, mids=mids, heads=heads):
-                self._remember(self._cache, key, cached)
-                return cached
+        enough_k = cached is not None and cached.top_k >= min(top_k, self.readout.vocab_size)
+        if enough_k and cached.covers(sublayers=sublayers, mids=mids, heads=heads):
+            self._remember(self._cache, key, cached)
+            return cached
+        if cached is not None:  # run again, keeping what it kept too
             sublayers = sublayers or cached.sublayers
             mids = mids or cached.mid_states is not None
             heads = heads or cached.head_inputs is not None
@@ -158,9 +158,7 @@ class IGLens:
         states, mid_states = captured.states, None
         if mids and not sublayers:  # h_L.attn for the split only: kept, not read out
             states, mid_states = states[0::2].contiguous(), states[1::2].contiguous()
-        if cached is not None and cached.sublayers == sublayers and \
-                cached.top_k >= min(top_k, self.readout.vocab_size) and \
-                torch.equal(cached.states, states):
+        if enough_k and cached.sublayers == sublayers and torch.equal(cached.states, states):
             # The same forward pass again (now keeping more): its checked map still holds.
             map_ = (cached.features, cached.log_normalizer, cached.top_ids, cached.top_logprobs)
         else:
