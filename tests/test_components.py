@@ -277,3 +277,21 @@ def test_plot_components_draws_the_share_matrix():
     assert "largest: L" in fig.axes[0].get_title()
     with pytest.raises(IndexError):
         r.plot_components(3, segment=5)
+
+
+def test_the_first_split_of_a_prompt_reuses_its_checked_map(monkeypatch):
+    import iglens_viz.core.lens as lens_module
+
+    lens = IGLens(tiny_model("llama"), None)
+    ids = random_ids(6)
+    result = lens.attribute(ids)
+    maps = []
+    real = lens_module.readout_map
+    monkeypatch.setattr(lens_module, "readout_map",
+                        lambda *args, **kw: maps.append(1) or real(*args, **kw))
+    lens.components(result, [2])  # runs the model again to keep head outputs, not the map
+    assert maps == [] and lens.trace(ids).head_inputs is not None
+    lens.attribute(ids, boundaries="sublayer")  # h_L.attn rows need reading out: a new map
+    assert maps == [1]
+    lens.components(lens.attribute(ids, boundaries="sublayer"), [3])
+    assert maps == [1]
