@@ -295,3 +295,22 @@ def test_the_first_split_of_a_prompt_reuses_its_checked_map(monkeypatch):
     assert maps == [1]
     lens.components(lens.attribute(ids, boundaries="sublayer"), [3])
     assert maps == [1]
+
+
+def test_a_few_positions_split_at_more_steps_than_the_result():
+    model = tiny_model("llama", dtype=torch.float64)
+    lens = IGLens(model, None, dtype=torch.float64)
+    ids = random_ids(7)
+    coarse = lens.attribute(ids, boundaries="every:2")
+    fine = lens.attribute(ids, boundaries="every:2", steps=8, components=True)
+    # The same path points (α = s/8) and gradients, for two rows instead of seven.
+    np.testing.assert_allclose(lens.components(coarse, [1, 5], steps=8),
+                               fine.component_shares[[1, 5]], rtol=0,
+                               atol=64 * eps(torch.float64) * np.nanmax(
+                                   np.abs(fine.component_shares)))
+    shown = lens.with_components(coarse, [5], steps=8)
+    assert np.isnan(shown.component_shares[[0, 1, 2, 3, 4, 6]]).all()
+    assert set(shown.components.position) == {5}
+    assert shown.plot_components(5) is not None
+    with pytest.raises(InvalidRequestError, match="steps"):
+        lens.components(coarse, [1], steps=0)

@@ -11,7 +11,9 @@ one from its keyword arguments and :meth:`IGLens.run` runs it; the result keeps 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
+
 import numpy as np
 import torch
 from torch import nn
@@ -280,20 +282,16 @@ class IGLens:
             contributions = contributions.reshape(T, k).double()
         else:
             contributions = lens[:, 1:] - lens[:, :-1]
-        path = None
-        if steps > 1:
-            alphas = torch.arange(1, steps, dtype=self.readout.dtype) / steps
-            interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
-            path = torch.cat([lens[:, :-1, None], interior.reshape(T, k, -1).double(),
-                              lens[:, 1:, None]], dim=-1)
+        path = self._path(pairs, lens, steps)
         shares = None
         if request.components:
-            shares = self._shares(trace, bounds, torch.arange(T), y, c, request,
-                                  _path_or_ends(path, lens))
+            shares = self._shares(trace, bounds, torch.arange(T), y, c, request.estimator,
+                                  steps, _path_or_ends(path, lens))
         return self._result(request, trace, bounds, target_ids, contrast_ids, missing, lens,
-                            contributions, path, prompt_length, shares)
+                            contributions, None if steps == 1 else path, prompt_length, shares)
 
-    def components(self, result: AttributionResult, positions=None) -> np.ndarray:
+    def components(self, result: AttributionResult, positions=None, *,
+                   steps: int | None = None) -> np.ndarray:
         """Split ``result``'s contributions at ``positions`` over heads, MLPs and remainders.
 
         Returns ``(P, n, C)`` shares (NaN at a position without a target), indexed like
@@ -301,6 +299,10 @@ class IGLens:
         component_names`. Costs m readout gradients per (position, segment) and reuses the
         cached forward pass (the first call on a prompt may run it once more to keep the head
         outputs), so one position answers a click in the widget.
+
+        ``steps`` (default: the result's) sets m for the split alone: a result attributed at
+        m = 1 can be split at m = 8 for a few positions without paying for every position's
+        interior path.
         """
         request = result.request
         if not isinstance(request, AttributionRequest):
@@ -321,19 +323,47 @@ class IGLens:
             return None if ids is None else torch.as_tensor(
                 np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked]))
 
-        lens = torch.as_tensor(result.lens_probs[picked])
-        path = None if result.path_probs is None else torch.as_tensor(result.path_probs[picked])
-        shares = self._shares(trace, result.boundaries, torch.as_tensor(picked),
-                              ids_at(result.target_ids), ids_at(result.contrast_ids), request,
-                              _path_or_ends(path, lens))
+        steps = request.steps if steps is None else request.replace(steps=steps).steps
+        lens = torch.as_tensor(result.lens_probs[picked], device=self.readout.device)
+        y, c = ids_at(result.target_ids), ids_at(result.contrast_ids)
+        if steps == request.steps and result.path_probs is not None:
+            path = torch.as_tensor(result.path_probs[picked])
+        else:
+            pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
+            path = self._path(pairs, torch.nan_to_num(lens), steps)
+        shares = self._shares(trace, result.boundaries, torch.as_tensor(picked), y, c,
+                              request.estimator, steps, _path_or_ends(path, lens))
         out = shares.detach().cpu().numpy().astype(np.float64)
         out[np.asarray(result.target_ids)[picked] < 0] = np.nan
         return out
 
-    def _shares(self, trace, bounds, positions, y, c, request, path):
+    def with_components(self, result: AttributionResult, positions=None, *,
+                        steps: int | None = None) -> AttributionResult:
+        """A copy of ``result`` whose component split holds :meth:`components` at
+        ``positions`` (NaN elsewhere), so ``.components``, ``plot_components`` and the
+        exported page show it."""
+        picked = np.arange(len(result.input_ids)) if positions is None else positions
+        shares = self.components(result, picked, steps=steps)
+        dense = np.full((len(result.input_ids), *shares.shape[1:]), np.nan)
+        dense[np.atleast_1d(picked)] = shares
+        return dataclasses.replace(result, component_shares=dense,
+                                   component_names=self.component_names)
+
+    def _path(self, pairs, lens: torch.Tensor, steps: int) -> torch.Tensor | None:
+        """f along every (position, segment) at α = 0, 1/m, …, 1, ``[P, k, m+1]`` float64:
+        the ends from the lens, the interior from the readout (None for m = 1)."""
+        if steps == 1:
+            return None
+        P, k = lens.shape[0], lens.shape[1] - 1
+        alphas = torch.arange(1, steps, dtype=self.readout.dtype) / steps
+        interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
+        return torch.cat([lens[:, :-1, None], interior.reshape(P, k, -1).double(),
+                          lens[:, 1:, None]], dim=-1)
+
+    def _shares(self, trace, bounds, positions, y, c, estimator, steps, path):
         """Component shares ``[P, n, C]`` of ``positions`` (``y``, ``c``, ``path``: theirs)."""
         return component_shares(self.readout, self.adapter, trace, bounds, positions, y, c,
-                                estimator=request.estimator, steps=request.steps, path=path,
+                                estimator=estimator, steps=steps, path=path,
                                 budget=self.memory_budget)
 
     def widget(self, text_or_ids, **attribute_kwargs):
@@ -399,11 +429,14 @@ def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor
     return path if path is not None else torch.stack([lens[:, :-1], lens[:, 1:]], dim=-1)
 
 
-def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None):
-    """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [T·k, d]``."""
+def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None,
+                   positions=None):
+    """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [P·k, d]``
+    (every position, or ``positions``; ``y``, ``c`` are theirs)."""
     rows = trace.rows(bounds)
-    h_a = trace.states[rows[:-1]].transpose(0, 1)  # [T, k, d]
-    h_b = trace.states[rows[1:]].transpose(0, 1)
+    states = trace.states if positions is None else trace.states[:, torch.as_tensor(positions)]
+    h_a = states[rows[:-1]].transpose(0, 1)  # [P, k, d]
+    h_b = states[rows[1:]].transpose(0, 1)
     T, k = h_a.shape[:2]
 
     def per_pair(ids):
