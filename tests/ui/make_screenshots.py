@@ -3,7 +3,8 @@
 The exported page of ``lens.attribute("What is the capital of Vietnam?", chat=True,
 max_new_tokens=12)`` on SmolLM2-135M-Instruct (``iglens_viz.load_model()``), opened from
 file:// in headless Chromium with the light and dark colour schemes, the answer's first
-token selected. Not a test; run from the repository root::
+token selected, with its head split (``lens.with_components``). Not a test; run from the
+repository root::
 
     python tests/ui/make_screenshots.py [--out docs/screenshots]
 """
@@ -38,6 +39,8 @@ def real_page(folder: Path) -> tuple[Path, int]:
     # Open on the position after "... is": its target is the answer's city, the telling one.
     named = [i for i in answer if result.tokens[i].strip() == "is"]
     selected = (named or answer or [len(result.input_ids) - 1])[0]
+    # The selected token's head split, as a widget click computes it (8 steps per segment).
+    result = lens.with_components(result, [selected], steps=8)
     path = folder / "vietnam.html"
     to_html(result, path, selected=selected, title=f"IG-Lens · {PROMPT}")
     return path, selected
