@@ -360,10 +360,12 @@ class _AblationHooks:
     replaces head slices of its input (``rows[i]``: a ``[rows, H]`` bool mask).
     """
 
-    def __init__(self, blocks: Sequence[nn.Module], mode: str, part: str = "block"):
+    def __init__(self, blocks: Sequence[nn.Module], mode: str, part: str = "block",
+                 updates: torch.Tensor | None = None):
         self.blocks = blocks
         self.mode = mode
         self.part = part
+        self.updates = updates  # [n, T, d]: given block updates (mode "given")
         self.rows: dict[int, torch.Tensor] = {}  # module index -> bool mask over batch rows
         self.handles = []
 
@@ -393,6 +395,8 @@ class _AblationHooks:
             inp = _block_input(args, kwargs)
             if self.mode == "zero":
                 replacement = inp
+            elif self.mode == "given":
+                replacement = inp + self.updates[index].to(inp.device, inp.dtype)
             else:
                 update = out - inp
                 replacement = inp + update.mean(dim=1, keepdim=True)
@@ -433,6 +437,18 @@ class _AblationHooks:
         return hook
 
 
+def _given_updates(updates, part: str, n: int, T: int) -> torch.Tensor:
+    """``updates`` checked: ``[n, T, d]`` block updates, only for whole blocks."""
+    if part != "block":
+        raise InvalidRequestError(f"updates= replaces whole blocks' updates; part={part!r} "
+                                  f"ablates a part")
+    updates = torch.as_tensor(updates)
+    if updates.dim() != 3 or updates.shape[:2] != (n, T) or not updates.is_floating_point():
+        raise InvalidRequestError(f"updates must be a float array [n={n}, T={T}, d] of block "
+                                  f"updates, got shape {tuple(updates.shape)}")
+    return updates
+
+
 def _target_probs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """``[B, T]`` softmax probability of ``ids`` (``[T]``) from logits ``[B, T, V]``, float64.
 
@@ -456,7 +472,7 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
            mode: AblationMode = "zero",
            batch_size: int | None = None, *,
            memory_budget: int = DEFAULT_MEMORY_BUDGET, part: AblationPart = "block",
-           heads=None) -> AblationResult:
+           heads=None, updates=None) -> AblationResult:
     """Drop in each position's target probability when a block, or one part of it (its
     attention, its MLP, one attention head), adds nothing to the stream.
 
@@ -509,6 +525,11 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
         columns are every (block in ``layers``, head in ``heads``) pair, block-major;
         ``.layers`` holds each column's block and ``.heads`` its head. An error for other
         parts.
+    updates:
+        For ``part="block"``: an ``[n, T, d]`` array that replaces each ablated block's update
+        instead of ``mode`` (``h_L := h_{L-1} + updates[L-1]``; the result's ``mode`` reads
+        ``"given"``): e.g. the mean update of *other* prompts at the same positions, or another
+        prompt's updates (resample ablation; see :mod:`iglens_viz.study`).
 
     Returns an :class:`AblationResult`.
     """
@@ -532,6 +553,9 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
     modules = _part_modules(adapter, model.config, part)
     vocab = adapter.head.weight.shape[0]
     ids = to_input_ids(text, tokenizer, model.config, vocab)
+    if updates is not None:
+        updates = _given_updates(updates, part, n, ids.numel())
+        mode = "given"
     labels, groups = _parse_layers(layers, n, part)
     column_heads = None
     if part == "head":
@@ -556,7 +580,7 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
             batch_size = max(1, int(memory_budget) // per_row)
         batch_size = int(batch_size)
         ablated = np.empty((T, len(groups)), dtype=np.float64)
-        with _AblationHooks(modules, mode, part) as hooks:
+        with _AblationHooks(modules, mode, part, updates) as hooks:
             for start in range(0, len(groups), batch_size):
                 chunk = groups[start:start + batch_size]
                 hooks.rows = {}

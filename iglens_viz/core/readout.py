@@ -145,14 +145,26 @@ class Readout:
             self._head_stats = HeadStats(row_norm, abs_max, bias)
         return self._head_stats
 
-    def features(self, h: torch.Tensor) -> torch.Tensor:
-        """Final norm (and OPT's projection) of states ``h[..., d]`` in the readout dtype."""
+    def features(self, h: torch.Tensor, frozen_scale: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+        """Final norm (and OPT's projection) of states ``h[..., d]`` in the readout dtype.
+
+        ``frozen_scale`` (``[..., 1]``, broadcastable) replaces the norm's own scale
+        1/rms(h) (1/std(h) for LayerNorm), e.g. by the last state's: the norm is then linear
+        in h — the reading a linearised method makes. See :meth:`norm_scale`.
+        """
         x = h.to(device=self.device, dtype=self.dtype)
         if self.has_norm:
             if self.norm_kind == NORM_LAYERNORM:
-                x = F.layer_norm(x, x.shape[-1:], self.norm_weight, self.norm_bias, self.norm_eps)
+                if frozen_scale is None:
+                    x = F.layer_norm(x, x.shape[-1:], self.norm_weight, self.norm_bias,
+                                     self.norm_eps)
+                else:
+                    x = (x - x.mean(-1, keepdim=True)) * frozen_scale
+                    x = x * self.norm_weight + self.norm_bias if self.norm_bias is not None \
+                        else x * self.norm_weight
             else:
-                x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.norm_eps)
+                x = x * (self.norm_scale(x) if frozen_scale is None else frozen_scale)
                 if self.norm_kind == NORM_RMS:
                     x = x * self.norm_weight
                 elif self.norm_kind == NORM_RMS_PLUS_ONE:
@@ -162,6 +174,16 @@ class Readout:
         if self.proj_weight is not None:
             x = F.linear(x, self.proj_weight)
         return x
+
+    def norm_scale(self, h: torch.Tensor) -> torch.Tensor:
+        """``[..., 1]`` the final norm's scale at states ``h``: 1/rms(h), or 1/std(h) for a
+        LayerNorm (1 without a final norm)."""
+        x = h.to(device=self.device, dtype=self.dtype)
+        if not self.has_norm:
+            return torch.ones_like(x[..., :1])
+        if self.norm_kind == NORM_LAYERNORM:
+            return torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + self.norm_eps)
+        return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.norm_eps)
 
     def post(self, logits: torch.Tensor) -> torch.Tensor:
         """What the model does to logits after the head (Gemma-2/3 soft-capping)."""
