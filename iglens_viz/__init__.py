@@ -17,6 +17,7 @@ from .core.extensions import register
 from .errors import (IGLensError, InvalidRequestError, ModelLoadError, ModelOutputError,
                      ReadoutMismatchError, UnsupportedModelError)
 from .loading import load_model
+from .studies import Study, study
 
 for _name, _target in {
     "plot_heatmap": "iglens_viz.views.static:plot_heatmap",
@@ -31,6 +32,6 @@ for _name, _target in {
 
 __all__ = ["AttributionRequest", "AttributionResult", "IGLens", "IGLensError",
            "InvalidRequestError", "ModelLoadError", "ModelOutputError", "ReadoutMismatchError",
-           "UnsupportedModelError", "ablate", "attribute", "load_model", "supported_families",
-           "validate_onset"]
+           "Study", "UnsupportedModelError", "ablate", "attribute", "load_model", "study",
+           "supported_families", "validate_onset"]
 __version__ = "0.1.0"

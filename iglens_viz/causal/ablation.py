@@ -529,7 +529,7 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
         For ``part="block"``: an ``[n, T, d]`` array that replaces each ablated block's update
         instead of ``mode`` (``h_L := h_{L-1} + updates[L-1]``; the result's ``mode`` reads
         ``"given"``): e.g. the mean update of *other* prompts at the same positions, or another
-        prompt's updates (resample ablation; see :mod:`iglens_viz.study`).
+        prompt's updates (resample ablation; see :mod:`iglens_viz.studies`).
 
     Returns an :class:`AblationResult`.
     """

@@ -1,0 +1,18 @@
+"""The IG-Lens study: does the onset predict the block whose ablation hurts most?
+
+:func:`study` runs IG-Lens, logit-lens readings and block ablations (zero, reference mean,
+resample) over many prompts into one tidy table; :mod:`.scoring` scores IG-Lens and its
+baselines (other methods, constant and random blocks) on it, with bootstrap intervals over
+prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
+
+>>> s = iglens_viz.study(model, tokenizer, "default", out="study/")   # doctest: +SKIP
+>>> s.summary()                                                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
+from .run import STUDY_MODES, Study, study
+
+__all__ = ["BUILTIN_SETS", "STUDY_MODES", "Study", "StudyPrompt", "builtin_set",
+           "load_study_prompts", "study"]

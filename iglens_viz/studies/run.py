@@ -1,0 +1,351 @@
+"""Run a study: IG-Lens, the logit-lens readings and the ablation drops of many prompts.
+
+For every prompt the study runs IG-Lens over every block (one cached forward pass), reads the
+lens's target logit, its top-1 and a frozen-norm probability at every boundary, and measures
+the drop of the model's own target probability when each block is ablated, under each
+requested mode:
+
+* ``zero`` — the block adds nothing (``h_L := h_{L-1}``).
+* ``mean`` — the block's update is replaced by its mean over a *reference set* of other
+  prompts at the same position (never over the prompt's own sequence: that mean mixes in later
+  positions and the attention sink). A position that no other reference prompt reaches takes
+  the mean over every position of the other reference prompts.
+* ``resample`` — the block's update is taken from another prompt of the reference set, at the
+  same position (the next reference prompt at least as long; else the longest one, whose last
+  position stands in for the positions it lacks).
+
+Rows go to one tidy table, one row per (prompt, position, segment). With ``out=`` the table is
+written in parts as it grows (Parquet), so an interrupted study resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..causal.ablation import ablate
+from ..core.lens import IGLens
+from ..core.readout import target_probability
+from ..core.trajectory import is_monotone
+from ..errors import InvalidRequestError
+from .prompts import StudyPrompt, load_study_prompts
+
+__all__ = ["STUDY_MODES", "Study", "study"]
+
+STUDY_MODES = ("zero", "mean", "resample")
+"""Ablation modes a study can measure (see the module docstring)."""
+
+PART_SIZE = 16
+"""Prompts per part file: what an interruption can lose at most."""
+
+
+@dataclass
+class Study:
+    """The product of :func:`study`: one tidy table and what produced it."""
+
+    table: "object"
+    """pandas DataFrame, one row per (prompt, position, segment); see :func:`study`."""
+    metadata: dict = field(default_factory=dict)
+    """Model, dtype, modes, reference set, seed, package version, request."""
+
+    @property
+    def modes(self) -> list[str]:
+        """The ablation modes measured (the table's ``drop_<mode>`` columns)."""
+        return [c[len("drop_"):] for c in self.table.columns if c.startswith("drop_")]
+
+    def scores(self, seed: int = 0):
+        """Per (mode, prompt, position, method) metrics; see
+        :func:`iglens_viz.studies.scoring.score`."""
+        from .scoring import score
+
+        return score(self.table, seed=seed)
+
+    def summary(self, n_boot: int = 1000, seed: int = 0):
+        """One row per (mode, method, token class) with bootstrap intervals over prompts;
+        see :func:`iglens_viz.studies.scoring.summarize`."""
+        from .scoring import summarize
+
+        return summarize(self.scores(seed), n_boot=n_boot, seed=seed)
+
+    @classmethod
+    def load(cls, folder) -> "Study":
+        """A study written by :func:`study` with ``out=folder`` (finished or not)."""
+        folder = Path(folder)
+        metadata = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+        return cls(_read_parts(folder), metadata)
+
+
+def _read_parts(folder: Path):
+    import pandas as pd
+
+    parts = sorted((folder / "parts").glob("part-*.parquet"))
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+
+
+class _References:
+    """Block updates of the reference prompts, for ``mean`` and ``resample`` ablation."""
+
+    def __init__(self, lens: IGLens, ids: list[torch.Tensor], indices: Sequence[int]):
+        self.indices = list(indices)
+        self.updates = []  # per reference prompt: [n, T_r, d] float32, CPU
+        for i in self.indices:
+            states = lens.trace(ids[i]).states
+            self.updates.append((states[1:] - states[:-1]).float().cpu())
+        longest = max(u.shape[1] for u in self.updates)
+        n, d = self.updates[0].shape[0], self.updates[0].shape[2]
+        self.total = torch.zeros(n, longest, d)
+        self.count = torch.zeros(longest)
+        for u in self.updates:
+            self.total[:, :u.shape[1]] += u
+            self.count[:u.shape[1]] += 1
+
+    def mean(self, prompt: int, T: int) -> torch.Tensor:
+        """``[n, T, d]`` the mean update of the *other* reference prompts at each position."""
+        total = torch.zeros(self.total.shape[0], T, self.total.shape[2])
+        count = torch.zeros(T)
+        reach = min(T, self.count.numel())
+        total[:, :reach] = self.total[:, :reach]
+        count[:reach] = self.count[:reach]
+        if prompt in self.indices:  # never the prompt itself
+            own = self.updates[self.indices.index(prompt)]
+            total[:, :own.shape[1]] -= own[:, :T]
+            count[:own.shape[1]] -= 1
+        others = [u for i, u in zip(self.indices, self.updates) if i != prompt]
+        if not others:
+            raise InvalidRequestError("mean ablation needs at least one other reference "
+                                      "prompt; use a larger reference set")
+        fallback = torch.cat([u.reshape(u.shape[0], -1, u.shape[2]) for u in others],
+                             dim=1).mean(1, keepdim=True)
+        out = total / count.clamp(min=1)[None, :, None]
+        return torch.where(count[None, :, None] > 0, out, fallback.expand_as(out))
+
+    def donor(self, prompt: int, T: int) -> torch.Tensor:
+        """``[n, T, d]`` another reference prompt's updates at the same positions."""
+        order = [k for k, i in enumerate(self.indices) if i != prompt]
+        if not order:
+            raise InvalidRequestError("resample ablation needs at least one other reference "
+                                      "prompt; use a larger reference set")
+        start = next((k for k in order if self.indices[k] > prompt), order[0])
+        ring = order[order.index(start):] + order[:order.index(start)]
+        k = next((k for k in ring if self.updates[k].shape[1] >= T),
+                 max(ring, key=lambda k: self.updates[k].shape[1]))
+        u = self.updates[k]
+        if u.shape[1] >= T:
+            return u[:, :T]
+        return torch.cat([u, u[:, -1:].expand(-1, T - u.shape[1], -1)], dim=1)
+
+
+def _answer_id(tokenizer, answer: str) -> int:
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    if not ids:
+        raise InvalidRequestError(f"the answer {answer!r} has no tokens")
+    return int(ids[0])
+
+
+def _targets(tokenizer, prompt: StudyPrompt, T: int):
+    """The target spec: the answer's first token at the last position, or ``predicted``."""
+    if prompt.answer is None:
+        return "predicted"
+    return [-1] * (T - 1) + [_answer_id(tokenizer, prompt.answer)]
+
+
+@torch.no_grad()
+def _lens_readings(lens: IGLens, ids: torch.Tensor, y: torch.Tensor):
+    """``[n+1, T]`` each: the target's lens logit, whether it is the lens's top-1, and its
+    probability with the final norm's scale frozen at h_n's."""
+    trace = lens.trace(ids)
+    readout = lens.readout
+    y = y.to(readout.device)
+    logits = readout.target_logits(trace.features, y)
+    top1 = trace.top_ids[..., 0] == y
+    frozen = readout.features(trace.states, frozen_scale=readout.norm_scale(trace.states[-1]))
+    lse = readout.log_normalizer(frozen, block_columns=4096)
+    frozen_p = target_probability(readout.target_logits(frozen, y), lse)
+    return logits.double().cpu().numpy(), top1.cpu().numpy(), frozen_p.double().cpu().numpy()
+
+
+def _prompt_rows(lens, model, tokenizer, index: int, prompt: StudyPrompt, ids, modes,
+                 references: _References | None) -> dict:
+    """The table's columns for one prompt (every position with a target × every block)."""
+    T = ids.numel()
+    result = lens.attribute(ids, target=_targets(tokenizer, prompt, T))
+    target_ids = np.asarray(result.target_ids)
+    keep = np.flatnonzero(target_ids >= 0)
+    y = torch.as_tensor(np.where(target_ids >= 0, target_ids, 0))
+    logits, top1, frozen = _lens_readings(lens, ids, y)
+    n = result.n_blocks
+    drops = {}
+    for mode in modes:
+        updates = None
+        if mode == "mean":
+            updates = references.mean(index, T)
+        elif mode == "resample":
+            updates = references.donor(index, T)
+        ablation = ablate(model, tokenizer, ids, target=target_ids.tolist(), updates=updates)
+        drops[mode] = ablation.drop[keep]
+    position = np.repeat(keep, n)
+    segment = np.tile(np.arange(n), len(keep))
+    onset = result.onset_segment[keep]
+    monotone = np.array([is_monotone(result.contributions[t], result.delta_p[t])
+                         for t in keep])
+    rows = {
+        "prompt": np.full(len(position), index),
+        "position": position,
+        "segment": segment,
+        "block": segment + 1,
+        "token": np.asarray(result.tokens, dtype=object)[position],
+        "target": np.asarray(result.target_tokens, dtype=object)[position],
+        "target_id": target_ids[position],
+        "contribution": result.contributions[keep].ravel(),
+        "lens_prob_start": result.lens_probs[keep, :-1].ravel(),
+        "lens_prob_end": result.lens_probs[keep, 1:].ravel(),
+        "lens_prob": result.lens_probs[keep, 1:].ravel(),
+        "lens_logit_start": logits[:-1, keep].T.ravel(),
+        "lens_logit_end": logits[1:, keep].T.ravel(),
+        "top1_end": top1[1:, keep].T.ravel(),
+        "frozen_prob_start": frozen[:-1, keep].T.ravel(),
+        "frozen_prob_end": frozen[1:, keep].T.ravel(),
+        "onset": np.repeat(onset, n) == segment,
+        "monotone": np.repeat(monotone, n),
+        "delta_p": np.repeat(result.delta_p[keep], n),
+        "final_prob": np.repeat(result.final_probs[keep], n),
+        "source": np.full(len(position), prompt.source, dtype=object),
+    }
+    for mode, drop in drops.items():
+        rows[f"drop_{mode}"] = drop.ravel()
+    return rows
+
+
+def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
+          reference: int = 32, seed: int = 0, out=None, limit: int | None = None,
+          progress: bool = True) -> Study:
+    """Run IG-Lens, the logit-lens readings and the block ablations over many prompts.
+
+    Parameters
+    ----------
+    model, tokenizer:
+        A supported causal LM and its tokenizer.
+    prompts:
+        A built-in set name (``"capitals"``, ``"shipped"``, ``"default"``), a ``.txt`` /
+        ``.jsonl`` file, or a list of strings / ``{"prompt", "target"}`` dicts (see
+        :mod:`iglens_viz.studies.prompts`).
+    modes:
+        Ablation modes among :data:`STUDY_MODES`.
+    reference:
+        Size of the reference set for ``mean`` and ``resample`` (drawn from the prompts with
+        ``seed``).
+    out:
+        A folder: the table is written there in parts of :data:`PART_SIZE` prompts as the
+        study runs, with ``metadata.json``; rerunning with the same folder and settings
+        resumes after the last finished part.
+    limit:
+        Study only the first ``limit`` prompts.
+    progress:
+        Show a progress bar with the time left (tqdm).
+
+    Returns
+    -------
+    A :class:`Study`: ``.table`` has one row per (prompt, position, segment) with ``prompt``
+    (index in the input), ``position``, ``segment``, ``block``, ``token``, ``target``,
+    ``contribution``, ``lens_prob`` (= ``lens_prob_end``), ``lens_prob_start``,
+    ``lens_logit_start``/``_end``, ``top1_end``, ``frozen_prob_start``/``_end``, ``onset``,
+    ``monotone``, ``delta_p``, ``final_prob``, ``source`` and ``drop_<mode>`` per mode.
+    """
+    import pandas as pd
+
+    from .. import __version__
+
+    unknown = [m for m in modes if m not in STUDY_MODES]
+    if unknown or not modes:
+        raise InvalidRequestError(f"unknown ablation modes {unknown}; choose among "
+                                  f"{', '.join(STUDY_MODES)}")
+    items = load_study_prompts(prompts)
+    if limit is not None:
+        items = items[:int(limit)]
+    lens = IGLens(model, tokenizer, cache_size=1)
+    ids = [lens.input_ids(p.text) for p in items]
+    rng = np.random.default_rng(seed)
+    needs_references = any(m in ("mean", "resample") for m in modes)
+    ref_indices = sorted(rng.choice(len(items), size=min(int(reference), len(items)),
+                                    replace=False).tolist()) if needs_references else []
+    metadata = {
+        "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
+        "dtype": str(next(model.parameters()).dtype), "modes": list(modes),
+        "reference": ref_indices, "seed": int(seed), "n_prompts": len(items),
+        "prompts": prompts if isinstance(prompts, str) else "(given)",
+        "version": __version__,
+        "request": {"boundaries": "all", "estimator": "prediction_aware", "steps": 1,
+                    "chat": False, "target": "the answer's first token, or predicted"},
+    }
+    folder = None if out is None else Path(out)
+    done: set[int] = set()
+    if folder is not None:
+        done = _prepare_folder(folder, metadata)
+    references = _References(lens, ids, ref_indices) if needs_references else None
+    todo = [i for i in range(len(items)) if i not in done]
+    bar = _progress(len(items), len(done), progress)
+    pending: list[dict] = []
+    tables = []
+    started = time.perf_counter()
+    for count, i in enumerate(todo, start=1):
+        pending.append(_prompt_rows(lens, model, tokenizer, i, items[i], ids[i], modes,
+                                    references))
+        bar.update(1)
+        if len(pending) == PART_SIZE or count == len(todo):
+            part = pd.DataFrame({k: np.concatenate([p[k] for p in pending])
+                                 for k in pending[0]})
+            if folder is not None:
+                _write_part(folder, part)
+            tables.append(part)
+            pending = []
+    bar.close()
+    metadata["seconds"] = round(time.perf_counter() - started, 3)
+    table = _read_parts(folder) if folder is not None else (
+        pd.concat(tables, ignore_index=True) if tables else pd.DataFrame())
+    if len(table):
+        table = table.sort_values(["prompt", "position", "segment"], ignore_index=True)
+    return Study(table, metadata)
+
+
+def _progress(total: int, done: int, show: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, disable=not show, unit="prompt",
+                desc="iglens study")
+
+
+_SETTINGS = ("model", "dtype", "modes", "reference", "seed", "n_prompts", "prompts")
+
+
+def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
+    """Create ``folder`` (or check it holds the same study) and return the prompts done."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "parts").mkdir(exist_ok=True)
+    meta_path = folder / "metadata.json"
+    if meta_path.is_file():
+        old = json.loads(meta_path.read_text(encoding="utf-8"))
+        changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
+        if changed:
+            raise InvalidRequestError(f"{folder} holds another study (it differs in "
+                                      f"{', '.join(changed)}); use a new folder")
+    else:
+        meta_path.write_text(json.dumps(metadata, indent=1), encoding="utf-8")
+    table = _read_parts(folder)
+    return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
+
+
+def _write_part(folder: Path, part) -> None:
+    """One part file, written whole or not at all (a rename)."""
+    first = int(part["prompt"].min())
+    target = folder / "parts" / f"part-{first:06d}.parquet"
+    temporary = target.with_suffix(".tmp")
+    part.to_parquet(temporary, index=False)
+    temporary.replace(target)

@@ -1,0 +1,167 @@
+"""The study runner: prompt sets, the tidy table against independent computations, the
+reference-mean and resample ablations, and resuming an interrupted run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from iglens_viz import IGLens, InvalidRequestError, ablate
+from iglens_viz.studies import run as study_run
+from iglens_viz.studies.prompts import StudyPrompt, builtin_set, load_study_prompts
+from iglens_viz.studies.run import Study, study
+
+from tiny_models import tiny_model, tiny_tokenizer
+from tolerances import eps, readout_size, readout_tol
+
+PROMPTS = [f"w{i} w{(3 * i) % 97} w{(5 * i + 2) % 97} w{(7 * i + 1) % 97}" +
+           (" w9" if i % 2 else "") for i in range(1, 21)]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model("llama", dtype=torch.float64)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return tiny_tokenizer()
+
+
+# ----------------------------------------------------------------------------- prompt sets
+
+def test_builtin_sets_have_known_answers():
+    capitals = builtin_set("capitals")
+    assert len(capitals) >= 400 and all(p.answer and p.answer.startswith(" ") for p in capitals)
+    assert StudyPrompt("The capital of France is", " Paris", "capitals") in capitals
+    shipped = builtin_set("shipped")
+    assert len(shipped) == 70 and all(p.answer is None for p in shipped)
+    assert len(builtin_set("default")) == len(capitals) + 70
+    with pytest.raises(InvalidRequestError, match="built-in sets: capitals"):
+        builtin_set("nope")
+
+
+def test_prompt_files(tmp_path):
+    text = tmp_path / "p.txt"
+    text.write_text("# a comment\nw1 w2\n\nw3 w4\n", encoding="utf-8")
+    assert [p.text for p in load_study_prompts(text)] == ["w1 w2", "w3 w4"]
+    lines = tmp_path / "p.jsonl"
+    lines.write_text(json.dumps({"prompt": "w1 w2", "target": " w7"}) + "\n" +
+                     json.dumps({"prompt": "w5"}) + "\n", encoding="utf-8")
+    got = load_study_prompts(lines)
+    assert [(p.text, p.answer) for p in got] == [("w1 w2", " w7"), ("w5", None)]
+    assert got[0].source == "p.jsonl:1"
+    lines.write_text('{"prompt": ""}\n', encoding="utf-8")
+    with pytest.raises(InvalidRequestError, match="p.jsonl:1"):
+        load_study_prompts(lines)
+    lines.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(InvalidRequestError, match="not a JSON object"):
+        load_study_prompts(lines)
+    with pytest.raises(InvalidRequestError, match="neither a file nor a built-in"):
+        load_study_prompts(tmp_path / "missing.txt")
+
+
+# ----------------------------------------------------------------------------- the table
+
+def test_table_matches_iglens_ablate_and_the_lens(model, tokenizer):
+    items = [{"prompt": PROMPTS[0], "target": " w11"}, PROMPTS[1], PROMPTS[2], PROMPTS[3]]
+    result = study(model, tokenizer, items, modes=("zero",), progress=False)
+    table = result.table
+    n = 4
+    # An answer: only the last position, its first token; no answer: every position's
+    # predicted token (the last position has a next-token prediction too).
+    first = table[table.prompt == 0]
+    last = len(tokenizer(PROMPTS[0])["input_ids"]) - 1
+    assert set(first.position) == {last} and set(first.target_id) == {11}
+    lens = IGLens(model, tokenizer)
+    expected = lens.attribute(PROMPTS[1])
+    second = table[table.prompt == 1]
+    assert len(second) == len(expected.tokens) * n
+    np.testing.assert_array_equal(second.contribution.to_numpy().reshape(-1, n),
+                                  expected.contributions)  # the same arithmetic
+    np.testing.assert_array_equal(second.onset.to_numpy().reshape(-1, n),
+                                  expected.onset_segment[:, None] == np.arange(n))
+    drop = ablate(model, tokenizer, PROMPTS[1], target=expected.target_ids.tolist()).drop
+    np.testing.assert_array_equal(second.drop_zero.to_numpy().reshape(-1, n), drop)
+    # The lens logit after the last block is the model's own logit of the target: the study
+    # reads out in float32 (each side's logit within 3·√w·eps·S, see tolerances.readout_tol).
+    ids = torch.as_tensor(tokenizer(PROMPTS[1])["input_ids"])
+    size = readout_size(model, ids)
+    with torch.no_grad():
+        own = model(input_ids=ids[None]).logits[0].double().numpy()
+    last_logits = second[second.segment == n - 1]
+    np.testing.assert_allclose(last_logits.lens_logit_end,
+                               own[last_logits.position.to_numpy(),
+                                   last_logits.target_id.to_numpy()], rtol=0,
+                               atol=6 * np.sqrt(size.width) * eps(torch.float32) * size.scale)
+    # With the final norm's scale frozen at h_n's own, the last boundary reads h_n exactly.
+    last = second[second.segment == n - 1]
+    np.testing.assert_allclose(last.frozen_prob_end, last.lens_prob_end, rtol=0,
+                               atol=readout_tol(size, torch.float32))
+    assert (second.top1_end[second.segment == n - 1]).all()  # predicted = top-1 of h_n
+    assert not np.allclose(second.frozen_prob_start, second.lens_prob_start)
+
+
+def test_reference_mean_and_resample_never_use_the_prompt_itself(model, tokenizer):
+    lens = IGLens(model, tokenizer)
+    ids = [lens.input_ids(p) for p in PROMPTS[:6]]
+    refs = study_run._References(lens, ids, [0, 2, 3])
+    updates = {}
+    for i in (0, 2, 3):
+        states = lens.trace(ids[i]).states
+        updates[i] = (states[1:] - states[:-1]).float()
+    T = ids[0].numel()
+    mean0 = refs.mean(0, T)  # prompt 0 is a reference: the mean of 2 and 3 only
+    reach = min(T, updates[2].shape[1], updates[3].shape[1])
+    np.testing.assert_allclose(mean0[:, :reach], (updates[2][:, :reach] +
+                                                  updates[3][:, :reach]) / 2,
+                               rtol=0, atol=4 * eps(torch.float32) * float(
+                                   max(u.abs().max() for u in updates.values())))
+    donor = refs.donor(2, T)
+    assert not torch.equal(donor[:, :reach], updates[2][:, :reach])
+    assert any(torch.equal(donor[:, :min(T, u.shape[1])], u[:, :min(T, u.shape[1])])
+               for i, u in updates.items() if i != 2)
+    result = study(model, tokenizer, PROMPTS[:6], modes=("mean", "resample"), reference=3,
+                   progress=False)
+    drops = ablate(model, tokenizer, PROMPTS[0], target=result.table[result.table.prompt == 0]
+                   .groupby("position").target_id.first().tolist(),
+                   updates=study_run._References(lens, ids,
+                                                 result.metadata["reference"]).mean(0, T)).drop
+    np.testing.assert_allclose(result.table[result.table.prompt == 0].drop_mean
+                               .to_numpy().reshape(-1, 4), drops, rtol=0, atol=1e-12)
+
+
+def test_an_interrupted_study_resumes_to_the_same_table(model, tokenizer, tmp_path,
+                                                        monkeypatch):
+    whole = study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
+                  progress=False).table
+    real = study_run._prompt_rows
+
+    def failing(lens, model_, tokenizer_, index, *args):
+        if index == study_run.PART_SIZE + 1:
+            raise KeyboardInterrupt
+        return real(lens, model_, tokenizer_, index, *args)
+
+    monkeypatch.setattr(study_run, "_prompt_rows", failing)
+    with pytest.raises(KeyboardInterrupt):
+        study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
+              out=tmp_path / "s", progress=False)
+    saved = Study.load(tmp_path / "s")
+    assert set(saved.table.prompt) == set(range(study_run.PART_SIZE))  # one whole part
+    monkeypatch.setattr(study_run, "_prompt_rows", real)
+    resumed = study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
+                    out=tmp_path / "s", progress=False).table
+    assert resumed.equals(whole)
+    with pytest.raises(InvalidRequestError, match="another study"):
+        study(model, tokenizer, PROMPTS, modes=("zero",), reference=4, out=tmp_path / "s",
+              progress=False)
+
+
+def test_bad_study_arguments(model, tokenizer):
+    with pytest.raises(InvalidRequestError, match="unknown ablation modes"):
+        study(model, tokenizer, PROMPTS[:2], modes=("random",), progress=False)
+    with pytest.raises(InvalidRequestError, match="no prompts"):
+        study(model, tokenizer, [], progress=False)
