@@ -165,3 +165,33 @@ def test_bad_study_arguments(model, tokenizer):
         study(model, tokenizer, PROMPTS[:2], modes=("random",), progress=False)
     with pytest.raises(InvalidRequestError, match="no prompts"):
         study(model, tokenizer, [], progress=False)
+
+
+def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, capsys):
+    import pandas as pd
+
+    from iglens_viz.cli import main
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("\n".join(json.dumps({"prompt": p, "target": " w3"} if i % 2 else
+                                            {"prompt": p}) for i, p in enumerate(PROMPTS[:6])),
+                       encoding="utf-8")
+    out = tmp_path / "study"
+    assert main(["study", str(prompts), "--out", str(out), "--model", tiny_model_dir,
+                 "--reference", "3", "--boot", "50", "--modes", "zero,resample"]) == 0
+    table = pd.read_parquet(out / "table.parquet")
+    assert set(table.prompt) == set(range(6)) and {"drop_zero", "drop_resample"} <= set(table)
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary["mode"]) == {"zero", "resample"}
+    ig = summary[(summary["mode"] == "zero") & (summary.method == "ig_lens") &
+                 (summary.token_class == "all")].iloc[0]
+    assert ig.n_tokens == table.groupby(["prompt", "position"]).ngroups
+    assert ig.agreement_lo <= ig.agreement <= ig.agreement_hi
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "| ig_lens |" in report and "best constant" in report
+    for figure in ("onsets.png", "methods_zero.png", "drop_vs_contribution_resample.png"):
+        assert f"({figure})" in report and (out / figure).read_bytes()[:4] == b"\x89PNG"
+    printed = capsys.readouterr().out
+    assert "ig_lens" in printed and f"wrote {out / 'report.md'}" in printed
+    assert main(["study", str(tmp_path / "missing.txt"), "--out", str(out)]) == 2
+    assert "neither a file nor a built-in" in capsys.readouterr().err

@@ -53,9 +53,10 @@ def _attribute_parser() -> argparse.ArgumentParser:
         prog="iglens",
         description="In which layer is each predicted token's probability decided? "
                     "IG-Lens splits p(target) exactly across the model's blocks.",
-        epilog="Run `iglens validate --help` for the causal validation of onsets. To "
-               "attribute a prompt that starts with '-' or is the word 'validate', put "
-               "`--` before it: `iglens -- validate`.")
+        epilog="Run `iglens study --help` for the study of onsets against ablation and "
+               "baselines over many prompts (`iglens validate --help`: the older check). To "
+               "attribute a prompt that starts with '-' or is the word 'study' or "
+               "'validate', put `--` before it: `iglens -- study`.")
     p.add_argument("prompt", help="the user message (or raw text with --no-chat)")
     p.add_argument("--model", default=None,
                    help="causal LM id or local folder (default: embedded SmolLM2-135M-Instruct)")
@@ -110,6 +111,57 @@ def _validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", type=Path, metavar="FILE", help="write the summary plot as PNG")
     _add_model_options(p)
     return p
+
+
+def _study_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="iglens study",
+        description="Does the IG-Lens onset name the block whose ablation hurts the target "
+                    "most? IG-Lens and its baselines (logit-lens readings, constant and "
+                    "random blocks) over many prompts, with bootstrap intervals over prompts.")
+    p.add_argument("prompts", help="a built-in set (capitals, shipped, default), a .txt file "
+                                   "(one prompt per line) or a .jsonl file (prompt, target)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="folder for table.parquet, summary.csv, report.md and its figures; "
+                        "rerun with the same folder to resume")
+    p.add_argument("--model", default=None, help="causal LM id or local folder")
+    p.add_argument("--modes", default="zero,mean,resample",
+                   help="ablation modes, comma-separated: zero, mean, resample")
+    p.add_argument("--limit", type=_count(1), default=None, help="study the first N prompts")
+    p.add_argument("--reference", type=_count(2), default=32,
+                   help="reference prompts for mean and resample ablation (default 32)")
+    p.add_argument("--seed", type=_count(0), default=0)
+    p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
+    _add_model_options(p)
+    return p
+
+
+def run_study(argv: list[str]) -> int:
+    """``iglens study PROMPTS --out DIR``: the study, its summary and its report."""
+    args = _study_parser().parse_args(argv)
+    from ..export.files import write_atomic
+    from ..studies import load_study_prompts, study
+    from ..studies.scoring import headline
+
+    load_study_prompts(args.prompts)  # a bad prompt file fails before the model loads
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out} exists and is not a folder")
+    model, tokenizer = _load(args.model, args.dtype, args.device)
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    result = study(model, tokenizer, args.prompts, modes=modes, reference=args.reference,
+                   seed=args.seed, out=args.out, limit=args.limit)
+    summary = result.summary(n_boot=args.boot, seed=args.seed)
+    result.table.to_parquet(args.out / "table.parquet.tmp", index=False)
+    (args.out / "table.parquet.tmp").replace(args.out / "table.parquet")
+    write_atomic(args.out / "summary.csv", summary.to_csv(index=False))
+    report = result.report(args.out, summary)
+    rows = headline(summary)
+    rows = rows[(rows["mode"] == modes[0]) & (rows["token_class"] == "all")]
+    print(rows[["label", "agreement", "agreement_lo", "agreement_hi", "rho", "n_tokens"]]
+          .to_string(index=False))
+    for name in ("table.parquet", "summary.csv", report.name):
+        print(f"wrote {args.out / name}")
+    return 0
 
 
 def _load(name, dtype=None, device=None):
@@ -237,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"the argument {bad} is not valid UTF-8 text")
         if argv[:1] == ["validate"]:
             return run_validate(argv[1:])
+        if argv[:1] == ["study"]:
+            return run_study(argv[1:])
         return run_attribute(argv)
     except IGLensError as err:
         print(f"iglens: error: {err}", file=sys.stderr)

@@ -73,6 +73,13 @@ class Study:
 
         return summarize(self.scores(seed), n_boot=n_boot, seed=seed)
 
+    def report(self, folder, summary=None):
+        """Write ``report.md`` with tables and seaborn figures into ``folder``; see
+        :func:`iglens_viz.studies.report.write_report`. Returns its path."""
+        from .report import write_report
+
+        return write_report(self, folder, summary)
+
     @classmethod
     def load(cls, folder) -> "Study":
         """A study written by :func:`study` with ``out=folder`` (finished or not)."""
