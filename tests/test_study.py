@@ -4,6 +4,7 @@ reference-mean and resample ablations, and resuming an interrupted run."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from iglens_viz.studies.prompts import StudyPrompt, builtin_set, load_study_prom
 from iglens_viz.studies.run import Study, study
 
 from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import eps, readout_size, readout_tol
+from tolerances import eps, forward_tol, readout_size, readout_tol
 
 PROMPTS = [f"w{i} w{(3 * i) % 97} w{(5 * i + 2) % 97} w{(7 * i + 1) % 97}" +
            (" w9" if i % 2 else "") for i in range(1, 21)]
@@ -195,3 +196,54 @@ def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, cap
     assert "ig_lens" in printed and f"wrote {out / 'report.md'}" in printed
     assert main(["study", str(tmp_path / "missing.txt"), "--out", str(out)]) == 2
     assert "neither a file nor a built-in" in capsys.readouterr().err
+
+
+SHARDED = """
+import sys
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from iglens_viz import study
+folder = sys.argv[1]
+model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64)
+tokenizer = AutoTokenizer.from_pretrained(folder)
+study(model, tokenizer, sys.argv[2:-1], modes=("zero", "resample"), reference=3,
+      out=sys.argv[-1], progress=False, dtype=torch.float64)
+"""
+
+
+def test_two_processes_under_torchrun_give_the_single_process_table(model, tokenizer,
+                                                                    tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
+    if torchrun is None:
+        pytest.skip("torchrun is not installed beside this Python")
+    folder = tmp_path / "model"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    script = tmp_path / "sharded.py"
+    script.write_text(SHARDED, encoding="utf-8")
+    prompts = PROMPTS[:7]
+    done = subprocess.run([torchrun, "--nproc-per-node", "2", str(script), str(folder),
+                           *prompts, str(tmp_path / "two")], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    two = Study.load(tmp_path / "two")
+    assert two.metadata["processes"] == 2
+    assert sorted((tmp_path / "two" / "parts").glob("*.parquet")) != []
+    one = study(model, tokenizer, prompts, modes=("zero", "resample"), reference=3,
+                progress=False, dtype=torch.float64).table
+    merged = two.table.sort_values(["prompt", "position", "segment"], ignore_index=True)
+    numbers = [c for c in one.columns if one[c].dtype.kind == "f"]
+    others = [c for c in one.columns if c not in numbers]
+    assert merged[others].equals(one[others])
+    # float64 throughout; the processes may use other thread counts, so other kernels: two
+    # forward passes' worth of rounding (tolerances.forward_tol), logits S·√w times larger.
+    size = readout_size(model, torch.as_tensor(tokenizer(prompts[0])["input_ids"]))
+    tol = forward_tol(size, model.config.num_hidden_layers, torch.float64)
+    for column in numbers:
+        scale = 1.0 if "logit" not in column else 6 * np.sqrt(size.width) * size.scale
+        np.testing.assert_allclose(merged[column], one[column], rtol=0, atol=tol * scale,
+                                   err_msg=column)

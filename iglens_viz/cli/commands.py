@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -132,6 +133,10 @@ def _study_parser() -> argparse.ArgumentParser:
                    help="reference prompts for mean and resample ablation (default 32)")
     p.add_argument("--seed", type=_count(0), default=0)
     p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
+    p.epilog = ("Several processes (CPUs, GPUs or nodes) share the prompts when launched with "
+                "`accelerate launch [--cpu] --num_processes N -m iglens_viz study …` or "
+                "`torchrun --nproc-per-node N -m iglens_viz study …`; rank 0 gathers the table "
+                "and writes the outputs. Each GPU process uses cuda:LOCAL_RANK.")
     _add_model_options(p)
     return p
 
@@ -146,10 +151,18 @@ def run_study(argv: list[str]) -> int:
     load_study_prompts(args.prompts)  # a bad prompt file fails before the model loads
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")
-    model, tokenizer = _load(args.model, args.dtype, args.device)
+    device = args.device
+    local_rank = os.environ.get("LOCAL_RANK")  # under torchrun / accelerate launch
+    if device is None and local_rank is not None:
+        import torch
+
+        device = f"cuda:{local_rank}" if torch.cuda.is_available() else None
+    model, tokenizer = _load(args.model, args.dtype, device)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     result = study(model, tokenizer, args.prompts, modes=modes, reference=args.reference,
                    seed=args.seed, out=args.out, limit=args.limit)
+    if result.metadata["rank"] != 0:  # rank 0 gathered the shards and writes the outputs
+        return 0
     summary = result.summary(n_boot=args.boot, seed=args.seed)
     result.table.to_parquet(args.out / "table.parquet.tmp", index=False)
     (args.out / "table.parquet.tmp").replace(args.out / "table.parquet")

@@ -233,7 +233,7 @@ def _prompt_rows(lens, model, tokenizer, index: int, prompt: StudyPrompt, ids, m
 
 def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
           reference: int = 32, seed: int = 0, out=None, limit: int | None = None,
-          progress: bool = True) -> Study:
+          progress: bool = True, dtype: torch.dtype = torch.float32) -> Study:
     """Run IG-Lens, the logit-lens readings and the block ablations over many prompts.
 
     Parameters
@@ -257,6 +257,12 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
         Study only the first ``limit`` prompts.
     progress:
         Show a progress bar with the time left (tqdm).
+    dtype:
+        The readout's precision (``torch.float32`` or ``torch.float64``; see :class:`IGLens`).
+
+    Launched as N processes (``torchrun --nproc-per-node N`` or ``accelerate launch``), each
+    process studies the prompts i with i mod N = its rank and rank 0 returns the whole table
+    (the others, their own rows); see ``iglens study --help``.
 
     Returns
     -------
@@ -277,7 +283,7 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
     items = load_study_prompts(prompts)
     if limit is not None:
         items = items[:int(limit)]
-    lens = IGLens(model, tokenizer, cache_size=1)
+    lens = IGLens(model, tokenizer, cache_size=1, dtype=dtype)
     ids = [lens.input_ids(p.text) for p in items]
     rng = np.random.default_rng(seed)
     needs_references = any(m in ("mean", "resample") for m in modes)
@@ -285,7 +291,8 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
                                     replace=False).tolist()) if needs_references else []
     metadata = {
         "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
-        "dtype": str(next(model.parameters()).dtype), "modes": list(modes),
+        "dtype": str(next(model.parameters()).dtype), "readout_dtype": str(dtype),
+        "modes": list(modes),
         "reference": ref_indices, "seed": int(seed), "n_prompts": len(items),
         "prompts": prompts if isinstance(prompts, str) else "(given)",
         "version": __version__,
@@ -293,12 +300,15 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
                     "chat": False, "target": "the answer's first token, or predicted"},
     }
     folder = None if out is None else Path(out)
+    shard = _Shard.from_launcher()
+    metadata["processes"] = shard.world
+    metadata["rank"] = shard.rank
     done: set[int] = set()
     if folder is not None:
-        done = _prepare_folder(folder, metadata)
+        done = shard.on_rank_0(lambda: _prepare_folder(folder, metadata))
     references = _References(lens, ids, ref_indices) if needs_references else None
-    todo = [i for i in range(len(items)) if i not in done]
-    bar = _progress(len(items), len(done), progress)
+    todo = [i for i in range(len(items)) if i not in done and i % shard.world == shard.rank]
+    bar = _progress(len(items), len(done), progress and shard.rank == 0)
     pending: list[dict] = []
     tables = []
     started = time.perf_counter()
@@ -315,11 +325,77 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
             pending = []
     bar.close()
     metadata["seconds"] = round(time.perf_counter() - started, 3)
-    table = _read_parts(folder) if folder is not None else (
-        pd.concat(tables, ignore_index=True) if tables else pd.DataFrame())
+    if folder is not None:
+        shard.barrier()  # every shard's parts are on disk
+        table = _read_parts(folder) if shard.rank == 0 else tables
+    else:
+        table = shard.gather(tables)
+    table = (pd.concat(table, ignore_index=True) if table else pd.DataFrame()) \
+        if isinstance(table, list) else table
     if len(table):
         table = table.sort_values(["prompt", "position", "segment"], ignore_index=True)
     return Study(table, metadata)
+
+
+@dataclass
+class _Shard:
+    """This process's share of a study launched with N processes (``torchrun`` or
+    ``accelerate launch``: they set ``RANK`` and ``WORLD_SIZE``). Process r takes the prompts
+    i with i mod N = r; rank 0 gathers the table. One process alone: rank 0 of 1.
+
+    The processes exchange only Python objects (prompt indices, tables) through
+    ``torch.distributed`` on the gloo backend, whatever device each one computes on.
+    """
+
+    rank: int = 0
+    world: int = 1
+
+    @classmethod
+    def from_launcher(cls) -> "_Shard":
+        import os
+
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1:
+            return cls()
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            dist.init_process_group(backend="gloo")
+        return cls(dist.get_rank(), dist.get_world_size())
+
+    def on_rank_0(self, fn):
+        """``fn()`` run by rank 0, its result (or its error) shared with every rank."""
+        if self.world == 1:
+            return fn()
+        import torch.distributed as dist
+
+        box = [None]
+        if self.rank == 0:
+            try:
+                box[0] = ("ok", fn())
+            except Exception as err:  # every rank raises it, none waits forever
+                box[0] = ("error", err)
+        dist.broadcast_object_list(box, src=0)
+        status, value = box[0]
+        if status == "error":
+            raise value
+        return value
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def gather(self, tables: list) -> list:
+        """Every rank's list of tables, concatenated on rank 0 (others keep their own)."""
+        if self.world == 1:
+            return tables
+        import torch.distributed as dist
+
+        gathered = [None] * self.world if self.rank == 0 else None
+        dist.gather_object(tables, gathered, dst=0)
+        return [t for part in gathered for t in part] if self.rank == 0 else tables
 
 
 def _progress(total: int, done: int, show: bool):
@@ -329,7 +405,9 @@ def _progress(total: int, done: int, show: bool):
                 desc="iglens study")
 
 
-_SETTINGS = ("model", "dtype", "modes", "reference", "seed", "n_prompts", "prompts")
+_SETTINGS = ("model", "dtype", "readout_dtype", "modes", "reference", "seed", "n_prompts",
+             "prompts")
+"""What must match for a folder to resume a study (the number of processes need not)."""
 
 
 def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
