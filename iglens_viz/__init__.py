@@ -1,4 +1,4 @@
-"""iglens_viz: in which layer is each predicted token's probability decided?
+"""iglens_viz: in which block does each predicted token's probability become readable?
 
 IG-Lens decomposes a decoder-only language model's target probability exactly across its
 blocks: the per-segment contributions sum to Δp = f(h_n) − f(h_0).

@@ -52,8 +52,10 @@ def _nonempty(text: str) -> str:
 def _attribute_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="iglens",
-        description="In which layer is each predicted token's probability decided? "
-                    "IG-Lens splits p(target) exactly across the model's blocks.",
+        description="In which block does each predicted token's probability become readable? "
+                    "IG-Lens splits p(target) exactly across the model's blocks: each "
+                    "block's contribution is the change in what the final norm and head can "
+                    "read, not the block's total effect through later blocks.",
         epilog="Run `iglens study --help` for the study of onsets against ablation and "
                "baselines over many prompts (`iglens validate --help`: the older check). To "
                "attribute a prompt that starts with '-' or is the word 'study' or "
