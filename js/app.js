@@ -5,7 +5,7 @@
  * @module app
  */
 import { h, listen } from "./dom.js";
-import { createContext, loadResult, loadComponents } from "./views/context.js";
+import { createContext, loadResult, loadComponents, loadAblation } from "./views/context.js";
 import { createStrip } from "./views/strip.js";
 import { createHeatmap } from "./views/heatmap.js";
 import { createDetail } from "./views/detail.js";
@@ -101,6 +101,7 @@ export function render({ model, el }) {
   const onResult = () => {
     ctx.result = loadResult(ctx, model.get("result"));
     loadComponents(ctx);
+    loadAblation(ctx);
     ctx.segmentFocus = { index: -1, j: -1 };
     meta();
     strip.build();
@@ -128,7 +129,11 @@ export function render({ model, el }) {
   };
   const onInteractive = () => {
     controls.sync();
-    detail.updateComponents(); // "computing…" or the static hint
+    detail.render(); // the heads' "computing…" or static hint; the causal check's button
+  };
+  const onAblation = () => {
+    loadAblation(ctx);
+    detail.render();
   };
   const onFocus = () => detail.updateComponents();
   ctx.focusListeners.add(onFocus);
@@ -139,6 +144,8 @@ export function render({ model, el }) {
     ["change:color_by", onColor],
     ["change:interactive", onInteractive],
     ["change:components", onComponents],
+    ["change:ablation", onAblation],
+    ["change:ablation_busy", onAblation],
     ["change:busy", onControls],
     ["change:error", onControls],
   ]);

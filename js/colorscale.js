@@ -94,6 +94,10 @@ export const POSITIVE = "#b2182b";
 export const NEGATIVE = "#2166ac";
 export const POSITIVE_DARK = "#ef8a62";
 export const NEGATIVE_DARK = "#67a9cf";
+/** The causal check's drop bars (neutral charcoal, distinct from the red/blue of the
+ * contributions and the orange of the non-monotone marks). */
+export const ABLATION = "#4b4f56";
+export const ABLATION_DARK = "#c9d1d9";
 /** Non-monotone accent (orange, distinct from the red/blue of the signs). */
 export const NONMONOTONE = "#f1a340";
 /** ColorBrewer Purples (9). */

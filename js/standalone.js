@@ -10,7 +10,8 @@
 import { decodeBase64Buffers } from "./codec.js";
 import { render } from "./app.js";
 
-const DEFAULTS = { selected: -1, hovered: -1, color_by: "p_final", interactive: false, request: {}, busy: false, error: "", components: {} };
+const DEFAULTS = { selected: -1, hovered: -1, color_by: "p_final", interactive: false, request: {}, busy: false, error: "", components: {},
+  ablation: {}, ablation_request: {}, ablation_busy: false };
 
 /**
  * An in-memory model: get / set / save_changes / on / off (+ send, a no-op).

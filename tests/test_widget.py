@@ -403,3 +403,158 @@ def test_lens_widget_is_interactive_and_reuses_the_lens():
     w = lens.widget(random_ids(6), target="next", boundaries="every:2")
     assert w.interactive and w.result["boundaries"] == [0, 2, 4]
     assert len(lens._cache) == 1
+
+
+# ------------------------------------------------------------------------------ causal check
+
+def _ablate_at(lens, ids, position, token, **kwargs):
+    """An independent ablation: the drop at ``position`` of ``token``'s probability, on ``ids``."""
+    from iglens_viz.causal import ablate
+
+    target = np.full(len(ids), -1)
+    target[position] = token
+    res = ablate(lens.model, lens.tokenizer, [int(i) for i in ids], target=target, **kwargs)
+    return res.drop[position], res.clean_probs[position]
+
+
+def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
+    w = show(lens, None, PROMPT)
+    calls = len(forward_calls)
+    assert w.ablation == {} and w.ablation_busy is False and w.ablation_request == {}
+    w.selected = 1
+    w.selected = 3
+    assert w.ablation == {} and len(forward_calls) == calls  # nothing runs before the click
+    busy_seen = []
+    w.observe(lambda change: busy_seen.append(change["new"]), names="ablation_busy")
+    w.ablation_request = {"position": 3, "_n": 1}  # what the button writes
+    assert busy_seen == [True, False] and w.ablation_busy is False
+    # one batched pass for every block, after the clean one, on 4 tokens
+    assert len(forward_calls) == calls + 2
+    result = w.attribution
+    check = w.ablation
+    assert set(check) == {"position", "mode", "drops", "clean", "labels", "parts", "target_id",
+                          "contrast_id", "target_name", "seconds"}
+    assert check["position"] == 3 and check["mode"] == "zero"
+    assert check["labels"] == result.segment_labels == ["1", "2", "3", "4"]
+    assert check["parts"] == ["block"] * 4
+    assert check["target_id"] == int(result.target_ids[3]) and check["contrast_id"] is None
+    assert check["target_name"] == "p(target)" and check["seconds"] > 0
+    assert all(isinstance(v, float) for v in check["drops"])
+    # an independent ablation on the ids up to the position: the same computation
+    truncated, clean = _ablate_at(lens, result.input_ids[:4], 3, result.target_ids[3])
+    np.testing.assert_allclose(check["drops"], truncated, rtol=0, atol=1e-12)
+    assert check["clean"] == pytest.approx(clean, abs=1e-12)
+    # causal attention: the tokens after the position change nothing (float32 model: the
+    # longer sequence runs other kernels, rounding at ~1e-7)
+    full, full_clean = _ablate_at(lens, result.input_ids, 3, result.target_ids[3])
+    np.testing.assert_allclose(check["drops"], full, rtol=0, atol=2e-6)
+    assert check["clean"] == pytest.approx(full_clean, abs=2e-6)
+    # the unablated model's probability is the lens value at the last boundary
+    assert check["clean"] == pytest.approx(result.lens_probs[3, -1], abs=2e-6)
+    # zero-ablating the last block: its drop is its contribution (nothing reads it after)
+    assert check["drops"][-1] == pytest.approx(result.contributions[3, -1], abs=2e-6)
+    # the same click again recomputes; another position replaces the check
+    w.ablation_request = {"position": 3, "_n": 2}
+    np.testing.assert_allclose(w.ablation["drops"], check["drops"], rtol=0, atol=1e-12)
+    w.ablation_request = {"position": 1, "_n": 3}
+    assert w.ablation["position"] == 1
+
+
+def test_causal_check_ablates_segments_and_sublayers(lens):
+    w = show(lens, None, PROMPT, boundaries="every:2")
+    check = w.causal_check(4)
+    result = w.attribution
+    assert check["labels"] == ["1\u20132", "3\u20134"] and check["parts"] == ["block", "block"]
+    groups, _ = _ablate_at(lens, result.input_ids[:5], 4, result.target_ids[4],
+                           layers=[(1, 2), (3, 4)])
+    np.testing.assert_allclose(check["drops"], groups, rtol=0, atol=1e-12)
+
+    w.recompute(boundaries="sublayer")
+    assert w.ablation == {}  # a new result clears the check
+    check = w.causal_check(4)
+    result = w.attribution
+    assert check["labels"] == ["1.attn", "1.mlp", "2.attn", "2.mlp", "3.attn", "3.mlp",
+                               "4.attn", "4.mlp"]
+    assert check["parts"] == ["attn", "mlp"] * 4
+    ids, token = result.input_ids[:5], result.target_ids[4]
+    attn, _ = _ablate_at(lens, ids, 4, token, part="attn")
+    mlp, _ = _ablate_at(lens, ids, 4, token, part="mlp")
+    np.testing.assert_allclose(check["drops"][0::2], attn, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(check["drops"][1::2], mlp, rtol=0, atol=1e-12)
+    blocks, _ = _ablate_at(lens, ids, 4, token)
+    assert not np.allclose(check["drops"][0::2], blocks, atol=1e-4)  # parts, not blocks
+    # the last MLP's drop is its contribution (nothing reads the stream after it)
+    assert check["drops"][-1] == pytest.approx(result.contributions[4, -1], abs=2e-6)
+
+
+def test_causal_check_with_a_contrast_is_the_drop_of_the_difference(lens):
+    w = show(lens, None, PROMPT, contrast="w4")
+    result = w.attribution
+    check = w.causal_check(2)
+    assert check["target_name"] == "p(target) \u2212 p(contrast)"
+    assert check["contrast_id"] == 4 and check["target_id"] == int(result.target_ids[2])
+    ids = result.input_ids[:3]
+    drop_t, clean_t = _ablate_at(lens, ids, 2, result.target_ids[2])
+    drop_c, clean_c = _ablate_at(lens, ids, 2, 4)
+    np.testing.assert_allclose(check["drops"], drop_t - drop_c, rtol=0, atol=1e-12)
+    assert check["clean"] == pytest.approx(clean_t - clean_c, abs=1e-12)
+    assert check["clean"] == pytest.approx(result.lens_probs[2, -1], abs=2e-6)
+
+
+@pytest.mark.parametrize("wish, message, where", [
+    ({"position": 99, "_n": 1}, "not a position of this result (0 … 5)", {"position": 99}),
+    ({"position": 5, "_n": 1}, "position 5 has no target", {"position": 5}),
+    ({"position": -1, "_n": 1}, "needs a position", {}),
+    ({"position": "x", "_n": 1}, "needs a position", {}),
+    ({"position": True, "_n": 1}, "needs a position", {}),
+    ({"_n": 1}, "needs a position", {}),
+])
+def test_bad_causal_check_request_sets_an_error(lens, forward_calls, wish, message, where):
+    w = show(lens, None, PROMPT, target="next")
+    calls, old = len(forward_calls), w.result
+    w.ablation_request = wish
+    assert message in w.ablation["error"]
+    assert {k: v for k, v in w.ablation.items() if k != "error"} == where
+    assert w.ablation_busy is False and w.result is old and len(forward_calls) == calls
+    w.ablation_request = {"position": 2, "_n": 2}  # the next good one replaces it
+    assert "error" not in w.ablation and w.ablation["position"] == 2
+
+
+def test_causal_check_needs_the_model(lens):
+    w = IGLensWidget(lens.attribute(PROMPT))
+    w.ablation_request = {"position": 1, "_n": 1}
+    assert "no IGLens" in w.ablation["error"] and w.ablation["position"] == 1
+    assert w.ablation_busy is False
+    with pytest.raises(IGLensError, match="no IGLens"):
+        w.causal_check(1)
+
+
+def test_causal_check_is_cleared_by_a_new_result_and_exported(lens):
+    import json
+
+    from iglens_viz.export.html import page_state
+
+    w = show(lens, None, PROMPT)
+    assert "ablation" not in page_state(w)  # nothing to carry
+    check = w.causal_check(2)
+    state = page_state(w)
+    assert state["ablation"] == check and json.loads(json.dumps(state["ablation"])) == check
+    page = w.to_html()
+    assert '"ablation":{"position":2' in page
+    assert "ablation" not in page_state(w.attribution)  # a plain result has none
+    w.request = {"target": "next", "boundaries": "all"}
+    assert w.ablation == {} and w.error == ""
+    w.ablation = {"error": "boom", "position": 2}
+    assert "ablation" not in page_state(w)  # errors are not exported
+
+
+def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
+    from iglens_viz.widget.widget import _segment_parts, segment_ablation
+
+    assert _segment_parts([0, 1, 3, 4]) == [("block", (1,)), ("block", (2, 3)), ("block", (4,))]
+    assert _segment_parts([0, 0.5, 1, 1.5, 2]) == [("attn", (1,)), ("mlp", (1,)),
+                                                    ("attn", (2,)), ("mlp", (2,))]
+    with pytest.raises(InvalidRequestError, match="part of a block and whole blocks"):
+        _segment_parts([0, 0.5, 2])
+    with pytest.raises(InvalidRequestError, match="zero"):
+        segment_ablation(lens, lens.attribute(PROMPT), 1, mode="mean")

@@ -52,16 +52,21 @@ def page_state(obj, *, selected: int | None = None, color_by: str | None = None)
 
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
     :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring,
-    unless ``selected`` / ``color_by`` say otherwise).
+    unless ``selected`` / ``color_by`` say otherwise, and its causal check's drops when it
+    has them: the ``ablation`` trait, plain JSON).
     """
+    extra = {}
     if isinstance(getattr(obj, "result", None), dict) and hasattr(obj, "selected"):
         payload = obj.result
         selected = obj.selected if selected is None else selected
         color_by = obj.color_by if color_by is None else color_by
+        ablation = getattr(obj, "ablation", None)
+        if isinstance(ablation, dict) and "drops" in ablation:
+            extra["ablation"] = ablation
     else:
         payload = result_payload(obj)
     state = initial_state(payload, selected=selected, color_by=color_by)
-    return {**state, "result": to_base64_state(payload)}
+    return {**state, "result": to_base64_state(payload), **extra}
 
 
 def _bundle_text() -> tuple[str, str]:

@@ -17,7 +17,7 @@ from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD
 from .serializers import array_to_payload
 
-__all__ = ["components_payload", "result_payload"]
+__all__ = ["ablation_payload", "components_payload", "result_payload"]
 
 
 def _texts(ids, token_text) -> list[str]:
@@ -73,4 +73,35 @@ def components_payload(names, segments, positions, shares) -> dict:
         "segments": array_to_payload(np.asarray(segments, dtype=np.int32)),
         "positions": [int(p) for p in positions],
         "shares": array_to_payload(np.asarray(shares, dtype=np.float64)),
+    }
+
+
+def _json_float(value) -> float | None:
+    """A float for JSON: None where it is not finite (the page's JSON has no NaN)."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def ablation_payload(position: int, drops, clean, labels, *, parts, target_id: int,
+                     contrast_id: int | None = None, target_name: str = "p(target)",
+                     mode: str = "zero", seconds: float = 0.0) -> dict:
+    """The protocol's ``ablation`` trait: the drop of the lens value f at ``position`` when
+    each segment is ablated (k numbers, plain JSON floats; None where not finite), f's clean
+    value, the segment labels and what each ablation removed (``parts``: ``"block"``,
+    ``"attn"`` or ``"mlp"``), the ids measured, the mode and the seconds it took."""
+    drops = [_json_float(v) for v in np.asarray(drops, dtype=np.float64).reshape(-1)]
+    if len(drops) != len(labels) or len(parts) != len(labels):
+        raise ValueError(f"{len(drops)} drops, {len(parts)} parts and {len(labels)} labels: "
+                         f"one of each per segment")
+    return {
+        "position": int(position),
+        "mode": str(mode),
+        "drops": drops,
+        "clean": _json_float(clean),
+        "labels": [str(label) for label in labels],
+        "parts": [str(part) for part in parts],
+        "target_id": int(target_id),
+        "contrast_id": None if contrast_id is None else int(contrast_id),
+        "target_name": str(target_name),
+        "seconds": float(seconds),
     }

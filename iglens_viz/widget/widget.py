@@ -8,23 +8,32 @@ survives the static HTML export (:func:`iglens_viz.export.to_html`).
 A recompute replays the shown result's :class:`~iglens_viz.core.request.AttributionRequest`
 with the fields the controls changed (:meth:`AttributionRequest.with_controls`): the lens
 finds its cached forward pass and its cached answer, so nothing is re-derived here.
+
+The causal check (``ablation_request`` → ``ablation``) sets, for one token, the drop of the
+lens value when each segment is zero-ablated (:func:`segment_ablation`) beside the segment
+contributions: the total effect of a segment in the real forward pass next to IG-Lens's
+conditional marginal. It runs only when asked (a click), batched by
+:func:`iglens_viz.causal.ablate`.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import time
 from pathlib import Path
 
 import anywidget
+import numpy as np
 import traitlets
 
 from ..core.components import component_segments
-from ..errors import IGLensError
+from ..errors import IGLensError, InvalidRequestError
 from ..protocol import COLOR_BY, DEFAULT_STATE, initial_state, result_payload
-from ..protocol.payload import components_payload
+from ..protocol.payload import ablation_payload, components_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 
-__all__ = ["IGLensWidget", "show"]
+__all__ = ["IGLensWidget", "segment_ablation", "show"]
 
 _MISSING_BUNDLE_ESM = """
 export default { render({ el }) {
@@ -115,6 +124,23 @@ class IGLensWidget(anywidget.AnyWidget):
     before, or ``{"error": message}`` when this model cannot be split.
     """
 
+    ablation_request = traitlets.Dict({}).tag(sync=True)
+    """Written by the browser's "Causal check" button: ``{position, _n}`` (``_n`` a counter
+    that makes every click a change). Python answers through :attr:`ablation_busy` and
+    :attr:`ablation`. Nothing is ablated before the first click.
+    """
+
+    ablation_busy = traitlets.Bool(False).tag(sync=True)
+    """True while Python ablates the segments for an ``ablation_request``."""
+
+    ablation = traitlets.Dict({}).tag(sync=True)
+    """The causal check of one token (:func:`segment_ablation`): ``{position, mode, drops,
+    clean, labels, parts, target_id, contrast_id, target_name, seconds}``, ``{}`` before the
+    first check and after every new result, or ``{"error": message, "position": p}``. Kept
+    when the selection moves (the browser shows it for its position only); exported by
+    :meth:`to_html`.
+    """
+
     def __init__(self, result=None, lens=None, text_or_ids=None, *, selected: int | None = None,
                  color_by: str = DEFAULT_STATE["color_by"], **attribute_kwargs):
         if result is None:
@@ -136,6 +162,7 @@ class IGLensWidget(anywidget.AnyWidget):
         super().__init__(**state)
         self.observe(self._on_request, names="request")
         self.observe(self._on_selected, names="selected")
+        self.observe(self._on_ablation_request, names="ablation_request")
         self._on_selected(None)
 
     def __repr__(self) -> str:
@@ -204,7 +231,52 @@ class IGLensWidget(anywidget.AnyWidget):
             self.error = ""
             self.busy = False
             self.components = {}
+            self.ablation = {}
+            self.ablation_busy = False
         self._on_selected(None)
+
+    # ------------------------------------------------------------------ causal check
+
+    def causal_check(self, position: int | None = None) -> dict:
+        """Zero-ablate each segment of the shown result and measure the drop of the lens
+        value at ``position`` (default: the selected one); see :func:`segment_ablation`.
+
+        Sets :attr:`ablation` (the browser draws the drops beside the contributions) and
+        returns it. Errors propagate (unlike clicks in the browser, which land in
+        :attr:`ablation` as ``{"error": …}``).
+        """
+        if self._lens is None:
+            raise IGLensError("the causal check ablates blocks of the model: this widget has "
+                              "no IGLens; build it with IGLensWidget(result, lens) or "
+                              "iglens_viz.widget.show(...)")
+        position = self.selected if position is None else position
+        self.ablation_busy = True
+        try:
+            payload = segment_ablation(self._lens, self._attribution, position)
+        except BaseException:
+            self.ablation_busy = False
+            raise
+        with self.hold_sync():
+            self.ablation = payload
+            self.ablation_busy = False
+        return payload
+
+    def _on_ablation_request(self, change) -> None:
+        wish = change["new"]
+        if not wish:
+            return
+        position = wish.get("position") if isinstance(wish, dict) else None
+        where = {"position": position} if _is_index(position) else {}
+        try:
+            if not _is_index(position):
+                raise InvalidRequestError(f"an ablation request needs a position (an integer "
+                                          f">= 0), got {position!r}")
+            self.causal_check(int(position))
+        except IGLensError as err:
+            self.ablation = {"error": str(err), **where}
+        except Exception as err:  # unexpected: say so in the view, and in the kernel log
+            self.ablation = {"error": f"{type(err).__name__}: {err}", **where}
+            raise
 
     # ------------------------------------------------------------------ component split
 
@@ -224,6 +296,85 @@ class IGLensWidget(anywidget.AnyWidget):
         self.components = components_payload(
             names, component_segments(result.boundaries, names, result.n_blocks), [position],
             shares)
+
+
+def _is_index(value) -> bool:
+    return not isinstance(value, bool) and (
+        isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
+        and value >= 0
+
+
+def _segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
+    """What ablating each segment removes: ``("block", (a+1, …, b))`` for the blocks of a
+    segment between block depths a → b, ``("attn", (L,))`` for L − 1 → L − ½ and
+    ``("mlp", (L,))`` for L − ½ → L (``boundaries="sublayer"``)."""
+    out = []
+    for lo, hi in zip(boundaries[:-1], boundaries[1:]):
+        lo, hi = float(lo), float(hi)
+        if lo.is_integer() and hi.is_integer():
+            out.append(("block", tuple(range(int(lo) + 1, int(hi) + 1))))
+        elif hi - lo == 0.5:
+            block = math.ceil(hi)
+            out.append(("mlp" if hi.is_integer() else "attn", (block,)))
+        else:
+            raise InvalidRequestError(f"the segment from depth {lo:g} to {hi:g} holds part of a "
+                                      f"block and whole blocks: it cannot be ablated as one "
+                                      f"(use whole-block or 'sublayer' boundaries)")
+    return out
+
+
+def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict:
+    """The causal check of one token: the drop of the lens value f at ``position`` when each
+    segment of ``result`` is zero-ablated, as the protocol's ``ablation`` dict
+    (:func:`iglens_viz.protocol.payload.ablation_payload`).
+
+    A segment of whole blocks a → b has blocks a+1 … b ablated together (``part="block"``:
+    their outputs are their inputs); a half block (``"sublayer"`` boundaries) has its
+    attention's or its MLP's write zeroed (``part="attn"`` / ``"mlp"``). Every later block
+    runs on the changed stream, so a drop is the segment's total effect, where the
+    contribution is what the final norm and head can read of its update. The forward passes
+    run on the input ids up to ``position`` (causal attention: later tokens cannot change
+    it), all segments of one part in one batched :func:`~iglens_viz.causal.ablate` call. With
+    a contrast, f = p(target) − p(contrast): both are measured and the drop is the drop of
+    their difference, the quantity the contributions split. ``clean`` is f in the unablated
+    model.
+    """
+    from ..causal.ablation import ablate
+
+    if mode != "zero":
+        raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
+    T = len(result.input_ids)
+    if not _is_index(position) or not int(position) < T:
+        raise InvalidRequestError(f"position {position!r} is not a position of this result "
+                                  f"(0 … {T - 1})")
+    p = int(position)
+    target = int(result.target_ids[p])
+    if target < 0:
+        raise InvalidRequestError(f"position {p} has no target: there is no probability to "
+                                  f"ablate")
+    contrast = None if result.contrast_ids is None else int(result.contrast_ids[p])
+    if contrast is not None and contrast < 0:
+        contrast = None
+    plan = _segment_parts(result.boundaries)
+    ids = [int(i) for i in result.input_ids[:p + 1]]
+    start = time.perf_counter()
+    drops = np.zeros(len(plan))
+    clean = 0.0
+    for sign, token in ((1.0, target), (-1.0, contrast)):
+        if token is None:
+            continue
+        measured = np.full(p + 1, -1, dtype=np.int64)
+        measured[p] = token
+        for part in dict.fromkeys(what for what, _ in plan):
+            cols = [j for j, (what, _) in enumerate(plan) if what == part]
+            res = ablate(lens.model, lens.tokenizer, ids, target=measured, mode=mode,
+                         part=part, layers=[plan[j][1] for j in cols])
+            drops[cols] += sign * res.drop[p]
+        clean += sign * float(res.clean_probs[p])
+    return ablation_payload(p, drops, clean, result.segment_labels,
+                            parts=[what for what, _ in plan], target_id=target,
+                            contrast_id=contrast, target_name=result.target_name, mode=mode,
+                            seconds=time.perf_counter() - start)
 
 
 def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | None = None,

@@ -6,6 +6,7 @@
  */
 import { decodeResult } from "../result.js";
 import { readComponentsTrait, mergeComponents } from "../components.js";
+import { readAblationTrait } from "../ablation.js";
 
 /**
  * @typedef {object} Model the anywidget model surface the front end uses
@@ -28,6 +29,8 @@ import { readComponentsTrait, mergeComponents } from "../components.js";
  *   the component split: the `components` trait's positions, else `result.components`
  * @property {string|null} componentsError the trait's error (Python's message, or why it could not
  *   be read), else the result's
+ * @property {import("../ablation.js").TraitAblation} ablation the `ablation` trait (the causal check
+ *   of one position), read against the result
  * @property {{index: number, j: number}} segmentFocus the segment the user picked for position
  *   `index` (index -1: none, the detail shows the onset segment)
  * @property {(i: number, j: number) => void} focusSegment pick segment j for position i (local, not a trait)
@@ -68,6 +71,7 @@ export function createContext(model, root) {
     theme: "light",
     components: mergeComponents(null, null),
     componentsError: null,
+    ablation: readAblationTrait(null, null),
     segmentFocus: { index: -1, j: -1 },
     focusListeners: new Set(),
     focusSegment(i, j) {
@@ -103,7 +107,17 @@ export function createContext(model, root) {
   };
   ctx.result = loadResult(ctx, model.get("result"));
   loadComponents(ctx);
+  loadAblation(ctx);
   return ctx;
+}
+
+/**
+ * Read the `ablation` trait against the current result (a check of another result is
+ * ignored until Python clears it).
+ * @param {Context} ctx
+ */
+export function loadAblation(ctx) {
+  ctx.ablation = readAblationTrait(ctx.model.get("ablation"), ctx.result);
 }
 
 /**

@@ -11,11 +11,12 @@
 import { h, s, clear, listen, uniqueId } from "../dom.js";
 import { formatToken, quoteToken } from "../tokens.js";
 import { linearScale, clamp } from "../layout.js";
-import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE } from "../colorscale.js";
+import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE, ABLATION, ABLATION_DARK } from "../colorscale.js";
 import { againstSegments, againstSteps, flagged, ruleText, stepRuleText } from "../nonmonotone.js";
 import { contributionRow, lensRow, pathRow, topAt, idText, contributionSum, pFinal, segmentText, depthText } from "../result.js";
 import { fmtProb, fmtSigned, completenessText } from "../format.js";
 import { buildComponents } from "./components.js";
+import { compareAblation, rhoText } from "../ablation.js";
 
 const M = { left: 48, right: 14, top: 8, bottom: 6 };
 
@@ -52,6 +53,9 @@ export function createDetail(ctx) {
   }
 
   function render() {
+    // a re-render (the causal check's answer, say) keeps the keyboard on its button
+    const active = typeof document !== "undefined" ? document.activeElement : null;
+    const refocusAblate = !!active && el.contains(active) && active.matches("[data-action=ablate]");
     local.forEach((off) => off());
     local = [];
     clear(el);
@@ -89,6 +93,7 @@ export function createDetail(ctx) {
     el.appendChild(compEl);
     renderComponents();
     local.push(...charts.offs);
+    if (refocusAblate) /** @type {HTMLElement|null} */ (el.querySelector("[data-action=ablate]"))?.focus();
   }
 
   return {
@@ -236,8 +241,12 @@ function buildCharts(ctx, r, i, W) {
   // (a) bars -----------------------------------------------------------------------------
   const Ha = 118;
   const A = frame(Ha, "segment contributions", "(a) contribution of each segment  \u2014  hatched \u25b2\u25bc: against \u0394p");
+  // the causal check of this position, when Python (or the exported page) has it
+  const abl = ctx.ablation.ablation && ctx.ablation.ablation.position === i ? ctx.ablation.ablation : null;
+  const drops = abl ? abl.drops : null;
   let cLo = 0, cHi = 0;
   for (let j = 0; j < k; j++) if (Number.isFinite(c[j])) { cLo = Math.min(cLo, c[j]); cHi = Math.max(cHi, c[j]); }
+  if (drops) for (let j = 0; j < k; j++) if (Number.isFinite(drops[j])) { cLo = Math.min(cLo, drops[j]); cHi = Math.max(cHi, drops[j]); }
   if (cLo === cHi) { cLo = -1e-9; cHi = 1e-9; }
   const padA = 0.16 * (cHi - cLo);
   const ya = linearScale([cLo - (cLo < 0 ? padA : 0), cHi + (cHi > 0 ? padA : 0)], [Ha - M.bottom - 4, M.top + 2]);
@@ -246,13 +255,18 @@ function buildCharts(ctx, r, i, W) {
   shade(ga, A.fill, M.top, Ha - M.bottom);
   yAxis(ga, ya, ya.domain[0], ya.domain[1], 3);
   const bars = s("g", { class: "iglens-bars" });
+  // with drops, each segment's slot holds two bars: the contribution left, the drop right
+  const slot = (/** @type {number} */ j) => {
+    const x0 = x(b[j]);
+    const x1 = x(b[j + 1]);
+    const full = Math.max(1, (x1 - x0) * 0.8);
+    const left = (x0 + x1) / 2 - full / 2;
+    return drops ? { bx: left, bw: Math.max(0.5, full / 2), dx: left + full / 2 } : { bx: left, bw: full, dx: left };
+  };
   for (let j = 0; j < k; j++) {
     const v = c[j];
     if (!Number.isFinite(v)) continue;
-    const x0 = x(b[j]);
-    const x1 = x(b[j + 1]);
-    const bw = Math.max(1, (x1 - x0) * 0.8);
-    const bx = (x0 + x1) / 2 - bw / 2;
+    const { bx, bw } = slot(j);
     const y0 = ya(0);
     const y1 = ya(v);
     const rect = s("rect", { class: "iglens-bar", "data-segment": j, x: bx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill: v >= 0 ? pos : neg });
@@ -263,7 +277,22 @@ function buildCharts(ctx, r, i, W) {
     }
   }
   ga.appendChild(bars);
+  if (drops && abl) {
+    const fill = dark ? ABLATION_DARK : ABLATION;
+    const series = s("g", { class: "iglens-ablation-bars", "data-series": "ablation", "aria-label": `ablation drop (${abl.mode})` });
+    for (let j = 0; j < k; j++) {
+      const v = drops[j];
+      if (!Number.isFinite(v)) continue;
+      const { dx, bw } = slot(j);
+      const y0 = ya(0);
+      const y1 = ya(v);
+      series.appendChild(s("rect", { class: "iglens-ablation-bar", "data-segment": j, "data-drop": String(v), x: dx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill },
+        s("title", {}, `${segmentText(r, j)}: contribution ${fmtSigned(c[j])}, ablation drop (${abl.mode}) ${fmtSigned(v)}`)));
+    }
+    ga.appendChild(series);
+  }
   xAxis(ga, Ha - M.bottom, false);
+  A.wrap.appendChild(ablationBox(ctx, r, i, abl, dark));
 
   // (b) cumulative curve -------------------------------------------------------------------
   const Hb = 138;
@@ -411,6 +440,7 @@ function buildCharts(ctx, r, i, W) {
       readout.append(
         h("strong", { text: segmentText(r, js) }),
         h("span", { text: ` contribution ${fmtSigned(c[js])}` }),
+        drops ? h("span", { class: "iglens-readout-drop", text: ` \u00b7 ablation drop ${fmtSigned(drops[js])}` }) : "",
         h("span", { class: "iglens-muted", text: ` \u00b7 ${r.targetName} ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
         segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "");
     } else {
@@ -466,4 +496,110 @@ function buildCharts(ctx, r, i, W) {
   }
 
   return { el: h("div", { class: "iglens-charts" }, ...figs), readout, flags, offs };
+}
+
+/** What one ablation removes, in the button's words. @param {import("../result.js").Result} r */
+export function ablationUnit(r) {
+  return r.halves ? "sub-layer" : r.singleBlocks ? "block" : "segment";
+}
+
+/** Static pages: why the button does nothing (its title), and in short (beside it). */
+export const ABLATE_HINT = "The causal check runs the model: open this view in a notebook with its IGLens (iglens_viz.widget.show) to ablate.";
+export const ABLATE_SHORT_HINT = "needs a Python kernel with the model";
+
+/**
+ * The causal check under chart (a): the button (or why it is off), the state of the
+ * computation, and — with drops for position i — the legend and the caption in numbers.
+ * @param {import("./context.js").Context} ctx
+ * @param {import("../result.js").Result} r @param {number} i
+ * @param {import("../ablation.js").Ablation|null} abl the check of position i
+ * @param {boolean} dark
+ */
+function ablationBox(ctx, r, i, abl, dark) {
+  const interactive = !!ctx.model.get("interactive");
+  const busy = !!ctx.model.get("ablation_busy");
+  const unit = ablationUnit(r);
+  const box = h("div", { class: "iglens-ablation", "data-position": i });
+  const head = h("div", { class: "iglens-ablation-head" });
+  box.appendChild(head);
+  const statusId = uniqueId("ablation-status");
+  const status = h("span", { class: "iglens-ablation-status iglens-muted", id: statusId, role: "status" });
+  const other = ctx.ablation.ablation && ctx.ablation.ablation.position !== i ? ctx.ablation.ablation.position : -1;
+  if (interactive || !abl) {
+    const label = `Causal check (ablate each ${unit})`;
+    const button = h("button", {
+      type: "button", class: "iglens-ablate", "data-action": "ablate", "aria-describedby": statusId,
+      title: interactive
+        ? `Zero-ablate each ${unit} in the model and draw the drop of ${r.targetName} at [${i}] beside the contributions`
+        : ABLATE_HINT,
+    }, h("span", { class: "iglens-spinner", "aria-hidden": "true" }), h("span", { class: "iglens-ablate-label", text: label }));
+    if (!interactive) {
+      button.disabled = true;
+      status.textContent = ABLATE_SHORT_HINT + (other >= 0 ? ` \u00b7 this page carries the drops of position ${other}` : "");
+    } else if (busy) {
+      // aria-disabled, not disabled: the button keeps the keyboard focus while Python works
+      button.setAttribute("aria-disabled", "true");
+      button.setAttribute("aria-busy", "true");
+      button.classList.add("iglens-busy");
+      status.textContent = `ablating each ${unit}\u2026`;
+    }
+    button.addEventListener("click", () => {
+      if (!ctx.model.get("interactive") || ctx.model.get("ablation_busy")) return;
+      const previous = ctx.model.get("ablation_request");
+      // A counter makes every click a change, so checking the same token again recomputes.
+      ctx.setTrait("ablation_request", { position: i, _n: ((previous && previous._n) || 0) + 1 });
+    });
+    head.appendChild(button);
+  }
+  head.appendChild(status);
+
+  const err = ctx.ablation.error;
+  if (err && (ctx.ablation.errorPosition === null || ctx.ablation.errorPosition === i) && !busy) {
+    box.appendChild(h("p", { class: "iglens-ablation-error", role: "alert", text: err }));
+  }
+  if (!abl) return box;
+
+  if (!busy && interactive && Number.isFinite(abl.seconds)) status.textContent = `computed in ${abl.seconds < 10 ? abl.seconds.toFixed(2) : abl.seconds.toFixed(0)} s`;
+  const swatch = (/** @type {string} */ cls, /** @type {string} */ fill) => {
+    const sw = h("span", { class: `iglens-ablation-swatch ${cls}`, "aria-hidden": "true" });
+    sw.style.background = fill;
+    return sw;
+  };
+  const pos = dark ? POSITIVE_DARK : POSITIVE;
+  const neg = dark ? NEGATIVE_DARK : NEGATIVE;
+  box.appendChild(h("div", { class: "iglens-ablation-legend" },
+    h("span", { class: "iglens-ablation-key", "data-series": "contribution" },
+      swatch("iglens-ablation-swatch-half", pos), swatch("iglens-ablation-swatch-half", neg), h("span", { text: "IG-Lens contribution" })),
+    h("span", { class: "iglens-ablation-key", "data-series": "ablation" },
+      swatch("", dark ? ABLATION_DARK : ABLATION), h("span", { text: `ablation drop (${abl.mode})` }))));
+  box.appendChild(ablationCaption(r, i, abl));
+  return box;
+}
+
+/**
+ * The caption in numbers: Spearman's ρ between contributions and drops over the segments,
+ * and whether the largest contribution and the largest drop are the same segment.
+ * @param {import("../result.js").Result} r @param {number} i
+ * @param {import("../ablation.js").Ablation} abl
+ */
+export function ablationCaption(r, i, abl) {
+  const cmp = compareAblation(contributionRow(r, i), abl.drops);
+  const f = abl.targetName ?? r.targetName;
+  const what = r.halves ? "attention or MLP write" : r.singleBlocks ? "block" : "segment";
+  const words = cmp.topContribution < 0 || cmp.topDrop < 0
+    ? "no finite drop to compare"
+    : cmp.agree
+      ? `the largest contribution and the largest drop are both ${segmentText(r, cmp.topContribution)}: agree`
+      : `the largest contribution is ${segmentText(r, cmp.topContribution)}, the largest drop ${segmentText(r, cmp.topDrop)}: disagree`;
+  const p = h("p", {
+    class: "iglens-caption iglens-ablation-caption " + (cmp.agree ? "iglens-ablation-agree" : "iglens-ablation-disagree"),
+    "data-agree": cmp.agree ? "true" : "false", "data-rho": String(cmp.rho),
+  },
+  h("span", { text: `Drop of ${f} at [${i}] when each ${what} is zero-ablated (its total effect through later blocks) against its contribution: ` }),
+  h("strong", { class: "iglens-ablation-rho", text: `Spearman \u03c1 = ${rhoText(cmp.rho)}` }),
+  h("span", { text: ` over ${cmp.n} segments; ` }),
+  h("strong", { class: "iglens-ablation-verdict", text: words }),
+  h("span", { text: "." }),
+  Number.isFinite(abl.clean) ? h("span", { class: "iglens-muted", text: ` Unablated ${f} = ${fmtProb(abl.clean)}.` }) : null);
+  return p;
 }

@@ -30,7 +30,7 @@ export function createHelp() {
       "read from the state between them (depth 11.5 is the state after block 12's attention)."),
     p("Heads and MLPs.", "Under the charts, a segment's contribution is split over the attention heads (h0, h1, \u2026), the MLP and the rest of the attention write ",
       "of each block in it; the shares add up to the segment's contribution. It shows the onset segment; click a bar or a heatmap cell to show another."),
-    p("Onset.", "The segment with the largest signed contribution: where the token's probability is mostly decided (outlined in the heatmap)."),
+    p("Onset.", "The segment with the largest signed contribution: where the readout sees most of the token's probability arrive (outlined in the heatmap). Whether that is where the probability is made is what the causal check tests."),
     p("Non-monotone.", "When the probability rises and then partly falls (or the reverse), ", nonmonotoneRule,
       ": shaded and hatched in the charts, marked \u25b2/\u25bc, and listed in words. ",
       "With more than one interpolation step, steps moving against their own segment are marked \u00d7."),

@@ -224,3 +224,33 @@ def test_head_shares_render_for_the_selected_token(browser, tmp_path):
     assert np.isclose(sum(shown.values()), result.contributions[selected, segment], atol=1e-6)
     assert recorder.console_errors == recorder.page_errors == recorder.network == []
     page.close()
+
+
+def test_exported_causal_check_draws_the_drops(browser, tmp_path):
+    """A widget's causal check travels with its export: the selected token's drop bars (the
+    trait's numbers), the caption; another token's button is off with the hint."""
+    from iglens_viz import IGLens
+    from iglens_viz.widget import show
+    from tiny_models import random_ids, tiny_model
+
+    w = show(IGLens(tiny_model("llama"), None), None, random_ids(6))
+    check = w.causal_check(w.selected)
+    path = tmp_path / "causal.html"
+    w.to_html(path)
+    page = browser.new_page()
+    recorder = PageRecorder().attach(page)
+    page.goto(path.as_uri())
+    page.wait_for_selector('[data-series="ablation"] [data-drop]', timeout=TIMEOUT)
+    bars = page.locator('[data-series="ablation"] [data-drop]')
+    shown = {int(bars.nth(i).get_attribute("data-segment")): float(bars.nth(i).get_attribute("data-drop"))
+             for i in range(bars.count())}
+    assert shown == dict(enumerate(check["drops"]))  # the same JSON numbers, exactly
+    assert page.locator("[data-action=ablate]").count() == 0  # drops here: nothing to click
+    caption = page.locator(".iglens-ablation-caption").text_content()
+    assert "Spearman \u03c1" in caption and (": agree" in caption or ": disagree" in caption)
+    page.locator(f"[data-token-index='{check['position'] - 1}']").click()
+    button = page.locator("[data-action=ablate]")
+    assert button.count() == 1 and button.is_disabled()
+    assert page.locator('[data-series="ablation"]').count() == 0
+    assert recorder.console_errors == recorder.page_errors == recorder.network == []
+    page.close()

@@ -45,9 +45,10 @@ state_file = pathlib.Path({state!r})
 def record(change=None):
     state_file.write_text(json.dumps({{
         "selected": w.selected, "target": w.result["controls"]["target"], "error": w.error,
-        "target_ids": w.attribution.target_ids.tolist(), "busy": w.busy}}))
+        "target_ids": w.attribution.target_ids.tolist(), "busy": w.busy,
+        "ablation": w.ablation}}))
 
-w.observe(record, names=["selected", "result", "error", "busy"])
+w.observe(record, names=["selected", "result", "error", "busy", "ablation"])
 record()
 w"""
 
@@ -262,5 +263,20 @@ def test_widget_in_jupyterlab(lab, lab_page):
              what="error in the kernel")
     page.wait_for_selector(".jp-OutputArea :text('not a single token')", timeout=TIMEOUT)
     assert detail.text_content() == shown
+
+    # 4. The causal check, from the keyboard: Python ablates each block for the selected
+    # token, and the drop bars show its numbers beside the contributions.
+    button = widget.locator("[data-action=ablate]").first
+    button.focus()
+    page.keyboard.press("Enter")
+    state = wait_for(lambda: (s := python_state(lab)).get("ablation", {}).get("drops") and s,
+                     what="the causal check in the kernel")
+    assert state["ablation"]["position"] == 5
+    page.wait_for_selector(".jp-OutputArea [data-series='ablation'] [data-drop]",
+                           timeout=TIMEOUT)
+    bars = widget.locator("[data-series='ablation'] [data-drop]")
+    assert [float(bars.nth(i).get_attribute("data-drop")) for i in range(bars.count())] == \
+        state["ablation"]["drops"]
+    assert "Spearman" in widget.locator(".iglens-ablation-caption").first.text_content()
     assert recorder.page_errors == []
     assert recorder.network == [], recorder.network

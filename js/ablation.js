@@ -1,0 +1,217 @@
+/**
+ * The causal check (docs/widget-protocol.md, the `ablation` trait): for one token, the drop
+ * of the lens value when each segment is zero-ablated in the real forward pass, set beside
+ * the IG-Lens contributions. Decoding, validation, the fit with the result, and the numbers
+ * of the caption (Spearman ρ over segments, and whether the largest contribution and the
+ * largest drop fall in the same segment). Pure: no DOM.
+ * @module ablation
+ */
+
+/**
+ * @typedef {object} Ablation a decoded `ablation` trait (the drops of one position)
+ * @property {number} position
+ * @property {string} mode "zero"
+ * @property {Float64Array} drops (k) the drop of the lens value per segment (NaN: not finite / null)
+ * @property {number} clean the lens value in the unablated model (NaN when absent)
+ * @property {string[]} labels (k) segment labels, as the result names them
+ * @property {string[]|null} parts (k) what each ablation removed: "block", "attn", "mlp" (null when absent)
+ * @property {number|null} targetId the token whose probability was measured
+ * @property {number|null} contrastId the contrast token (null: none)
+ * @property {string|null} targetName what the drops are drops of ("p(target)")
+ * @property {number} seconds how long Python took (NaN when absent)
+ *
+ * @typedef {object} AblationFit what a check must agree with: the result it belongs to
+ * @property {number} T
+ * @property {number} k
+ * @property {string[]} segmentLabels
+ * @property {ArrayLike<number>} targetIds
+ *
+ * @typedef {object} TraitAblation the `ablation` trait, read against the current result
+ * @property {Ablation|null} ablation usable for the current result
+ * @property {string|null} error Python's message (`{"error": …}`) or why the trait could not be read
+ * @property {number|null} errorPosition the position the error is about (null: any)
+ * @property {boolean} stale a check of another result (other segments or target): ignored
+ *
+ * @typedef {object} Comparison contributions against drops over the segments of one token
+ * @property {number} rho Spearman's rank correlation (average ranks for ties; NaN with fewer than
+ *   2 finite pairs or a constant series)
+ * @property {number} n the number of segments with both values finite
+ * @property {number} topContribution the segment with the largest signed contribution (-1: none)
+ * @property {number} topDrop the segment with the largest signed drop (-1: none)
+ * @property {boolean} agree both are the same segment
+ */
+
+/** A plain object (not null, not an array). @param {unknown} v @returns {v is Record<string, any>} */
+const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** Whether a trait value means "no check": null, undefined or `{}`. @param {unknown} raw */
+export const isEmptyAblation = (raw) => raw === null || raw === undefined || (isObject(raw) && Object.keys(raw).length === 0);
+
+/** An optional finite number (null / undefined → NaN). @param {unknown} v @param {string} name */
+function num(v, name) {
+  if (v === null || v === undefined) return NaN;
+  if (typeof v !== "number") throw new TypeError(`${name} must be a number, got ${JSON.stringify(v) ?? typeof v}`);
+  return v;
+}
+
+/** An optional integer id (null / undefined → null). @param {unknown} v @param {string} name */
+function id(v, name) {
+  if (v === null || v === undefined) return null;
+  if (!Number.isInteger(v) || /** @type {number} */ (v) < 0) throw new RangeError(`${name} must be a token id (an integer >= 0), got ${JSON.stringify(v)}`);
+  return /** @type {number} */ (v);
+}
+
+/**
+ * Decode the `ablation` trait (without `error`). Returns null for null, undefined or `{}`;
+ * throws a TypeError (wrong type) or RangeError (wrong shape or value) naming the key.
+ * @param {unknown} raw @param {string} [where] how messages name it
+ * @returns {Ablation|null}
+ */
+export function decodeAblation(raw, where = "the ablation trait") {
+  if (isEmptyAblation(raw)) return null;
+  if (!isObject(raw)) throw new TypeError(`${where} must be an object {position, mode, drops, clean, labels, …}`);
+  const position = raw.position;
+  if (!Number.isInteger(position) || position < 0) throw new TypeError(`${where}.position must be a position (an integer >= 0), got ${JSON.stringify(position)}`);
+  if (typeof raw.mode !== "string" || !raw.mode) throw new TypeError(`${where}.mode must name the ablation mode ("zero")`);
+  const drops = raw.drops;
+  if (!Array.isArray(drops) || drops.length === 0 || !drops.every((v) => v === null || typeof v === "number")) {
+    throw new TypeError(`${where}.drops must be a non-empty list of numbers (null: not finite)`);
+  }
+  const k = drops.length;
+  const labels = raw.labels;
+  if (!Array.isArray(labels) || !labels.every((l) => typeof l === "string")) throw new TypeError(`${where}.labels must be a list of segment labels`);
+  if (labels.length !== k) throw new RangeError(`${where}.labels has ${labels.length} entries, drops ${k}: one per segment`);
+  let parts = null;
+  if (raw.parts !== undefined && raw.parts !== null) {
+    if (!Array.isArray(raw.parts) || !raw.parts.every((p) => typeof p === "string")) throw new TypeError(`${where}.parts must be a list of strings ("block", "attn", "mlp")`);
+    if (raw.parts.length !== k) throw new RangeError(`${where}.parts has ${raw.parts.length} entries, drops ${k}: one per segment`);
+    parts = raw.parts.slice();
+  }
+  if (raw.target_name !== undefined && raw.target_name !== null && typeof raw.target_name !== "string") {
+    throw new TypeError(`${where}.target_name must be a string`);
+  }
+  return {
+    position,
+    mode: raw.mode,
+    drops: Float64Array.from(drops, (v) => (v === null ? NaN : v)),
+    clean: num(raw.clean, `${where}.clean`),
+    labels: labels.slice(),
+    parts,
+    targetId: id(raw.target_id, `${where}.target_id`),
+    contrastId: id(raw.contrast_id, `${where}.contrast_id`),
+    targetName: typeof raw.target_name === "string" && raw.target_name ? raw.target_name : null,
+    seconds: num(raw.seconds, `${where}.seconds`),
+  };
+}
+
+/**
+ * Why a check does not belong to a result (null when it does): its position, its segments
+ * (number and labels) and the measured token must match.
+ * @param {Ablation} a @param {AblationFit} r
+ * @returns {string|null}
+ */
+export function ablationMismatch(a, r) {
+  if (a.position >= r.T) return `position ${a.position}, the result has ${r.T} positions`;
+  if (a.drops.length !== r.k) return `${a.drops.length} drops, the result has ${r.k} segments`;
+  const j = a.labels.findIndex((label, q) => label !== r.segmentLabels[q]);
+  if (j >= 0) return `segment ${j} is ${JSON.stringify(a.labels[j])}, the result's ${JSON.stringify(r.segmentLabels[j])}`;
+  if (a.targetId !== null && a.targetId !== Number(r.targetIds[a.position])) {
+    return `target id ${a.targetId}, the result's ${r.targetIds[a.position]} at position ${a.position}`;
+  }
+  return null;
+}
+
+/**
+ * Read the `ablation` trait against the current result: `{}` / absent → nothing;
+ * `{"error": message, position?}` → that message; a check that does not fit → stale
+ * (ignored: Python clears it with every new result). Never throws.
+ * @param {unknown} raw @param {AblationFit|null} r
+ * @returns {TraitAblation}
+ */
+export function readAblationTrait(raw, r) {
+  /** @type {TraitAblation} */
+  const none = { ablation: null, error: null, errorPosition: null, stale: false };
+  if (isEmptyAblation(raw)) return none;
+  if (isObject(raw) && "error" in raw) {
+    const msg = raw.error;
+    const p = raw.position;
+    return {
+      ...none,
+      error: typeof msg === "string" && msg ? msg : "the causal check failed",
+      errorPosition: Number.isInteger(p) && p >= 0 ? p : null,
+    };
+  }
+  let a;
+  try {
+    a = decodeAblation(raw);
+  } catch (err) {
+    return { ...none, error: `Could not read the ablation drops: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (!a) return none;
+  if (r && ablationMismatch(a, r)) return { ...none, stale: true };
+  return { ...none, ablation: a };
+}
+
+/**
+ * Ranks 1 … n with ties given their average rank.
+ * @param {number[]} v
+ */
+export function ranks(v) {
+  const order = v.map((x, q) => q).sort((a, b) => v[a] - v[b]);
+  const out = new Array(v.length);
+  for (let s = 0; s < order.length;) {
+    let e = s;
+    while (e + 1 < order.length && v[order[e + 1]] === v[order[s]]) e++;
+    const rank = (s + e) / 2 + 1;
+    for (let q = s; q <= e; q++) out[order[q]] = rank;
+    s = e + 1;
+  }
+  return out;
+}
+
+/**
+ * Spearman's ρ of the pairs where both are finite: the Pearson correlation of their ranks
+ * (ties: average ranks). NaN with fewer than 2 pairs or when either side is constant.
+ * @param {ArrayLike<number>} a @param {ArrayLike<number>} b
+ */
+export function spearman(a, b) {
+  const xs = [], ys = [];
+  for (let q = 0; q < Math.min(a.length, b.length); q++) {
+    if (Number.isFinite(a[q]) && Number.isFinite(b[q])) { xs.push(a[q]); ys.push(b[q]); }
+  }
+  if (xs.length < 2) return NaN;
+  const rx = ranks(xs), ry = ranks(ys);
+  const mean = (xs.length + 1) / 2;
+  let sxy = 0, sxx = 0, syy = 0;
+  for (let q = 0; q < rx.length; q++) {
+    const dx = rx[q] - mean, dy = ry[q] - mean;
+    sxy += dx * dy; sxx += dx * dx; syy += dy * dy;
+  }
+  return sxx > 0 && syy > 0 ? sxy / Math.sqrt(sxx * syy) : NaN;
+}
+
+/** The index of the largest finite value (the first on ties), -1 when none. @param {ArrayLike<number>} v */
+export function argmax(v) {
+  let best = -1;
+  for (let q = 0; q < v.length; q++) if (Number.isFinite(v[q]) && (best < 0 || v[q] > v[best])) best = q;
+  return best;
+}
+
+/**
+ * Contributions against drops over the segments of one token.
+ * @param {ArrayLike<number>} contributions @param {ArrayLike<number>} drops
+ * @returns {Comparison}
+ */
+export function compareAblation(contributions, drops) {
+  let n = 0;
+  for (let q = 0; q < Math.min(contributions.length, drops.length); q++) if (Number.isFinite(contributions[q]) && Number.isFinite(drops[q])) n++;
+  const topContribution = argmax(contributions);
+  const topDrop = argmax(drops);
+  return { rho: spearman(contributions, drops), n, topContribution, topDrop, agree: topContribution >= 0 && topContribution === topDrop };
+}
+
+/** ρ as text: "+0.62", "−0.10", "n/a". @param {number} rho */
+export function rhoText(rho) {
+  if (!Number.isFinite(rho)) return "n/a";
+  return (rho < 0 ? "\u2212" : "+") + Math.abs(rho).toFixed(2);
+}

@@ -1,0 +1,319 @@
+// @vitest-environment jsdom
+import { describe, it, expect, beforeAll, afterEach } from "vitest";
+import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
+import { makeState } from "./testing/fixture.js";
+import { decodeResult, contributionRow, segmentText } from "./result.js";
+import { decodeAblation, readAblationTrait, ablationMismatch, spearman, ranks, argmax, compareAblation, rhoText } from "./ablation.js";
+import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail.js";
+import { fmtSigned } from "./format.js";
+import { createModel, mount } from "./standalone.js";
+
+beforeAll(() => { installFakeCanvas(); });
+afterEach(() => { document.body.replaceChildren(); });
+
+const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
+/** @param {any} raw */
+const decoded = (raw) => /** @type {import("./result.js").Result} */ (decodeResult(raw));
+const button = (/** @type {Element} */ el) => /** @type {HTMLButtonElement} */ (el.querySelector(".iglens-detail [data-action=ablate]"));
+const dropBars = (/** @type {Element} */ el) => /** @type {SVGElement[]} */ ([...el.querySelectorAll(".iglens-detail [data-series=ablation] rect")]);
+
+/**
+ * The `ablation` trait Python would send for position i of a result: drops given.
+ * @param {import("./result.js").Result} r @param {number} i @param {(number|null)[]} drops
+ * @param {Record<string, any>} [extra]
+ */
+function trait(r, i, drops, extra = {}) {
+  return {
+    position: i, mode: "zero", drops, clean: 0.42, labels: r.segmentLabels.slice(),
+    parts: r.segmentLabels.map((l) => (l.endsWith(".attn") ? "attn" : l.endsWith(".mlp") ? "mlp" : "block")),
+    target_id: r.targetIds[i], contrast_id: null, target_name: r.targetName, seconds: 0.25, ...extra,
+  };
+}
+
+const FIT = { T: 4, k: 3, segmentLabels: ["1", "2", "3"], targetIds: [5, 6, 7, 8] };
+const GOOD = { position: 1, mode: "zero", drops: [0.1, null, -0.2], clean: 0.5, labels: ["1", "2", "3"], parts: ["block", "block", "block"], target_id: 6, contrast_id: null, target_name: "p(target)", seconds: 1.5 };
+
+describe("the ablation trait: decoding and validation", () => {
+  it("decodes every field; null drops are NaN", () => {
+    const a = /** @type {import("./ablation.js").Ablation} */ (decodeAblation(GOOD));
+    expect(a.position).toBe(1);
+    expect(a.mode).toBe("zero");
+    expect(Array.from(a.drops)).toEqual([0.1, NaN, -0.2]);
+    expect(a.clean).toBe(0.5);
+    expect(a.labels).toEqual(["1", "2", "3"]);
+    expect(a.parts).toEqual(["block", "block", "block"]);
+    expect(a.targetId).toBe(6);
+    expect(a.contrastId).toBeNull();
+    expect(a.targetName).toBe("p(target)");
+    expect(a.seconds).toBe(1.5);
+    // optional keys may be left out
+    const bare = /** @type {import("./ablation.js").Ablation} */ (decodeAblation({ position: 0, mode: "zero", drops: [1], labels: ["1"] }));
+    expect(bare.parts).toBeNull();
+    expect(bare.targetId).toBeNull();
+    expect(Number.isNaN(bare.clean) && Number.isNaN(bare.seconds)).toBe(true);
+  });
+
+  it("empty means none; malformed values name the key", () => {
+    expect(decodeAblation({})).toBeNull();
+    expect(decodeAblation(null)).toBeNull();
+    expect(decodeAblation(undefined)).toBeNull();
+    const bad = (/** @type {any} */ patch) => () => decodeAblation({ ...GOOD, ...patch });
+    expect(() => decodeAblation([1, 2])).toThrow(/must be an object/);
+    expect(bad({ position: -1 })).toThrow(/position/);
+    expect(bad({ position: 1.5 })).toThrow(/position/);
+    expect(bad({ mode: "" })).toThrow(/mode/);
+    expect(bad({ drops: [] })).toThrow(/drops/);
+    expect(bad({ drops: [0.1, "x", 0.2] })).toThrow(/drops/);
+    expect(bad({ labels: ["1", "2"] })).toThrow(/labels has 2 entries, drops 3/);
+    expect(bad({ labels: "123" })).toThrow(/labels/);
+    expect(bad({ parts: ["block"] })).toThrow(/parts has 1/);
+    expect(bad({ target_id: -3 })).toThrow(/target_id/);
+    expect(bad({ clean: "0.5" })).toThrow(/clean/);
+    expect(bad({ target_name: 3 })).toThrow(/target_name/);
+  });
+
+  it("the trait is read against the result: error, stale, usable; never throws", () => {
+    expect(readAblationTrait({}, FIT)).toEqual({ ablation: null, error: null, errorPosition: null, stale: false });
+    expect(readAblationTrait({ error: "no IGLens", position: 2 }, FIT)).toMatchObject({ error: "no IGLens", errorPosition: 2, ablation: null });
+    expect(readAblationTrait({ error: "bad request" }, FIT)).toMatchObject({ error: "bad request", errorPosition: null });
+    expect(readAblationTrait({ error: "" }, FIT).error).toBe("the causal check failed");
+    const broken = readAblationTrait({ ...GOOD, drops: "no" }, FIT);
+    expect(broken.error).toMatch(/^Could not read the ablation drops: .*drops/);
+    expect(readAblationTrait(GOOD, FIT).ablation?.position).toBe(1);
+    // a check of another result: ignored until Python clears it
+    expect(readAblationTrait({ ...GOOD, position: 4 }, FIT).stale).toBe(true);
+    expect(readAblationTrait({ ...GOOD, drops: [1, 2], labels: ["1", "2"], parts: null }, FIT).stale).toBe(true);
+    expect(readAblationTrait({ ...GOOD, labels: ["1", "2", "3.mlp"] }, FIT).stale).toBe(true);
+    expect(readAblationTrait({ ...GOOD, target_id: 9 }, FIT).stale).toBe(true);
+    const a = /** @type {import("./ablation.js").Ablation} */ (decodeAblation(GOOD));
+    expect(ablationMismatch(a, { ...FIT, segmentLabels: ["1", "2–3", "3"] })).toMatch(/segment 1 is "2"/);
+    expect(ablationMismatch(a, FIT)).toBeNull();
+  });
+});
+
+describe("the caption's numbers", () => {
+  it("ranks ties by their average rank", () => {
+    expect(ranks([10, 30, 20, 30])).toEqual([1, 3.5, 2, 3.5]);
+  });
+
+  it("Spearman's ρ: hand-computed values, ties, skipped non-finite pairs", () => {
+    expect(spearman([1, 2, 3, 4], [10, 20, 30, 40])).toBeCloseTo(1, 15);
+    expect(spearman([1, 2, 3, 4], [0.4, 0.3, 0.2, -5])).toBeCloseTo(-1, 15);
+    // ranks of b: [1, 2, 3.5, 5, 3.5]; Σdxdy = 8, Σdx² = 10, Σdy² = 9.5
+    expect(spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7])).toBeCloseTo(8 / Math.sqrt(95), 14);
+    // a NaN pair is left out: the same as the 4 finite pairs
+    expect(spearman([1, NaN, 2, 3, 4], [1, 9, 2, 4, 3])).toBeCloseTo(spearman([1, 2, 3, 4], [1, 2, 4, 3]), 15);
+    expect(spearman([1, 2, 3, 4], [1, 2, 4, 3])).toBeCloseTo(0.8, 14); // 1 − 6·2/(4·15)
+    expect(spearman([1, 2, 3], [5, 5, 5])).toBeNaN();
+    expect(spearman([1], [2])).toBeNaN();
+    expect(rhoText(0.8)).toBe("+0.80");
+    expect(rhoText(-0.125)).toBe("\u22120.13");
+    expect(rhoText(NaN)).toBe("n/a");
+  });
+
+  it("agree / disagree from the largest signed values", () => {
+    expect(argmax([0.1, NaN, 0.3, 0.3])).toBe(2);
+    expect(argmax([NaN, NaN])).toBe(-1);
+    const agree = compareAblation([0.1, 0.5, -0.2], [0.0, 0.9, 0.3]);
+    expect(agree).toMatchObject({ topContribution: 1, topDrop: 1, agree: true, n: 3 });
+    expect(agree.rho).toBeCloseTo(0.5, 14);
+    const disagree = compareAblation([0.1, 0.5, -0.2], [0.8, 0.1, 0.3]);
+    expect(disagree).toMatchObject({ topContribution: 1, topDrop: 0, agree: false });
+    // the largest |value| is not the largest value: a big negative drop does not count
+    expect(compareAblation([0.1, 0.5, -0.2], [0.1, 0.2, -0.9]).topDrop).toBe(1);
+    expect(compareAblation([0.1, 0.2], [NaN, NaN])).toMatchObject({ topDrop: -1, agree: false, n: 0 });
+  });
+});
+
+describe("the causal check in the detail panel", () => {
+  it("an interactive widget has a keyboard-reachable button that writes ablation_request", () => {
+    const { el, model } = mountWidget({ T: 5, nBlocks: 6, selected: 2, interactive: true });
+    const b = button(el);
+    expect(b).not.toBeNull();
+    expect(b.tagName).toBe("BUTTON");
+    expect(b.type).toBe("button");
+    expect(b.disabled).toBe(false);
+    expect(b.tabIndex).toBe(0);
+    expect(b.textContent).toBe("Causal check (ablate each block)");
+    expect(b.closest("figure")?.querySelector("[aria-label='segment contributions']")).not.toBeNull(); // chart (a)'s figure
+    expect(dropBars(el)).toEqual([]);
+    fire(b, "click");
+    expect(model.get("ablation_request")).toEqual({ position: 2, _n: 1 });
+    fire(button(el), "click"); // the same token again still reaches Python
+    expect(model.get("ablation_request")).toEqual({ position: 2, _n: 2 });
+  });
+
+  it("while Python ablates, the button says so, keeps the focus and ignores clicks", () => {
+    const { el, model } = mountWidget({ T: 5, nBlocks: 6, selected: 2, interactive: true });
+    button(el).focus();
+    model.set("ablation_busy", true);
+    const b = button(el);
+    expect(document.activeElement).toBe(b);
+    expect(b.getAttribute("aria-disabled")).toBe("true");
+    expect(b.getAttribute("aria-busy")).toBe("true");
+    expect(q(el, ".iglens-ablation-status").textContent).toBe("ablating each block\u2026");
+    fire(b, "click");
+    expect(model.get("ablation_request")).toEqual({});
+    model.set("ablation_busy", false);
+    expect(document.activeElement).toBe(button(el));
+    expect(button(el).hasAttribute("aria-disabled")).toBe(false);
+  });
+
+  it("draws the drops as a second series with data-segment and data-drop; legend; hover shows both", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 3, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    const c = Array.from(contributionRow(r, 3));
+    const drops = c.map((v, j) => (j === 4 ? null : 0.5 * v + 0.01 * j));
+    model.set("ablation", trait(r, 3, drops));
+    const bars = dropBars(el);
+    expect(q(el, "[data-series=ablation]").tagName.toLowerCase()).toBe("g");
+    expect(bars.length).toBe(r.k - 1); // the null drop draws no bar
+    bars.forEach((bar) => {
+      const j = Number(bar.getAttribute("data-segment"));
+      expect(bar.getAttribute("data-drop")).toBe(String(drops[j]));
+      const title = bar.querySelector("title")?.textContent ?? "";
+      expect(title).toContain(segmentText(r, j));
+      expect(title).toContain(`contribution ${fmtSigned(c[j])}`);
+      expect(title).toContain(`ablation drop (zero) ${fmtSigned(/** @type {number} */ (drops[j]))}`);
+    });
+    expect(bars.map((bar) => Number(bar.getAttribute("data-segment")))).toEqual([0, 1, 2, 3, 5]);
+    // beside the IG-Lens bar of the same segment, the same width, on its right
+    const ig = /** @type {SVGElement} */ (el.querySelector(".iglens-bar[data-segment='1']"));
+    const drop1 = bars[1];
+    expect(Number(drop1.getAttribute("x"))).toBeCloseTo(Number(ig.getAttribute("x")) + Number(ig.getAttribute("width")), 6);
+    expect(drop1.getAttribute("width")).toBe(ig.getAttribute("width"));
+    expect(q(el, ".iglens-ablation-legend").textContent).toContain("ablation drop (zero)");
+    expect(q(el, ".iglens-ablation-legend").textContent).toContain("IG-Lens contribution");
+    // hover over chart (a): the segment's contribution and drop
+    fire(q(el, "svg[aria-label='segment contributions']"), "mousemove", { clientX: 0, clientY: 10 });
+    const readout = q(el, ".iglens-readout").textContent ?? "";
+    expect(readout).toContain(segmentText(r, 0));
+    expect(readout).toContain(`contribution ${fmtSigned(c[0])}`);
+    expect(readout).toContain(`ablation drop ${fmtSigned(/** @type {number} */ (drops[0]))}`);
+  });
+
+  it("the caption's ρ and verdict come from the numbers: agree", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 1, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    const c = Array.from(contributionRow(r, 1));
+    model.set("ablation", trait(r, 1, c.map((v) => 2 * v + 0.003))); // same order: ρ = 1
+    const cap = q(el, ".iglens-ablation-caption");
+    const top = argmax(c);
+    expect(cap.getAttribute("data-agree")).toBe("true");
+    expect(Number(cap.getAttribute("data-rho"))).toBeCloseTo(1, 12);
+    expect(q(cap, ".iglens-ablation-rho").textContent).toBe("Spearman \u03c1 = +1.00");
+    expect(cap.textContent).toContain(`over ${r.k} segments`);
+    expect(q(cap, ".iglens-ablation-verdict").textContent).toBe(`the largest contribution and the largest drop are both ${segmentText(r, top)}: agree`);
+    expect(cap.textContent).toContain("Unablated p(target) = 0.420");
+    expect(q(el, ".iglens-ablation-status").textContent).toBe("computed in 0.25 s");
+  });
+
+  it("the caption's ρ and verdict come from the numbers: disagree", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 1, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    const c = Array.from(contributionRow(r, 1));
+    const top = argmax(c);
+    // the drops rank the segments as the contributions do, except that the top one moves last
+    const drops = c.map((v, j) => (j === top ? Math.min(...c) - 1 : v));
+    model.set("ablation", trait(r, 1, drops));
+    const cap = q(el, ".iglens-ablation-caption");
+    const want = compareAblation(c, drops);
+    expect(want.agree).toBe(false);
+    expect(cap.getAttribute("data-agree")).toBe("false");
+    expect(cap.classList.contains("iglens-ablation-disagree")).toBe(true);
+    expect(q(cap, ".iglens-ablation-rho").textContent).toBe(`Spearman \u03c1 = ${rhoText(want.rho)}`);
+    expect(q(cap, ".iglens-ablation-verdict").textContent).toBe(
+      `the largest contribution is ${segmentText(r, top)}, the largest drop ${segmentText(r, want.topDrop)}: disagree`);
+  });
+
+  it("drops of another position, a stale check and errors", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 1, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    model.set("ablation", trait(r, 3, Array.from(contributionRow(r, 3))));
+    expect(dropBars(el)).toEqual([]); // shown for position 3 only
+    model.set("selected", 3);
+    expect(dropBars(el).length).toBe(r.k);
+    // a check of another result (other labels): ignored
+    model.set("ablation", { ...trait(r, 3, Array.from(contributionRow(r, 3))), labels: r.segmentLabels.map((l) => `x${l}`) });
+    expect(dropBars(el)).toEqual([]);
+    expect(q(el, ".iglens-ablation-error")).toBeNull();
+    // Python's error, for this position
+    model.set("ablation", { error: "position 3 has no target", position: 3 });
+    expect(q(el, ".iglens-ablation-error").textContent).toBe("position 3 has no target");
+    expect(q(el, ".iglens-ablation-error").getAttribute("role")).toBe("alert");
+    model.set("selected", 1);
+    expect(q(el, ".iglens-ablation-error")).toBeNull(); // about another position
+    model.set("ablation", { error: "this widget has no IGLens" }); // about any position
+    expect(q(el, ".iglens-ablation-error").textContent).toBe("this widget has no IGLens");
+  });
+
+  it("a new result drops the old check (its segments no longer fit)", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 1, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    model.set("ablation", trait(r, 1, Array.from(contributionRow(r, 1))));
+    expect(dropBars(el).length).toBe(r.k);
+    model.set("result", makeState({ T: 5, nBlocks: 6, every: 2 }).result);
+    expect(dropBars(el)).toEqual([]);
+    expect(button(el).textContent).toBe("Causal check (ablate each segment)");
+  });
+
+  it("sub-layer boundaries: ablate each sub-layer, bars at the halves", () => {
+    const state = makeState({ T: 4, nBlocks: 3, sublayer: true, selected: 2, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    expect(button(el).textContent).toBe("Causal check (ablate each sub-layer)");
+    model.set("ablation", trait(r, 2, Array.from(contributionRow(r, 2), (v) => -v)));
+    expect(dropBars(el).length).toBe(6);
+    expect(q(el, ".iglens-ablation-caption").textContent).toContain("attention or MLP write is zero-ablated");
+  });
+
+  it("static page: the button is off with a hint, unless the page carries this token's drops", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 2, interactive: false, base64: true });
+    const r = decoded(makeState({ T: 5, nBlocks: 6 }).result);
+    const host = document.createElement("div");
+    document.body.appendChild(host);
+    const page = mount(host, state);
+    expect(button(host).disabled).toBe(true);
+    expect(button(host).title).toBe(ABLATE_HINT);
+    expect(q(host, ".iglens-ablation-status").textContent).toBe(ABLATE_SHORT_HINT);
+    fire(button(host), "click");
+    expect(page.model.get("ablation_request")).toEqual({});
+    page.destroy();
+    // exported with the widget's check (plain JSON in the state)
+    const withDrops = mount(host, { ...state, ablation: trait(r, 2, Array.from(contributionRow(r, 2))) });
+    expect(button(host)).toBeNull();
+    expect(dropBars(host).length).toBe(r.k);
+    expect(q(host, ".iglens-ablation-caption")).not.toBeNull();
+    withDrops.model.set("selected", 1);
+    expect(button(host).disabled).toBe(true);
+    expect(q(host, ".iglens-ablation-status").textContent).toBe(`${ABLATE_SHORT_HINT} \u00b7 this page carries the drops of position 2`);
+    withDrops.destroy();
+  });
+
+  it("text from the trait is text, never markup", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 2, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    const evil = "<img src=x onerror=window.__pwned=1>";
+    model.set("ablation", { error: `${evil} & </script>`, position: 2 });
+    expect(el.querySelector("img")).toBeNull();
+    expect(q(el, ".iglens-ablation-error").textContent).toBe(`${evil} & </script>`);
+    model.set("ablation", trait(r, 2, Array.from(contributionRow(r, 2)), { target_name: evil, mode: "<b>zero</b>" }));
+    expect(el.querySelector("img, b")).toBeNull();
+    expect(q(el, ".iglens-ablation-caption").textContent).toContain(`Drop of ${evil} at [2]`);
+    expect(q(el, ".iglens-ablation-legend").textContent).toContain("ablation drop (<b>zero</b>)");
+    expect(/** @type {any} */ (window).__pwned).toBeUndefined();
+  });
+
+  it("the in-page model defaults the new traits", () => {
+    const model = createModel({});
+    expect(model.get("ablation")).toEqual({});
+    expect(model.get("ablation_request")).toEqual({});
+    expect(model.get("ablation_busy")).toBe(false);
+  });
+});
