@@ -549,12 +549,13 @@ def test_causal_check_is_cleared_by_a_new_result_and_exported(lens):
 
 
 def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
-    from iglens_viz.widget.widget import _segment_parts, segment_ablation
+    from iglens_viz.causal.segments import segment_parts
+    from iglens_viz.widget.widget import segment_ablation
 
-    assert _segment_parts([0, 1, 3, 4]) == [("block", (1,)), ("block", (2, 3)), ("block", (4,))]
-    assert _segment_parts([0, 0.5, 1, 1.5, 2]) == [("attn", (1,)), ("mlp", (1,)),
+    assert segment_parts([0, 1, 3, 4]) == [("block", (1,)), ("block", (2, 3)), ("block", (4,))]
+    assert segment_parts([0, 0.5, 1, 1.5, 2]) == [("attn", (1,)), ("mlp", (1,)),
                                                     ("attn", (2,)), ("mlp", (2,))]
     with pytest.raises(InvalidRequestError, match="part of a block and whole blocks"):
-        _segment_parts([0, 0.5, 2])
+        segment_parts([0, 0.5, 2])
     with pytest.raises(InvalidRequestError, match="zero"):
         segment_ablation(lens, lens.attribute(PROMPT), 1, mode="mean")

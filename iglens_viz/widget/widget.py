@@ -19,14 +19,12 @@ conditional marginal. It runs only when asked (a click), batched by
 from __future__ import annotations
 
 import json
-import math
-import time
 from pathlib import Path
 
 import anywidget
-import numpy as np
 import traitlets
 
+from ..causal.segments import ablate_segments, is_position_index
 from ..core.components import component_segments
 from ..errors import IGLensError, InvalidRequestError
 from ..protocol import COLOR_BY, DEFAULT_STATE, initial_state, result_payload
@@ -266,9 +264,9 @@ class IGLensWidget(anywidget.AnyWidget):
         if not wish:
             return
         position = wish.get("position") if isinstance(wish, dict) else None
-        where = {"position": position} if _is_index(position) else {}
+        where = {"position": position} if is_position_index(position) else {}
         try:
-            if not _is_index(position):
+            if not is_position_index(position):
                 raise InvalidRequestError(f"an ablation request needs a position (an integer "
                                           f">= 0), got {position!r}")
             self.causal_check(int(position))
@@ -298,83 +296,16 @@ class IGLensWidget(anywidget.AnyWidget):
             shares)
 
 
-def _is_index(value) -> bool:
-    return not isinstance(value, bool) and (
-        isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
-        and value >= 0
-
-
-def _segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
-    """What ablating each segment removes: ``("block", (a+1, …, b))`` for the blocks of a
-    segment between block depths a → b, ``("attn", (L,))`` for L − 1 → L − ½ and
-    ``("mlp", (L,))`` for L − ½ → L (``boundaries="sublayer"``)."""
-    out = []
-    for lo, hi in zip(boundaries[:-1], boundaries[1:]):
-        lo, hi = float(lo), float(hi)
-        if lo.is_integer() and hi.is_integer():
-            out.append(("block", tuple(range(int(lo) + 1, int(hi) + 1))))
-        elif hi - lo == 0.5:
-            block = math.ceil(hi)
-            out.append(("mlp" if hi.is_integer() else "attn", (block,)))
-        else:
-            raise InvalidRequestError(f"the segment from depth {lo:g} to {hi:g} holds part of a "
-                                      f"block and whole blocks: it cannot be ablated as one "
-                                      f"(use whole-block or 'sublayer' boundaries)")
-    return out
-
-
 def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict:
-    """The causal check of one token: the drop of the lens value f at ``position`` when each
-    segment of ``result`` is zero-ablated, as the protocol's ``ablation`` dict
-    (:func:`iglens_viz.protocol.payload.ablation_payload`).
-
-    A segment of whole blocks a → b has blocks a+1 … b ablated together (``part="block"``:
-    their outputs are their inputs); a half block (``"sublayer"`` boundaries) has its
-    attention's or its MLP's write zeroed (``part="attn"`` / ``"mlp"``). Every later block
-    runs on the changed stream, so a drop is the segment's total effect, where the
-    contribution is what the final norm and head can read of its update. The forward passes
-    run on the input ids up to ``position`` (causal attention: later tokens cannot change
-    it), all segments of one part in one batched :func:`~iglens_viz.causal.ablate` call. With
-    a contrast, f = p(target) − p(contrast): both are measured and the drop is the drop of
-    their difference, the quantity the contributions split. ``clean`` is f in the unablated
-    model.
-    """
-    from ..causal.ablation import ablate
-
-    if mode != "zero":
-        raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
-    T = len(result.input_ids)
-    if not _is_index(position) or not int(position) < T:
-        raise InvalidRequestError(f"position {position!r} is not a position of this result "
-                                  f"(0 … {T - 1})")
-    p = int(position)
-    target = int(result.target_ids[p])
-    if target < 0:
-        raise InvalidRequestError(f"position {p} has no target: there is no probability to "
-                                  f"ablate")
-    contrast = None if result.contrast_ids is None else int(result.contrast_ids[p])
-    if contrast is not None and contrast < 0:
-        contrast = None
-    plan = _segment_parts(result.boundaries)
-    ids = [int(i) for i in result.input_ids[:p + 1]]
-    start = time.perf_counter()
-    drops = np.zeros(len(plan))
-    clean = 0.0
-    for sign, token in ((1.0, target), (-1.0, contrast)):
-        if token is None:
-            continue
-        measured = np.full(p + 1, -1, dtype=np.int64)
-        measured[p] = token
-        for part in dict.fromkeys(what for what, _ in plan):
-            cols = [j for j, (what, _) in enumerate(plan) if what == part]
-            res = ablate(lens.model, lens.tokenizer, ids, target=measured, mode=mode,
-                         part=part, layers=[plan[j][1] for j in cols])
-            drops[cols] += sign * res.drop[p]
-        clean += sign * float(res.clean_probs[p])
-    return ablation_payload(p, drops, clean, result.segment_labels,
-                            parts=[what for what, _ in plan], target_id=target,
-                            contrast_id=contrast, target_name=result.target_name, mode=mode,
-                            seconds=time.perf_counter() - start)
+    """The causal check of one token as the protocol's ``ablation`` dict
+    (:func:`iglens_viz.protocol.payload.ablation_payload`): the drop of the lens value f at
+    ``position`` when each segment of ``result`` is ablated; see
+    :func:`iglens_viz.causal.segments.ablate_segments`."""
+    done = ablate_segments(lens.model, lens.tokenizer, result, position, mode=mode)
+    return ablation_payload(done.position, done.drops, done.clean, result.segment_labels,
+                            parts=done.parts, target_id=done.target_id,
+                            contrast_id=done.contrast_id, target_name=result.target_name,
+                            mode=mode, seconds=done.seconds)
 
 
 def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | None = None,

@@ -1,0 +1,112 @@
+"""Ablate the segments of an attribution, for one token: its total-effect counterpart.
+
+An :class:`~iglens_viz.AttributionResult` splits a token's probability over segments (blocks,
+groups of blocks, or attention and MLP halves). :func:`ablate_segments` removes each segment
+in the real forward pass and measures the drop, so each contribution — what the final norm
+and head can newly read — stands beside the segment's total effect through later blocks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import InvalidRequestError
+from .ablation import ablate
+
+__all__ = ["SegmentAblation", "ablate_segments", "is_position_index", "segment_parts"]
+
+
+class SegmentAblation(NamedTuple):
+    """The drops of one token's target value when each segment is ablated."""
+
+    position: int
+    drops: np.ndarray
+    """``(k,)`` drop of f (p(target), minus p(contrast) with a contrast) per segment."""
+    clean: float
+    """f in the unablated model."""
+    parts: list[str]
+    """What each segment's ablation removed: ``block``, ``attn`` or ``mlp``."""
+    target_id: int
+    contrast_id: int | None
+    seconds: float
+
+
+def is_position_index(value) -> bool:
+    """Whether ``value`` can index a position: an int (or integral float) ≥ 0, not a bool."""
+    return not isinstance(value, bool) and (
+        isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
+        and value >= 0
+
+
+def segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
+    """What ablating each segment removes: ``("block", (a+1, …, b))`` for the blocks of a
+    segment between block depths a → b, ``("attn", (L,))`` for L − 1 → L − ½ and
+    ``("mlp", (L,))`` for L − ½ → L (``boundaries="sublayer"``)."""
+    out = []
+    for lo, hi in zip(boundaries[:-1], boundaries[1:]):
+        lo, hi = float(lo), float(hi)
+        if lo.is_integer() and hi.is_integer():
+            out.append(("block", tuple(range(int(lo) + 1, int(hi) + 1))))
+        elif hi - lo == 0.5:
+            block = math.ceil(hi)
+            out.append(("mlp" if hi.is_integer() else "attn", (block,)))
+        else:
+            raise InvalidRequestError(f"the segment from depth {lo:g} to {hi:g} holds part of a "
+                                      f"block and whole blocks: it cannot be ablated as one "
+                                      f"(use whole-block or 'sublayer' boundaries)")
+    return out
+
+
+def ablate_segments(model, tokenizer, result, position: int, *, mode: str = "zero"
+                    ) -> SegmentAblation:
+    """The causal check of one token: the drop of the lens value f at ``position`` when each
+    segment of ``result`` (an :class:`~iglens_viz.AttributionResult` of ``model``) is
+    zero-ablated.
+
+    A segment of whole blocks a → b has blocks a+1 … b ablated together (``part="block"``:
+    their outputs are their inputs); a half block (``"sublayer"`` boundaries) has its
+    attention's or its MLP's write zeroed (``part="attn"`` / ``"mlp"``). Every later block
+    runs on the changed stream, so a drop is the segment's total effect, where the
+    contribution is what the final norm and head can read of its update. The forward passes
+    run on the input ids up to ``position`` (causal attention: later tokens cannot change
+    it), all segments of one part in one batched :func:`~iglens_viz.causal.ablate` call. With
+    a contrast, f = p(target) − p(contrast): both are measured and the drop is the drop of
+    their difference, the quantity the contributions split. ``clean`` is f in the unablated
+    model.
+    """
+    if mode != "zero":
+        raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
+    T = len(result.input_ids)
+    if not is_position_index(position) or not int(position) < T:
+        raise InvalidRequestError(f"position {position!r} is not a position of this result "
+                                  f"(0 … {T - 1})")
+    p = int(position)
+    target = int(result.target_ids[p])
+    if target < 0:
+        raise InvalidRequestError(f"position {p} has no target: there is no probability to "
+                                  f"ablate")
+    contrast = None if result.contrast_ids is None else int(result.contrast_ids[p])
+    if contrast is not None and contrast < 0:
+        contrast = None
+    plan = segment_parts(result.boundaries)
+    ids = [int(i) for i in result.input_ids[:p + 1]]
+    start = time.perf_counter()
+    drops = np.zeros(len(plan))
+    clean = 0.0
+    for sign, token in ((1.0, target), (-1.0, contrast)):
+        if token is None:
+            continue
+        measured = np.full(p + 1, -1, dtype=np.int64)
+        measured[p] = token
+        for part in dict.fromkeys(what for what, _ in plan):
+            cols = [j for j, (what, _) in enumerate(plan) if what == part]
+            res = ablate(model, tokenizer, ids, target=measured, mode=mode,
+                         part=part, layers=[plan[j][1] for j in cols])
+            drops[cols] += sign * res.drop[p]
+        clean += sign * float(res.clean_probs[p])
+    return SegmentAblation(p, drops, clean, [what for what, _ in plan], target, contrast,
+                           time.perf_counter() - start)
