@@ -165,6 +165,14 @@ def say(message: str) -> None:
     print(message, flush=True)
 
 
+def say_machine(busy: float | None) -> None:
+    """The machine line, and how much of the CPUs other processes took (BUSY above 10%)."""
+    say(machine_info())
+    if busy is not None:
+        flag = "  BUSY: rerun on a quiet machine" if busy > BUSY_SHARE else ""
+        say(f"other processes used {100 * busy:.0f}% of the CPUs during the run{flag}")
+
+
 # ----------------------------------------------------------------------------- the contenders
 
 def full_map(model: LlamaForCausalLM, ids: torch.Tensor) -> iglens_viz.AttributionResult:

@@ -34,8 +34,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_attribute import (cpu_seconds, interleaved_seconds, machine_info,  # noqa: E402
-                             min_ratio, others_cpu_share, paired_ratio, say)
+from bench_attribute import (cpu_seconds, interleaved_seconds,  # noqa: E402
+                             min_ratio, others_cpu_share, paired_ratio, say,
+                             say_machine)
 
 import iglens_viz  # noqa: E402
 from iglens_viz.core.request import AttributionRequest  # noqa: E402
@@ -124,10 +125,7 @@ def main(argv=None) -> None:
             fastest = min_ratio(times, name, "block map")
         say(f"{name:36s} {statistics.median(seconds):9.3f} {ratio:12.2f} {fastest:15.2f}")
     say("")
-    say(machine_info())
-    if busy is not None:
-        flag = "  BUSY: rerun on a quiet machine" if busy > 0.10 else ""
-        say(f"other processes used {100 * busy:.0f}% of the CPUs during the run{flag}")
+    say_machine(busy)
 
 
 if __name__ == "__main__":

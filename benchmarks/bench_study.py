@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_attribute import cpu_seconds, interleaved_seconds, machine_info, others_cpu_share, say  # noqa: E402
+from bench_attribute import (cpu_seconds, interleaved_seconds, others_cpu_share,  # noqa: E402
+                             say, say_machine)
 
 import iglens_viz  # noqa: E402
 from iglens_viz.studies import builtin_set  # noqa: E402
@@ -73,10 +74,7 @@ def main(argv=None) -> None:
                                                     times["ablations batched"]))
     say(f"\nbatched ablations are {ratio:.2f}× faster than one forward pass per block "
         f"(median of per-round ratios)")
-    say(machine_info())
-    if busy is not None:
-        flag = "  BUSY: rerun on a quiet machine" if busy > 0.10 else ""
-        say(f"other processes used {100 * busy:.0f}% of the CPUs during the run{flag}")
+    say_machine(busy)
 
 
 if __name__ == "__main__":
