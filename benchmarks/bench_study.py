@@ -40,6 +40,9 @@ def main(argv=None) -> None:
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.prompts < 2:
+        parser.error("--prompts must be at least 2 (mean and resample ablation need another "
+                     "prompt)")
     model, tokenizer = iglens_viz.load_model()
     prompts = builtin_set("capitals")[:args.prompts]
     texts = [p.text for p in prompts]
