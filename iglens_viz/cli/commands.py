@@ -148,6 +148,7 @@ def run_study(argv: list[str]) -> int:
     args = _study_parser().parse_args(argv)
     from ..export.files import write_atomic
     from ..studies import load_study_prompts, study
+    from ..studies.run import write_table
     from ..studies.scoring import headline
 
     load_study_prompts(args.prompts)  # a bad prompt file fails before the model loads
@@ -166,8 +167,7 @@ def run_study(argv: list[str]) -> int:
     if result.metadata["rank"] != 0:  # rank 0 gathered the shards and writes the outputs
         return 0
     summary = result.summary(n_boot=args.boot, seed=args.seed)
-    result.table.to_parquet(args.out / "table.parquet.tmp", index=False)
-    (args.out / "table.parquet.tmp").replace(args.out / "table.parquet")
+    write_table(args.out / "table.parquet", result.table)
     write_atomic(args.out / "summary.csv", summary.to_csv(index=False))
     report = result.report(args.out, summary)
     rows = headline(summary)

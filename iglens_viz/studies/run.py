@@ -32,6 +32,7 @@ import torch
 from ..causal.ablation import ablate
 from ..core.lens import IGLens
 from ..core.readout import target_probability
+from ..core.trace import block_plan
 from ..core.trajectory import is_monotone
 from ..errors import InvalidRequestError
 from .prompts import StudyPrompt, load_study_prompts
@@ -174,7 +175,12 @@ def _lens_readings(lens: IGLens, ids: torch.Tensor, y: torch.Tensor):
     logits = readout.target_logits(trace.features, y)
     top1 = trace.top_ids[..., 0] == y
     frozen = readout.features(trace.states, frozen_scale=readout.norm_scale(trace.states[-1]))
-    lse = readout.log_normalizer(frozen, block_columns=4096)
+    flat = frozen.reshape(-1, frozen.shape[-1])
+    # Rows × vocabulary blocks under the lens's memory budget, as the readout map streams.
+    rows, cols = block_plan(flat.shape[0], readout.vocab_size, readout.dtype,
+                            lens.memory_budget, head_width=readout.head_block_width)
+    lse = torch.cat([readout.log_normalizer(flat[r:r + rows], block_columns=cols)
+                     for r in range(0, flat.shape[0], rows)]).reshape(frozen.shape[:-1])
     frozen_p = target_probability(readout.target_logits(frozen, y), lse)
     return logits.double().cpu().numpy(), top1.cpu().numpy(), frozen_p.double().cpu().numpy()
 
@@ -427,10 +433,17 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
     return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
 
 
+def write_table(path, table) -> Path:
+    """``table`` as Parquet at ``path``, written whole or not at all."""
+    import io
+
+    from ..export.files import write_atomic
+
+    data = io.BytesIO()
+    table.to_parquet(data, index=False)
+    return write_atomic(path, data.getvalue())
+
+
 def _write_part(folder: Path, part) -> None:
-    """One part file, written whole or not at all (a rename)."""
-    first = int(part["prompt"].min())
-    target = folder / "parts" / f"part-{first:06d}.parquet"
-    temporary = target.with_suffix(".tmp")
-    part.to_parquet(temporary, index=False)
-    temporary.replace(target)
+    """One part file of prompts, named after its first prompt."""
+    write_table(folder / "parts" / f"part-{int(part['prompt'].min()):06d}.parquet", part)
