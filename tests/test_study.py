@@ -16,7 +16,7 @@ from iglens_viz.studies.prompts import StudyPrompt, builtin_set, load_study_prom
 from iglens_viz.studies.run import Study, study
 
 from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import eps, forward_tol, readout_size, readout_tol
+from tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
 
 PROMPTS = [f"w{i} w{(3 * i) % 97} w{(5 * i + 2) % 97} w{(7 * i + 1) % 97}" +
            (" w9" if i % 2 else "") for i in range(1, 21)]
@@ -81,16 +81,22 @@ def test_table_matches_iglens_ablate_and_the_lens(model, tokenizer):
     expected = lens.attribute(PROMPTS[1])
     second = table[table.prompt == 1]
     assert len(second) == len(expected.tokens) * n
-    np.testing.assert_array_equal(second.contribution.to_numpy().reshape(-1, n),
-                                  expected.contributions)  # the same arithmetic
-    np.testing.assert_array_equal(second.onset.to_numpy().reshape(-1, n),
-                                  expected.onset_segment[:, None] == np.arange(n))
-    drop = ablate(model, tokenizer, PROMPTS[1], target=expected.target_ids.tolist()).drop
-    np.testing.assert_array_equal(second.drop_zero.to_numpy().reshape(-1, n), drop)
-    # The lens logit after the last block is the model's own logit of the target: the study
-    # reads out in float32 (each side's logit within 3·√w·eps·S, see tolerances.readout_tol).
+    # The study's batch reads the rows of four prompts in one float32 readout map: each lens
+    # probability within one readout's rounding of the lens's own (tolerances.readout_tol).
     ids = torch.as_tensor(tokenizer(PROMPTS[1])["input_ids"])
     size = readout_size(model, ids)
+    read_tol = readout_tol(size, torch.float32)
+    np.testing.assert_allclose(second.contribution.to_numpy().reshape(-1, n),
+                               expected.contributions, rtol=0, atol=2 * read_tol)
+    np.testing.assert_array_equal(second.onset.to_numpy().reshape(-1, n),
+                                  expected.onset_segment[:, None] == np.arange(n))
+    # Drops: the readout's f(h_n) of batched ablations against the model's own logits, one
+    # prompt at a time: two readouts' and two forward passes' rounding.
+    drop = ablate(model, tokenizer, PROMPTS[1], target=expected.target_ids.tolist()).drop
+    np.testing.assert_allclose(second.drop_zero.to_numpy().reshape(-1, n), drop, rtol=0,
+                               atol=_drop_tol(model, size))
+    # The lens logit after the last block is the model's own logit of the target: the study
+    # reads out in float32 (each side's logit within 3·√w·eps·S, see tolerances.readout_tol).
     with torch.no_grad():
         own = model(input_ids=ids[None]).logits[0].double().numpy()
     last_logits = second[second.segment == n - 1]
@@ -132,29 +138,58 @@ def test_reference_mean_and_resample_never_use_the_prompt_itself(model, tokenize
                    updates=study_run._References(lens, ids,
                                                  result.metadata["reference"]).mean(0, T)).drop
     np.testing.assert_allclose(result.table[result.table.prompt == 0].drop_mean
-                               .to_numpy().reshape(-1, 4), drops, rtol=0, atol=1e-12)
+                               .to_numpy().reshape(-1, 4), drops, rtol=0,
+                               atol=_drop_tol(model, readout_size(model, ids[0])))
+
+
+def _drop_tol(model, size) -> float:
+    """|Δ drop| between the study (float32 readout of batched passes) and ``ablate`` (the
+    model's own float64 logits, one prompt alone): each of the two probabilities within one
+    float32 readout's rounding, plus two forward passes' (tolerances.forward_tol)."""
+    return 2 * readout_tol(size, torch.float32) + forward_tol(
+        size, model.config.num_hidden_layers, forward_dtype(model))
+
+
+def test_padded_batches_equal_one_prompt_at_a_time(model, tokenizer):
+    """Prompts of 4 and 5 words in one right-padded batch give the table of one prompt per
+    batch, to two forward passes' rounding (float64 model and readout)."""
+    prompts = PROMPTS[:5]
+    assert len({len(tokenizer(p)["input_ids"]) for p in prompts}) > 1  # some are padded
+    runs = [study(model, tokenizer, prompts, modes=("zero", "mean"), reference=3,
+                  progress=False, dtype=torch.float64, batch_size=size).table
+            for size in (len(prompts), 1)]
+    batched, alone = runs
+    size = readout_size(model, torch.as_tensor(tokenizer(prompts[0])["input_ids"]))
+    tol = forward_tol(size, model.config.num_hidden_layers, forward_dtype(model))
+    numbers = [c for c in alone.columns if alone[c].dtype.kind == "f"]
+    others = [c for c in alone.columns if c not in numbers]
+    assert batched[others].equals(alone[others])
+    for column in numbers:
+        scale = 1.0 if "logit" not in column else 6 * np.sqrt(size.width) * size.scale
+        np.testing.assert_allclose(batched[column], alone[column], rtol=0, atol=tol * scale,
+                                   err_msg=column)
 
 
 def test_an_interrupted_study_resumes_to_the_same_table(model, tokenizer, tmp_path,
                                                         monkeypatch):
     whole = study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
-                  progress=False).table
-    real = study_run._prompt_rows
+                  progress=False, batch_size=8).table
+    real = study_run._batch_rows
 
-    def failing(lens, model_, tokenizer_, index, *args):
-        if index == study_run.PART_SIZE + 1:
+    def failing(lens, model_, tokenizer_, batch, *args):
+        if 9 in batch:
             raise KeyboardInterrupt
-        return real(lens, model_, tokenizer_, index, *args)
+        return real(lens, model_, tokenizer_, batch, *args)
 
-    monkeypatch.setattr(study_run, "_prompt_rows", failing)
+    monkeypatch.setattr(study_run, "_batch_rows", failing)
     with pytest.raises(KeyboardInterrupt):
         study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
-              out=tmp_path / "s", progress=False)
+              out=tmp_path / "s", progress=False, batch_size=8)
     saved = Study.load(tmp_path / "s")
-    assert set(saved.table.prompt) == set(range(study_run.PART_SIZE))  # one whole part
-    monkeypatch.setattr(study_run, "_prompt_rows", real)
+    assert set(saved.table.prompt) == set(range(8))  # one whole batch
+    monkeypatch.setattr(study_run, "_batch_rows", real)
     resumed = study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
-                    out=tmp_path / "s", progress=False).table
+                    out=tmp_path / "s", progress=False, batch_size=8).table
     assert resumed.equals(whole)
     with pytest.raises(InvalidRequestError, match="another study"):
         study(model, tokenizer, PROMPTS, modes=("zero",), reference=4, out=tmp_path / "s",
@@ -166,6 +201,8 @@ def test_bad_study_arguments(model, tokenizer):
         study(model, tokenizer, PROMPTS[:2], modes=("random",), progress=False)
     with pytest.raises(InvalidRequestError, match="no prompts"):
         study(model, tokenizer, [], progress=False)
+    with pytest.raises(InvalidRequestError, match="batch_size must be an integer >= 1"):
+        study(model, tokenizer, PROMPTS[:2], progress=False, batch_size=0)
 
 
 def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, capsys):

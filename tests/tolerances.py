@@ -28,7 +28,7 @@ factor of 2 for second-order terms.
   Hoeffding at λ = 4), so ``|Δp| ≤ ½ ‖δl‖∞ ≤ (eps / 4)(L + 4R)``, R = max_v ‖z ∘ W_v‖₂.
 * :func:`sum_tol`: n numbers in [−1, 1], each rounded once (worst case): ``n · eps``.
 * :func:`forward_tol`: two forward passes of the same model that may use different kernels
-  (another batch size). Each of the ``depth`` blocks re-rounds the stream at most as much as
+  (another batch size), at the precision the model really rounds in (:func:`forward_dtype`). Each of the ``depth`` blocks re-rounds the stream at most as much as
   one readout of the same width and magnitude, and the errors add to first order:
   ``depth · readout_tol``. It ignores how later blocks amplify an error, so the suite uses it
   only in float64, where it keeps orders of magnitude of slack.
@@ -122,8 +122,23 @@ def sum_tol(dtype: torch.dtype, n_terms: int) -> float:
 
 
 def forward_tol(size: ReadoutSize, depth: int, dtype: torch.dtype) -> float:
-    """|Δp| between two forward passes that may round differently (use in float64)."""
+    """|Δp| between two forward passes that may round differently (use in float64, or with
+    :func:`forward_dtype` of a float64 model)."""
     return depth * readout_tol(size, dtype)
+
+
+def forward_dtype(model) -> torch.dtype:
+    """The precision a model's forward pass rounds in: its dtype, except that transformers
+    computes RMS norms (cast to float32 whatever the model's dtype) and GPT-Neo's attention
+    (query and key cast to float32) in float32, so a float64 model of those families rounds
+    like a float32 one there. Two forward passes of such a model that differ in float64 by
+    one ulp can round a float32 intermediate apart: its rounding is the one to budget for
+    (forward_tol in float32 then keeps about three orders of magnitude of slack on the test
+    models)."""
+    dtype = next(model.parameters()).dtype
+    casts = model.config.model_type == "gpt_neo" or any(
+        "RMSNorm" in type(m).__name__ for m in model.modules())
+    return torch.float32 if casts and dtype == torch.float64 else dtype
 
 
 def midpoint_tol(path: np.ndarray, steps: int) -> np.ndarray:

@@ -135,6 +135,9 @@ def _study_parser() -> argparse.ArgumentParser:
                    help="reference prompts for mean and resample ablation (default 32)")
     p.add_argument("--seed", type=_count(0), default=0)
     p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
+    p.add_argument("--batch-size", type=_count(1), default=16,
+                   help="prompts per batch: padded forward passes, one readout map, shared "
+                        "ablation passes, one part file (default 16; larger on a GPU)")
     p.epilog = ("Several processes (CPUs, GPUs or nodes) share the prompts when launched with "
                 "`accelerate launch [--cpu] --num_processes N -m iglens_viz study …` or "
                 "`torchrun --nproc-per-node N -m iglens_viz study …`; rank 0 gathers the table "
@@ -163,7 +166,8 @@ def run_study(argv: list[str]) -> int:
     model, tokenizer = _load(args.model, args.dtype, device)
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     result = study(model, tokenizer, args.prompts, modes=modes, reference=args.reference,
-                   seed=args.seed, out=args.out, limit=args.limit)
+                   seed=args.seed, out=args.out, limit=args.limit,
+                   batch_size=args.batch_size)
     if result.metadata["rank"] != 0:  # rank 0 gathered the shards and writes the outputs
         return 0
     summary = result.summary(n_boot=args.boot, seed=args.seed)

@@ -43,7 +43,6 @@ class Capture(NamedTuple):
     blocks with the head inputs (sequential blocks have h_L.attn − h_{L−1} instead)."""
 
 
-@torch.no_grad()
 def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Tensor,
                    *, device: torch.device, dtype: torch.dtype, sublayers: bool = False,
                    heads: bool = False) -> Capture:
@@ -63,7 +62,36 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     (``head_inputs``; the same size as a residual state per block when H·d_head = d), and for
     parallel blocks the projection's output (``attn_writes``).
     """
+    return capture_batch(model, adapter, [input_ids], device=device, dtype=dtype,
+                         sublayers=sublayers, heads=heads)[0]
+
+
+def padded_batch(sequences: list[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[B, T_max]`` ids and attention mask of ``sequences``, padded on the right.
+
+    Right padding leaves every real position as it is alone: a causal model's position t
+    attends to positions ≤ t only, which are all real, and the positions count from 0 as
+    they do unpadded. The pads (id 0, mask 0) are never read.
+    """
+    longest = max(s.numel() for s in sequences)
+    ids = torch.zeros(len(sequences), longest, dtype=torch.long)
+    mask = torch.zeros(len(sequences), longest, dtype=torch.long)
+    for b, s in enumerate(sequences):
+        ids[b, :s.numel()] = s
+        mask[b, :s.numel()] = 1
+    return ids.to(device), mask.to(device)
+
+
+@torch.no_grad()
+def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch.Tensor],
+                  *, device: torch.device, dtype: torch.dtype, sublayers: bool = False,
+                  heads: bool = False) -> list[Capture]:
+    """:func:`capture_states` of several sequences in one forward pass, right-padded with
+    an attention mask (see :func:`padded_batch`); one :class:`Capture` per sequence, cut to
+    its own length. Equal to one pass per sequence up to the rounding of other kernel
+    shapes."""
     n = adapter.n_blocks
+    B = len(sequences)
     stride = 2 if sublayers else 1
     mids = adapter.require_sublayers() if sublayers else ()
     projections = adapter.require_heads() if heads else ()
@@ -76,9 +104,9 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
 
     def keep(index: int, tensor: torch.Tensor, what: str = "states") -> None:
         if what not in buffers:
-            buffers[what] = torch.empty((len(seen[what]), *tensor.shape[1:]), device=device,
+            buffers[what] = torch.empty((len(seen[what]), *tensor.shape), device=device,
                                         dtype=dtype)
-        buffers[what][index].copy_(tensor[0])
+        buffers[what][index].copy_(tensor)
         seen[what][index] = True
 
     def before_first(module, args, kwargs):
@@ -89,8 +117,8 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
             keep(index, block_output_states(output))
         return hook
 
-    def unflattened(x):  # OPT flattens the batch into [B·T, d] inside a block; B is 1
-        return x.reshape(1, -1, x.shape[-1])
+    def unflattened(x):  # OPT flattens the batch into [B·T, d] inside a block
+        return x.reshape(B, -1, x.shape[-1])
 
     def before_mlp(index):
         def hook(module, args):
@@ -113,8 +141,8 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
                 for i, proj in enumerate(projections)]
     try:
         with eval_mode(model):
-            ids = input_ids.unsqueeze(0).to(input_device(model))
-            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+            ids, mask = padded_batch(sequences, input_device(model))
+            out = model(input_ids=ids, attention_mask=mask, use_cache=False)
     finally:
         for handle in handles:
             handle.remove()
@@ -124,8 +152,17 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
             raise RuntimeError(f"the forward pass did not fill {what} {missing} (of "
                                f"{len(filled)}); the adapter for {adapter.family.name} does "
                                f"not match this model")
-    return Capture(buffers["states"], out.logits[0], buffers.get("head_inputs"),
-                   buffers.get("attn_writes"))
+
+    def cut(what: str, b: int, T: int) -> torch.Tensor | None:
+        kept = buffers.get(what)
+        return None if kept is None else kept[:, b, :T]
+
+    captures = []
+    for b, sequence in enumerate(sequences):
+        T = sequence.numel()
+        captures.append(Capture(cut("states", b, T), out.logits[b, :T],
+                                cut("head_inputs", b, T), cut("attn_writes", b, T)))
+    return captures
 
 
 def input_device(model: nn.Module) -> torch.device:

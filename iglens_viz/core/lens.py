@@ -21,7 +21,7 @@ from torch import nn
 from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ReadoutMismatchError  # noqa: F401 (re-exported)
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
-from .capture import capture_states
+from .capture import capture_batch, capture_states
 from .components import component_names, component_shares
 from .estimators import path_values, riemann_totals
 from .extensions import provider
@@ -116,6 +116,11 @@ class IGLens:
         self._remember(self._answers, key, answer)
         return self.input_ids(torch.cat([prompt, answer])), prompt.numel()
 
+    def clear_cache(self) -> None:
+        """Forget every cached forward pass and generated answer (frees their memory)."""
+        self._cache.clear()
+        self._answers.clear()
+
     def _remember(self, cache: OrderedDict, key, value) -> None:
         """Keep ``value`` as the most recent entry of an LRU cache of ``cache_size`` entries."""
         cache[key] = value
@@ -170,6 +175,45 @@ class IGLens:
         del captured  # the model's logits
         self._remember(self._cache, key, trace)
         return trace
+
+    def traces(self, prompts) -> list[Trace]:
+        """:meth:`trace` of several prompts, batched: the ones not cached run as one
+        right-padded forward pass with an attention mask, and their rows share one readout
+        map (the readout is row by row, so putting prompts side by side changes only the
+        kernels' shapes). Equal to one :meth:`trace` per prompt up to that rounding.
+
+        For many prompts at once, as a study runs them; keep ``cache_size`` at least the
+        number of prompts for :meth:`attribute` to find them afterwards. A prompt whose
+        readout fails the self-check is traced again alone, so the error names its own
+        positions.
+        """
+        ids = [self.input_ids(p) for p in prompts]
+        top_k = max(1, self.top_k)
+        todo, made = [], {}
+        for i, x in enumerate(ids):
+            cached = self._cache.get(tuple(x.tolist()))
+            if cached is None or cached.top_k < min(top_k, self.readout.vocab_size):
+                todo.append(i)
+        if todo:
+            captured = capture_batch(self.model, self.adapter, [ids[i] for i in todo],
+                                     device=self.readout.device, dtype=self.readout.dtype)
+            lengths = [ids[i].numel() for i in todo]
+            states = torch.cat([c.states for c in captured], dim=1)
+            logits = torch.cat([c.logits for c in captured])
+            del captured
+            try:
+                map_ = self._checked_map(torch.cat([ids[i] for i in todo]), states, logits,
+                                         top_k)
+            except ReadoutMismatchError:
+                return [self.trace(x) for x in ids]
+            del logits
+            start = 0
+            for i, T in zip(todo, lengths):
+                part = slice(start, start + T)
+                start += T
+                made[i] = Trace(ids[i], states[:, part], *(m[:, part] for m in map_))
+                self._remember(self._cache, tuple(ids[i].tolist()), made[i])
+        return [made[i] if i in made else self.trace(x) for i, x in enumerate(ids)]
 
     def _checked_map(self, ids, states, model_logits, top_k):
         """The readout map of ``states`` (see :func:`readout_map`), checked against the

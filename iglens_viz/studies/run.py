@@ -2,7 +2,7 @@
 
 For every prompt the study runs IG-Lens over every block (one cached forward pass), reads the
 lens's target logit, its top-1 and a frozen-norm probability at every boundary, and measures
-the drop of the model's own target probability when each block is ablated, under each
+the drop of the target probability when each block is ablated, under each
 requested mode:
 
 * ``zero`` — the block adds nothing (``h_L := h_{L-1}``).
@@ -14,8 +14,14 @@ requested mode:
   same position (the next reference prompt at least as long; else the longest one, whose last
   position stands in for the positions it lacks).
 
-Rows go to one tidy table, one row per (prompt, position, segment). With ``out=`` the table is
-written in parts as it grows (Parquet), so an interrupted study resumes where it stopped.
+The target probability is the readout's f(h_n), the value IG-Lens's last boundary reads and
+every trace checks against the model's own logits (equal up to rounding).
+
+Prompts run in batches (``batch_size``): one right-padded forward pass with an attention mask
+for their states, one readout map over all their rows, and their ablations sharing forward
+passes that stop at h_n (see :mod:`iglens_viz.causal.batched`). Rows go to one tidy table, one
+row per (prompt, position, segment). With ``out=`` each batch is written as a part
+(Parquet) as soon as it is done, so an interrupted study resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..causal.ablation import ablate
+from ..causal.batched import AblationJob, ablated_probabilities
 from ..core.lens import IGLens
 from ..core.readout import target_probability
 from ..core.trace import block_plan
@@ -41,9 +47,6 @@ __all__ = ["STUDY_MODES", "Study", "study"]
 
 STUDY_MODES = ("zero", "mean", "resample")
 """Ablation modes a study can measure (see the module docstring)."""
-
-PART_SIZE = 16
-"""Prompts per part file: what an interruption can lose at most."""
 
 
 @dataclass
@@ -104,9 +107,11 @@ class _References:
     def __init__(self, lens: IGLens, ids: list[torch.Tensor], indices: Sequence[int]):
         self.indices = list(indices)
         self.updates = []  # per reference prompt: [n, T_r, d] float32, CPU
-        for i in self.indices:
-            states = lens.trace(ids[i]).states
-            self.updates.append((states[1:] - states[:-1]).float().cpu())
+        for first in range(0, len(self.indices), lens.cache_size):
+            batch = [ids[i] for i in self.indices[first:first + lens.cache_size]]
+            for trace in lens.traces(batch):
+                states = trace.states
+                self.updates.append((states[1:] - states[:-1]).float().cpu())
         longest = max(u.shape[1] for u in self.updates)
         n, d = self.updates[0].shape[0], self.updates[0].shape[2]
         self.total = torch.zeros(n, longest, d)
@@ -166,44 +171,68 @@ def _targets(tokenizer, prompt: StudyPrompt, T: int):
 
 
 @torch.no_grad()
-def _lens_readings(lens: IGLens, ids: torch.Tensor, y: torch.Tensor):
-    """``[n+1, T]`` each: the target's lens logit, whether it is the lens's top-1, and its
-    probability with the final norm's scale frozen at h_n's."""
-    trace = lens.trace(ids)
+def _lens_readings(lens: IGLens, traces, ys: list[torch.Tensor]):
+    """Per trace, ``[n+1, T]`` each: the target's lens logit, whether it is the lens's top-1,
+    and its probability with the final norm's scale frozen at h_n's (the rows of every trace
+    streamed together, under the lens's memory budget, as the readout map streams)."""
     readout = lens.readout
-    y = y.to(readout.device)
-    logits = readout.target_logits(trace.features, y)
-    top1 = trace.top_ids[..., 0] == y
-    frozen = readout.features(trace.states, frozen_scale=readout.norm_scale(trace.states[-1]))
-    flat = frozen.reshape(-1, frozen.shape[-1])
-    # Rows × vocabulary blocks under the lens's memory budget, as the readout map streams.
+    ys = [y.to(readout.device) for y in ys]
+    frozen = [readout.features(t.states, frozen_scale=readout.norm_scale(t.states[-1]))
+              for t in traces]
+    flat = torch.cat([f.reshape(-1, f.shape[-1]) for f in frozen])
     rows, cols = block_plan(flat.shape[0], readout.vocab_size, readout.dtype,
                             lens.memory_budget, head_width=readout.head_block_width)
     lse = torch.cat([readout.log_normalizer(flat[r:r + rows], block_columns=cols)
-                     for r in range(0, flat.shape[0], rows)]).reshape(frozen.shape[:-1])
-    frozen_p = target_probability(readout.target_logits(frozen, y), lse)
-    return logits.double().cpu().numpy(), top1.cpu().numpy(), frozen_p.double().cpu().numpy()
+                     for r in range(0, flat.shape[0], rows)])
+    out, start = [], 0
+    for trace, f, y in zip(traces, frozen, ys):
+        size = f.shape[0] * f.shape[1]
+        frozen_p = target_probability(readout.target_logits(f, y),
+                                      lse[start:start + size].reshape(f.shape[:-1]))
+        start += size
+        logits = readout.target_logits(trace.features, y)
+        top1 = trace.top_ids[..., 0] == y
+        out.append((logits.double().cpu().numpy(), top1.cpu().numpy(),
+                    frozen_p.double().cpu().numpy()))
+    return out
 
 
-def _prompt_rows(lens, model, tokenizer, index: int, prompt: StudyPrompt, ids, modes,
-                 references: _References | None) -> dict:
+def _batch_rows(lens, model, tokenizer, batch: list[int], items: list[StudyPrompt], ids,
+                modes, references: _References | None) -> list[dict]:
+    """The table's columns for a batch of prompts (one dict per prompt): their forward
+    passes, readouts and ablations run together (see :func:`_prompt_rows`)."""
+    lens.clear_cache()  # a batch's rows come from its own passes, whatever ran before
+    traces = lens.traces([ids[i] for i in batch])
+    results = [lens.attribute(ids[i], target=_targets(tokenizer, items[i], ids[i].numel()))
+               for i in batch]
+    target_ids = [np.asarray(r.target_ids) for r in results]
+    ys = [torch.as_tensor(np.where(t >= 0, t, 0)) for t in target_ids]
+    readings = _lens_readings(lens, traces, ys)
+    jobs = []
+    for i, targets in zip(batch, target_ids):
+        T = ids[i].numel()
+        for mode in modes:
+            updates = None
+            if mode == "mean":
+                updates = references.mean(i, T)
+            elif mode == "resample":
+                updates = references.donor(i, T)
+            jobs.append(AblationJob(ids[i], targets, updates))
+    ablated = iter(ablated_probabilities(model, lens.adapter, lens.readout, jobs,
+                                         memory_budget=lens.memory_budget))
+    rows = []
+    for i, result, reading in zip(batch, results, readings):
+        drops = {mode: result.final_probs[:, None] - next(ablated) for mode in modes}
+        rows.append(_prompt_rows(i, items[i], result, reading, drops))
+    return rows
+
+
+def _prompt_rows(index: int, prompt: StudyPrompt, result, readings, drops: dict) -> dict:
     """The table's columns for one prompt (every position with a target × every block)."""
-    T = ids.numel()
-    result = lens.attribute(ids, target=_targets(tokenizer, prompt, T))
     target_ids = np.asarray(result.target_ids)
     keep = np.flatnonzero(target_ids >= 0)
-    y = torch.as_tensor(np.where(target_ids >= 0, target_ids, 0))
-    logits, top1, frozen = _lens_readings(lens, ids, y)
+    logits, top1, frozen = readings
     n = result.n_blocks
-    drops = {}
-    for mode in modes:
-        updates = None
-        if mode == "mean":
-            updates = references.mean(index, T)
-        elif mode == "resample":
-            updates = references.donor(index, T)
-        ablation = ablate(model, tokenizer, ids, target=target_ids.tolist(), updates=updates)
-        drops[mode] = ablation.drop[keep]
     position = np.repeat(keep, n)
     segment = np.tile(np.arange(n), len(keep))
     onset = result.onset_segment[keep]
@@ -233,13 +262,14 @@ def _prompt_rows(lens, model, tokenizer, index: int, prompt: StudyPrompt, ids, m
         "source": np.full(len(position), prompt.source, dtype=object),
     }
     for mode, drop in drops.items():
-        rows[f"drop_{mode}"] = drop.ravel()
+        rows[f"drop_{mode}"] = drop[keep].ravel()
     return rows
 
 
 def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
           reference: int = 32, seed: int = 0, out=None, limit: int | None = None,
-          progress: bool = True, dtype: torch.dtype = torch.float32) -> Study:
+          progress: bool = True, dtype: torch.dtype = torch.float32,
+          batch_size: int = 16) -> Study:
     """Run IG-Lens, the logit-lens readings and the block ablations over many prompts.
 
     Parameters
@@ -256,7 +286,7 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
         Size of the reference set for ``mean`` and ``resample`` (drawn from the prompts with
         ``seed``).
     out:
-        A folder: the table is written there in parts of :data:`PART_SIZE` prompts as the
+        A folder: the table is written there in parts (one per batch of prompts) as the
         study runs, with ``metadata.json``; rerunning with the same folder and settings
         resumes after the last finished part.
     limit:
@@ -265,6 +295,11 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
         Show a progress bar with the time left (tqdm).
     dtype:
         The readout's precision (``torch.float32`` or ``torch.float64``; see :class:`IGLens`).
+    batch_size:
+        Prompts run together: one right-padded forward pass (with an attention mask) for
+        their states, one readout map for their rows, and their block ablations sharing
+        forward passes. Each batch is one part file, so at most one batch is lost to an
+        interruption. The table does not depend on it beyond rounding (other kernel shapes).
 
     Launched as N processes (``torchrun --nproc-per-node N`` or ``accelerate launch``), each
     process studies the prompts i with i mod N = its rank and rank 0 returns the whole table
@@ -289,7 +324,9 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
     items = load_study_prompts(prompts)
     if limit is not None:
         items = items[:int(limit)]
-    lens = IGLens(model, tokenizer, cache_size=1, dtype=dtype)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    lens = IGLens(model, tokenizer, cache_size=batch_size, dtype=dtype)
     ids = [lens.input_ids(p.text) for p in items]
     rng = np.random.default_rng(seed)
     needs_references = any(m in ("mean", "resample") for m in modes)
@@ -315,20 +352,16 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
     references = _References(lens, ids, ref_indices) if needs_references else None
     todo = [i for i in range(len(items)) if i not in done and i % shard.world == shard.rank]
     bar = _progress(len(items), len(done), progress and shard.rank == 0)
-    pending: list[dict] = []
     tables = []
     started = time.perf_counter()
-    for count, i in enumerate(todo, start=1):
-        pending.append(_prompt_rows(lens, model, tokenizer, i, items[i], ids[i], modes,
-                                    references))
-        bar.update(1)
-        if len(pending) == PART_SIZE or count == len(todo):
-            part = pd.DataFrame({k: np.concatenate([p[k] for p in pending])
-                                 for k in pending[0]})
-            if folder is not None:
-                _write_part(folder, part)
-            tables.append(part)
-            pending = []
+    for first in range(0, len(todo), batch_size):
+        batch = todo[first:first + batch_size]
+        rows = _batch_rows(lens, model, tokenizer, batch, items, ids, modes, references)
+        part = pd.DataFrame({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
+        if folder is not None:
+            _write_part(folder, part)
+        tables.append(part)
+        bar.update(len(batch))
     bar.close()
     metadata["seconds"] = round(time.perf_counter() - started, 3)
     if folder is not None:

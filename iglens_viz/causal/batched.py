@@ -1,0 +1,154 @@
+"""Block ablations of many prompts in padded batches, read out at the target positions only.
+
+:func:`~iglens_viz.causal.ablation.ablate` studies one prompt and reads the model's own
+logits at every position. A study ablates every block of hundreds of prompts, under several
+modes, and needs one probability per target: here the ablated rows of several prompts (and
+modes) share each forward pass, right-padded with an attention mask, and the pass stops at
+h_n. The target probability is then the readout's f(h_n) at the target positions only, the
+function IG-Lens's own last boundary reads (checked against the model's logits by every
+trace), so no ``[rows × T × vocab]`` logits are computed for positions without a target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..core.capture import block_output_states, input_device, padded_batch
+from ..core.model_mode import eval_mode
+from ..core.readout import Readout
+from ..core.trace import DEFAULT_MEMORY_BUDGET, block_plan
+from .ablation import _block_input, _replace_first
+
+__all__ = ["AblationJob", "ablated_probabilities"]
+
+
+@dataclass
+class AblationJob:
+    """Ablate every block of one prompt, one block per batch row."""
+
+    input_ids: torch.Tensor
+    """``[T]`` the prompt's token ids."""
+    target_ids: np.ndarray
+    """``[T]`` the target at each position (-1: none, not read out)."""
+    updates: torch.Tensor | None = None
+    """``[n, T, d]`` what replaces block L's update (``h_L := h_{L-1} + updates[L-1]``), or
+    None for zero ablation (``h_L := h_{L-1}``)."""
+
+
+class _Stop(Exception):
+    """Raised by the hook that keeps h_n: nothing after the last block is needed."""
+
+
+def _rows_per_pass(model: nn.Module, n_tokens: int, budget: int) -> int:
+    """Batch rows of ``n_tokens`` tokens whose activations fit in ``budget`` bytes: per
+    token about 8 residual-width and 3 MLP-width temporaries, and two attention rows per
+    head, in the model's dtype."""
+    config = model.config
+    d = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 1024)
+    ffn = int(getattr(config, "intermediate_size", 0) or getattr(config, "ffn_dim", 0)
+              or 4 * d)
+    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0)
+                or 16)
+    itemsize = next(model.parameters()).element_size()
+    per_row = itemsize * n_tokens * (8 * d + 3 * ffn + 2 * heads * n_tokens)
+    return max(1, int(budget) // max(1, per_row))
+
+
+@torch.no_grad()
+def ablated_probabilities(model: nn.Module, adapter, readout: Readout,
+                          jobs: list[AblationJob], *,
+                          memory_budget: int = DEFAULT_MEMORY_BUDGET) -> list[np.ndarray]:
+    """``(T, n)`` per job: the readout's target probability at h_n when each block is
+    ablated (NaN where there is no target).
+
+    Rows (job, block) run in forward passes of as many rows as ``memory_budget`` allows;
+    each pass is right-padded to its longest prompt with an attention mask (a causal
+    model's real positions never read the pads), so each row equals its prompt ablated
+    alone up to the rounding of other kernel shapes.
+    """
+    n = adapter.n_blocks
+    rows = [(j, block) for j in range(len(jobs)) for block in range(n)]
+    out = [np.full((job.input_ids.numel(), n), np.nan) for job in jobs]
+    longest = max(job.input_ids.numel() for job in jobs)
+    per_pass = _rows_per_pass(model, longest, memory_budget)
+    device = input_device(model)
+    for start in range(0, len(rows), per_pass):
+        chunk = rows[start:start + per_pass]
+        h_n = _ablated_final_states(model, adapter, jobs, chunk, device)
+        _read_targets(readout, jobs, chunk, h_n, out, memory_budget)
+    return out
+
+
+def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
+    """``[R, T_max, d]`` h_n of the chunk's rows, each with its own block ablated."""
+    ids, mask = padded_batch([jobs[j].input_ids for j, _ in chunk], device)
+    by_block: dict[int, list[int]] = {}
+    for r, (_, block) in enumerate(chunk):
+        by_block.setdefault(block, []).append(r)
+    kept = {}
+
+    def ablate_hook(block: int):
+        members = by_block.get(block)
+
+        def hook(module, args, kwargs, output):
+            if not members:
+                return None
+            h = block_output_states(output)
+            h_in = _block_input(args, kwargs)
+            index = torch.as_tensor(members, device=h.device)
+            new = h_in.index_select(0, index)
+            given = [jobs[chunk[r][0]].updates for r in members]
+            if any(u is not None for u in given):
+                update = torch.zeros_like(new)
+                for k, u in enumerate(given):
+                    if u is not None:
+                        update[k, :u.shape[1]] = u[block].to(new.device, new.dtype)
+                new = new + update
+            h = h.clone()
+            h[index] = new.to(h.dtype)
+            return _replace_first(output, h)
+        return hook
+
+    def keep_last(module, args, output):
+        kept["h_n"] = block_output_states(output)
+        raise _Stop
+
+    handles = [block.register_forward_hook(ablate_hook(i), with_kwargs=True)
+               for i, block in enumerate(adapter.blocks)]
+    handles.append(adapter.blocks[-1].register_forward_hook(keep_last))
+    try:
+        with eval_mode(model):
+            model(input_ids=ids, attention_mask=mask, use_cache=False)
+    except _Stop:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    return kept["h_n"]
+
+
+def _read_targets(readout: Readout, jobs, chunk, h_n: torch.Tensor, out, budget) -> None:
+    """f(h_n) at every target position of the chunk's rows, into ``out[job][:, block]``."""
+    row_index, positions, targets = [], [], []
+    for r, (j, _) in enumerate(chunk):
+        where = np.flatnonzero(np.asarray(jobs[j].target_ids) >= 0)
+        row_index += [r] * len(where)
+        positions += where.tolist()
+        targets += np.asarray(jobs[j].target_ids)[where].tolist()
+    if not row_index:
+        return
+    states = h_n[torch.as_tensor(row_index, device=h_n.device),
+                 torch.as_tensor(positions, device=h_n.device)]
+    ids = torch.as_tensor(targets)
+    rows, cols = block_plan(len(targets), readout.vocab_size, readout.dtype, budget,
+                            head_width=readout.head_block_width)
+    probs = torch.cat([readout.probability(states[r:r + rows], ids[r:r + rows],
+                                           block_columns=cols)
+                       for r in range(0, len(targets), rows)]).double().cpu().numpy()
+    for k, (r, t) in enumerate(zip(row_index, positions)):
+        j, block = chunk[r]
+        out[j][t, block] = probs[k]
