@@ -10,6 +10,14 @@ Not a test: nothing here asserts on time. It prints figures next to the project'
 * click → detail: ``performance.now()`` before a token's ``click()`` until the detail
   panel's ``data-selected-index`` names that token (synchronous DOM update), and until the
   next animation frame (the update drawn). Goal ≤ 50 ms.
+* grid render: a click on the "Logit-lens grid" tab until the next animation frame (the grid
+  lays out and draws its visible cells synchronously in the handler). Goal ≤ 300 ms.
+* compare render: on a page of ``iglens_viz.compare(a, b)`` (two 512 × 30 results, one pin
+  each), a click on the "Compare" tab until the next frame: the pinned curves and both
+  results' fit-to-height heatmaps on the shared scale. Goal ≤ 300 ms.
+* lazy interior path (:func:`run_lazy_path`): the kernel's side of a click on "Show the path
+  inside each segment" — ``path_request`` set → ``path`` trait filled — for one token of a
+  512-token prompt at m = 8, on the embedded SmolLM2-135M (30 blocks). Goal ≤ 200 ms.
 
 Medians over several page loads and clicks. The result is synthetic (exact telescoping sums,
 K=5 lens tokens, every block a boundary), so no model is loaded. Headless Chromium from
@@ -36,6 +44,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 GOAL_RENDER_MS = 300.0
 GOAL_CLICK_MS = 50.0
+GOAL_GRID_MS = 300.0
+GOAL_COMPARE_MS = 300.0
+GOAL_LAZY_PATH_MS = 200.0
 
 FIRST_RENDER_JS = """
 async () => {
@@ -124,17 +135,168 @@ def run(T: int, n: int, loads: int, clicks: int) -> dict:
                 first_render_all=renders, click_all=click_updated, problems=problems)
 
 
+TAB_JS = """
+async (name) => {
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  const other = name === "heatmap" ? "grid" : "heatmap";
+  document.querySelector(`[data-view-tab="${other}"]`).click();  // untimed: leave the view
+  await frame(); await frame();
+  const tab = document.querySelector(`[data-view-tab="${name}"]`);
+  const view = document.querySelector(`[data-view="${name}"]`);
+  const t0 = performance.now();
+  tab.click();
+  const sync = performance.now() - t0;
+  if (view.hidden) throw new Error(`the ${name} view is still hidden`);
+  await frame();
+  return {sync, frame: performance.now() - t0};
+}
+"""
+
+
+def build_compare_page(folder: Path, T: int, n: int) -> tuple[Path, int]:
+    """An exported page of ``iglens_viz.compare(a, b)``: two T × n results, one pin each."""
+    import iglens_viz
+    from ui.helpers import synthetic_result
+
+    a = synthetic_result(T=T, n=n, K=5, seed=0, vocab=49152)
+    b = synthetic_result(T=T, n=n, K=5, seed=1, vocab=49152)
+    path = folder / f"bench-compare-{T}x{n}.html"
+    iglens_viz.compare(a, b, view="heatmap").to_html(path)
+    return path, path.stat().st_size
+
+
+def run_views(T: int, n: int, repeats: int) -> dict:
+    """Grid render (tab click → logit-lens grid drawn, next frame included) on the T × n page,
+    and compare render (tab click → pinned curves and both results' panels drawn) on a
+    ``compare(a, b)`` page of two T × n results. Medians over ``repeats`` switches."""
+    from playwright.sync_api import sync_playwright
+
+    from ui.helpers import PageRecorder, launch_chromium
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        pages = {"grid": build_page(Path(tmp), T, n)[0],
+                 "compare": build_compare_page(Path(tmp), T, n)[0]}
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            recorder = PageRecorder().attach(page)
+            for name, path in pages.items():
+                page.goto(path.as_uri())
+                page.wait_for_selector("[data-token-index]", timeout=60_000)
+                times, sync = [], []
+                for q in range(repeats + 1):  # the first switch warms the JIT
+                    got = page.evaluate(TAB_JS, name)
+                    if q:
+                        times.append(got["frame"])
+                        sync.append(got["sync"])
+                out[f"{name}_render_ms"] = median(times)
+                out[f"{name}_sync_ms"] = median(sync)
+                out[f"{name}_all"] = times
+            out["view_problems"] = recorder.console_errors + recorder.page_errors + recorder.network
+            browser.close()
+    return out
+
+
+def report_views(args) -> dict:
+    """Print the grid and compare render rows (see :func:`run_views`)."""
+    v = run_views(args.tokens, args.blocks, args.repeats)
+
+    def verdict(value, goal):
+        return "meets" if value <= goal else "MISSES"
+
+    print(f"  grid render (tab click -> drawn)      {v['grid_render_ms']:7.1f} ms  "
+          f"goal <= {GOAL_GRID_MS:.0f} ms: {verdict(v['grid_render_ms'], GOAL_GRID_MS)}"
+          f"   (median of {args.repeats} switches; {v['grid_sync_ms']:.1f} ms in the handler)")
+    print(f"  compare render (2 results, tab->drawn){v['compare_render_ms']:7.1f} ms  "
+          f"goal <= {GOAL_COMPARE_MS:.0f} ms: "
+          f"{verdict(v['compare_render_ms'], GOAL_COMPARE_MS)}"
+          f"   (median of {args.repeats} switches; {v['compare_sync_ms']:.1f} ms in the handler)")
+    if v["view_problems"]:
+        print(f"  page problems (grid/compare): {v['view_problems']}")
+    return v
+
+
+def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> dict:
+    """Per-token lazy interior path: what the kernel does between a click's ``path_request``
+    and the ``path`` trait (``IGLensWidget._on_path_request`` → ``IGLens.interior_path`` at
+    ``steps``, payload built), on a T-token prompt whose forward pass is cached.
+
+    ``model="default"``: the embedded SmolLM2-135M (30 blocks, 49,152-token vocabulary), the
+    size the goal is about; falls back to a tiny random Llama when it cannot be loaded.
+    Median over ``repeats`` positions (after one warm-up request).
+    """
+    import time
+
+    import numpy as np
+
+    from iglens_viz import IGLens
+    from iglens_viz.widget import IGLensWidget
+
+    name, lens = model, None
+    if model == "default":
+        try:
+            from iglens_viz import load_model
+
+            lens = IGLens(*load_model())
+            name = "SmolLM2-135M (embedded default)"
+        except Exception as err:  # noqa: BLE001 - a benchmark: say so and go on
+            print(f"  (the default model did not load: {err}; using a tiny random Llama)")
+    if lens is None:
+        from tiny_models import tiny_model, tiny_tokenizer
+
+        model = tiny_model("llama", num_hidden_layers=30, max_position_embeddings=max(64, T))
+        lens = IGLens(model, tiny_tokenizer())
+        name = "tiny random Llama, 30 blocks"
+    rng = np.random.default_rng(0)
+    ids = [int(i) for i in rng.integers(0, min(int(lens.readout.vocab_size), 30000), T)]
+    result = lens.attribute(ids)  # steps = 1: no path in the result
+    w = IGLensWidget(result, lens)
+    positions = [int(p) for p in rng.choice(np.flatnonzero(result.target_ids >= 0),
+                                            repeats + 1, replace=False)]
+    times = []
+    for n, position in enumerate(positions):
+        t0 = time.perf_counter()
+        w.path_request = {"position": position, "steps": steps, "_n": n + 1}
+        elapsed = 1000 * (time.perf_counter() - t0)
+        if "error" in w.path:
+            raise RuntimeError(w.path["error"])
+        if n:  # the first request warms the readout
+            times.append(elapsed)
+    return dict(lazy_T=T, lazy_blocks=int(lens.n_blocks), lazy_steps=steps, lazy_model=name,
+                lazy_repeats=repeats, lazy_path_ms=median(times), lazy_path_all=times)
+
+
+def report_lazy_path(args) -> dict:
+    """Print the lazy per-token path row (see :func:`run_lazy_path`)."""
+    v = run_lazy_path(args.tokens, args.path_steps, 3 if args.quick else 15, args.path_model)
+    verdict = "meets" if v["lazy_path_ms"] <= GOAL_LAZY_PATH_MS else "MISSES"
+    print(f"  lazy interior path of one token       {v['lazy_path_ms']:7.1f} ms  "
+          f"goal <= {GOAL_LAZY_PATH_MS:.0f} ms: {verdict}   (median of {v['lazy_repeats']} "
+          f"tokens; m={v['lazy_steps']}, {v['lazy_T']} tokens x {v['lazy_blocks']} blocks, "
+          f"{v['lazy_model']}; kernel side: path_request -> path)")
+    return v
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--loads", type=int, default=7)
     parser.add_argument("--clicks", type=int, default=25)
+    parser.add_argument("--repeats", type=int, default=9,
+                        help="tab switches timed for the grid and compare renders")
     parser.add_argument("--quick", action="store_true", help="3 loads, 8 clicks")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument("--path-steps", type=int, default=8,
+                        help="interpolation steps of the lazy per-token path (default 8)")
+    parser.add_argument("--path-model", choices=("default", "tiny"), default="default",
+                        help="model of the lazy-path row (default: the embedded SmolLM2)")
+    parser.add_argument("--no-path", action="store_true", help="skip the lazy-path row")
     args = parser.parse_args()
     if args.quick:
-        args.loads, args.clicks = 3, 8
+        args.loads, args.clicks, args.repeats = 3, 8, 3
     r = run(args.tokens, args.blocks, args.loads, args.clicks)
 
     def verdict(value, goal):
@@ -156,6 +318,9 @@ def main() -> None:
     print(f"    click -> next frame drawn           {r['click_to_frame_ms']:7.1f} ms")
     if r["problems"]:
         print(f"  page problems: {r['problems']}")
+    r.update(report_views(args))
+    if not args.no_path:
+        r.update(report_lazy_path(args))
     if args.json:
         args.json.write_text(json.dumps(r, indent=2))
 

@@ -18,6 +18,7 @@ from .errors import (IGLensError, InvalidRequestError, ModelLoadError, ModelOutp
                      ReadoutMismatchError, UnsupportedModelError)
 from .loading import load_model
 from .studies import Study, study
+from .views.compare import compare
 
 for _name, _target in {
     "plot_heatmap": "iglens_viz.views.static:plot_heatmap",
@@ -32,6 +33,6 @@ for _name, _target in {
 
 __all__ = ["AttributionRequest", "AttributionResult", "IGLens", "IGLensError",
            "InvalidRequestError", "ModelLoadError", "ModelOutputError", "ReadoutMismatchError",
-           "Study", "UnsupportedModelError", "ablate", "attribute", "load_model", "study",
-           "supported_families", "validate_onset"]
+           "Study", "UnsupportedModelError", "ablate", "attribute", "compare", "load_model",
+           "study", "supported_families", "validate_onset"]
 __version__ = "0.1.0"

@@ -11,7 +11,9 @@ import { createHeatmap } from "./views/heatmap.js";
 import { createDetail } from "./views/detail.js";
 import { createControls } from "./views/controls.js";
 import { createHelp } from "./views/help.js";
+import { createViews } from "./views/switcher.js";
 import { parseCssColor, luminance } from "./colorscale.js";
+import { formatToken } from "./tokens.js";
 
 /**
  * Light or dark, from the first opaque background at or above `el` (what the user sees),
@@ -52,27 +54,48 @@ export function render({ model, el }) {
     h("span", { class: "iglens-title", text: "IG-Lens" }),
     titleMeta,
     h("span", { class: "iglens-spacer" }),
+    presentButton(),
     help.button);
   const controls = createControls(ctx);
   const notice = h("div", { class: "iglens-notice", role: "status" });
   const strip = createStrip(ctx);
   const heatmap = createHeatmap(ctx);
   const detail = createDetail(ctx);
-  const main = h("div", { class: "iglens-main" }, heatmap.el, detail.el);
+  const views = createViews(ctx, heatmap); // tabs: heatmap | grid | compare, and the export buttons
+  const main = h("div", { class: "iglens-main" }, views.el, detail.el);
   root.append(head, help.panel, controls.el, notice, strip.el, main);
+
+  /** Presentation mode: text of at least 14 px everywhere (a projector), toggled in the header. */
+  function presentButton() {
+    const b = h("button", { type: "button", class: "iglens-present-toggle", "data-action": "present", "aria-pressed": "false",
+      title: "Presentation mode: larger text for a projector" }, h("span", { text: "Aa" }), h("span", { class: "iglens-present-label", text: "present" }));
+    b.addEventListener("click", () => {
+      const on = !root.classList.contains("iglens-present");
+      root.classList.toggle("iglens-present", on);
+      b.setAttribute("aria-pressed", on ? "true" : "false");
+      heatmap.full();
+      detail.render();
+      heatmap.updateSelection(true);
+    });
+    return b;
+  }
 
   function meta() {
     const r = ctx.result;
+    /** @type {string[]} */
     const parts = [];
     if (r) {
       if (r.modelName) parts.push(r.modelName);
       parts.push(`${r.nBlocks} blocks`);
       parts.push(`${r.T} positions`);
-      parts.push(`target: ${r.controls.target}` + (r.hasContrast && r.controls.contrast ? ` vs ${r.controls.contrast}` : ""));
+      // the controls' text through the token formatter: leading spaces show as \u2423
+      const tok = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
+      parts.push(`target: ${tok(r.controls.target)}` + (r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""));
       if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
       parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
     }
-    titleMeta.textContent = parts.join(" \u00b7 ");
+    // one span per part: a narrow header wraps between parts instead of cutting one
+    titleMeta.replaceChildren(...parts.map((p, q) => h("span", { class: "iglens-meta-part", text: (q ? " \u00b7 " : "") + p })));
     help.update(r);
     notice.hidden = !!r;
     notice.textContent = r ? "" : ctx.resultError ? `Could not read the result: ${ctx.resultError}` : "No attribution to show yet.";
@@ -107,18 +130,23 @@ export function render({ model, el }) {
     strip.build();
     controls.prefill();
     heatmap.full();
+    views.full();
     detail.render();
+    strip.scrollToSelected();
+    heatmap.updateSelection(true);
   };
   const onSelection = () => {
     // a segment picked for another token does not carry over to the new one
     if (ctx.segmentFocus.index !== ctx.selected()) ctx.segmentFocus = { index: -1, j: -1 };
     strip.updateSelection(true);
     heatmap.updateSelection(true);
+    views.updateSelection(true);
     detail.update();
   };
   const onHover = () => {
     strip.updateSelection(false);
     heatmap.updateSelection(false);
+    views.updateSelection(false);
     detail.update();
   };
   const onColor = () => strip.recolor();
@@ -135,6 +163,7 @@ export function render({ model, el }) {
     loadAblation(ctx);
     detail.render();
   };
+  const onPath = () => detail.render();
   const onFocus = () => detail.updateComponents();
   ctx.focusListeners.add(onFocus);
   const handlers = /** @type {Array<[string, () => void]>} */ ([
@@ -148,6 +177,8 @@ export function render({ model, el }) {
     ["change:ablation_busy", onAblation],
     ["change:busy", onControls],
     ["change:error", onControls],
+    ["change:progress", onControls],
+    ["change:path", onPath],
   ]);
   for (const [ev, fn] of handlers) model.on(ev, fn);
 
@@ -157,14 +188,16 @@ export function render({ model, el }) {
   meta();
   strip.recolor();
   heatmap.full();
+  views.full();
   detail.render();
 
   const rethemeAll = () => {
-    if (applyTheme()) { strip.recolor(); heatmap.full(); detail.render(); }
+    if (applyTheme()) { strip.recolor(); heatmap.full(); views.full(); detail.render(); }
   };
 
   // resize + theme changes -------------------------------------------------------------------
   let lastW = -1;
+  let opened = false;
   /** @type {ResizeObserver|null} */
   let ro = null;
   let rafId = 0;
@@ -177,9 +210,16 @@ export function render({ model, el }) {
         if (w === lastW) return;
         const first = lastW <= 0;
         lastW = w;
+        if (w === 0) return; // detached or hidden: nothing to lay out until it is back
         layoutMode();
         if (first) rethemeAll(); // attached to the page now: the real background is known
-        heatmap.resize();
+        heatmap.resize(); // back in the page after a detach: redrawn at the view's own scroll offset
+        if (!opened && w > 0) { // open on the selection, both views scrolled to it
+          opened = true;
+          strip.scrollToSelected();
+          heatmap.centreSelection();
+        }
+        views.resize();
         detail.resize();
       };
       rafId = typeof requestAnimationFrame === "function" ? requestAnimationFrame(run) : (run(), 0);
@@ -218,6 +258,7 @@ export function render({ model, el }) {
     ctx.dispose();
     strip.destroy();
     heatmap.destroy();
+    views.destroy();
     detail.destroy();
     controls.destroy();
     help.destroy();

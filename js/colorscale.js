@@ -271,3 +271,17 @@ export function parseCssColor(css) {
   if (m) return { rgb: hexToRgb(s), alpha: 1 };
   return null;
 }
+
+const OPPOSITION_STOPS = {
+  light: /** @type {Array<[number, string]>} */ ([[0, "#f7f7f7"], [0.35, "#fdd49e"], [0.7, "#f1a340"], [1, "#b35806"]]),
+  dark: /** @type {Array<[number, string]>} */ ([[0, "#2e3338"], [0.35, "#7f4a12"], [0.7, "#d9822b"], [1, "#fdc98a"]]),
+};
+
+/**
+ * Sequential orange scale on [0, 1] for the "non-monotone" colouring: the share of a token's
+ * largest |contribution| that moves against Δp (0 = monotone, neutral).
+ * @param {Theme} [theme]
+ */
+export function oppositionScale(theme = "light") {
+  return makeScale(cached(`opp-${theme}`, () => ramp(OPPOSITION_STOPS[theme])), 0, 1, "sequential");
+}

@@ -25,22 +25,24 @@
  * @property {number} padBottom
  * @property {boolean} gaps draw 1px gaps between cells
  * @property {number} fontSize row-label font size
+ * @property {number} headerFont column-label font size
  */
 
 /** @param {number} v @param {number} lo @param {number} hi */
 export const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
 
 /**
- * @param {{T: number, k: number, width: number, maxHeight?: number, labelW?: number}} o
+ * @param {{T: number, k: number, width: number, maxHeight?: number, labelW?: number, present?: boolean}} o
+ *   `present`: presentation mode (text of at least 14 px, taller rows, a wider gutter)
  * @returns {HeatmapGeometry}
  */
-export function heatmapGeometry({ T, k, width, maxHeight = 440, labelW }) {
+export function heatmapGeometry({ T, k, width, maxHeight = 440, labelW, present = false }) {
   const w = Math.max(160, Math.floor(width || 0));
-  const gutter = labelW ?? clamp(Math.round(w * 0.3), 96, 200);
+  const gutter = labelW ?? clamp(Math.round(w * (present ? 0.36 : 0.3)), 96, present ? 260 : 200);
   const padRight = 8;
   const colW = clamp(Math.floor((w - gutter - padRight) / Math.max(1, k)), 3, 40);
-  const rowH = T <= 24 ? 20 : T <= 80 ? 17 : 15;
-  const headerH = 24;
+  const rowH = present ? (T <= 24 ? 24 : 20) : T <= 24 ? 20 : T <= 80 ? 17 : 15;
+  const headerH = present ? 28 : 24;
   const padBottom = 6;
   const gridW = colW * k;
   const gridH = rowH * T;
@@ -52,7 +54,8 @@ export function heatmapGeometry({ T, k, width, maxHeight = 440, labelW }) {
     viewH: Math.min(contentH, Math.max(headerH + rowH * 3 + padBottom, maxHeight)),
     padBottom,
     gaps: colW >= 7 && rowH >= 12,
-    fontSize: rowH >= 17 ? 12 : 11,
+    fontSize: present ? 14 : rowH >= 17 ? 12 : 11,
+    headerFont: present ? 14 : 10.5,
   };
 }
 

@@ -122,3 +122,62 @@ export function ruleText(threshold) {
 export function stepRuleText(threshold) {
   return `by more than ${thresholdPercent(threshold)} of the largest |step|`;
 }
+
+/**
+ * A view of part of an array (a typed array's subarray: no copy).
+ * @param {ArrayLike<number>} a @param {number} from @param {number} to
+ * @returns {ArrayLike<number>}
+ */
+function sliceOf(a, from, to) {
+  const sub = /** @type {any} */ (a).subarray;
+  return typeof sub === "function" ? sub.call(a, from, to) : Array.prototype.slice.call(a, from, to);
+}
+
+/**
+ * @typedef {object} TokenFlags non-monotone positions of a whole result
+ * @property {Uint8Array} flags 1 where the position's trajectory is non-monotone: some segment
+ *   opposes Δp (`againstSegments`), or — with an interior path — some step moves against its
+ *   segment (`againstSteps`)
+ * @property {Float64Array} score the largest opposing |contribution| as a fraction of the
+ *   position's largest |contribution| (0 where no segment is flagged; NaN without a target)
+ * @property {number[]} positions the flagged positions, ascending
+ */
+
+/**
+ * The non-monotone rule applied to every position at once (for the strip's markers, the
+ * heatmap's gutter marks, the "non-monotone" colouring and the jump list).
+ * @param {ArrayLike<number>} contributions (T·k), row-major
+ * @param {ArrayLike<number>} deltaP (T)
+ * @param {number} k segments
+ * @param {number} threshold the result's `nonmonotone_threshold`
+ * @param {ArrayLike<number>|null} [path] (T·k·(m+1)) interior path, or null
+ * @returns {TokenFlags}
+ */
+export function tokenFlags(contributions, deltaP, k, threshold, path = null) {
+  const T = deltaP.length;
+  const flags = new Uint8Array(T);
+  const score = new Float64Array(T);
+  /** @type {number[]} */
+  const positions = [];
+  const per = path && T ? path.length / T : 0;
+  for (let i = 0; i < T; i++) {
+    const row = sliceOf(contributions, i * k, (i + 1) * k);
+    if (!Number.isFinite(deltaP[i])) { score[i] = NaN; continue; }
+    const segs = againstSegments(row, deltaP[i], threshold);
+    let scale = 0, worst = 0;
+    for (let j = 0; j < k; j++) {
+      const c = row[j];
+      if (!Number.isFinite(c)) continue;
+      scale = Math.max(scale, Math.abs(c));
+      if (segs[j]) worst = Math.max(worst, Math.abs(c));
+    }
+    score[i] = scale > 0 ? worst / scale : 0;
+    let flagged = worst > 0;
+    if (!flagged && per >= 2 * k) {
+      const steps = againstSteps(sliceOf(path, i * per, (i + 1) * per), k, threshold);
+      flagged = steps.some((s) => s.some(Boolean));
+    }
+    if (flagged) { flags[i] = 1; positions.push(i); }
+  }
+  return { flags, score, positions };
+}

@@ -341,7 +341,7 @@ describe("controls", () => {
     const val = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (q(el, `[name=${name}]`)).value;
     expect([val("target"), val("contrast"), val("boundaries"), val("boundaries_custom"), val("estimator"), val("steps")])
       .toEqual([" Paris", " London", "custom", "0,10,20,30", "riemann", "8"]);
-    expect(q(el, ".iglens-meta").textContent).toContain("target:  Paris");
+    expect(q(el, ".iglens-meta").textContent).toContain("target: \u2423Paris");
   });
 
   it("offer the sub-layer boundaries (\"sublayer\"), prefill them and send them", () => {

@@ -5,6 +5,7 @@
  */
 import { decodeArray, isPayload } from "./codec.js";
 import { decodeComponents, componentsMismatch } from "./components.js";
+import { tokenFlags } from "./nonmonotone.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -54,6 +55,8 @@ import { decodeComponents, componentsMismatch } from "./components.js";
  * @property {boolean[]} hasTarget per position
  * @property {import("./components.js").Components|null} components the payload's `components` (null when absent)
  * @property {string|null} componentsError why `components` could not be read (the rest of the result stands)
+ * @property {import("./nonmonotone.js").TokenFlags} nonmono the non-monotone positions (the rule of
+ *   `nonmonotone.js` with `nonmonotoneThreshold`, on the contributions and the result's path)
  *
  * @typedef {object} Controls the protocol's `controls`: the text of each control
  * @property {string} target
@@ -239,6 +242,7 @@ export function decodeResult(raw) {
     hasTarget,
     components,
     componentsError,
+    nonmono: tokenFlags(c, deltaP, k, threshold, m > 0 ? /** @type {any} */ (path).data : null),
   };
 }
 

@@ -11,7 +11,8 @@ import { decodeBase64Buffers } from "./codec.js";
 import { render } from "./app.js";
 
 const DEFAULTS = { selected: -1, hovered: -1, color_by: "p_final", interactive: false, request: {}, busy: false, error: "", components: {},
-  ablation: {}, ablation_request: {}, ablation_busy: false };
+  ablation: {}, ablation_request: {}, ablation_busy: false, view: "heatmap", pinned: [], comparison: {},
+  path: {}, path_request: {}, progress: -1, cancel_request: {} };
 
 /**
  * An in-memory model: get / set / save_changes / on / off (+ send, a no-op).

@@ -11,6 +11,7 @@ export const SPACE = "\u2423"; // ␣ OPEN BOX
 export const DOT_SPACE = "\u00b7"; // · MIDDLE DOT
 export const NEWLINE = "\u21b5"; // ↵
 export const TAB = "\u21e5"; // ⇥
+export const NBSP = "\u237d"; // ⍽ SHOULDERED OPEN BOX: a no-break space
 export const EMPTY = "\u2205"; // ∅
 export const ELLIPSIS = "\u2026"; // …
 export const DEFAULT_MAX_LEN = 16;
@@ -71,6 +72,7 @@ export function tokenUnits(text, opts = {}) {
     } else if (ch === "\n") units.push(newline);
     else if (ch === "\t") units.push(tab);
     else if (ch === "\r") units.push("\\r");
+    else if (ch === "\u00a0") units.push(NBSP);
     else if (ESCAPED.test(ch)) units.push(escapeChar(ch));
     else units.push(ch);
   }

@@ -31,7 +31,8 @@ describe("formatToken mirrors iglens_viz/views/token_format.py", () => {
     expect(formatToken("\t\r")).toBe("\u21e5\\r");
     expect(formatToken("\u202e")).toBe("\\u202e");
     expect(formatToken("\x07")).toBe("\\x07");
-    expect(formatToken("a\u00a0b")).toBe("a\\xa0b");
+    expect(formatToken("a\u00a0b")).toBe("a\u237db"); // a no-break space: a mark, not a literal \xa0
+    expect(formatToken("a\u2009b")).toBe("a\\u2009b");
     expect(formatToken("\u{F0000}")).toBe("\\U000f0000");
     expect(formatToken(null)).toBe(EMPTY);
     expect(formatToken(42)).toBe("42");

@@ -7,6 +7,7 @@
  * @module widget
  */
 import "./widget.css";
+import "./views.css";
 import { render } from "./app.js";
 
 export { createModel, mount } from "./standalone.js";

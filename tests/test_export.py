@@ -150,8 +150,9 @@ def test_hostile_tokens_cannot_break_out(page, page_text, hostile):
 def test_state_is_the_widget_protocol(page, hostile):
     state = json.loads(page.script("iglens-state"))
     assert set(state) == {"result", "selected", "hovered", "color_by", "interactive",
-                          "request", "busy", "error"}
+                          "request", "busy", "error", "view", "pinned"}
     assert state["interactive"] is False
+    assert state["view"] == "heatmap" and state["pinned"] == []  # the default tab, no pins
     assert state["selected"] == len(hostile.tokens) - 1  # no answer: opens on the last token
     assert state["color_by"] == "p_final" and state["busy"] is False
     result = state["result"]
@@ -227,7 +228,7 @@ def test_cli_writes_html(tiny_model_dir, tmp_path, capsys):
     assert result["controls"]["target"] == "next"
     assert result["controls"]["boundaries"] == "every:2"
     assert result["request"]["prompt"] == "w3 w5 w7 w9" and result["answer_start"] == 3
-    assert state["selected"] == 3  # opens on the answer's first position
+    assert state["selected"] == 4  # opens on the answer's first token
     assert state["interactive"] is False
 
 

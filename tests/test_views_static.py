@@ -318,7 +318,7 @@ def test_non_monotone_on_result(result):
     ("\x1b[31m", "\\x1b[31m"),
     ("\u200b", "\\u200b"),
     ("a\u202eb", "a\\u202eb"),
-    ("\u00a0", "\\xa0"),
+    ("\u00a0", "\u237d"),  # a no-break space: the shouldered box, not a literal \xa0
     ("é$€", "é$€"),
 ])
 def test_format_token(text, shown):

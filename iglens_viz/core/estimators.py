@@ -11,7 +11,9 @@ autograd through the final norm and projection only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -24,6 +26,26 @@ _PATH_COPIES = 3
 _GRADIENT_COPIES = 4
 
 
+_PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = \
+    contextvars.ContextVar("iglens_progress", default=None)
+
+
+@contextlib.contextmanager
+def progress_hook(report: Callable[[int, int], None]):
+    """Call ``report(done, total)`` after every chunk of interior points (the path and the
+    Riemann gradients) computed inside the ``with`` block, in this thread or task.
+
+    ``done`` of ``total`` points of the current pass are finished. ``report`` may raise
+    (an :class:`~iglens_viz.errors.IGLensError`, say) to stop the computation between
+    chunks: the widget cancels a recompute that way.
+    """
+    token = _PROGRESS.set(report)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 def _point_chunks(h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: int,
                   copies: int) -> Iterator[tuple[slice, int]]:
     """Chunks of the flattened (pair, α) rows and the vocabulary block width to use."""
@@ -32,8 +54,13 @@ def _point_chunks(h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: in
     width = max(h_a.shape[-1], readout.feature_size)
     rows, cols = block_plan(n_points, readout.vocab_size, readout.dtype, budget, copies,
                             head_width=readout.head_block_width, row_width=5 * width)
+    # (the chunks are the memory plan's, hook or not: the same sums in the same order)
+    report = _PROGRESS.get()
     for start in range(0, n_points, rows):
-        yield slice(start, min(n_points, start + rows)), cols
+        stop = min(n_points, start + rows)
+        yield slice(start, stop), cols
+        if report is not None:
+            report(stop, n_points)
 
 
 def _segment_rows(h_a, h_b, n_alphas: int, flat: slice, dtype):

@@ -23,7 +23,7 @@ from ..errors import InvalidRequestError, ReadoutMismatchError  # noqa: F401 (re
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .capture import capture_batch, capture_states
 from .components import component_names, component_shares
-from .estimators import path_values, riemann_totals
+from .estimators import midpoints, path_values, riemann_totals, segment_gradients
 from .extensions import provider
 from .inputs import check_context, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
@@ -392,6 +392,55 @@ class IGLens:
         dense[np.atleast_1d(picked)] = shares
         return dataclasses.replace(result, component_shares=dense,
                                    component_names=self.component_names)
+
+    def interior_path(self, result: AttributionResult, position: int, *,
+                      steps: int | None = None, terms: bool = False):
+        """f along every segment of ``result`` at one ``position``: ``(k, m+1)`` float64,
+        at α = 0, 1/m, …, 1 (the ends are ``result.lens_probs[position]``).
+
+        The same values as ``lens.run(result.request.replace(steps=m)).path_probs[position]``
+        for a few milliseconds: only this position's k·(m−1) interior points go through the
+        readout (no model run; the cached forward pass is reused). ``steps`` defaults to the
+        result's m (at least 2 — with m = 1 there is no interior).
+
+        With ``terms=True`` it returns ``(path, terms)``: ``terms`` ``(k, m)`` are the
+        midpoint Riemann terms (1/m) ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a), whose
+        row sums are the Riemann estimator's segment contributions at m steps.
+        """
+        request = result.request
+        if not isinstance(request, AttributionRequest):
+            raise InvalidRequestError("interior_path() needs a result produced by an IGLens")
+        T = len(result.input_ids)
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)) \
+                or not -T <= int(position) < T:
+            raise InvalidRequestError(f"position must be an integer in [-{T}, {T}), got "
+                                      f"{position!r}")
+        position = int(position) % T
+        if result.target_ids[position] < 0:
+            raise InvalidRequestError(f"position {position} has no target (with target "
+                                      f"'next', the last position has none)")
+        steps = max(2, request.steps) if steps is None else request.replace(steps=steps).steps
+        trace = self.trace(result.input_ids, sublayers=is_sublayer(result.boundaries))
+        picked = np.asarray([position])
+        y = torch.as_tensor(np.asarray(result.target_ids)[picked])
+        c = None if result.contrast_ids is None else torch.as_tensor(
+            np.asarray(result.contrast_ids)[picked])
+        pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
+        lens = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
+        k = lens.shape[1] - 1
+        if steps == 1:
+            path = torch.stack([lens[0, :-1], lens[0, 1:]], dim=-1)
+        else:
+            path = self._path(pairs, lens, steps)[0]
+        path = path.detach().cpu().numpy().astype(np.float64)
+        if not terms:
+            return path
+        out = torch.zeros(k * steps, dtype=torch.float64)
+        for pair, step, grad, direction in segment_gradients(
+                self.readout, *pairs, midpoints(steps, self.readout), self.memory_budget):
+            values = (grad * direction).sum(-1).double().cpu() / steps
+            out.index_put_((pair.cpu() * steps + step.cpu(),), values)
+        return path, out.reshape(k, steps).numpy()
 
     def _path(self, pairs, lens: torch.Tensor, steps: int) -> torch.Tensor | None:
         """f along every (position, segment) at α = 0, 1/m, …, 1, ``[P, k, m+1]`` float64:

@@ -53,7 +53,8 @@ def page_state(obj, *, selected: int | None = None, color_by: str | None = None)
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
     :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring,
     unless ``selected`` / ``color_by`` say otherwise, and its causal check's drops when it
-    has them: the ``ablation`` trait, plain JSON).
+    has them: the ``ablation`` trait, plain JSON; its ``view`` tab, ``pinned`` positions and
+    — from :func:`iglens_viz.compare` — its ``comparison`` of further results).
     """
     extra = {}
     if isinstance(getattr(obj, "result", None), dict) and hasattr(obj, "selected"):
@@ -63,6 +64,13 @@ def page_state(obj, *, selected: int | None = None, color_by: str | None = None)
         ablation = getattr(obj, "ablation", None)
         if isinstance(ablation, dict) and "drops" in ablation:
             extra["ablation"] = ablation
+        # the shown tab, the compare view's pins and the other results of a comparison
+        for name in ("view", "pinned"):
+            if hasattr(obj, name):
+                extra[name] = getattr(obj, name)
+        comparison = getattr(obj, "comparison", None)
+        if isinstance(comparison, dict) and comparison.get("results"):
+            extra["comparison"] = to_base64_state(comparison)
     else:
         payload = result_payload(obj)
     state = initial_state(payload, selected=selected, color_by=color_by)
@@ -139,6 +147,27 @@ CSP = (f"default-src 'none'; script-src 'sha256-{_LOADER_HASH}' blob:; "
 it imports, inline styles; no network, no ``<base>``, no forms."""
 
 
+def default_title(result: dict, *, max_prompt: int = 60) -> str:
+    """The page title of a result payload: the model, the prompt (its text, shortened, with
+    whitespace collapsed) and the number of tokens, e.g.
+    ``IG-Lens · gpt2 · “The capital of Vietnam is” · 6 tokens``."""
+    name = result.get("model_name") or result.get("family") or "model"
+    request = result.get("request") or {}
+    prompt = request.get("prompt") if isinstance(request, dict) else None
+    if not isinstance(prompt, str):  # token ids: the prompt's tokens, as text
+        tokens = result.get("tokens") or []
+        start = result.get("prompt_length")
+        prompt = "".join(tokens[:start] if isinstance(start, int) else tokens)
+    prompt = " ".join(prompt.split())
+    if len(prompt) > max_prompt:
+        prompt = prompt[:max_prompt - 1].rstrip() + "\u2026"
+    parts = ["IG-Lens", str(name)]
+    if prompt:
+        parts.append(f"\u201c{prompt}\u201d")
+    parts.append(f"{len(result['tokens'])} tokens")
+    return " \u00b7 ".join(parts)
+
+
 def to_html(obj, path=None, *, title: str | None = None, selected: int | None = None,
             color_by: str | None = None) -> str:
     """A self-contained HTML page of the IG-Lens views; written to ``path`` when given.
@@ -155,9 +184,7 @@ def to_html(obj, path=None, *, title: str | None = None, selected: int | None = 
     js, css = _bundle_text()
     state = page_state(obj, selected=selected, color_by=color_by)
     if title is None:
-        result = state["result"]
-        name = result.get("model_name") or result.get("family") or "model"
-        title = f"IG-Lens: {name}, {len(result['tokens'])} tokens"
+        title = default_title(state["result"])
     heading = f'<h1 class="iglens-page-title">{html.escape(title)}</h1>\n' if title else ""
     page = _TEMPLATE.format(csp=html.escape(CSP, quote=True), version=__version__,
                             title=html.escape(title or "IG-Lens"), css=_style_text(css),

@@ -105,3 +105,33 @@ def ablation_payload(position: int, drops, clean, labels, *, parts, target_id: i
         "target_name": str(target_name),
         "seconds": float(seconds),
     }
+
+
+def path_payload(position: int, path, terms, labels, *, target_id: int, estimator: str,
+                 seconds: float = 0.0) -> dict:
+    """The protocol's ``path`` trait: the interior path of one position, computed lazily
+    (:meth:`IGLens.interior_path`). ``path`` is ``(k, m+1)``: f along each segment at
+    α = 0, 1/m, …, 1; ``terms`` ``(k, m)``: the midpoint Riemann terms, or None. Plain JSON
+    lists of floats (None where not finite), the segment labels (for the fit check), the
+    target id, the shown result's estimator and the seconds it took."""
+    path = np.asarray(path, dtype=np.float64)
+    if path.ndim != 2 or path.shape[0] != len(labels) or path.shape[1] < 2:
+        raise ValueError(f"path must be (k, m+1) with k = {len(labels)} segments, got "
+                         f"{path.shape}")
+    rows = [[_json_float(v) for v in row] for row in path]
+    if terms is not None:
+        terms = np.asarray(terms, dtype=np.float64)
+        if terms.shape != (path.shape[0], path.shape[1] - 1):
+            raise ValueError(f"terms must be (k, m) = {(path.shape[0], path.shape[1] - 1)}, "
+                             f"got {terms.shape}")
+        terms = [[_json_float(v) for v in row] for row in terms]
+    return {
+        "position": int(position),
+        "steps": int(path.shape[1] - 1),
+        "path": rows,
+        "terms": terms,
+        "labels": [str(label) for label in labels],
+        "target_id": int(target_id),
+        "estimator": str(estimator),
+        "seconds": float(seconds),
+    }

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ..errors import InvalidRequestError
 
-COLOR_BY: tuple[str, ...] = ("p_final", "delta_p", "onset")
-"""Token-strip colourings: final target probability, net change Δp, onset block."""
+COLOR_BY: tuple[str, ...] = ("p_final", "delta_p", "onset", "nonmonotone")
+"""Token-strip colourings: final target probability, net change Δp, onset block, and how
+much of the trajectory moves against Δp (the largest opposing segment as a share of the
+token's largest |contribution|; 0 for a monotone token)."""
 
 DEFAULT_STATE: dict = {
     "selected": -1,       # no position selected
@@ -15,20 +17,25 @@ DEFAULT_STATE: dict = {
     "request": {},        # the controls' last wish (JS → Python)
     "busy": False,
     "error": "",
+    "view": "heatmap",    # the main view's tab: "heatmap", "grid" or "compare"
+    "pinned": [],         # [result, position] pairs the compare view overlays
 }
 """Every synced value but ``result``, as a new widget or an exported page starts."""
+
+VIEWS: tuple[str, ...] = ("heatmap", "grid", "compare")
+"""The main view's tabs: the layer heatmap, the logit-lens grid, the compare view."""
 
 
 def initial_state(payload: dict, *, selected: int | None = None,
                   color_by: str | None = None, interactive: bool = False) -> dict:
     """The model state that shows ``payload``: :data:`DEFAULT_STATE` with the given values.
 
-    ``selected`` defaults to the first answer position (``payload["answer_start"]``) or, with
-    no answer, the last position — where a reader looks first.
+    ``selected`` defaults to the first answer token (position ``prompt_length``, where the
+    answer is read) or, with no answer, the last prompt token — where a reader looks first.
     """
     T = len(payload["tokens"])
     if selected is None:
-        selected = min(int(payload["answer_start"]), T - 1)
+        selected = min(int(payload["prompt_length"]), T - 1)
     if isinstance(selected, bool) or not isinstance(selected, int) or not -1 <= selected < T:
         raise InvalidRequestError(f"selected={selected!r} must be -1 (none) or a position "
                                   f"0 … {T - 1}")

@@ -13,9 +13,10 @@ a token of spaces only         ``"␣"`` per space
 ``"\\n"``                      ``"↵"`` (``newline="\\\\n"`` writes the escape instead)
 ``"\\t"``                      ``"⇥"``
 ``"\\r"``                      ``"\\\\r"``
+``"\\u00a0"`` (no-break space)  ``"⍽"`` (a mark, not an escape: it is common in tokenizers)
 ``""``                         ``"∅"``
 other control / format chars   ``"\\\\x07"``, ``"\\\\u200b"``, ``"\\\\u202e"`` (never rendered raw)
-other space characters         escaped the same way (``"\\\\u00a0"``, a non-breaking space)
+other space characters         escaped the same way (``"\\\\u2009"``, a thin space)
 longer than ``max_len``        cut at ``max_len`` characters, the last being ``"…"``
 =============================  ==========================================================
 
@@ -35,6 +36,7 @@ SPACE = "\u2423"  # ␣ OPEN BOX
 DOT_SPACE = "\u00b7"  # · MIDDLE DOT, the quieter alternative
 NEWLINE = "\u21b5"  # ↵
 TAB = "\u21e5"  # ⇥
+NBSP = "\u237d"  # ⍽ SHOULDERED OPEN BOX: a no-break space (U+00A0), not an escape
 EMPTY = "\u2205"  # ∅
 ELLIPSIS = "\u2026"  # …
 DEFAULT_MAX_LEN = 16
@@ -71,6 +73,8 @@ def token_units(text: str, *, space: str = SPACE, newline: str = NEWLINE, tab: s
             units.append(tab)
         elif ch == "\r":
             units.append("\\r")
+        elif ch == "\u00a0":
+            units.append(NBSP)
         elif unicodedata.category(ch) in _ESCAPED_CATEGORIES:
             units.append(escape_char(ch))
         else:

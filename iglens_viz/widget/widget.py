@@ -19,6 +19,8 @@ conditional marginal. It runs only when asked (a click), batched by
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import anywidget
@@ -26,12 +28,13 @@ import traitlets
 
 from ..causal.segments import ablate_segments, is_position_index
 from ..core.components import component_segments
+from ..core.estimators import progress_hook
 from ..errors import IGLensError, InvalidRequestError
-from ..protocol import COLOR_BY, DEFAULT_STATE, initial_state, result_payload
-from ..protocol.payload import ablation_payload, components_payload
+from ..protocol import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state, result_payload
+from ..protocol.payload import ablation_payload, components_payload, path_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 
-__all__ = ["IGLensWidget", "segment_ablation", "show"]
+__all__ = ["IGLensWidget", "RecomputeCancelled", "position_path", "segment_ablation", "show"]
 
 _MISSING_BUNDLE_ESM = """
 export default { render({ el }) {
@@ -67,7 +70,7 @@ class IGLensWidget(anywidget.AnyWidget):
         The initially selected position (-1: none; default: the first position that predicts
         the generated answer, else the last position).
     color_by:
-        The token-strip statistic: ``"p_final"``, ``"delta_p"`` or ``"onset"``.
+        The token-strip statistic: ``"p_final"``, ``"delta_p"``, ``"onset"`` or ``"nonmonotone"``.
     **attribute_kwargs:
         Arguments of :meth:`IGLens.attribute` when ``result`` is computed here.
 
@@ -94,7 +97,8 @@ class IGLensWidget(anywidget.AnyWidget):
 
     color_by = traitlets.Enum(COLOR_BY, default_value=DEFAULT_STATE["color_by"]).tag(sync=True)
     """The token-strip colouring: the final target probability ``"p_final"``, the total
-    change ``"delta_p"``, or the ``"onset"`` layer.
+    change ``"delta_p"``, the ``"onset"`` layer, or ``"nonmonotone"`` (how much of the
+    trajectory moves against Δp).
     """
 
     interactive = traitlets.Bool(DEFAULT_STATE["interactive"]).tag(sync=True)
@@ -139,6 +143,47 @@ class IGLensWidget(anywidget.AnyWidget):
     :meth:`to_html`.
     """
 
+    path_request = traitlets.Dict({}).tag(sync=True)
+    """Written by the browser's detail panel: ``{position, steps, _n}``, the interior path
+    of one position at ``steps`` interpolation steps. Python answers through :attr:`path`
+    (milliseconds: one position's points, no model run)."""
+
+    path = traitlets.Dict({}).tag(sync=True)
+    """The interior path of one position (:meth:`IGLens.interior_path`): ``{position, steps,
+    path, terms, labels, target_id, estimator, seconds}`` (``path`` ``(k, m+1)`` lists,
+    ``terms`` the ``(k, m)`` midpoint Riemann terms), ``{}`` before the first request and
+    after every new result, or ``{"error": message, "position": p}``."""
+
+    view = traitlets.Enum(VIEWS, default_value=DEFAULT_STATE["view"]).tag(sync=True)
+    """The main view's tab: the layer ``"heatmap"``, the logit-lens ``"grid"`` (top-1 lens
+    token per block and position) or ``"compare"`` (pinned curves, results side by side).
+    Set by the browser's tabs and settable from Python."""
+
+    pinned = traitlets.List(list(DEFAULT_STATE["pinned"])).tag(sync=True)
+    """The compare view's pins: ``[r, i]`` pairs (result r — 0 for :attr:`result`, r ≥ 1 for
+    ``comparison["results"][r - 1]`` — and position i) whose cumulative curves are overlaid.
+    Set by the browser (pin buttons, clicks in the compare view) and settable from Python."""
+
+    comparison = traitlets.Dict({}).tag(sync=True)
+    """Further results shown beside :attr:`result` on one colour scale
+    (:func:`iglens_viz.compare`): ``{labels, results, limit}`` — one label per result,
+    the other results' protocol dicts, and the shared colour limit (the largest
+    |contribution| of all results) — or ``{}`` for one result."""
+
+    progress = traitlets.Float(-1.0).tag(sync=True)
+    """The running recompute's progress, 0 … 1 (the share of interior points done), -1 when
+    no recompute runs or none reports progress (a steps = 1 prediction-aware request has no
+    interior points)."""
+
+    cancel_request = traitlets.Dict({}).tag(sync=True)
+    """Written by the browser's Cancel button: ``{_n}``. The running recompute stops at its
+    next chunk of points; :attr:`error` then reads "cancelled" and the old result stays."""
+
+    threaded: bool | None = None
+    """Run recomputes in a background thread, so that the kernel hears a Cancel while one
+    runs. None (the default): only inside a running IPython kernel; False: always in the
+    caller's thread (tests, scripts)."""
+
     def __init__(self, result=None, lens=None, text_or_ids=None, *, selected: int | None = None,
                  color_by: str = DEFAULT_STATE["color_by"], **attribute_kwargs):
         if result is None:
@@ -161,6 +206,10 @@ class IGLensWidget(anywidget.AnyWidget):
         self.observe(self._on_request, names="request")
         self.observe(self._on_selected, names="selected")
         self.observe(self._on_ablation_request, names="ablation_request")
+        self.observe(self._on_path_request, names="path_request")
+        self.observe(self._on_cancel, names="cancel_request")
+        self._cancel = threading.Event()
+        self._worker: threading.Thread | None = None
         self._on_selected(None)
 
     def __repr__(self) -> str:
@@ -191,21 +240,64 @@ class IGLensWidget(anywidget.AnyWidget):
         controls = change["new"]
         if not controls or self._lens is None:
             return
-        self.busy = True
+        if self._worker is not None and self._worker.is_alive():
+            self.error = "a recompute is running: wait for it or cancel it"
+            return
+        self._cancel.clear()
+        with self.hold_sync():
+            self.busy = True
+            self.progress = -1.0
+        if self._threaded():
+            self._worker = threading.Thread(target=self._recompute, args=(controls,),
+                                            name="iglens-recompute", daemon=True)
+            self._worker.start()
+        else:
+            self._recompute(controls)
+
+    def _threaded(self) -> bool:
+        if self.threaded is not None:
+            return bool(self.threaded)
         try:
-            new = self._lens.run(self._attribution.request.with_controls(controls))
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython comes with anywidget
+            return False
+        shell = get_ipython()
+        return getattr(shell, "kernel", None) is not None
+
+    def _report(self, done: int, total: int) -> None:
+        """The progress hook of a recompute: publish the share done; stop when cancelled."""
+        if self._cancel.is_set():
+            raise RecomputeCancelled("cancelled: the previous result is still shown")
+        value = round(done / total, 3) if total else -1.0
+        if value != self.progress:
+            self.progress = value
+
+    def _recompute(self, controls) -> None:
+        try:
+            with progress_hook(self._report):
+                new = self._lens.run(self._attribution.request.with_controls(controls))
             payload = result_payload(new)
         except IGLensError as err:
             with self.hold_sync():
                 self.error = str(err)
                 self.busy = False
+                self.progress = -1.0
             return
         except Exception as err:  # unexpected: say so in the view, and in the kernel log
             with self.hold_sync():
                 self.error = f"{type(err).__name__}: {err}"
                 self.busy = False
+                self.progress = -1.0
             raise
         self._show(new, payload)
+
+    def _on_cancel(self, change) -> None:
+        if change["new"] and self.busy:
+            self._cancel.set()
+
+    def cancel(self) -> None:
+        """Stop the running recompute at its next chunk of points (the old result stays)."""
+        self._cancel.set()
 
     def recompute(self, **changes):
         """Replay the shown result's request with some fields changed (``target``,
@@ -228,6 +320,8 @@ class IGLensWidget(anywidget.AnyWidget):
             self.result = payload
             self.error = ""
             self.busy = False
+            self.progress = -1.0
+            self.path = {}
             self.components = {}
             self.ablation = {}
             self.ablation_busy = False
@@ -276,12 +370,55 @@ class IGLensWidget(anywidget.AnyWidget):
             self.ablation = {"error": f"{type(err).__name__}: {err}", **where}
             raise
 
+    # ------------------------------------------------------------------ interior path
+
+    def interior_path(self, position: int | None = None, steps: int = 8) -> dict:
+        """Compute the interior path of one position of the shown result (default: the
+        selected one) at ``steps`` interpolation steps, and show it in the detail panel.
+
+        Sets :attr:`path` and returns it (see :func:`position_path`). Errors propagate
+        (unlike requests from the browser, which land in :attr:`path` as ``{"error": …}``).
+        """
+        if self._lens is None:
+            raise IGLensError("the interior path reads the model's states: this widget has "
+                              "no IGLens; build it with IGLensWidget(result, lens) or "
+                              "iglens_viz.widget.show(...)")
+        position = self.selected if position is None else position
+        payload = position_path(self._lens, self._attribution, position, steps)
+        self.path = payload
+        return payload
+
+    def _on_path_request(self, change) -> None:
+        wish = change["new"]
+        if not wish:
+            return
+        position = wish.get("position") if isinstance(wish, dict) else None
+        steps = wish.get("steps", 8) if isinstance(wish, dict) else None
+        where = {"position": position} if is_position_index(position) else {}
+        try:
+            if not is_position_index(position):
+                raise InvalidRequestError(f"a path request needs a position (an integer "
+                                          f">= 0), got {position!r}")
+            if isinstance(steps, bool) or not isinstance(steps, int):
+                raise InvalidRequestError(f"a path request needs steps (an integer), got "
+                                          f"{steps!r}")
+            if self._worker is not None and self._worker.is_alive():
+                raise IGLensError("a recompute is running: ask again when it is done")
+            self.interior_path(int(position), int(steps))
+        except IGLensError as err:
+            self.path = {"error": str(err), **where}
+        except Exception as err:  # unexpected: say so in the view, and in the kernel log
+            self.path = {"error": f"{type(err).__name__}: {err}", **where}
+            raise
+
     # ------------------------------------------------------------------ component split
 
     def _on_selected(self, change) -> None:
         """Split the selected position's contributions over heads and MLPs (milliseconds once
         the lens holds the head outputs; the first call on a prompt runs the model once)."""
         result, position = self._attribution, self.selected
+        if self._worker is not None and self._worker.is_alive():
+            return  # the recompute's new result splits the selection when it lands
         if self._lens is None or result.component_shares is not None or position < 0 \
                 or result.target_ids[position] < 0:
             return
@@ -306,6 +443,25 @@ def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict
                             parts=done.parts, target_id=done.target_id,
                             contrast_id=done.contrast_id, target_name=result.target_name,
                             mode=mode, seconds=done.seconds)
+
+
+class RecomputeCancelled(IGLensError):
+    """A recompute stopped by the Cancel button (or :meth:`IGLensWidget.cancel`)."""
+
+
+def position_path(lens, result, position: int, steps: int = 8) -> dict:
+    """The interior path of ``result`` at ``position`` as the protocol's ``path`` dict
+    (:func:`iglens_viz.protocol.payload.path_payload`): f along each segment at ``steps``
+    interpolation steps, and the midpoint Riemann terms when the result's estimator is
+    ``riemann``; see :meth:`IGLens.interior_path`."""
+    start = time.perf_counter()
+    riemann = result.request.estimator == "riemann"
+    out = lens.interior_path(result, position, steps=steps, terms=riemann)
+    path, terms = out if riemann else (out, None)
+    return path_payload(int(position) % len(result.input_ids), path, terms,
+                        result.segment_labels, target_id=int(result.target_ids[position]),
+                        estimator=result.request.estimator,
+                        seconds=time.perf_counter() - start)
 
 
 def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | None = None,

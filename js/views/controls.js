@@ -46,6 +46,11 @@ export function createControls(ctx) {
   const steps = h("input", { name: "steps", type: "number", min: 1, step: 1, value: 1, class: "iglens-input iglens-steps", "aria-label": "interpolation steps" });
   const apply = h("button", { type: "submit", class: "iglens-apply" }, h("span", { class: "iglens-spinner", "aria-hidden": "true" }), h("span", { class: "iglens-apply-label", text: "Apply" }));
   const status = h("div", { class: "iglens-status", role: "status", "aria-live": "polite" });
+  // a whole-prompt recompute: its progress (the share of interior points done) and a way out
+  const progress = h("progress", { class: "iglens-progress", max: 1, "aria-label": "recompute progress" });
+  progress.hidden = true;
+  const cancel = h("button", { type: "button", class: "iglens-cancel", "data-action": "cancel", text: "Cancel" });
+  cancel.hidden = true;
   const error = h("div", { class: "iglens-error", role: "alert" });
   error.hidden = true;
 
@@ -59,7 +64,8 @@ export function createControls(ctx) {
     field("estimator", [estimator], "prediction-aware: exact, credits observed changes; Riemann: classic IG gradient sum (has discretization error)"),
     field("steps", [steps], "Interpolation steps m per segment (>1 shows the path inside each segment)"),
     apply);
-  const el = h("section", { class: "iglens-controls", "aria-label": "Recompute" }, form, status, error);
+  const el = h("section", { class: "iglens-controls", "aria-label": "Recompute" }, form,
+    h("div", { class: "iglens-progress-row" }, status, progress, cancel), error);
 
   function prefill() {
     const r = ctx.result;
@@ -85,7 +91,12 @@ export function createControls(ctx) {
     apply.disabled = busy;
     el.classList.toggle("iglens-busy", busy);
     el.setAttribute("aria-busy", busy ? "true" : "false");
-    status.textContent = busy ? "Computing\u2026" : "";
+    const p = Number(ctx.model.get("progress"));
+    const known = busy && Number.isFinite(p) && p >= 0;
+    progress.hidden = !known;
+    if (known) progress.value = p; else progress.removeAttribute("value");
+    cancel.hidden = !busy;
+    status.textContent = busy ? (known ? `Computing\u2026 ${Math.round(100 * p)}%` : "Computing\u2026") : "";
     const msg = ctx.model.get("error");
     error.hidden = !msg;
     error.textContent = msg ? String(msg) : "";
@@ -103,6 +114,11 @@ export function createControls(ctx) {
       // A counter makes every Apply a change, so applying the same settings again still recomputes.
       const previous = ctx.model.get("request");
       ctx.setTrait("request", { ...request, _n: ((previous && previous._n) || 0) + 1 });
+    }),
+    listen(cancel, "click", () => {
+      const previous = ctx.model.get("cancel_request");
+      ctx.setTrait("cancel_request", { _n: ((previous && previous._n) || 0) + 1 });
+      status.textContent = "Cancelling\u2026";
     }),
     // keys typed in the form must not drive the strip/heatmap shortcuts
     listen(form, "keydown", (e) => e.stopPropagation()),

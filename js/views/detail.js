@@ -17,8 +17,15 @@ import { contributionRow, lensRow, pathRow, topAt, idText, contributionSum, pFin
 import { fmtProb, fmtSigned, completenessText } from "../format.js";
 import { buildComponents } from "./components.js";
 import { compareAblation, rhoText } from "../ablation.js";
+import { readPathTrait } from "../path.js";
 
-const M = { left: 48, right: 14, top: 8, bottom: 6 };
+/** Chart margins: room for the y tick labels and the rotated y-axis title. */
+let M = { left: 58, right: 14, top: 8, bottom: 6 };
+/** Height of the x tick-label band under each chart. */
+const XLABELS = 15;
+
+/** The interior-path steps asked for lazily (from the panel's box; shared by the panels of a page). */
+const DEFAULT_PATH_STEPS = 8;
 
 /**
  * @param {import("./context.js").Context} ctx
@@ -93,6 +100,7 @@ export function createDetail(ctx) {
     el.appendChild(compEl);
     renderComponents();
     local.push(...charts.offs);
+    autoRequestPath(ctx, r, i, preview);
     if (refocusAblate) /** @type {HTMLElement|null} */ (el.querySelector("[data-action=ablate]"))?.focus();
   }
 
@@ -179,6 +187,9 @@ function completeness(r, i) {
  * @param {import("../result.js").Result} r @param {number} i @param {number} W
  */
 function buildCharts(ctx, r, i, W) {
+  const present = ctx.root.classList.contains("iglens-present");
+  M = present ? { left: 70, right: 16, top: 10, bottom: 6 } : { left: 58, right: 14, top: 8, bottom: 6 };
+  const XL = present ? 20 : XLABELS;
   const dark = ctx.theme === "dark";
   const pos = dark ? POSITIVE_DARK : POSITIVE;
   const neg = dark ? NEGATIVE_DARK : NEGATIVE;
@@ -186,7 +197,11 @@ function buildCharts(ctx, r, i, W) {
   const k = r.k;
   const c = contributionRow(r, i);
   const lens = lensRow(r, i);
-  const path = pathRow(r, i);
+  // the interior path: the result's (steps > 1), else the one Python computed lazily for this token
+  const lazyTrait = readPathTrait(ctx.model.get("path"), r);
+  const lazy = !r.pathProbs && lazyTrait.path && lazyTrait.path.position === i ? lazyTrait.path : null;
+  const path = r.pathProbs ? pathRow(r, i) : lazy ? lazy.flat : null;
+  const m = r.pathProbs ? r.m : lazy ? lazy.m : 0;
   const segFlags = againstSegments(c, r.deltaP[i], r.nonmonotoneThreshold);
   const stepFlags = path ? againstSteps(path, k, r.nonmonotoneThreshold) : null;
   const x = linearScale([b[0] - 0.6, b[k] + 0.6], [M.left, W - M.right]);
@@ -223,23 +238,31 @@ function buildCharts(ctx, r, i, W) {
     }
   };
 
+  /** the y-axis title, rotated, left of the tick labels */
+  const yTitle = (/** @type {SVGElement} */ g, /** @type {string} */ text, /** @type {number} */ y0, /** @type {number} */ y1) => {
+    const cy = (y0 + y1) / 2;
+    g.appendChild(s("text", { class: "iglens-ytitle", x: 0, y: 0, transform: `translate(${present ? 13 : 11}, ${cy}) rotate(-90)`, "text-anchor": "middle" }, text));
+  };
+
   const xTicks = (() => {
     const span = b[k] - b[0];
-    const want = clamp(Math.floor((W - M.left - M.right) / 34), 2, 16);
+    const want = clamp(Math.floor((W - M.left - M.right) / (present ? 44 : 34)), 2, 16);
     const { ticks } = niceTicks(b[0], b[k], want);
     return ticks.filter((t) => Number.isInteger(t) || span < 4);
   })();
 
   /** x axis labels along the bottom */
   const xAxis = (/** @type {SVGElement} */ g, /** @type {number} */ yy, /** @type {boolean} */ labels) => {
+    const axis = s("g", { class: "iglens-xaxis" });
     for (const t of xTicks) {
-      g.appendChild(s("line", { class: "iglens-xtick", x1: x(t), x2: x(t), y1: yy, y2: yy + 3 }));
-      if (labels) g.appendChild(s("text", { class: "iglens-tick", x: x(t), y: yy + 13, "text-anchor": "middle" }, String(t)));
+      axis.appendChild(s("line", { class: "iglens-xtick", x1: x(t), x2: x(t), y1: yy, y2: yy + 3 }));
+      if (labels) axis.appendChild(s("text", { class: "iglens-tick iglens-xtick-label", "data-tick": t, x: x(t), y: yy + (present ? 17 : 13), "text-anchor": "middle" }, String(t)));
     }
+    g.appendChild(axis);
   };
 
   // (a) bars -----------------------------------------------------------------------------
-  const Ha = 118;
+  const Ha = 118 + XL;
   const A = frame(Ha, "segment contributions", "(a) contribution of each segment  \u2014  hatched \u25b2\u25bc: against \u0394p");
   // the causal check of this position, when Python (or the exported page) has it
   const abl = ctx.ablation.ablation && ctx.ablation.ablation.position === i ? ctx.ablation.ablation : null;
@@ -249,11 +272,12 @@ function buildCharts(ctx, r, i, W) {
   if (drops) for (let j = 0; j < k; j++) if (Number.isFinite(drops[j])) { cLo = Math.min(cLo, drops[j]); cHi = Math.max(cHi, drops[j]); }
   if (cLo === cHi) { cLo = -1e-9; cHi = 1e-9; }
   const padA = 0.16 * (cHi - cLo);
-  const ya = linearScale([cLo - (cLo < 0 ? padA : 0), cHi + (cHi > 0 ? padA : 0)], [Ha - M.bottom - 4, M.top + 2]);
+  const ya = linearScale([cLo - (cLo < 0 ? padA : 0), cHi + (cHi > 0 ? padA : 0)], [Ha - XL - M.bottom - 4, M.top + 2]);
   const ga = s("g");
   A.svg.appendChild(ga);
-  shade(ga, A.fill, M.top, Ha - M.bottom);
+  shade(ga, A.fill, M.top, Ha - XL - M.bottom);
   yAxis(ga, ya, ya.domain[0], ya.domain[1], 3);
+  yTitle(ga, "contribution", M.top, Ha - XL - M.bottom);
   const bars = s("g", { class: "iglens-bars" });
   // with drops, each segment's slot holds two bars: the contribution left, the drop right
   const slot = (/** @type {number} */ j) => {
@@ -291,13 +315,13 @@ function buildCharts(ctx, r, i, W) {
     }
     ga.appendChild(series);
   }
-  xAxis(ga, Ha - M.bottom, false);
+  xAxis(ga, Ha - XL - M.bottom, true);
   A.wrap.appendChild(ablationBox(ctx, r, i, abl, dark));
 
   // (b) cumulative curve -------------------------------------------------------------------
-  const Hb = 138;
+  const Hb = 138 + XL;
   const B = frame(Hb, "cumulative lens probability", path
-    ? `(b) ${r.targetName} after block L, with the path inside each segment (m=${r.m})`
+    ? `(b) ${r.targetName} after block L, and along the straight path inside each segment (m=${m}${lazy ? ", computed for this token" : ""})`
     : `(b) ${r.targetName} after block L (cumulative)`);
   let pLo = Infinity, pHi = -Infinity;
   const consider = (/** @type {number} */ v) => { if (Number.isFinite(v)) { pLo = Math.min(pLo, v); pHi = Math.max(pHi, v); } };
@@ -306,22 +330,38 @@ function buildCharts(ctx, r, i, W) {
   if (!Number.isFinite(pLo)) { pLo = 0; pHi = 1; }
   if (pLo >= 0) pLo = 0;
   if (pHi <= pLo) pHi = pLo + 1e-6;
-  const yb = linearScale([pLo, pHi + 0.08 * (pHi - pLo)], [Hb - M.bottom - 2, M.top + 4]);
+  const bBottom = Hb - XL - M.bottom;
+  const yb = linearScale([pLo, pHi + 0.08 * (pHi - pLo)], [bBottom - 2, M.top + 4]);
   const gb = s("g");
   B.svg.appendChild(gb);
-  shade(gb, B.fill, M.top, Hb - M.bottom);
+  shade(gb, B.fill, M.top, bBottom);
   yAxis(gb, yb, yb.domain[0], yb.domain[1], 3);
+  yTitle(gb, r.targetName, M.top, bBottom);
   gb.appendChild(s("line", { class: "iglens-baseline", x1: M.left, x2: W - M.right, y1: yb(lens[0]), y2: yb(lens[0]) }));
-  if (path && r.m > 0) {
-    const m = r.m;
-    const pts = [];
+  const curvePts = [];
+  for (let j = 0; j <= k; j++) if (Number.isFinite(lens[j])) curvePts.push(`${x(b[j]).toFixed(1)},${yb(lens[j]).toFixed(1)}`);
+  // with a path, the boundary curve is the chord (dashed) and the path is the line to read
+  gb.appendChild(s("polyline", { class: "iglens-curve" + (path ? " iglens-curve-chord" : ""), points: curvePts.join(" ") }));
+  if (path && m > 0) {
+    const series = s("g", { class: "iglens-path-series", "data-series": lazy ? "lazy-path" : "path", "data-steps": m });
     for (let j = 0; j < k; j++) {
+      const pts = [];
+      const vals = [];
       for (let q = 0; q <= m; q++) {
         const v = path[j * (m + 1) + q];
+        vals.push(Number.isFinite(v) ? String(v) : "NaN");
         if (Number.isFinite(v)) pts.push(`${x(b[j] + (q / m) * (b[j + 1] - b[j])).toFixed(1)},${yb(v).toFixed(1)}`);
       }
+      series.appendChild(s("polyline", { class: "iglens-path", "data-segment": j, "data-values": vals.join(" "), points: pts.join(" ") }));
+      const segW = x(b[j + 1]) - x(b[j]);
+      if (segW / m >= 4) { // the interior points themselves, where there is room
+        for (let q = 1; q < m; q++) {
+          const v = path[j * (m + 1) + q];
+          if (Number.isFinite(v)) series.appendChild(s("circle", { class: "iglens-path-dot", cx: x(b[j] + (q / m) * (b[j + 1] - b[j])), cy: yb(v), r: 1.8 }));
+        }
+      }
     }
-    gb.appendChild(s("polyline", { class: "iglens-path", points: pts.join(" ") }));
+    gb.appendChild(series);
     if (stepFlags) {
       for (let j = 0; j < k; j++) {
         for (let q = 0; q < m; q++) {
@@ -336,31 +376,32 @@ function buildCharts(ctx, r, i, W) {
       }
     }
   }
-  const curvePts = [];
-  for (let j = 0; j <= k; j++) if (Number.isFinite(lens[j])) curvePts.push(`${x(b[j]).toFixed(1)},${yb(lens[j]).toFixed(1)}`);
-  gb.appendChild(s("polyline", { class: "iglens-curve", points: curvePts.join(" ") }));
   if (k <= 64) {
     for (let j = 0; j <= k; j++) {
       if (Number.isFinite(lens[j])) gb.appendChild(s("circle", { class: "iglens-curve-dot", cx: x(b[j]), cy: yb(lens[j]), r: 2.6 }));
     }
   }
   gb.appendChild(s("text", { class: "iglens-end-label", x: Math.min(x(b[k]) + 2, W - 2), y: yb(lens[k]) - 7, "text-anchor": "end" }, fmtProb(lens[k])));
-  xAxis(gb, Hb - M.bottom, false);
+  xAxis(gb, bBottom, true);
+  B.wrap.appendChild(pathBox(ctx, r, i, path ? m : 0, !!lazy, lazyTrait, dark));
+  if (lazy && lazy.terms) B.wrap.appendChild(riemannTerms(ctx, r, i, lazy));
 
   // (c) logit-lens overlay ------------------------------------------------------------------
   const figs = [A.wrap, B.wrap];
-  const Hc = 162;
+  const Hc = 162 + (present ? 16 : 0);
+  const cBottom = Hc - 32 - (present ? 8 : 0);
   let C = null;
   if (r.K > 0) {
-    C = frame(Hc, "logit lens top-1", "(c) logit lens: top-1 token after block L (filled: it is the target)");
-    const yc = linearScale([0, 1.22], [Hc - 32, M.top + 2]);
+    C = frame(Hc, "logit lens top-1", "(c) logit lens: the lens's top-1 token after block L and its probability");
+    const yc = linearScale([0, 1.22], [cBottom, M.top + 2]);
     const gc = s("g");
     C.svg.appendChild(gc);
-    shade(gc, C.fill, M.top, Hc - 32);
+    shade(gc, C.fill, M.top, cBottom);
     for (const t of [0, 0.5, 1]) {
       gc.appendChild(s("line", { class: t === 0 ? "iglens-zero" : "iglens-grid", x1: M.left, x2: W - M.right, y1: yc(t), y2: yc(t) }));
       gc.appendChild(s("text", { class: "iglens-tick", x: M.left - 6, y: yc(t), "text-anchor": "end", "dominant-baseline": "middle" }, formatTick(t, 0.5)));
     }
+    yTitle(gc, "probability", M.top, cBottom);
     const top1 = [];
     for (let j = 0; j <= k; j++) top1.push(topAt(r, i, j, 1)[0] ?? null);
     const tl = [];
@@ -376,38 +417,46 @@ function buildCharts(ctx, r, i, W) {
       const t = top1[j];
       if (!t) continue;
       const hit = t.id === r.targetIds[i];
-      gc.appendChild(s("circle", { class: hit ? "iglens-top1-hit" : "iglens-top1-miss", cx: x(b[j]), cy: yc(t.p), r: 3 }));
+      // every dot names its token on hover, so a label left out below is one hover away
+      gc.appendChild(s("circle", { class: hit ? "iglens-top1-hit" : "iglens-top1-miss", cx: x(b[j]), cy: yc(t.p), r: 3 },
+        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`)));
       if (j === 0 || !top1[j - 1] || top1[j - 1]?.id !== t.id) labelsAt.push(j);
     }
-    // labels where top-1 changes, staggered on three heights, skipped when they would collide
+    // labels where top-1 changes, staggered on three heights; those that would collide are
+    // thinned visibly: counted in the legend below ("n more: hover the dots")
     /** @type {number[][]} */
     const lanes = [[], [], []];
+    const charW = present ? 9.2 : 6.3;
+    let hidden = 0;
     for (const j of labelsAt) {
       const t = /** @type {{id: number, text: string, p: number}} */ (top1[j]);
       const text = formatToken(t.text, { maxLen: 10 });
-      const tw = 6.3 * Array.from(text).length + 8;
+      const tw = charW * Array.from(text).length + 8;
       const cx = clamp(x(b[j]), M.left + tw / 2, W - M.right - tw / 2);
       const lane = lanes.findIndex((ls) => ls.every((other) => Math.abs(other - cx) > (tw + 44) / 2));
-      if (lane < 0) continue;
+      if (lane < 0) { hidden++; continue; }
       lanes[lane].push(cx);
-      const cy = yc(t.p) - 9 - 13 * lane;
+      const lh = present ? 18 : 14;
+      const cy = yc(t.p) - 9 - (lh - 1) * lane;
       const ty = Math.max(M.top + 7, cy);
-      const label = s("g", { class: "iglens-top1-label" + (t.id === r.targetIds[i] ? " iglens-top1-label-hit" : "") },
-        s("rect", { x: cx - tw / 2, y: ty - 8, width: tw, height: 14, rx: 3 }),
-        s("text", { x: cx, y: ty + 2.5, "text-anchor": "middle" }, text),
+      const label = s("g", { class: "iglens-top1-label" + (t.id === r.targetIds[i] ? " iglens-top1-label-hit" : ""), "data-layer": b[j] },
+        s("rect", { x: cx - tw / 2, y: ty - lh / 2 - 1, width: tw, height: lh, rx: 3 }),
+        s("text", { x: cx, y: ty + (present ? 4 : 2.5), "text-anchor": "middle" }, text),
         s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`));
       gc.appendChild(label);
     }
-    xAxis(gc, Hc - 32, true);
+    C.svg.setAttribute("data-labels-shown", String(labelsAt.length - hidden));
+    C.svg.setAttribute("data-labels-hidden", String(hidden));
+    xAxis(gc, cBottom, true);
     gc.appendChild(s("text", { class: "iglens-axis-title", x: (M.left + W - M.right) / 2, y: Hc - 3, "text-anchor": "middle" }, r.halves
       ? "depth L (state after block L; L − 0.5: after its attention; 0 = embeddings)"
       : "block L (state after block L; 0 = embeddings)"));
+    C.wrap.appendChild(chartLegend([
+      ["iglens-key-top1", "top-1 lens token's probability"],
+      ["iglens-key-hit", "filled: the top-1 is the target"],
+      ...(ref.length ? [/** @type {[string, string]} */ (["iglens-key-ref", `${r.targetName} (as in b)`])] : []),
+    ], labelsAt.length, hidden));
     figs.push(C.wrap);
-  } else {
-    // no overlay: label the x axis under (b)
-    B.svg.setAttribute("height", String(Hb + 16));
-    B.svg.setAttribute("viewBox", `0 0 ${W} ${Hb + 16}`);
-    xAxis(gb, Hb - M.bottom, true);
   }
 
   // crosshair + readout, shared by the three charts ---------------------------------------------
@@ -602,4 +651,132 @@ export function ablationCaption(r, i, abl) {
   h("span", { text: "." }),
   Number.isFinite(abl.clean) ? h("span", { class: "iglens-muted", text: ` Unablated ${f} = ${fmtProb(abl.clean)}.` }) : null);
   return p;
+}
+
+/**
+ * A chart's legend: one key per series (a CSS class draws its swatch), and — for the
+ * logit-lens labels — how many labels were left out to avoid collisions.
+ * @param {Array<[string, string]>} items [swatch class, text]
+ * @param {number} [labels] labels wanted (top-1 changes)
+ * @param {number} [hidden] labels left out
+ */
+function chartLegend(items, labels = 0, hidden = 0) {
+  const el = h("div", { class: "iglens-chart-legend" });
+  for (const [cls, text] of items) {
+    el.appendChild(h("span", { class: "iglens-key" }, h("span", { class: `iglens-key-swatch ${cls}`, "aria-hidden": "true" }), h("span", { text })));
+  }
+  if (hidden > 0) {
+    el.appendChild(h("span", { class: "iglens-labels-hidden", "data-hidden": hidden,
+      text: `${labels - hidden} of ${labels} token labels shown (${hidden} more would overlap: hover the dots)` }));
+  }
+  return el;
+}
+
+/** Per context: the interior-path steps the user asked for, and the last request sent. */
+const pathWishes = /** @type {WeakMap<object, {steps: number, sent: {r: object|null, i: number, steps: number}}>} */ (new WeakMap());
+
+/** @param {import("./context.js").Context} ctx */
+function pathWish(ctx) {
+  let w = pathWishes.get(ctx);
+  if (!w) { w = { steps: 0, sent: { r: null, i: -1, steps: 0 } }; pathWishes.set(ctx, w); }
+  return w;
+}
+
+/**
+ * Ask Python for the interior path of position i at `steps` (the `path_request` trait);
+ * once per (result, position, steps).
+ * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r
+ * @param {number} i @param {number} steps @param {boolean} [again] send even if sent before
+ */
+export function requestPath(ctx, r, i, steps, again = false) {
+  const wish = pathWish(ctx);
+  wish.steps = steps;
+  if (!again && wish.sent.r === r && wish.sent.i === i && wish.sent.steps === steps) return;
+  wish.sent = { r, i, steps };
+  const previous = ctx.model.get("path_request");
+  ctx.setTrait("path_request", { position: i, steps, _n: ((previous && previous._n) || 0) + 1 });
+}
+
+/**
+ * The selected token's interior path, fetched lazily: once the user has asked for a path,
+ * every newly selected token asks Python for its own (milliseconds, one token).
+ * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r
+ * @param {number} i @param {boolean} preview
+ */
+function autoRequestPath(ctx, r, i, preview) {
+  const wish = pathWish(ctx);
+  if (preview || r.pathProbs || !wish.steps || !ctx.model.get("interactive") || !r.hasTarget[i]) return;
+  const have = readPathTrait(ctx.model.get("path"), r).path;
+  if (have && have.position === i && have.m === wish.steps) return;
+  requestPath(ctx, r, i, wish.steps);
+}
+
+/**
+ * Under chart (b): the legend of the path, what it shows, and (interactive, no path in the
+ * result) the box that asks Python for this token's path.
+ * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r
+ * @param {number} i @param {number} m steps of the path drawn (0: none)
+ * @param {boolean} lazy the path drawn was computed for this token
+ * @param {import("../path.js").PathTrait} trait @param {boolean} dark
+ */
+function pathBox(ctx, r, i, m, lazy, trait, dark) {
+  void dark;
+  const box = h("div", { class: "iglens-pathbox" });
+  if (m > 0) {
+    box.appendChild(chartLegend([
+      ["iglens-key-dot", "after each block"],
+      ["iglens-key-chord", "straight line between blocks"],
+      ["iglens-key-path", `along the path inside each segment (m=${m})`],
+      ["iglens-key-flag", "\u00d7 a step against its segment"],
+    ]));
+    box.appendChild(h("p", { class: "iglens-caption iglens-path-teach", text:
+      "Inside a segment the state moves in a straight line from h\u2090 to h_b; the coloured line is the probability read along it. "
+      + "Where it bends away from the dashed line, the segment's change does not arrive evenly: most of it lands at the steepest steps, "
+      + "and a step that dips against the segment's direction is marked \u00d7." }));
+  }
+  const interactive = !!ctx.model.get("interactive");
+  if (r.pathProbs) return box;
+  if (!interactive) {
+    if (!m) box.appendChild(h("p", { class: "iglens-muted iglens-path-hint", text: "The path inside each segment needs steps > 1: attribute with steps=8, or open this view in a notebook with the model to compute it for one token." }));
+    return box;
+  }
+  const wish = pathWish(ctx);
+  const steps = h("input", { type: "number", name: "path_steps", class: "iglens-input iglens-steps", min: 2, max: r.maxSteps, step: 1,
+    value: wish.steps || (lazy ? m : DEFAULT_PATH_STEPS), "aria-label": "interpolation steps of the path" });
+  const button = h("button", { type: "button", class: "iglens-path-button", "data-action": "path",
+    text: m ? "Recompute the path" : "Show the path inside each segment" });
+  const status = h("span", { class: "iglens-muted iglens-path-status", role: "status" });
+  const waiting = wish.sent.r === r && wish.sent.i === i && !(lazy && m === wish.sent.steps) && !(trait.error && trait.errorPosition === i);
+  if (lazy && trait.path) status.textContent = `computed for this token in ${Math.max(1, Math.round(trait.path.seconds * 1000))} ms`;
+  else if (waiting) status.textContent = "computing\u2026";
+  button.addEventListener("click", () => {
+    const n = Math.max(2, Math.min(r.maxSteps, Math.trunc(Number(steps.value)) || DEFAULT_PATH_STEPS));
+    requestPath(ctx, r, i, n, true);
+    status.textContent = "computing\u2026";
+  });
+  steps.addEventListener("keydown", (e) => { e.stopPropagation(); if (e.key === "Enter") button.click(); });
+  box.appendChild(h("div", { class: "iglens-path-ask" },
+    h("label", { class: "iglens-field" }, h("span", { class: "iglens-field-label", text: "m =" }), steps), button, status));
+  if (trait.error && (trait.errorPosition === null || trait.errorPosition === i)) {
+    box.appendChild(h("p", { class: "iglens-ablation-error iglens-path-error", role: "alert", text: trait.error }));
+  }
+  return box;
+}
+
+/**
+ * The Riemann terms of one segment (the picked one, else the onset): m numbers whose sum is
+ * the Riemann estimate of its contribution at m steps, next to the shown contribution.
+ * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r
+ * @param {number} i @param {import("../path.js").LazyPath} lazy
+ */
+function riemannTerms(ctx, r, i, lazy) {
+  const j = ctx.segmentFocus.index === i && ctx.segmentFocus.j >= 0 ? ctx.segmentFocus.j : Math.max(0, r.onset[i]);
+  const terms = /** @type {Float64Array} */ (lazy.terms).subarray(j * lazy.m, (j + 1) * lazy.m);
+  let sum = 0;
+  for (const t of terms) if (Number.isFinite(t)) sum += t;
+  const shown = Array.from(terms.slice(0, 16), (t) => fmtSigned(t)).join(" ");
+  return h("p", { class: "iglens-caption iglens-riemann-terms", "data-segment": j },
+    h("strong", { text: `Riemann terms of ${segmentText(r, j)} (m=${lazy.m}): ` }),
+    h("span", { class: "iglens-mono", text: shown + (terms.length > 16 ? " \u2026" : "") }),
+    h("span", { text: ` \u2014 sum ${fmtSigned(sum)}; contribution shown ${fmtSigned(contributionRow(r, i)[j])}` }));
 }

@@ -11,9 +11,10 @@
  */
 import { h, clear, listen } from "../dom.js";
 import { heatmapGeometry, hitTest, visibleRows, scrollToRow, thinLabels, clamp, cellRect } from "../layout.js";
-import { divergingScale, hexToRgb } from "../colorscale.js";
+import { divergingScale, hexToRgb, NONMONOTONE } from "../colorscale.js";
 import { formatToken } from "../tokens.js";
-import { contribution, lensAt, topAt, idText, pFinal, segmentText, depthText } from "../result.js";
+import { contribution, lensAt, topAt, idText, pFinal, segmentText, depthText, contributionRow } from "../result.js";
+import { thresholdPercent } from "../nonmonotone.js";
 import { fmtProb, fmtSigned } from "../format.js";
 import { createLegend, drawLegend } from "./legend.js";
 
@@ -31,9 +32,24 @@ export function createHeatmap(ctx) {
   const legend = createLegend("iglens-heatmap-legend");
   const title = h("h3", { class: "iglens-section-title", text: "Contribution of each block" });
   const note = h("p", { class: "iglens-foot" });
+  // the overview of every row (long prompts): click or drag to scroll there
+  const minimap = h("canvas", { class: "iglens-minimap", "data-view": "minimap", role: "img", "aria-label": "Overview of all rows: click to scroll there" });
+  const body = h("div", { class: "iglens-heatmap-body" }, scroller, minimap);
+  // colour limit: the whole prompt's largest |contribution|, each row's own, or a number the user sets (kept across recomputes)
+  const scaleMode = h("select", { class: "iglens-input iglens-scale-mode", name: "heatmap_scale", "aria-label": "colour limit of the heatmap" },
+    h("option", { value: "prompt", text: "scale: whole prompt" }),
+    h("option", { value: "row", text: "scale: each row" }),
+    h("option", { value: "fixed", text: "scale: fixed (locked)" }));
+  const limitInput = h("input", { class: "iglens-input iglens-scale-limit", name: "heatmap_limit", type: "number", min: 0, step: "any", "aria-label": "fixed colour limit (largest |contribution| shown at full colour)", title: "the |contribution| shown at full colour; kept when the result changes" });
+  limitInput.hidden = true;
+  const jumpInput = h("input", { class: "iglens-input iglens-jump-input", name: "jump", type: "text", placeholder: "jump to # or token", autocomplete: "off", spellcheck: "false", "aria-label": "jump to a position (number) or the next token containing this text" });
+  const jumpForm = h("form", { class: "iglens-jump", novalidate: true }, jumpInput);
+  const tools = h("div", { class: "iglens-heatmap-tools" }, scaleMode, limitInput, h("span", { class: "iglens-spacer" }), jumpForm);
+  // what is selected, in words, right above the rows: a click here changes something in view at any width
+  const summary = h("div", { class: "iglens-heatmap-summary", "aria-live": "polite" });
   const el = h("section", { class: "iglens-heatmap", "aria-label": "Layer heatmap" },
     h("div", { class: "iglens-section-head" }, title, h("span", { class: "iglens-spacer" }), legend),
-    scroller, tooltip, note);
+    tools, summary, body, tooltip, note);
 
   /** @type {import("../layout.js").HeatmapGeometry|null} */
   let g = null;
@@ -47,6 +63,16 @@ export function createHeatmap(ctx) {
   /** @type {string[]} */
   let rowLabels = [];
   let font = "system-ui, sans-serif";
+  // The view's own scroll offset: every frame, hover and click uses it, and the scroller is
+  // brought back to it after a relayout (a re-theme, a detached-and-re-attached output, a
+  // resize), so the drawn rows, the hover and the selection always agree.
+  let top = 0;
+  /** @type {"prompt"|"row"|"fixed"} */
+  let mode = "prompt";
+  let fixedLimit = NaN;
+  /** @type {Float64Array|null} each row's largest |contribution| (per-row scale) */
+  let rowLimit = null;
+  let minimapW = 0;
   let colors = { fg: "#1f2328", muted: "#656d76", bg: "#ffffff", grid: "#ffffff", accent: "#0969da", nan: "#d9d9d9", answer: "#8250df" };
 
   const ctx2d = (/** @type {HTMLCanvasElement} */ c) => {
@@ -74,7 +100,14 @@ export function createHeatmap(ctx) {
     bitmap = null;
     const r = ctx.result;
     if (!r || !r.k || !r.T) return;
-    const scale = divergingScale(r.contribLimit, ctx.theme);
+    const limit = currentLimit();
+    const scale = divergingScale(mode === "row" ? 1 : limit, ctx.theme);
+    rowLimit = new Float64Array(r.T);
+    for (let i = 0; i < r.T; i++) {
+      let m = 0;
+      for (const v of contributionRow(r, i)) if (Number.isFinite(v) && Math.abs(v) > m) m = Math.abs(v);
+      rowLimit[i] = m > 0 ? m : 1;
+    }
     rowLabels = [];
     for (let i = 0; i < r.T; i++) {
       const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 10 }) : "\u2013";
@@ -90,9 +123,10 @@ export function createHeatmap(ctx) {
     const lut = scale.lut;
     const nan = hexToRgb(colors.nan);
     for (let i = 0; i < r.T; i++) {
+      const div = mode === "row" ? rowLimit[i] : 1;
       for (let j = 0; j < r.k; j++) {
         const o = (i * r.k + j) * 4;
-        const q = scale.index(contribution(r, i, j));
+        const q = scale.index(contribution(r, i, j) / div);
         if (q < 0) { px[o] = nan[0]; px[o + 1] = nan[1]; px[o + 2] = nan[2]; }
         else { px[o] = lut[q * 3]; px[o + 1] = lut[q * 3 + 1]; px[o + 2] = lut[q * 3 + 2]; }
         px[o + 3] = 255;
@@ -102,25 +136,52 @@ export function createHeatmap(ctx) {
     bitmap = c;
   }
 
+  /** The colour limit in use (the value shown at full colour; per row: 1 = the row's largest). */
+  function currentLimit() {
+    const r = ctx.result;
+    if (mode === "fixed" && fixedLimit > 0) return fixedLimit;
+    return r ? r.contribLimit : 1;
+  }
+
+  /** The limit a row's cells are coloured against. @param {number} i */
+  const limitOf = (i) => (mode === "row" && rowLimit ? rowLimit[i] : currentLimit());
+
   function legendUpdate() {
     const r = ctx.result;
     if (!r) { clear(legend); return; }
-    drawLegend(legend, divergingScale(r.contribLimit, ctx.theme), `contribution to ${r.targetName}`);
+    if (mode === "row") drawLegend(legend, divergingScale(1, ctx.theme), "contribution \u00f7 row's largest |contribution|");
+    else drawLegend(legend, divergingScale(currentLimit(), ctx.theme), `contribution to ${r.targetName}` + (mode === "fixed" ? " (fixed scale)" : ""));
+    el.setAttribute("data-scale", mode);
+    el.setAttribute("data-limit", String(currentLimit()));
   }
 
   /** Recompute geometry for the current width; resize the canvases. */
   function layout() {
     const r = ctx.result;
     if (!r) { g = null; return; }
-    const w = scroller.clientWidth || el.clientWidth || width || 640;
+    const present = ctx.root.classList.contains("iglens-present");
+    const avail = body.clientWidth || el.clientWidth || width + minimapW || 640;
+    g = heatmapGeometry({ T: r.T, k: r.k, width: avail, present });
+    minimapW = g.contentH > g.viewH ? 30 : 0; // an overview only when rows scroll
+    minimap.hidden = !minimapW;
+    const w = Math.max(160, avail - (minimapW ? minimapW + 6 : 0));
     width = w;
-    g = heatmapGeometry({ T: r.T, k: r.k, width: w });
+    if (minimapW) g = heatmapGeometry({ T: r.T, k: r.k, width: w, present });
     dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
     scroller.style.height = `${g.viewH}px`;
     stage.style.height = `${g.viewH}px`;
     stage.style.width = `${g.width}px`;
     spacer.style.height = `${Math.max(0, g.contentH - g.viewH)}px`;
     spacer.style.width = `${g.width}px`;
+    if (minimapW) {
+      minimap.width = Math.round(minimapW * dpr);
+      minimap.height = Math.round(g.viewH * dpr);
+      minimap.style.width = `${minimapW}px`;
+      minimap.style.height = `${g.viewH}px`;
+    }
+    canvas.setAttribute("data-row-height", String(g.rowH));
+    canvas.setAttribute("data-header-height", String(g.headerH));
+    canvas.setAttribute("data-label-width", String(g.labelW));
     for (const c of [canvas, overlay]) {
       c.width = Math.round(g.width * dpr);
       c.height = Math.round(g.viewH * dpr);
@@ -131,9 +192,11 @@ export function createHeatmap(ctx) {
     const single = r.singleBlocks;
     title.textContent = single ? "Contribution of each block" : "Contribution of each segment";
     note.textContent = `Rows: positions (token \u2192 target); columns: ${single ? "blocks" : r.halves ? "attention and MLP halves of blocks" : "segments"} 1\u2013${r.nBlocks}. `
-      + "Outlined cell: onset. Hover a cell for the lens's top tokens; click to select (and to show that segment's head shares)."
+      + "Outlined cell: onset (where its colour shows). Orange mark left of the cells: a non-monotone token"
+      + ` (a segment against \u0394p by more than ${thresholdPercent(r.nonmonotoneThreshold)} of its largest |contribution|). `
+      + "Hover a cell for the lens's top tokens; click to select (and to show that segment's head shares)."
       + (r.answerStart > 0 && r.answerStart < r.T ? " Rows under the purple line predict the generated answer (their targets are its tokens)." : "")
-      + (g.contentH > g.viewH ? " Scroll for more rows." : "");
+      + (g.contentH > g.viewH ? " Scroll for more rows, or use the overview on the right." : "");
   }
 
   function draw() {
@@ -141,7 +204,7 @@ export function createHeatmap(ctx) {
     const r = ctx.result;
     const c = ctx2d(canvas);
     if (!c || !g || !r) return;
-    const top = scroller.scrollTop;
+    syncScroll();
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.fillStyle = colors.bg;
     c.fillRect(0, 0, g.width, g.viewH);
@@ -158,8 +221,108 @@ export function createHeatmap(ctx) {
     }
     if (vis) drawRows(c, r, vis[0], vis[1], top);
     c.restore();
+    canvas.setAttribute("data-first-row", String(vis ? vis[0] : -1));
+    canvas.setAttribute("data-scroll-top", String(top));
     drawHeader(c, r);
     drawOverlay();
+    drawMinimap();
+  }
+
+  /** Bring the scroller back to the view's offset (or take the scroller's, when the view's no longer fits). */
+  function syncScroll() {
+    if (!g) return;
+    const max = Math.max(0, g.contentH - g.viewH);
+    top = clamp(top, 0, max);
+    if (scroller.clientHeight > 0 && Math.abs(scroller.scrollTop - top) >= 1) {
+      scroller.scrollTop = top;
+      if (Math.abs(scroller.scrollTop - top) >= 1) top = scroller.scrollTop; // the browser could not scroll there
+    }
+  }
+
+  /** @param {number} next */
+  function scrollTo(next) {
+    if (!g) return;
+    top = clamp(next, 0, Math.max(0, g.contentH - g.viewH));
+    syncScroll();
+    tooltip.hidden = true;
+    hit = null;
+    schedule();
+  }
+
+  /** The overview: every row squeezed into the view's height, the visible rows boxed. */
+  function drawMinimap() {
+    const r = ctx.result;
+    if (!minimapW || !g || !r) return;
+    const c = ctx2d(minimap);
+    if (!c) return;
+    const H = g.viewH;
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    c.fillStyle = colors.bg;
+    c.fillRect(0, 0, minimapW, H);
+    const barX = 5;
+    const barW = minimapW - barX;
+    if (bitmap) {
+      c.imageSmoothingEnabled = true;
+      c.drawImage(bitmap, 0, 0, r.k, r.T, barX, 0, barW, H);
+    }
+    const rowY = (/** @type {number} */ i) => (i / r.T) * H;
+    c.fillStyle = NONMONOTONE;
+    for (const i of r.nonmono.positions) c.fillRect(0, rowY(i), 4, Math.max(1.5, H / r.T));
+    if (r.answerStart > 0 && r.answerStart < r.T) {
+      c.fillStyle = colors.answer;
+      c.fillRect(barX, rowY(r.answerStart) - 0.5, barW, 1.5);
+    }
+    const vis = visibleRows(g, top);
+    if (vis) {
+      const y0 = rowY(vis[0]);
+      const y1 = rowY(vis[1] + 1);
+      c.strokeStyle = colors.fg;
+      c.lineWidth = 1.5;
+      c.strokeRect(barX + 0.75, y0 + 0.75, barW - 1.5, Math.max(3, y1 - y0 - 1.5));
+    }
+    const sel = ctx.selected();
+    if (sel >= 0) {
+      c.fillStyle = colors.accent;
+      c.fillRect(barX - 3, rowY(sel + 0.5) - 1, barW + 3, 2.5);
+    }
+  }
+
+  /** @param {MouseEvent} e */
+  function minimapRow(e) {
+    const r = ctx.result;
+    if (!r || !g) return -1;
+    const rect = minimap.getBoundingClientRect();
+    return clamp(Math.floor(((e.clientY - rect.top) / Math.max(1, rect.height)) * r.T), 0, r.T - 1);
+  }
+
+  /** Centre row i in the view. @param {number} i */
+  function centreRow(i) {
+    if (!g) return;
+    scrollTo(i * g.rowH - (g.viewH - g.headerH) / 2 + g.rowH / 2);
+  }
+
+  /** The selected row in words, above the rows. */
+  function updateSummary() {
+    const r = ctx.result;
+    clear(summary);
+    const i = ctx.selected();
+    if (!r || i < 0) { summary.appendChild(h("span", { class: "iglens-muted", text: "Click a row to select its token." })); return; }
+    const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 20 }) : "(no target)";
+    summary.append(
+      h("span", { class: "iglens-muted", text: "selected " }),
+      h("span", { class: "iglens-pos", text: `[${i}]` }), " ",
+      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }), " \u2192 ",
+      h("span", { class: "iglens-chip iglens-chip-target", text: tgt }));
+    if (r.hasTarget[i]) {
+      summary.append(h("span", { class: "iglens-muted", text: ` \u00b7 \u0394p ${fmtSigned(r.deltaP[i])}` + (r.onset[i] >= 0 ? ` \u00b7 onset ${segmentText(r, r.onset[i])}` : "") }));
+      if (r.nonmono.flags[i]) summary.append(h("span", { class: "iglens-flag-text", text: " \u00b7 non-monotone" }));
+    }
+    const panel = ctx.root.querySelector(".iglens-detail");
+    if (panel && !ctx.root.classList.contains("iglens-wide")) {
+      const go = h("button", { type: "button", class: "iglens-link", "data-action": "show-detail", text: "details \u2191" });
+      go.addEventListener("click", () => /** @type {HTMLElement} */ (panel).scrollIntoView({ block: "start", behavior: "smooth" }));
+      summary.append(" ", go);
+    }
   }
 
   /**
@@ -177,7 +340,7 @@ export function createHeatmap(ctx) {
     c.font = `${g.fontSize}px ${font}`;
     c.textBaseline = "middle";
     c.textAlign = "right";
-    const maxW = labelW - 10;
+    const maxW = labelW - 12;
     for (let i = first; i <= last; i++) {
       const y = headerH + i * rowH - top;
       if (!r.hasTarget[i]) { // grey, hatched, "no target"
@@ -198,16 +361,21 @@ export function createHeatmap(ctx) {
         c.fillStyle = colors.muted;
         c.fillText("no target", labelW + gridW / 2, y + rowH / 2);
         c.textAlign = "right";
-      } else if (colW >= 6 && rowH >= 10 && r.onset[i] >= 0 && r.onset[i] < r.k) {
+      } else if (colW >= 6 && rowH >= 10 && r.onset[i] >= 0 && r.onset[i] < r.k
+        && Math.abs(contribution(r, i, r.onset[i])) >= 0.1 * limitOf(i)) { // outline only where the colour shows
         c.strokeStyle = colors.fg;
         c.lineWidth = 1.25;
         c.strokeRect(labelW + r.onset[i] * colW + 1.5, y + 1.5, colW - 3, rowH - 3);
+      }
+      if (r.nonmono.flags[i]) { // non-monotone: an orange mark at the edge of the gutter
+        c.fillStyle = NONMONOTONE;
+        c.fillRect(labelW - 6, y + 2, 4, rowH - 4);
       }
       c.fillStyle = i >= r.answerStart ? colors.answer : colors.fg;
       const idx = `${i}`;
       const label = rowLabels[i] ?? "";
       // index in muted colour, then the label, both right-aligned in the gutter
-      c.fillText(fit(c, label, maxW - 34), labelW - 8, y + rowH / 2);
+      c.fillText(fit(c, label, maxW - 34), labelW - 10, y + rowH / 2);
       c.fillStyle = colors.muted;
       c.textAlign = "left";
       c.fillText(idx, 4, y + rowH / 2);
@@ -225,7 +393,7 @@ export function createHeatmap(ctx) {
     if (!g) return;
     c.fillStyle = colors.bg;
     c.fillRect(0, 0, g.width, g.headerH);
-    c.font = `10.5px ${font}`;
+    c.font = `${g.headerFont}px ${font}`;
     c.textBaseline = "middle";
     c.textAlign = "center";
     c.fillStyle = colors.muted;
@@ -247,7 +415,6 @@ export function createHeatmap(ctx) {
     if (!c || !g || !r) return;
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.clearRect(0, 0, g.width, g.viewH);
-    const top = scroller.scrollTop;
     const rowY = (/** @type {number} */ i) => g ? g.headerH + i * g.rowH - top : 0;
     c.save();
     c.beginPath();
@@ -288,7 +455,7 @@ export function createHeatmap(ctx) {
     if (hit && hit.seg >= 0) { // the hovered column's label, bold and underlined
       const x = g.labelW + (hit.seg + 0.5) * g.colW;
       c.fillStyle = colors.bg;
-      c.font = `600 10.5px ${font}`;
+      c.font = `600 ${g.headerFont}px ${font}`;
       const label = r.segmentLabels[hit.seg];
       const w = Math.max(c.measureText(label).width + 12, Math.min(3 * g.colW, 44));
       c.fillRect(x - w / 2, 2, w, g.headerH - 5);
@@ -317,7 +484,7 @@ export function createHeatmap(ctx) {
   function locate(e) {
     if (!g) return null;
     const rect = canvas.getBoundingClientRect();
-    return hitTest(g, e.clientX - rect.left, e.clientY - rect.top, scroller.scrollTop);
+    return hitTest(g, e.clientX - rect.left, e.clientY - rect.top, top);
   }
 
   /** @param {MouseEvent} e */
@@ -377,7 +544,43 @@ export function createHeatmap(ctx) {
   }
 
   const offs = [
-    listen(scroller, "scroll", () => { tooltip.hidden = true; hit = null; schedule(); }, { passive: true }),
+    listen(scroller, "scroll", () => {
+      // a detached or hidden scroller reads 0: that is not the user scrolling
+      if (scroller.clientHeight === 0 || !scroller.isConnected) return;
+      top = scroller.scrollTop;
+      tooltip.hidden = true; hit = null; schedule();
+    }, { passive: true }),
+    listen(minimap, "pointerdown", (e) => {
+      const i = minimapRow(e);
+      if (i < 0) return;
+      centreRow(i);
+      try { minimap.setPointerCapture(e.pointerId); } catch { /* synthetic events */ }
+    }),
+    listen(minimap, "pointermove", (e) => {
+      if (!(e.buttons & 1)) return;
+      const i = minimapRow(e);
+      if (i >= 0) centreRow(i);
+    }),
+    listen(scaleMode, "change", () => {
+      const next = /** @type {"prompt"|"row"|"fixed"} */ (scaleMode.value);
+      if (next === "fixed" && !(fixedLimit > 0)) fixedLimit = currentLimit();
+      mode = next;
+      limitInput.hidden = mode !== "fixed";
+      if (mode === "fixed") limitInput.value = String(Number(fixedLimit.toPrecision(3)));
+      recolour();
+    }),
+    listen(limitInput, "change", () => {
+      const v = Number(limitInput.value);
+      if (v > 0 && Number.isFinite(v)) { fixedLimit = v; recolour(); } else limitInput.value = String(fixedLimit);
+    }),
+    listen(jumpForm, "submit", (e) => {
+      e.preventDefault();
+      const i = findRow(jumpInput.value);
+      if (i < 0) { jumpInput.setCustomValidity("no such position or token"); jumpInput.reportValidity?.(); return; }
+      jumpInput.setCustomValidity("");
+      ctx.select(i);
+    }),
+    listen(jumpForm, "keydown", (e) => e.stopPropagation()),
     listen(canvas, "mousemove", (e) => {
       const next = locate(e);
       const changed = !hit !== !next || (hit && next && (hit.pos !== next.pos || hit.seg !== next.seg || hit.region !== next.region));
@@ -416,26 +619,62 @@ export function createHeatmap(ctx) {
     }),
   ];
 
+  /** New colour limit: rebuild the cells and the legend. */
+  function recolour() {
+    buildBitmap();
+    legendUpdate();
+    draw();
+  }
+
+  /**
+   * The row a jump names: a position number, or the next token (after the selection, wrapping)
+   * whose text contains the query. -1 when none.
+   * @param {string} query
+   */
+  function findRow(query) {
+    const r = ctx.result;
+    const q = query.trim();
+    if (!r || !query) return -1;
+    if (/^#?\d+$/.test(q)) { const i = Number(q.replace("#", "")); return i < r.T ? i : -1; }
+    const needle = query.toLowerCase();
+    const from = Math.max(-1, ctx.selected());
+    for (let d = 1; d <= r.T; d++) {
+      const i = (from + d) % r.T;
+      if (String(r.tokens[i]).toLowerCase().includes(needle)) return i;
+    }
+    return -1;
+  }
+
   return {
     el,
     canvas,
     /** Rebuild everything (new result or theme). */
-    full,
-    /** Width changed. */
+    full() {
+      full();
+      updateSummary();
+    },
+    /** Width changed (or the view came back into the page): lay out again and redraw at the view's offset. */
     resize() {
-      const w = scroller.clientWidth || el.clientWidth;
-      if (!ctx.result || (w && w === width && g)) return;
-      layout();
+      const w = body.clientWidth || el.clientWidth;
+      if (!ctx.result) return;
+      if (!(w && w === width + (minimapW ? minimapW + 6 : 0) && g)) layout();
       draw();
     },
     /** Selection or hover changed; scroll the selected row into view when asked. */
     updateSelection(/** @type {boolean} */ scroll) {
       const sel = ctx.selected();
+      if (scroll) updateSummary();
       if (scroll && g && sel >= 0) {
-        const next = scrollToRow(g, sel, scroller.scrollTop);
-        if (next !== scroller.scrollTop) { scroller.scrollTop = next; draw(); return; }
+        const next = scrollToRow(g, sel, top);
+        if (next !== top) { scrollTo(next); draw(); return; }
       }
       drawOverlay();
+      drawMinimap();
+    },
+    /** Scroll so that the selected row is in the middle of the view (the first paint). */
+    centreSelection() {
+      const sel = ctx.selected();
+      if (sel >= 0 && g) { centreRow(sel); draw(); }
     },
     destroy() {
       offs.forEach((off) => off());

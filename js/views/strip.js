@@ -6,13 +6,14 @@
  * @module views/strip
  */
 import { h, clear, listen, scrollIntoContainer } from "../dom.js";
-import { formatTokenParts, quoteToken } from "../tokens.js";
-import { divergingScale, sequentialScale, ordinalScale, textColorFor } from "../colorscale.js";
+import { formatTokenParts, formatToken, quoteToken } from "../tokens.js";
+import { divergingScale, sequentialScale, ordinalScale, oppositionScale, textColorFor } from "../colorscale.js";
+import { ruleText, stepRuleText } from "../nonmonotone.js";
 import { pFinal, idText, segmentText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
 import { createLegend, drawLegend } from "./legend.js";
 
-export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset"]);
+export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset", "nonmonotone"]);
 
 /**
  * The colour-by choices' labels; the lens value is named by the result (`target_name`).
@@ -20,7 +21,8 @@ export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset"]);
  * @returns {Record<(typeof COLOR_BY)[number], string>}
  */
 export function colorLabels(r) {
-  return { p_final: `${r ? r.targetName : "lens value"} at output`, delta_p: "\u0394p (net change)", onset: r && r.halves ? "onset sub-layer" : "onset block" };
+  return { p_final: `${r ? r.targetName : "lens value"} at output`, delta_p: "\u0394p (net change)", onset: r && r.halves ? "onset sub-layer" : "onset block",
+    nonmonotone: "non-monotone (move against \u0394p)" };
 }
 
 /**
@@ -32,6 +34,10 @@ export function colorLabels(r) {
 export function stripScale(r, colorBy, theme) {
   if (colorBy === "delta_p") {
     return { scale: divergingScale(r.deltaLimit, theme), value: (/** @type {number} */ i) => r.deltaP[i], title: "\u0394p" };
+  }
+  if (colorBy === "nonmonotone") {
+    // the largest segment against Δp, as a share of the token's largest |contribution| (0: monotone)
+    return { scale: oppositionScale(theme), value: (/** @type {number} */ i) => (r.hasTarget[i] ? r.nonmono.score[i] : NaN), title: "against \u0394p, \u00f7 largest |contribution|" };
   }
   if (colorBy === "onset") {
     return { scale: ordinalScale(r.k), value: (/** @type {number} */ i) => (r.onset[i] >= 0 && r.hasTarget[i] ? r.onset[i] : NaN), title: "onset" };
@@ -53,7 +59,8 @@ export function describePosition(r, i) {
   if (!r.hasTarget[i]) return `[${i}] ${tok}: no target`;
   const tgt = quoteToken(r.targetTokens[i] || idText(r, r.targetIds[i]));
   const onset = r.onset[i] >= 0 ? `, onset ${segmentText(r, r.onset[i])}` : "";
-  return `[${i}] ${tok} \u2192 ${tgt}: ${r.targetName} = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`;
+  return `[${i}] ${tok} \u2192 ${tgt}: ${r.targetName} = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`
+    + (r.nonmono.flags[i] ? " \u00b7 non-monotone" : "");
 }
 
 /**
@@ -75,6 +82,12 @@ export function createStrip(ctx) {
       h("label", { class: "iglens-colorby-label" }, h("span", { text: "colour by" }), select),
       legend),
     list);
+  // the non-monotone tokens of the whole prompt, listed (click to jump), with the rule stated
+  const nmSummary = h("summary", { class: "iglens-nonmono-summary" });
+  const nmRule = h("p", { class: "iglens-muted iglens-nonmono-rule" });
+  const nmItems = h("div", { class: "iglens-nonmono-items", role: "list" });
+  const nmList = h("details", { class: "iglens-nonmono-list" }, nmSummary, nmRule, nmItems);
+  el.appendChild(nmList);
 
   /** @type {HTMLElement[]} */
   let items = [];
@@ -100,8 +113,10 @@ export function createStrip(ctx) {
       }
       const tok = r.tokens[i];
       const chip = h("span", {
-        class: "iglens-token" + (i >= r.answerStart ? " iglens-token-answer" : "") + (r.hasTarget[i] ? "" : " iglens-token-none"),
+        class: "iglens-token" + (i >= r.answerStart ? " iglens-token-answer" : "") + (r.hasTarget[i] ? "" : " iglens-token-none")
+          + (r.nonmono.flags[i] ? " iglens-token-nonmono" : ""),
         "data-token-index": i, role: "option", tabindex: -1, "aria-selected": "false",
+        "data-nonmonotone": r.nonmono.flags[i] ? "" : null,
         title: describePosition(r, i),
       });
       for (const part of formatTokenParts(tok, { maxLen: 32 })) {
@@ -113,10 +128,45 @@ export function createStrip(ctx) {
       if (typeof tok === "string" && tok.endsWith("\n")) frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
     }
     list.appendChild(frag);
+    buildNonmono(r);
     focusIndex = Math.max(0, ctx.selected());
     if (items[focusIndex]) items[focusIndex].tabIndex = 0;
     recolor();
     updateSelection(false);
+  }
+
+  /** The jump list of non-monotone tokens. @param {import("../result.js").Result} r */
+  function buildNonmono(r) {
+    clear(nmItems);
+    const pos = r.nonmono.positions;
+    nmSummary.textContent = `Non-monotone tokens: ${pos.length} of ${r.T}` + (pos.length ? " \u2014 click to list and jump" : "");
+    nmList.setAttribute("data-count", String(pos.length));
+    nmRule.textContent = `A token is non-monotone when a segment moves ${ruleText(r.nonmonotoneThreshold)}`
+      + (r.pathProbs ? `, or an interpolation step moves against its segment ${stepRuleText(r.nonmonotoneThreshold)}` : "")
+      + ". Marked with an orange corner here and an orange mark in the heatmap's row labels.";
+    nmItems.setAttribute("data-built", "false");
+    if (nmList.open) fillNonmono(r);
+  }
+
+  /** The list's buttons, built when the list is first opened (long prompts open fast). @param {import("../result.js").Result} r */
+  function fillNonmono(r) {
+    if (nmItems.getAttribute("data-built") === "true") return;
+    nmItems.setAttribute("data-built", "true");
+    const pos = r.nonmono.positions;
+    const cap = 300;
+    for (const i of pos.slice(0, cap)) {
+      const tgt = r.targetTokens[i] || idText(r, r.targetIds[i]);
+      nmItems.appendChild(h("button", { type: "button", class: "iglens-jump-item", role: "listitem", "data-jump": i, title: describePosition(r, i) },
+        h("span", { class: "iglens-pos", text: `[${i}]` }), " ",
+        formatToken(r.tokens[i], { maxLen: 14 }), " \u2192 ", formatToken(tgt, { maxLen: 14 })));
+    }
+    if (pos.length > cap) nmItems.appendChild(h("span", { class: "iglens-muted", text: `\u2026 and ${pos.length - cap} more` }));
+  }
+
+  /** Scroll the strip (not the page) to the selected token. */
+  function scrollToSelected() {
+    const cur = items[ctx.selected()];
+    if (cur) scrollIntoContainer(list, cur);
   }
 
   function recolor() {
@@ -178,6 +228,11 @@ export function createStrip(ctx) {
 
   const offs = [
     listen(select, "change", () => ctx.setTrait("color_by", select.value)),
+    listen(nmList, "toggle", () => { if (nmList.open && ctx.result) fillNonmono(ctx.result); }),
+    listen(nmItems, "click", (e) => {
+      const b = e.target instanceof Element ? e.target.closest("[data-jump]") : null;
+      if (b) ctx.select(Number(b.getAttribute("data-jump")));
+    }),
     listen(list, "click", (e) => {
       const i = indexOf(e.target);
       if (i < 0) return;
@@ -211,6 +266,7 @@ export function createStrip(ctx) {
     build,
     recolor,
     updateSelection,
+    scrollToSelected,
     destroy() { offs.forEach((off) => off()); },
   };
 }

@@ -42,13 +42,20 @@ lens = IGLens(tiny_model("llama"), tiny_tokenizer())
 w = show(lens, None, "w3 w5 w7 w9 w11 w13 w15", target="predicted")
 state_file = pathlib.Path({state!r})
 
+def path_reference():
+    # the whole prompt at the path's steps, computed independently of the lazy path
+    if not w.path.get("steps"):
+        return None
+    full = lens.run(w.attribution.request.replace(steps=w.path["steps"]))
+    return full.path_probs[w.path["position"]].tolist()
+
 def record(change=None):
     state_file.write_text(json.dumps({{
         "selected": w.selected, "target": w.result["controls"]["target"], "error": w.error,
         "target_ids": w.attribution.target_ids.tolist(), "busy": w.busy,
-        "ablation": w.ablation}}))
+        "ablation": w.ablation, "path": w.path, "path_ref": path_reference()}}))
 
-w.observe(record, names=["selected", "result", "error", "busy", "ablation"])
+w.observe(record, names=["selected", "result", "error", "busy", "ablation", "path"])
 record()
 w"""
 
@@ -278,5 +285,25 @@ def test_widget_in_jupyterlab(lab, lab_page):
     assert [float(bars.nth(i).get_attribute("data-drop")) for i in range(bars.count())] == \
         state["ablation"]["drops"]
     assert "Spearman" in widget.locator(".iglens-ablation-caption").first.text_content()
+
+    # 5. The interior path of the selected token, computed lazily by Python on a click (the
+    # result has steps = 1), equals the whole prompt's path at those steps; once asked for,
+    # every newly selected token brings its own.
+    for click, position in ((lambda: widget.locator("[data-action=path]").first.click(), 5),
+                            (lambda: widget.locator("[data-token-index='2']").click(), 2)):
+        click()
+        state = wait_for(lambda p=position: (s := python_state(lab)).get("path", {})
+                         .get("position") == p and s, what=f"the lazy path of token {position}")
+        assert state["path"]["steps"] == 8 and state["path_ref"] is not None
+        page.wait_for_selector(f".jp-OutputArea [data-selected-index='{position}'] "
+                               f"[data-series='lazy-path']", timeout=TIMEOUT)
+        lines = widget.locator(f"[data-selected-index='{position}'] [data-series='lazy-path'] "
+                               f".iglens-path")
+        drawn = [[float(v) for v in lines.nth(j).get_attribute("data-values").split()]
+                 for j in range(lines.count())]
+        assert drawn == state["path"]["path"]  # the trait, drawn as sent
+        assert len(drawn) == len(state["path_ref"])
+        for got, want in zip(drawn, state["path_ref"]):
+            assert got == pytest.approx(want, rel=1e-5, abs=1e-7)
     assert recorder.page_errors == []
     assert recorder.network == [], recorder.network

@@ -1,0 +1,504 @@
+/**
+ * Export a view as a figure: SVG (vector, built element by element, serialized with
+ * XMLSerializer) or PNG (the same drawing on a canvas, at twice the pixel density), each
+ * with a title block naming the model, the prompt, the target and the estimator. The file
+ * is handed to the browser as a download through a Blob URL: no network, no CDN.
+ *
+ * One drawing, two painters: every figure is drawn through the small `Painter` interface,
+ * implemented once for SVG and once for a 2D canvas, so the PNG and the SVG show the same
+ * thing. Token text goes through `formatToken` and becomes SVG text nodes or canvas
+ * `fillText` — never markup; characters XML cannot hold are written as escapes.
+ * @module export-image
+ */
+import { s } from "./dom.js";
+import { formatToken, escapeChar } from "./tokens.js";
+import { divergingScale, sequentialScale, hexToRgb, rgbToHex, textColorFor, legendTicks, niceTicks, formatTick } from "./colorscale.js";
+import { thinLabels, linearScale, clamp } from "./layout.js";
+import { contribution, topAt, idText } from "./result.js";
+import { cellValue, gridScale, boundaryLabel } from "./views/grid.js";
+import { curveValues, pinText, resultLetter } from "./views/compare.js";
+import { PIN_COLORS } from "./comparison.js";
+
+/**
+ * @typedef {object} TextOptions
+ * @property {number} [size] px (default 12)
+ * @property {number|string} [weight] (default 400)
+ * @property {"start"|"middle"|"end"} [anchor] (default "start")
+ * @property {string} [fill]
+ * @property {boolean} [mono]
+ *
+ * @typedef {object} Painter
+ * @property {number} width @property {number} height
+ * @property {(x: number, y: number, w: number, h: number, fill: string, stroke?: string, strokeWidth?: number) => void} rect
+ * @property {(x: number, y: number, text: string, o?: TextOptions) => void} text  y is the text's middle
+ * @property {(x1: number, y1: number, x2: number, y2: number, stroke: string, width?: number, dash?: string) => void} line
+ * @property {(pts: Array<[number, number]>, stroke: string, width?: number, dash?: string) => void} polyline
+ * @property {(cx: number, cy: number, r: number, fill: string) => void} circle
+ * @property {(img: HTMLCanvasElement, x: number, y: number, w: number, h: number) => void} image  pixelated
+ * @property {(text: string, o?: TextOptions) => number} measure
+ */
+
+const XML_NS = "http://www.w3.org/XML/1998/namespace";
+const XLINK_NS = "http://www.w3.org/1999/xlink";
+const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', Arial, sans-serif";
+const MONO = "ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace";
+
+// XML 1.0 cannot hold C0 controls (but tab, LF, CR), U+FFFE/U+FFFF or lone surrogates.
+const XML_BAD = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Text XML can hold: forbidden characters as `\xNN` / `\uNNNN` escapes. @param {string} t */
+export function xmlSafe(t) {
+  return String(t).replace(XML_BAD, (c) => escapeChar(c));
+}
+
+/** A canvas 2D context for measuring text (null where none). */
+let measureCtx = /** @type {CanvasRenderingContext2D|null|undefined} */ (undefined);
+/** @param {string} text @param {TextOptions} [o] */
+function measureText(text, o = {}) {
+  const size = o.size ?? 12;
+  if (measureCtx === undefined) {
+    try { measureCtx = typeof document !== "undefined" ? document.createElement("canvas").getContext("2d") : null; } catch { measureCtx = null; }
+  }
+  if (measureCtx) {
+    measureCtx.font = `${o.weight ?? 400} ${size}px ${o.mono ? MONO : FONT}`;
+    const w = measureCtx.measureText(text)?.width;
+    if (typeof w === "number" && Number.isFinite(w)) return w;
+  }
+  return 0.58 * size * Array.from(text).length;
+}
+
+/**
+ * An SVG painter: `svg` is the root element; `toString()` its XML text.
+ * @param {number} width @param {number} height @param {string} title the `<title>` text
+ * @returns {Painter & {svg: SVGElement, toString: () => string}}
+ */
+export function svgPainter(width, height, title) {
+  // XMLSerializer writes the SVG namespace declaration itself
+  const svg = s("svg", { version: "1.1", width, height, viewBox: `0 0 ${width} ${height}`, "font-family": FONT });
+  svg.appendChild(s("title", {}, xmlSafe(title)));
+  const num = (/** @type {number} */ v) => Number(v.toFixed(2));
+  return {
+    svg, width, height,
+    rect(x, y, w, hh, fill, stroke, sw) {
+      svg.appendChild(s("rect", { x: num(x), y: num(y), width: num(Math.max(0, w)), height: num(Math.max(0, hh)), fill, stroke: stroke ?? null, "stroke-width": stroke ? sw ?? 1 : null }));
+    },
+    text(x, y, text, o = {}) {
+      const el = s("text", {
+        x: num(x), y: num(y), "font-size": o.size ?? 12, "font-weight": o.weight ?? null, "text-anchor": o.anchor ?? null,
+        "dominant-baseline": "central", fill: o.fill ?? "#1f2328", "font-family": o.mono ? MONO : null,
+      }, xmlSafe(text));
+      if (/^\s|\s$|\s\s/.test(text)) el.setAttributeNS(XML_NS, "xml:space", "preserve");
+      svg.appendChild(el);
+    },
+    line(x1, y1, x2, y2, stroke, w = 1, dash) {
+      svg.appendChild(s("line", { x1: num(x1), y1: num(y1), x2: num(x2), y2: num(y2), stroke, "stroke-width": w, "stroke-dasharray": dash ?? null }));
+    },
+    polyline(pts, stroke, w = 1.5, dash) {
+      svg.appendChild(s("polyline", { points: pts.map(([a, b]) => `${num(a)},${num(b)}`).join(" "), fill: "none", stroke, "stroke-width": w, "stroke-dasharray": dash ?? null, "stroke-linejoin": "round" }));
+    },
+    circle(cx, cy, r, fill) {
+      svg.appendChild(s("circle", { cx: num(cx), cy: num(cy), r, fill }));
+    },
+    image(img, x, y, w, hh) {
+      let url = "";
+      try { url = img.toDataURL("image/png"); } catch { url = ""; }
+      if (typeof url !== "string" || !url.startsWith("data:image/png")) {
+        svg.appendChild(s("rect", { x: num(x), y: num(y), width: num(w), height: num(hh), fill: "#cccccc" }));
+        return;
+      }
+      const el = s("image", { x: num(x), y: num(y), width: num(w), height: num(hh), href: url, preserveAspectRatio: "none", style: "image-rendering: pixelated; image-rendering: crisp-edges" });
+      el.setAttributeNS(XLINK_NS, "xlink:href", url); // for SVG 1.1 viewers
+      svg.appendChild(el);
+    },
+    measure: measureText,
+    toString() {
+      return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(svg);
+    },
+  };
+}
+
+/**
+ * A canvas painter at `scale` device pixels per unit.
+ * @param {number} width @param {number} height @param {number} [scale]
+ * @returns {Painter & {canvas: HTMLCanvasElement}}
+ */
+export function canvasPainter(width, height, scale = 2) {
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(width * scale);
+  canvas.height = Math.round(height * scale);
+  const c = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
+  c.setTransform(scale, 0, 0, scale, 0, 0);
+  return {
+    canvas, width, height,
+    rect(x, y, w, hh, fill, stroke, sw) {
+      if (fill && fill !== "none") { c.fillStyle = fill; c.fillRect(x, y, w, hh); }
+      if (stroke) { c.strokeStyle = stroke; c.lineWidth = sw ?? 1; c.strokeRect(x, y, w, hh); }
+    },
+    text(x, y, text, o = {}) {
+      c.font = `${o.weight ?? 400} ${o.size ?? 12}px ${o.mono ? MONO : FONT}`;
+      c.fillStyle = o.fill ?? "#1f2328";
+      c.textAlign = o.anchor === "middle" ? "center" : o.anchor === "end" ? "right" : "left";
+      c.textBaseline = "middle";
+      c.fillText(text, x, y);
+    },
+    line(x1, y1, x2, y2, stroke, w = 1, dash) {
+      c.strokeStyle = stroke; c.lineWidth = w;
+      c.setLineDash(dash ? dash.split(/[\s,]+/).map(Number) : []);
+      c.beginPath(); c.moveTo(x1, y1); c.lineTo(x2, y2); c.stroke();
+      c.setLineDash([]);
+    },
+    polyline(pts, stroke, w = 1.5, dash) {
+      if (!pts.length) return;
+      c.strokeStyle = stroke; c.lineWidth = w; c.lineJoin = "round";
+      c.setLineDash(dash ? dash.split(/[\s,]+/).map(Number) : []);
+      c.beginPath();
+      pts.forEach(([a, b], q) => (q ? c.lineTo(a, b) : c.moveTo(a, b)));
+      c.stroke();
+      c.setLineDash([]);
+    },
+    circle(cx, cy, r, fill) {
+      c.fillStyle = fill; c.beginPath(); c.arc(cx, cy, r, 0, 2 * Math.PI); c.fill();
+    },
+    image(img, x, y, w, hh) {
+      c.imageSmoothingEnabled = false;
+      c.drawImage(img, x, y, w, hh);
+    },
+    measure(text, o = {}) {
+      c.font = `${o.weight ?? 400} ${o.size ?? 12}px ${o.mono ? MONO : FONT}`;
+      return c.measureText(text).width;
+    },
+  };
+}
+
+/**
+ * @typedef {object} Theme colours of an exported figure
+ * @property {string} bg @property {string} fg @property {string} muted @property {string} grid
+ * @property {string} accent @property {string} answer @property {string} nan
+ */
+
+/** @param {"light"|"dark"} theme @returns {Theme} */
+export function figureTheme(theme) {
+  return theme === "dark"
+    ? { bg: "#0f1419", fg: "#e6edf3", muted: "#9aa4af", grid: "#30363d", accent: "#4493f8", answer: "#b692f6", nan: "#3a3f45" }
+    : { bg: "#ffffff", fg: "#1f2328", muted: "#5b6470", grid: "#d5dbe1", accent: "#0969da", answer: "#8250df", nan: "#dcdcdc" };
+}
+
+/**
+ * The prompt of a result as text: the request's prompt when it is text, else the prompt
+ * tokens joined.
+ * @param {import("./result.js").Result} r
+ */
+export function promptText(r) {
+  const p = r.request && r.request.prompt;
+  if (typeof p === "string") return p;
+  return r.tokens.slice(0, Math.min(r.T, r.answerStart + 1)).join("");
+}
+
+/**
+ * The title block of a result's figure: [heading, prompt line, target/estimator line].
+ * @param {import("./result.js").Result} r @param {string} view e.g. "layer heatmap"
+ * @returns {string[]}
+ */
+export function titleLines(r, view) {
+  const model = r.modelName || r.family || "model";
+  const target = `target: ${r.controls.target}${r.hasContrast && r.controls.contrast ? ` vs ${r.controls.contrast}` : ""}`;
+  return [
+    `IG-Lens ${view} \u00b7 ${model}`,
+    `prompt: \u201c${formatToken(promptText(r), { maxLen: 120 })}\u201d`,
+    `${target} \u00b7 estimator: ${r.estimator}, m=${r.steps} \u00b7 boundaries: ${r.controls.boundaries} \u00b7 ${r.nBlocks} blocks, ${r.T} positions`,
+  ];
+}
+
+/**
+ * Draw the title block; returns its height.
+ * @param {Painter} p @param {string[]} lines @param {Theme} th
+ */
+function drawTitle(p, lines, th) {
+  let y = 18;
+  lines.forEach((line, q) => {
+    p.text(16, y, line, { size: q === 0 ? 16 : 12.5, weight: q === 0 ? 650 : 400, fill: q === 0 ? th.fg : th.muted });
+    y += q === 0 ? 22 : 18;
+  });
+  return y + 4;
+}
+
+/**
+ * A horizontal colour legend.
+ * @param {Painter} p @param {import("./colorscale.js").Scale} scale @param {string} title
+ * @param {number} x @param {number} y @param {number} w @param {Theme} th
+ */
+function drawLegendBar(p, scale, title, x, y, w, th) {
+  p.text(x, y, title, { size: 11.5, fill: th.muted });
+  const n = 48;
+  const n3 = scale.lut.length / 3;
+  for (let q = 0; q < n; q++) {
+    const idx = Math.round((q / (n - 1)) * (n3 - 1));
+    p.rect(x + (q * w) / n, y + 10, w / n + 0.5, 10, rgbToHex([scale.lut[idx * 3], scale.lut[idx * 3 + 1], scale.lut[idx * 3 + 2]]));
+  }
+  for (const t of legendTicks(scale, 3)) {
+    p.line(x + t.t * w, y + 20, x + t.t * w, y + 24, th.muted, 1);
+    p.text(x + t.t * w, y + 31, t.label, { size: 10.5, anchor: "middle", fill: th.muted });
+  }
+}
+
+/** The rows of an exported heatmap: all (T ≤ 80), else 60 around the selection. @param {number} T @param {number} sel */
+export function heatmapRows(T, sel) {
+  if (T <= 80) return [0, T - 1];
+  const n = 60;
+  const first = clamp((sel >= 0 ? sel : 0) - 20, 0, T - n);
+  return [first, first + n - 1];
+}
+
+/**
+ * The layer heatmap as a figure: rows [first, last] (positions) × segments.
+ * @param {(w: number, h: number) => Painter} make
+ * @param {import("./result.js").Result} r @param {{theme: "light"|"dark", rows: [number, number], selected?: number, limit?: number}} o
+ */
+export function heatmapFigure(make, r, o) {
+  const th = figureTheme(o.theme);
+  const [first, last] = o.rows;
+  const labelW = 190;
+  const colW = clamp(Math.floor(760 / Math.max(1, r.k)), 6, 28);
+  const rowH = 16;
+  const lines = titleLines(r, "layer heatmap");
+  if (first > 0 || last < r.T - 1) lines.push(`positions ${first}\u2013${last} of ${r.T}`);
+  const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
+  const headerH = 22;
+  const gridW = colW * r.k;
+  const W = Math.max(560, 16 + labelW + gridW + 24);
+  const H = titleH + headerH + (last - first + 1) * rowH + 70;
+  const p = make(W, H);
+  p.rect(0, 0, W, H, th.bg);
+  drawTitle(p, lines, th);
+  const scale = divergingScale(o.limit ?? r.contribLimit, o.theme);
+  const x0 = 16 + labelW;
+  const y0 = titleH + headerH;
+  let widest = 0;
+  for (const l of r.segmentLabels) widest = Math.max(widest, p.measure(l, { size: 10.5 }));
+  for (const j of thinLabels(r.k, colW, widest + 6)) p.text(x0 + (j + 0.5) * colW, titleH + headerH / 2, r.segmentLabels[j], { size: 10.5, anchor: "middle", fill: th.muted });
+  p.text(x0 - 8, titleH + headerH / 2, "block \u2192", { size: 10.5, anchor: "end", fill: th.muted });
+  const nan = th.nan;
+  for (let i = first; i <= last; i++) {
+    const y = y0 + (i - first) * rowH;
+    for (let j = 0; j < r.k; j++) {
+      p.rect(x0 + j * colW, y, colW - (colW >= 7 ? 1 : 0), rowH - 1, scale.css(contribution(r, i, j)) || nan);
+    }
+    if (r.hasTarget[i] && r.onset[i] >= 0 && colW >= 6) p.rect(x0 + r.onset[i] * colW + 1, y + 1, colW - 3, rowH - 3, "none", th.fg, 1.2);
+    const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 10 }) : "\u2013";
+    p.text(16, y + rowH / 2, String(i), { size: 10.5, fill: th.muted });
+    p.text(x0 - 8, y + rowH / 2, `${formatToken(r.tokens[i], { maxLen: 10 })} \u2192 ${tgt}`, { size: 11.5, anchor: "end", fill: i >= r.answerStart ? th.answer : th.fg });
+    if (i === o.selected) p.rect(x0 - 1, y - 1, gridW + 1, rowH + 1, "none", th.accent, 2);
+  }
+  drawLegendBar(p, scale, `contribution to ${r.targetName} (outlined: onset)`, x0, y0 + (last - first + 1) * rowH + 14, Math.min(260, Math.max(160, gridW)), th);
+  return p;
+}
+
+/**
+ * The logit-lens grid as a figure: columns [first, last] (positions) × every boundary.
+ * @param {(w: number, h: number) => Painter} make
+ * @param {import("./result.js").Result} r
+ * @param {{theme: "light"|"dark", columns: [number, number], mode: "probability"|"contribution", selected?: number}} o
+ */
+export function gridFigure(make, r, o) {
+  const th = figureTheme(o.theme);
+  const [first, last] = o.columns;
+  const colW = 68, rowH = 18, labelW = 52;
+  const lines = titleLines(r, "logit-lens grid");
+  lines.push(`top-1 lens token after each block; colour: ${o.mode === "contribution" ? `IG-Lens contribution to ${r.targetName}` : "top-1 probability"}; bold: the target`
+    + (first > 0 || last < r.T - 1 ? ` \u00b7 positions ${first}\u2013${last} of ${r.T}` : ""));
+  const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
+  const headerH = 22, footerH = 22;
+  const ncol = last - first + 1;
+  const W = Math.max(560, 16 + labelW + ncol * colW + 16);
+  const H = titleH + headerH + (r.k + 1) * rowH + footerH + 60;
+  const p = make(W, H);
+  p.rect(0, 0, W, H, th.bg);
+  drawTitle(p, lines, th);
+  const scale = gridScale(r, o.mode, o.theme);
+  const x0 = 16 + labelW;
+  const y0 = titleH + headerH;
+  const nanRgb = hexToRgb(th.nan);
+  for (let i = first; i <= last; i++) {
+    const x = x0 + (i - first) * colW;
+    p.text(x + colW / 2, titleH + headerH / 2, formatToken(r.tokens[i], { maxLen: 9 }), { size: 11.5, weight: 600, anchor: "middle", fill: i >= r.answerStart ? th.answer : th.fg });
+    for (let j = 0; j <= r.k; j++) {
+      const y = y0 + j * rowH;
+      const rgb = scale.rgb(cellValue(r, i, j, o.mode)) ?? nanRgb;
+      p.rect(x, y, colW - 1, rowH - 1, rgbToHex(rgb));
+      const t = topAt(r, i, j, 1)[0];
+      if (!t) continue;
+      const hit = r.hasTarget[i] && t.id === r.targetIds[i];
+      p.text(x + colW / 2, y + rowH / 2, formatToken(t.text, { maxLen: 8 }), { size: 11, weight: hit ? 700 : 400, anchor: "middle", fill: textColorFor(rgb) });
+    }
+    const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 9 }) : "\u2013";
+    p.text(x + colW / 2, y0 + (r.k + 1) * rowH + footerH / 2, tgt, { size: 11, anchor: "middle", fill: th.muted });
+    if (i === o.selected) p.rect(x - 1, titleH + 1, colW + 1, headerH + (r.k + 1) * rowH + footerH - 2, "none", th.accent, 2);
+  }
+  for (let j = 0; j <= r.k; j++) p.text(x0 - 8, y0 + j * rowH + rowH / 2, boundaryLabel(r.boundaries[j]), { size: 10.5, anchor: "end", fill: th.muted });
+  p.text(16, titleH + headerH / 2, "block", { size: 10.5, fill: th.muted });
+  p.text(16, y0 + (r.k + 1) * rowH + footerH / 2, "\u2192 target", { size: 10.5, fill: th.muted });
+  drawLegendBar(p, scale, o.mode === "contribution" ? `contribution to ${r.targetName}` : "top-1 probability", x0, y0 + (r.k + 1) * rowH + footerH + 12, 220, th);
+  return p;
+}
+
+/**
+ * A one-pixel-per-cell image of a result's contributions (T rows × k columns).
+ * @param {import("./result.js").Result} r @param {import("./colorscale.js").Scale} scale @param {string} nan
+ */
+function contributionBitmap(r, scale, nan) {
+  const c = document.createElement("canvas");
+  c.width = Math.max(1, r.k);
+  c.height = Math.max(1, r.T);
+  let cx = null;
+  try { cx = c.getContext("2d"); } catch { cx = null; }
+  if (!cx) return c;
+  const img = cx.createImageData(c.width, c.height);
+  const nanRgb = hexToRgb(nan);
+  for (let i = 0; i < r.T; i++) {
+    for (let j = 0; j < r.k; j++) {
+      const o = (i * r.k + j) * 4;
+      const rgb = scale.rgb(contribution(r, i, j)) ?? nanRgb;
+      img.data[o] = rgb[0]; img.data[o + 1] = rgb[1]; img.data[o + 2] = rgb[2]; img.data[o + 3] = 255;
+    }
+  }
+  cx.putImageData(img, 0, 0);
+  return c;
+}
+
+/**
+ * The compare view as a figure: the pinned curves on shared axes, their key, and every
+ * result's heatmap on the shared colour scale.
+ * @param {(w: number, h: number) => Painter} make
+ * @param {import("./comparison.js").Comparison} cmp
+ * @param {{theme: "light"|"dark", pins: Array<[number, number]>, y: "delta"|"p", selected?: number}} o
+ */
+export function compareFigure(make, cmp, o) {
+  const th = figureTheme(o.theme);
+  const r0 = cmp.results[0];
+  const lines = titleLines(r0, cmp.multi ? "comparison" : "pinned tokens");
+  if (cmp.multi) {
+    lines.length = 1;
+    cmp.results.forEach((r, rr) => {
+      lines.push(`${resultLetter(rr, true)}: ${formatToken(cmp.labels[rr] || promptText(r), { maxLen: 70 })} \u00b7 prompt \u201c${formatToken(promptText(r), { maxLen: 60 })}\u201d \u00b7 target: ${r.controls.target} \u00b7 ${r.estimator}, m=${r.steps}`);
+    });
+  }
+  const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
+  const W = 900;
+  const chartH = 260;
+  const pins = o.pins.length ? o.pins : (o.selected !== undefined && o.selected >= 0 && r0.hasTarget[o.selected] ? [/** @type {[number, number]} */ ([0, o.selected])] : []);
+  const keyH = 18 * Math.ceil(pins.length / 2) + 8;
+  const panelH = 300;
+  const H = titleH + chartH + keyH + 40 + panelH + 70;
+  const p = make(W, H);
+  p.rect(0, 0, W, H, th.bg);
+  drawTitle(p, lines, th);
+  // chart
+  const M = { left: 70, right: 24, top: titleH + 8, bottom: titleH + chartH - 36 };
+  let maxDepth = 1;
+  for (const r of cmp.results) maxDepth = Math.max(maxDepth, r.boundaries[r.k]);
+  const series = pins.map(([rr, i]) => ({ rr, i, vals: curveValues(cmp.results[rr], i, o.y) }));
+  let lo = 0, hi = 0;
+  for (const c of series) for (const v of c.vals) if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  if (hi - lo < 1e-9) { lo -= 0.05; hi += 0.05; }
+  const pad = 0.06 * (hi - lo);
+  const x = linearScale([0, maxDepth], [M.left, W - M.right]);
+  const y = linearScale([lo - pad, hi + pad], [M.bottom, M.top]);
+  const yt = niceTicks(lo - pad, hi + pad, 5);
+  for (const t of yt.ticks) {
+    p.line(M.left, y(t), W - M.right, y(t), t === 0 ? th.muted : th.grid, 1);
+    p.text(M.left - 6, y(t), formatTick(t, yt.step), { size: 11, anchor: "end", fill: th.muted });
+  }
+  for (const t of niceTicks(0, maxDepth, 12).ticks) {
+    if (!Number.isInteger(t)) continue;
+    p.line(x(t), M.bottom, x(t), M.bottom + 4, th.muted, 1);
+    p.text(x(t), M.bottom + 14, String(t), { size: 11, anchor: "middle", fill: th.muted });
+  }
+  p.text((M.left + W - M.right) / 2, M.bottom + 30, "block L (state after block L; 0 = embeddings)", { size: 11.5, anchor: "middle", fill: th.muted });
+  p.text(16, M.top - 2, o.y === "p" ? r0.targetName : "cumulative \u0394p", { size: 11.5, fill: th.muted });
+  const colors = PIN_COLORS[o.theme === "dark" ? "dark" : "light"];
+  series.forEach((c, q) => {
+    const r = cmp.results[c.rr];
+    /** @type {Array<[number, number]>} */
+    const pts = [];
+    for (let j = 0; j <= r.k; j++) if (Number.isFinite(c.vals[j])) pts.push([x(r.boundaries[j]), y(c.vals[j])]);
+    const color = o.pins.length ? colors[q % colors.length] : th.fg;
+    p.polyline(pts, color, 2.2, o.pins.length ? undefined : "5 4");
+    const end = pts[pts.length - 1];
+    if (end) p.circle(end[0], end[1], 3.2, color);
+  });
+  // key
+  let ky = titleH + chartH + 6;
+  series.forEach((c, q) => {
+    const kx = 70 + (q % 2) * 400;
+    if (q > 0 && q % 2 === 0) ky += 18;
+    const color = o.pins.length ? colors[q % colors.length] : th.fg;
+    p.line(kx, ky, kx + 22, ky, color, 3);
+    p.text(kx + 28, ky, pinText(cmp, c.rr, c.i, 14) + (o.pins.length ? "" : " (selected)"), { size: 11.5, fill: th.fg });
+  });
+  // panels on the shared scale
+  const top = titleH + chartH + keyH + 28;
+  const n = cmp.results.length;
+  const pw = Math.floor((W - 32 - 16 * (n - 1)) / n);
+  const scale = divergingScale(cmp.limit, o.theme);
+  cmp.results.forEach((r, rr) => {
+    const px = 16 + rr * (pw + 16);
+    p.text(px, top, `${cmp.multi ? resultLetter(rr, true) + ": " : ""}${formatToken(cmp.labels[rr] || `${r.T} positions \u00d7 ${r.k} segments`, { maxLen: 50 })}`, { size: 12, weight: 600, fill: th.fg });
+    p.image(contributionBitmap(r, scale, th.nan), px, top + 12, pw, panelH - 20);
+    pins.forEach(([pr, pi], q) => {
+      if (pr !== rr) return;
+      const rowH = (panelH - 20) / r.T;
+      p.rect(px - 6, top + 12 + pi * rowH, 4, Math.max(2, rowH), o.pins.length ? colors[q % colors.length] : th.fg);
+    });
+  });
+  drawLegendBar(p, scale, `contribution to ${r0.targetName}${cmp.multi ? " (one scale for all results)" : ""}; rows: positions, columns: segments`, 16, top + panelH + 6, 260, th);
+  return p;
+}
+
+/**
+ * A file name for a figure: "iglens-<view>-<model>.<ext>", safe on every file system.
+ * @param {string} view @param {string} model @param {"png"|"svg"} ext
+ */
+export function figureFileName(view, model, ext) {
+  const slug = (/** @type {string} */ t) => t.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40);
+  return `iglens-${slug(view) || "view"}${model ? "-" + slug(model) : ""}.${ext}`;
+}
+
+/**
+ * Hand a Blob to the browser as a download (an `<a download>` on a Blob URL, revoked later).
+ * @param {Blob} blob @param {string} name @param {HTMLElement} [host] where the link is attached
+ */
+export function download(blob, name, host) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.rel = "noopener";
+  a.style.display = "none";
+  (host ?? document.body).appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/**
+ * Draw a figure as SVG text or as a PNG Blob.
+ * @param {"svg"|"png"} kind
+ * @param {(make: (w: number, h: number) => Painter) => Painter} draw draws with the painter factory it is given
+ * @param {string} title the SVG `<title>`
+ * @returns {Promise<Blob>}
+ */
+export function renderFigure(kind, draw, title) {
+  if (kind === "svg") {
+    /** @type {ReturnType<typeof svgPainter>|null} */
+    let painter = null;
+    draw((w, hh) => (painter = svgPainter(w, hh, title)));
+    return Promise.resolve(new Blob([/** @type {any} */ (painter).toString()], { type: "image/svg+xml" }));
+  }
+  /** @type {ReturnType<typeof canvasPainter>|null} */
+  let painter = null;
+  draw((w, hh) => (painter = canvasPainter(w, hh, 2)));
+  const canvas = /** @type {any} */ (painter).canvas;
+  return new Promise((resolve, reject) => {
+    canvas.toBlob((/** @type {Blob|null} */ blob) => (blob ? resolve(blob) : reject(new Error("the browser could not encode the PNG"))), "image/png");
+  });
+}

@@ -1,0 +1,165 @@
+/**
+ * The view switcher: tabs "heatmap | grid | compare" over the main view slot (the `view`
+ * trait, so Python and exported pages choose the opening view), and the export buttons
+ * (`data-export="png"` / `data-export="svg"`) that download the shown view as a figure.
+ *
+ * Only the shown view draws: the others rebuild when they are shown again.
+ * @module views/switcher
+ */
+import { h, listen } from "../dom.js";
+import { VIEWS } from "../comparison.js";
+import { createGrid } from "./grid.js";
+import { createCompare } from "./compare.js";
+import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines } from "../export-image.js";
+
+const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Compare" };
+
+/**
+ * @typedef {object} HeatmapLike the heatmap view's surface the switcher uses
+ * @property {HTMLElement} el
+ * @property {() => void} full
+ */
+
+/**
+ * @param {import("./context.js").Context} ctx
+ * @param {HeatmapLike} heatmap the existing heatmap view (created by app.js)
+ */
+export function createViews(ctx, heatmap) {
+  heatmap.el.setAttribute("data-view", "heatmap"); // like the grid's and the compare view's roots
+  const grid = createGrid(ctx);
+  const compare = createCompare(ctx);
+  /** @type {Record<string, {el: HTMLElement, full: () => void, resize?: () => void, updateSelection?: (scroll: boolean) => void}>} */
+  const views = { heatmap, grid, compare };
+  const tabs = VIEWS.map((name) => h("button", {
+    type: "button", role: "tab", class: "iglens-tab", "data-view-tab": name, id: `${ctx.root.id || "iglens"}-tab-${name}`,
+    "aria-selected": "false", text: TAB_LABELS[name],
+  }));
+  const status = h("span", { class: "iglens-export-status iglens-muted", role: "status" });
+  const exportButtons = /** @type {const} */ (["png", "svg"]).map((kind) => h("button", {
+    type: "button", class: "iglens-export", "data-export": kind,
+    title: `Download the shown view as ${kind.toUpperCase()} (with a title: model, prompt, target, estimator)`,
+    text: `\u2913 ${kind.toUpperCase()}`,
+  }));
+  const bar = h("div", { class: "iglens-viewbar" },
+    h("div", { class: "iglens-tabs", role: "tablist", "aria-label": "View" }, ...tabs),
+    h("span", { class: "iglens-spacer" }), status, ...exportButtons);
+  const slot = h("div", { class: "iglens-view-slot" }, heatmap.el, grid.el, compare.el);
+  const el = h("div", { class: "iglens-views" }, bar, slot);
+  /** which views must rebuild before they are shown */
+  const stale = new Set(["grid", "compare"]);
+  let current = "";
+
+  const active = () => {
+    const v = ctx.model.get("view");
+    return VIEWS.includes(v) ? v : "heatmap";
+  };
+
+  /** Show the active view (and draw it when `draw`: not before the first paint). */
+  function show(draw = true) {
+    const name = active();
+    el.setAttribute("data-active-view", name);
+    for (const t of tabs) {
+      const on = t.getAttribute("data-view-tab") === name;
+      t.setAttribute("aria-selected", on ? "true" : "false");
+      t.tabIndex = on ? 0 : -1;
+    }
+    for (const [n, v] of Object.entries(views)) v.el.hidden = n !== name;
+    const changed = name !== current;
+    current = name;
+    if (draw && (changed || stale.has(name))) {
+      stale.delete(name);
+      if (ctx.result) views[name].full();
+    }
+  }
+
+  /** The shown view as a figure, downloaded. @param {"png"|"svg"} kind */
+  async function exportView(kind) {
+    const r = ctx.result;
+    if (!r) return;
+    const name = active();
+    const theme = ctx.theme;
+    const sel = ctx.selected();
+    /** @type {(make: any) => any} */
+    let draw;
+    let title = titleLines(r, name).join(" \u00b7 ");
+    if (name === "grid") {
+      const cols = grid.visible() ?? [Math.max(0, sel - 6), Math.min(r.T - 1, Math.max(0, sel - 6) + 15)];
+      draw = (make) => gridFigure(make, r, { theme, columns: cols, mode: grid.mode(), selected: sel });
+      title = titleLines(r, "logit-lens grid").join(" \u00b7 ");
+    } else if (name === "compare") {
+      const cmp = compare.comparison();
+      draw = (make) => compareFigure(make, cmp, { theme, pins: compare.pins(), y: compare.yMode(), selected: sel });
+      title = titleLines(r, cmp.multi ? "comparison" : "pinned tokens").join(" \u00b7 ");
+    } else {
+      draw = (make) => heatmapFigure(make, r, { theme, rows: heatmapRows(r.T, sel), selected: sel });
+      title = titleLines(r, "layer heatmap").join(" \u00b7 ");
+    }
+    status.textContent = "exporting\u2026";
+    try {
+      const blob = await renderFigure(kind, draw, title);
+      const file = figureFileName(name, r.modelName || r.family, kind);
+      download(blob, file, ctx.root);
+      status.textContent = `saved ${file}`;
+    } catch (err) {
+      status.textContent = `could not export: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+
+  const onView = () => show(true);
+  const onPins = () => { if (active() === "compare") compare.full(); else stale.add("compare"); };
+  const onComparison = onPins;
+  ctx.model.on("change:view", onView);
+  ctx.model.on("change:pinned", onPins);
+  ctx.model.on("change:comparison", onComparison);
+
+  const offs = [
+    ...tabs.map((t) => listen(t, "click", () => ctx.setTrait("view", t.getAttribute("data-view-tab")))),
+    ...tabs.map((t) => listen(t, "keydown", (/** @type {KeyboardEvent} */ e) => {
+      const q = VIEWS.indexOf(/** @type {any} */ (t.getAttribute("data-view-tab")));
+      const next = e.key === "ArrowRight" ? (q + 1) % VIEWS.length : e.key === "ArrowLeft" ? (q + VIEWS.length - 1) % VIEWS.length : -1;
+      if (next < 0) return;
+      e.preventDefault();
+      ctx.setTrait("view", VIEWS[next]);
+      tabs[next].focus();
+    })),
+    ...exportButtons.map((b) => listen(b, "click", () => { exportView(/** @type {any} */ (b.getAttribute("data-export"))); })),
+  ];
+
+  show(false);
+
+  return {
+    el,
+    grid,
+    compare,
+    /** The shown view's name. */
+    active,
+    exportView,
+    /** New result or theme: the shown grid/compare view rebuilds, the hidden ones later. */
+    full() {
+      stale.add("grid");
+      stale.add("compare");
+      const name = active();
+      if (name !== "heatmap" && stale.has(name)) { stale.delete(name); views[name].full(); }
+    },
+    resize() {
+      const name = active();
+      if (name === "grid") grid.resize();
+      else if (name === "compare") compare.resize();
+      for (const other of ["grid", "compare"]) if (other !== name) stale.add(other);
+    },
+    /** Selection or hover changed. @param {boolean} scroll */
+    updateSelection(scroll) {
+      const name = active();
+      if (name === "grid") grid.updateSelection(scroll);
+      else if (name === "compare") compare.updateSelection(scroll);
+    },
+    destroy() {
+      ctx.model.off("change:view", onView);
+      ctx.model.off("change:pinned", onPins);
+      ctx.model.off("change:comparison", onComparison);
+      offs.forEach((off) => off());
+      grid.destroy();
+      compare.destroy();
+    },
+  };
+}

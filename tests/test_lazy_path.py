@@ -1,0 +1,181 @@
+"""The interior path of one position, computed lazily (issue 11, finding 9), and the
+recompute's progress and cancel.
+
+Reference values come from whole-prompt attributions (``path_probs`` at m steps, the
+Riemann estimator's contributions), computed by :meth:`IGLens.run` independently of
+:meth:`IGLens.interior_path`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iglens_viz import IGLens, InvalidRequestError
+from iglens_viz.widget import IGLensWidget
+
+from tiny_models import tiny_model, tiny_tokenizer
+
+PROMPT = "w3 w5 w7 w9 w11 w13"
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_model("llama")
+
+
+@pytest.fixture
+def lens(llama):
+    return IGLens(llama, tiny_tokenizer())
+
+
+@pytest.fixture
+def forward_calls(llama):
+    calls = []
+    handle = llama.register_forward_hook(lambda *args: calls.append(1))
+    yield calls
+    handle.remove()
+
+
+@pytest.mark.parametrize("boundaries", [None, "every:2", "sublayer"])
+@pytest.mark.parametrize("steps", [2, 5])
+def test_interior_path_equals_the_whole_prompt_path(lens, boundaries, steps):
+    shown = lens.attribute(PROMPT, boundaries=boundaries)  # m = 1: no path in the result
+    assert shown.path_probs is None
+    full = lens.attribute(PROMPT, boundaries=boundaries, steps=steps)
+    for position in (0, 3, len(shown.input_ids) - 1):
+        path = lens.interior_path(shown, position, steps=steps)
+        assert path.shape == (len(shown.boundaries) - 1, steps + 1)
+        np.testing.assert_allclose(path, full.path_probs[position], rtol=1e-5, atol=1e-6)
+        # the ends are the lens probabilities at the boundaries
+        np.testing.assert_allclose(path[:, 0], shown.lens_probs[position, :-1], atol=1e-7)
+        np.testing.assert_allclose(path[:, -1], shown.lens_probs[position, 1:], atol=1e-7)
+
+
+def test_interior_path_with_a_contrast(lens):
+    shown = lens.attribute(PROMPT, target="w7", contrast="w9")
+    full = lens.attribute(PROMPT, target="w7", contrast="w9", steps=4)
+    np.testing.assert_allclose(lens.interior_path(shown, 2, steps=4), full.path_probs[2],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_riemann_terms_sum_to_the_riemann_contributions(lens):
+    shown = lens.attribute(PROMPT, estimator="riemann", steps=1)
+    full = lens.attribute(PROMPT, estimator="riemann", steps=6)
+    _, terms = lens.interior_path(shown, 4, steps=6, terms=True)
+    assert terms.shape == (len(shown.boundaries) - 1, 6)
+    np.testing.assert_allclose(terms.sum(axis=1), full.contributions[4], rtol=1e-4,
+                               atol=1e-6)
+
+
+def test_interior_path_reuses_the_forward_pass(lens, forward_calls):
+    shown = lens.attribute(PROMPT)
+    forward_calls.clear()
+    lens.interior_path(shown, 1, steps=8)
+    assert forward_calls == []
+
+
+def test_interior_path_rejects_bad_positions(lens):
+    shown = lens.attribute(PROMPT, target="next")
+    T = len(shown.input_ids)
+    with pytest.raises(InvalidRequestError, match="no target"):
+        lens.interior_path(shown, T - 1)
+    with pytest.raises(InvalidRequestError, match="position must be"):
+        lens.interior_path(shown, T)
+    with pytest.raises(InvalidRequestError):
+        lens.interior_path(shown, 0, steps=0)
+
+
+def test_widget_answers_a_path_request(lens, forward_calls):
+    w = IGLensWidget(None, lens, PROMPT)
+    assert w.path == {}
+    full = lens.attribute(PROMPT, steps=4)
+    forward_calls.clear()
+    w.path_request = {"position": 2, "steps": 4, "_n": 1}
+    assert forward_calls == []
+    assert w.path["position"] == 2 and w.path["steps"] == 4 and w.path["terms"] is None
+    assert w.path["labels"] == w.result["segment_labels"]
+    assert w.path["target_id"] == int(w.attribution.target_ids[2])
+    np.testing.assert_allclose(np.array(w.path["path"]), full.path_probs[2], rtol=1e-5,
+                               atol=1e-6)
+    # errors land in the trait, with the position
+    w.path_request = {"position": 99, "steps": 4, "_n": 2}
+    assert "position" in w.path["error"] and w.path["position"] == 99
+    w.path_request = {"position": 1, "steps": "x", "_n": 3}
+    assert "steps" in w.path["error"]
+    # a new result clears it
+    w.path_request = {"position": 1, "steps": 3, "_n": 4}
+    assert w.path["position"] == 1
+    w.recompute(target="next")
+    assert w.path == {}
+
+
+def test_widget_riemann_path_has_terms(lens):
+    w = IGLensWidget(None, lens, PROMPT, estimator="riemann", steps=2)
+    w.path_request = {"position": 3, "steps": 5, "_n": 1}
+    full = lens.attribute(PROMPT, estimator="riemann", steps=5)
+    np.testing.assert_allclose(np.array(w.path["terms"]).sum(axis=1), full.contributions[3],
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_plain_result_widget_has_no_lazy_path(lens):
+    w = IGLensWidget(lens.attribute(PROMPT))
+    w.path_request = {"position": 1, "steps": 4, "_n": 1}
+    assert "no IGLens" in w.path["error"]
+
+
+def test_recompute_reports_progress_and_can_be_cancelled(lens):
+    w = IGLensWidget(None, lens, PROMPT)
+    w.threaded = False
+    seen = []
+    w.observe(lambda change: seen.append(change["new"]), names="progress")
+    w.request = {"target": "predicted", "contrast": "", "boundaries": "all",
+                 "estimator": "prediction_aware", "steps": 6, "_n": 1}
+    assert w.error == "" and w.attribution.request.steps == 6
+    fractions = [v for v in seen if v >= 0]
+    assert fractions and fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert w.progress == -1.0 and not w.busy
+    shown = w.result
+
+    # Cancel as soon as the first chunk reports: the old result stays. (A small memory
+    # budget makes the tiny model's points come in many chunks, as a real model's do.)
+    lens.memory_budget = 1 << 16
+
+    def cancel_at_first_chunk(change):
+        if change["new"] >= 0:
+            w.cancel()
+
+    w.observe(cancel_at_first_chunk, names="progress")
+    w.request = {"target": "predicted", "contrast": "", "boundaries": "all",
+                 "estimator": "riemann", "steps": 8, "_n": 2}
+    assert w.error.startswith("cancelled")
+    assert w.result is shown and w.attribution.request.steps == 6
+    assert not w.busy and w.progress == -1.0
+
+
+def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
+    """In a kernel the recompute runs in a thread, so the Cancel button's trait (handled on
+    the kernel's main thread) can stop it between chunks."""
+    w = IGLensWidget(None, lens, PROMPT)
+    w.threaded = True
+    lens.memory_budget = 1 << 16
+    shown = w.result
+    started = []
+
+    def press_cancel(change):  # the browser's Cancel, as soon as progress is reported
+        if change["new"] >= 0 and not started:
+            started.append(change["new"])
+            w.cancel_request = {"_n": 1}
+
+    w.observe(press_cancel, names="progress")
+    w.request = {"target": "predicted", "contrast": "", "boundaries": "all",
+                 "estimator": "riemann", "steps": 8, "_n": 1}
+    w._worker.join(timeout=120)
+    assert started and not w._worker.is_alive()
+    assert w.error.startswith("cancelled") and w.result is shown and not w.busy
+    # and a request that is not cancelled lands
+    w.unobserve(press_cancel, names="progress")
+    w.request = {"target": "next", "contrast": "", "boundaries": "all",
+                 "estimator": "prediction_aware", "steps": 1, "_n": 2}
+    w._worker.join(timeout=120)
+    assert w.error == "" and w.result["controls"]["target"] == "next"
