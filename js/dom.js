@@ -91,3 +91,28 @@ export function scrollIntoContainer(container, child, margin = 6) {
 let uid = 0;
 /** A document-unique id prefix (for SVG pattern ids). @param {string} name */
 export const uniqueId = (name) => `iglens-${name}-${++uid}`;
+
+/**
+ * Cut text to fit a width on a canvas, with an ellipsis.
+ * @param {CanvasRenderingContext2D} c @param {string} text @param {number} maxW
+ * @returns {string}
+ */
+export function fitText(c, text, maxW) {
+  if (c.measureText(text).width <= maxW) return text;
+  const chars = Array.from(text);
+  let lo = 0, hi = chars.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (c.measureText(chars.slice(0, mid).join("") + "\u2026").width <= maxW) lo = mid; else hi = mid - 1;
+  }
+  return chars.slice(0, lo).join("") + "\u2026";
+}
+
+/**
+ * A tooltip's key/value line (both as text).
+ * @param {string} k @param {string} v
+ * @returns {HTMLElement}
+ */
+export function keyValue(k, v) {
+  return h("div", { class: "iglens-tt-row" }, h("span", { class: "iglens-tt-k", text: k }), h("span", { class: "iglens-tt-v", text: v }));
+}

@@ -16,3 +16,31 @@ def tiny_model_dir(tmp_path_factory):
     tiny_model("llama").save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)
     return str(folder)
+
+
+# The widget tests' model, lens and forward-pass counter (test_widget, test_lazy_path).
+
+@pytest.fixture(scope="module")
+def llama():
+    """A tiny random Llama, shared by a module's tests."""
+    from tiny_models import tiny_model
+
+    return tiny_model("llama")
+
+
+@pytest.fixture
+def lens(llama):
+    """A fresh lens per test (its cache starts empty) on ``llama``."""
+    from iglens_viz import IGLens
+    from tiny_models import tiny_tokenizer
+
+    return IGLens(llama, tiny_tokenizer())
+
+
+@pytest.fixture
+def forward_calls(llama):
+    """The list that grows by one at every forward pass of ``llama`` during the test."""
+    calls = []
+    handle = llama.register_forward_hook(lambda *args: calls.append(1))
+    yield calls
+    handle.remove()

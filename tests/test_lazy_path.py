@@ -11,30 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iglens_viz import IGLens, InvalidRequestError
+from iglens_viz import InvalidRequestError
 from iglens_viz.widget import IGLensWidget
 
-from tiny_models import tiny_model, tiny_tokenizer
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
-
-
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
-@pytest.fixture
-def lens(llama):
-    return IGLens(llama, tiny_tokenizer())
-
-
-@pytest.fixture
-def forward_calls(llama):
-    calls = []
-    handle = llama.register_forward_hook(lambda *args: calls.append(1))
-    yield calls
-    handle.remove()
 
 
 @pytest.mark.parametrize("boundaries", [None, "every:2", "sublayer"])

@@ -25,25 +25,6 @@ ARRAYS = ("input_ids", "target_ids", "onset", "contributions", "lens_probs", "de
           "top_ids", "top_probs", "path_probs")
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
-@pytest.fixture
-def lens(llama):
-    """A fresh lens per test (its cache starts empty) whose model counts forward calls."""
-    return IGLens(llama, tiny_tokenizer())
-
-
-@pytest.fixture
-def forward_calls(llama):
-    calls = []
-    handle = llama.register_forward_hook(lambda *args: calls.append(1))
-    yield calls
-    handle.remove()
-
-
 def decoded(payload: dict) -> dict:
     return {k: None if payload[k] is None else array_from_payload(payload[k]) for k in ARRAYS}
 

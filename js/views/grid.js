@@ -11,7 +11,7 @@
  * parsed) after `formatToken`.
  * @module views/grid
  */
-import { h, clear, listen } from "../dom.js";
+import { h, clear, listen, fitText, keyValue } from "../dom.js";
 import { clamp } from "../layout.js";
 import { divergingScale, sequentialScale, textColorFor, hexToRgb } from "../colorscale.js";
 import { formatToken, quoteToken } from "../tokens.js";
@@ -273,7 +273,7 @@ export function createGrid(ctx) {
           const isTarget = !!t && r.hasTarget[i] && t.id === r.targetIds[i];
           c.font = `${isTarget ? "700 " : ""}${g.rowH >= 20 ? 11.5 : 10.5}px ${font}`;
           c.fillStyle = textColorFor(rgb);
-          c.fillText(fit(c, text, g.colW - 6), x + (g.colW - 1) / 2, y + g.rowH / 2);
+          c.fillText(fitText(c, text, g.colW - 6), x + (g.colW - 1) / 2, y + g.rowH / 2);
         }
       }
       c.restore();
@@ -311,11 +311,11 @@ export function createGrid(ctx) {
         const cx = g.labelW + i * g.colW - sl + (g.colW - 1) / 2;
         c.font = `600 11.5px ${font}`;
         c.fillStyle = i >= r.answerStart ? colors.answer : colors.fg;
-        c.fillText(fit(c, formatToken(r.tokens[i], { maxLen: 8 }), g.colW - 6), cx, g.headerH / 2 + 1);
+        c.fillText(fitText(c, formatToken(r.tokens[i], { maxLen: 8 }), g.colW - 6), cx, g.headerH / 2 + 1);
         c.font = `11px ${font}`;
         c.fillStyle = colors.muted;
         const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 8 }) : "\u2013";
-        c.fillText(fit(c, tgt, g.colW - 6), cx, bottom + g.footerH / 2);
+        c.fillText(fitText(c, tgt, g.colW - 6), cx, bottom + g.footerH / 2);
       }
       c.restore();
     }
@@ -422,9 +422,9 @@ export function createGrid(ctx) {
     if (hit.row >= 0) {
       const j = hit.row;
       const t = topAt(r, i, j, 1)[0];
-      tooltip.appendChild(kv(j === 0 ? "embeddings" : `after ${depthText(r.boundaries[j])}`, t ? `${formatToken(t.text, { maxLen: 16 })}  ${fmtProb(t.p)}` : "\u2013"));
-      if (r.hasTarget[i]) tooltip.appendChild(kv(r.targetName, fmtProb(lensAt(r, i, j))));
-      if (r.hasTarget[i] && j > 0) tooltip.appendChild(kv(`contribution of ${segmentText(r, j - 1)}`, fmtSigned(contribution(r, i, j - 1))));
+      tooltip.appendChild(keyValue(j === 0 ? "embeddings" : `after ${depthText(r.boundaries[j])}`, t ? `${formatToken(t.text, { maxLen: 16 })}  ${fmtProb(t.p)}` : "\u2013"));
+      if (r.hasTarget[i]) tooltip.appendChild(keyValue(r.targetName, fmtProb(lensAt(r, i, j))));
+      if (r.hasTarget[i] && j > 0) tooltip.appendChild(keyValue(`contribution of ${segmentText(r, j - 1)}`, fmtSigned(contribution(r, i, j - 1))));
     }
     tooltip.hidden = false;
     const box = el.getBoundingClientRect();
@@ -536,24 +536,4 @@ export function createGrid(ctx) {
       if (frame && typeof cancelAnimationFrame === "function") cancelAnimationFrame(frame);
     },
   };
-}
-
-/**
- * Cut text to fit a width on a canvas, with an ellipsis.
- * @param {CanvasRenderingContext2D} c @param {string} text @param {number} maxW
- */
-function fit(c, text, maxW) {
-  if (c.measureText(text).width <= maxW) return text;
-  const chars = Array.from(text);
-  let lo = 0, hi = chars.length;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (c.measureText(chars.slice(0, mid).join("") + "\u2026").width <= maxW) lo = mid; else hi = mid - 1;
-  }
-  return chars.slice(0, lo).join("") + "\u2026";
-}
-
-/** A key/value line. @param {string} k @param {string} v */
-function kv(k, v) {
-  return h("div", { class: "iglens-tt-row" }, h("span", { class: "iglens-tt-k", text: k }), h("span", { class: "iglens-tt-v", text: v }));
 }

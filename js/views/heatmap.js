@@ -9,7 +9,7 @@
  * same per frame as 30 tokens.
  * @module views/heatmap
  */
-import { h, clear, listen } from "../dom.js";
+import { h, clear, listen, fitText, keyValue } from "../dom.js";
 import { heatmapGeometry, hitTest, visibleRows, scrollToRow, thinLabels, clamp, cellRect } from "../layout.js";
 import { divergingScale, hexToRgb, NONMONOTONE } from "../colorscale.js";
 import { formatToken } from "../tokens.js";
@@ -375,7 +375,7 @@ export function createHeatmap(ctx) {
       const idx = `${i}`;
       const label = rowLabels[i] ?? "";
       // index in muted colour, then the label, both right-aligned in the gutter
-      c.fillText(fit(c, label, maxW - 34), labelW - 10, y + rowH / 2);
+      c.fillText(fitText(c, label, maxW - 34), labelW - 10, y + rowH / 2);
       c.fillStyle = colors.muted;
       c.textAlign = "left";
       c.fillText(idx, 4, y + rowH / 2);
@@ -505,19 +505,19 @@ export function createHeatmap(ctx) {
       tooltip.appendChild(h("div", { class: "iglens-tt-muted", text: "No target at this position." }));
     } else if (hit.region === "rowLabel") {
       const onset = r.onset[i] >= 0 ? segmentText(r, r.onset[i]) : "\u2013";
-      tooltip.appendChild(kv(`${r.targetName} at output`, fmtProb(pFinal(r, i))));
-      tooltip.appendChild(kv("\u0394p", fmtSigned(r.deltaP[i])));
-      tooltip.appendChild(kv("onset", onset));
+      tooltip.appendChild(keyValue(`${r.targetName} at output`, fmtProb(pFinal(r, i))));
+      tooltip.appendChild(keyValue("\u0394p", fmtSigned(r.deltaP[i])));
+      tooltip.appendChild(keyValue("onset", onset));
     } else {
       const j = hit.seg;
       const lo = r.boundaries[j];
       const hi = r.boundaries[j + 1];
       const v = contribution(r, i, j);
-      tooltip.appendChild(kv(hi - lo > 1 ? "blocks" : "block", r.segmentLabels[j]));
-      const cv = kv("contribution", fmtSigned(v));
+      tooltip.appendChild(keyValue(hi - lo > 1 ? "blocks" : "block", r.segmentLabels[j]));
+      const cv = keyValue("contribution", fmtSigned(v));
       cv.classList.add(v >= 0 ? "iglens-pos-val" : "iglens-neg-val");
       tooltip.appendChild(cv);
-      tooltip.appendChild(kv(`${r.targetName} after ${depthText(hi)}`, `${fmtProb(lensAt(r, i, j + 1))}  (was ${fmtProb(lensAt(r, i, j))})`));
+      tooltip.appendChild(keyValue(`${r.targetName} after ${depthText(hi)}`, `${fmtProb(lensAt(r, i, j + 1))}  (was ${fmtProb(lensAt(r, i, j))})`));
       const top = topAt(r, i, j + 1, 5);
       if (top.length) {
         tooltip.appendChild(h("div", { class: "iglens-tt-sub", text: `lens top-${top.length} after ${depthText(hi)}` }));
@@ -681,24 +681,4 @@ export function createHeatmap(ctx) {
       if (frame && typeof cancelAnimationFrame === "function") cancelAnimationFrame(frame);
     },
   };
-}
-
-/**
- * Cut text to fit a width on a canvas, with an ellipsis.
- * @param {CanvasRenderingContext2D} c @param {string} text @param {number} maxW
- */
-function fit(c, text, maxW) {
-  if (c.measureText(text).width <= maxW) return text;
-  const chars = Array.from(text);
-  let lo = 0, hi = chars.length;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (c.measureText(chars.slice(0, mid).join("") + "\u2026").width <= maxW) lo = mid; else hi = mid - 1;
-  }
-  return chars.slice(0, lo).join("") + "\u2026";
-}
-
-/** A key/value line. @param {string} k @param {string} v */
-function kv(k, v) {
-  return h("div", { class: "iglens-tt-row" }, h("span", { class: "iglens-tt-k", text: k }), h("span", { class: "iglens-tt-v", text: v }));
 }
