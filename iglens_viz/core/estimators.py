@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from .readout import Readout
+from .readout import Readout, tile_plan
 from .trace import block_plan
 
 # Logits-sized temporaries alive in one block: the logits, their exponentials, and (for the
@@ -54,6 +54,10 @@ def _point_chunks(h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: in
     width = max(h_a.shape[-1], readout.feature_size)
     rows, cols = block_plan(n_points, readout.vocab_size, readout.dtype, budget, copies,
                             head_width=readout.head_block_width, row_width=5 * width)
+    # ... and no more rows than one cache-sized tile of the readout's scan, so a chunk's
+    # points, features and logits tile stay in cache (and are the same buffers every chunk)
+    rows = min(rows, tile_plan(n_points, readout.vocab_size, width, readout.dtype,
+                               readout.device, rows, cols)[0])
     # (the chunks are the memory plan's, hook or not: the same sums in the same order)
     report = _PROGRESS.get()
     for start in range(0, n_points, rows):
@@ -63,13 +67,32 @@ def _point_chunks(h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: in
             report(stop, n_points)
 
 
-def _segment_rows(h_a, h_b, n_alphas: int, flat: slice, dtype):
-    """Start ``h_a[p]``, direction ``h_b[p] − h_a[p]``, pair ``p`` and step ``s`` of the flat
-    rows ``p · S + s`` in ``flat``."""
-    index = torch.arange(flat.start, flat.stop, device=h_a.device)
-    pair, step = index // n_alphas, index % n_alphas
-    a = h_a[pair].to(dtype)
-    return a, h_b[pair].to(dtype) - a, pair, step
+class _PointBuffers:
+    """Start, direction and point rows of a chunk (``[rows, d]`` each, on the states' device
+    in the readout dtype), allocated once per call and reused by every chunk."""
+
+    def __init__(self, h_a: torch.Tensor, rows: int, dtype: torch.dtype):
+        self.rows = torch.empty(3, rows, h_a.shape[-1], device=h_a.device, dtype=dtype)
+
+    def segment_rows(self, h_a, h_b, alphas, n_alphas: int, flat: slice):
+        """Start ``h_a[p]``, direction ``h_b[p] − h_a[p]``, point ``h_a[p] + α_s · direction``,
+        pair ``p`` and step ``s`` of the flat rows ``p · S + s`` in ``flat`` (the same
+        operations as ``a + α · (b − a)`` written out, so the same rounding)."""
+        index = torch.arange(flat.start, flat.stop, device=h_a.device)
+        pair, step = index // n_alphas, index % n_alphas
+        a, direction, points = self.rows[:, :index.numel()]
+        _gather(h_a, pair, a)
+        torch.sub(_gather(h_b, pair, direction), a, out=direction)
+        torch.mul(direction, alphas[step.to(alphas.device)][:, None].to(points.device),
+                  out=points).add_(a)
+        return a, direction, points, pair, step
+
+
+def _gather(states: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``states[index].to(out.dtype)`` written into ``out``."""
+    if states.dtype == out.dtype:
+        return torch.index_select(states, 0, index, out=out)
+    return out.copy_(states[index])
 
 
 def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
@@ -79,10 +102,12 @@ def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: tor
     n_pairs, n_alphas = h_a.shape[0], alphas.numel()
     out = torch.empty(n_pairs * n_alphas, device=readout.device, dtype=readout.dtype)
     alphas = alphas.to(device=readout.device, dtype=readout.dtype)
+    buffers = None
     with torch.no_grad():
         for flat, cols in _point_chunks(h_a, n_alphas, readout, budget, _PATH_COPIES):
-            a, direction, pair, step = _segment_rows(h_a, h_b, n_alphas, flat, readout.dtype)
-            points = a + alphas[step.to(alphas.device)][:, None] * direction
+            if buffers is None:
+                buffers = _PointBuffers(h_a, flat.stop - flat.start, readout.dtype)
+            _, _, points, pair, _ = buffers.segment_rows(h_a, h_b, alphas, n_alphas, flat)
             out[flat] = readout.probability(points, _at(ids, pair), _at(contrast, pair),
                                             block_columns=cols)
     return out.reshape(n_pairs, n_alphas)
@@ -104,12 +129,19 @@ def segment_gradients(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor,
     of each row, ``∇f [rows, d]`` and ``h_b − h_a`` of its pair. ∂f/∂features is computed
     analytically in the same streamed pass as f (no autograd graph through the head, no
     upcast head block kept for a backward pass); autograd runs through the norm only.
+    ``direction`` lives in a buffer the next chunk overwrites: use it (or copy it) before
+    asking for the next chunk.
     """
     n_alphas = alphas.numel()
     alphas = alphas.to(device=readout.device, dtype=readout.dtype)
+    buffers = None
     for flat, cols in _point_chunks(h_a, n_alphas, readout, budget, copies):
-        a, direction, pair, step = _segment_rows(h_a, h_b, n_alphas, flat, readout.dtype)
-        points = (a + alphas[step.to(alphas.device)][:, None] * direction).requires_grad_(True)
+        if buffers is None:
+            buffers = _PointBuffers(h_a, flat.stop - flat.start, readout.dtype)
+        with torch.no_grad():
+            _, direction, points, pair, step = buffers.segment_rows(h_a, h_b, alphas,
+                                                                    n_alphas, flat)
+        points = points.detach().requires_grad_(True)
         with torch.enable_grad():  # Readout.probability's analytic head gradient
             values = readout.probability(points, _at(ids, pair), _at(contrast, pair),
                                          block_columns=cols)

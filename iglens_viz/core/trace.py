@@ -120,11 +120,12 @@ def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes
                 ) -> tuple[torch.Tensor, ...]:
     """Features, log-normaliser, top-k ids and log-probs for every row of ``states``.
 
-    The ``[rows × vocab]`` logits are never held whole: they stream in blocks of rows ×
-    vocabulary columns, with a running logsumexp and a running top-k merged across blocks.
-    ``observe(rows, columns, logits)``, if given, sees every block as it streams by (``rows``
-    index the flattened ``states[..., d]``), e.g. to compare a layer with the model's own
-    logits without computing them twice.
+    The ``[rows × vocab]`` logits are never held whole: they stream in tiles of rows ×
+    vocabulary columns (:meth:`Readout.scan`: cache-sized on a CPU, and never over the
+    :func:`block_plan` of ``budget_bytes``), with a running logsumexp and a running top-k
+    merged across tiles. ``observe(rows, columns, logits)``, if given, sees every tile as it
+    streams by (``rows`` index the flattened ``states[..., d]``), e.g. to compare a layer
+    with the model's own logits without computing them twice.
     """
     lead = states.shape[:-1]
     features = readout.features(states.reshape(-1, states.shape[-1]))
@@ -132,33 +133,13 @@ def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes
     k = min(top_k, vocab)
     rows, cols = block_plan(n_rows, vocab, readout.dtype, budget_bytes,
                             head_width=readout.head_block_width)
-    lse = torch.empty(n_rows, device=features.device, dtype=features.dtype)
-    top_values = torch.empty(n_rows, k, device=features.device, dtype=features.dtype)
-    top_ids = torch.empty(n_rows, k, device=features.device, dtype=torch.long)
-    for r0 in range(0, n_rows, rows):
-        z = features[r0:r0 + rows]
-        run_lse = run_values = run_ids = None
-        for c0 in range(0, vocab, cols):
-            logits = readout.logits_from_features(z, slice(c0, c0 + cols))
-            if observe is not None:
-                observe(slice(r0, r0 + z.shape[0]), slice(c0, c0 + logits.shape[-1]), logits)
-            block_lse = torch.logsumexp(logits, dim=-1)
-            run_lse = block_lse if run_lse is None else torch.logaddexp(run_lse, block_lse)
-            values, ids = logits.topk(min(k, logits.shape[-1]), dim=-1)
-            ids += c0
-            if run_values is not None:
-                values, ids = _merge_top(run_values, run_ids, values, ids, k)
-            run_values, run_ids = values, ids
-        lse[r0:r0 + rows] = run_lse
-        top_values[r0:r0 + rows] = run_values
-        top_ids[r0:r0 + rows] = run_ids
+    done = readout.scan(features, k, online=False, observe=observe, max_rows=rows,
+                        max_columns=cols)
+    lse = done.log_normalizer
+    if k:
+        top_ids, top_logprobs = done.top_ids, done.top_values.sub_(lse[:, None])
+    else:
+        top_ids = torch.empty(n_rows, 0, device=features.device, dtype=torch.long)
+        top_logprobs = torch.empty(n_rows, 0, device=features.device, dtype=features.dtype)
     return (features.reshape(*lead, -1), lse.reshape(lead), top_ids.reshape(*lead, k),
-            (top_values - lse[:, None]).reshape(*lead, k))
-
-
-def _merge_top(values_a, ids_a, values_b, ids_b, k):
-    """The k largest of two (values, ids) candidate sets, per row."""
-    values = torch.cat([values_a, values_b], dim=-1)
-    ids = torch.cat([ids_a, ids_b], dim=-1)
-    values, order = values.topk(min(k, values.shape[-1]), dim=-1)
-    return values, ids.gather(-1, order)
+            top_logprobs.reshape(*lead, k))
