@@ -9,8 +9,11 @@ Llama-shaped model with random weights (no download), each next to the project's
 * the naive per-layer logit-lens loop users write by hand (norm → head → softmax over
   [T, V] → gather, once per layer) against the full map. Goal: the full map is faster.
 * Captum's ``LayerIntegratedGradients`` over every block against the full map on a short
-  prompt. Captum needs T × n calls, so a few positions are timed and the cost is
-  extrapolated linearly to all T positions (the printout says from how many).
+  prompt, the cheapest way Captum runs on a residual stack: one call per block with the
+  positions batched (one call over all blocks raises; the printout says so). Its cost grows
+  with the positions attributed, so a few are timed and the cost is extrapolated linearly to
+  all T positions (the printout says from how many). Captum measures another quantity: each
+  block's integrated gradient of the token's probability from an all-zero-ids baseline.
 * peak extra memory of ``attribute`` at T=1024 over the forward pass alone (goal ≤ 1 GB),
   measured in a fresh subprocess from the ``ru_maxrss`` high-water mark, next to what
   all-at-once logits would take.
@@ -207,33 +210,57 @@ def naive_logit_lens(model: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor
 
 def captum_layer_ig(model: LlamaForCausalLM, ids: torch.Tensor, targets, positions,
                     n_steps: int = CAPTUM_STEPS) -> list[float]:
-    """Captum LayerIntegratedGradients over every block at ``positions``.
+    """Captum LayerIntegratedGradients over every block at ``positions``, the cheapest way
+    Captum runs on a residual stack: one call per block, the positions batched in it.
 
-    One call per (position, block), as Captum needs: the forward function returns the
-    probability of the position's target, the baseline is the prompt with all ids 0, and the
-    attributions to the block's output are summed. Returns the per-position block sums.
-    The forward function computes logits at the attributed position only
-    (``logits_to_keep``), which favours Captum.
+    The batch holds one copy of the prompt per position; the forward function returns, for
+    row i, the probability of position i's target (logits computed there only,
+    ``logits_to_keep``, which favours Captum); the baseline is the prompt with all ids 0; the
+    attributions to the block's output are summed per row. Returns the per-position sums
+    over blocks. One call over *all* blocks at once (``layer=[...]``) is what Captum offers
+    for several layers, but it patches every block's output at the same time, so no
+    gradient reaches an earlier block through a later one: Captum warns, and raises for a
+    residual stack (see :func:`captum_all_layers_error`).
     """
     from captum.attr import LayerIntegratedGradients
 
-    def probability(x, position, target):
-        keep = torch.tensor([position])
-        logits = model(input_ids=x, use_cache=False, logits_to_keep=keep).logits[:, -1]
-        return torch.softmax(logits, dim=-1)[:, target]
+    keep = torch.as_tensor(sorted(set(positions)))
+    column = torch.as_tensor([int((keep == p).nonzero()) for p in positions])
+    wanted = torch.as_tensor([int(targets[p]) for p in positions])
 
-    inputs = ids[None]
+    def probability(x):  # Captum stacks the steps: row r is position r mod P
+        logits = model(input_ids=x, use_cache=False, logits_to_keep=keep).logits
+        steps = x.shape[0] // len(positions)
+        picked = logits[torch.arange(x.shape[0]), column.repeat(steps)]
+        return torch.softmax(picked, dim=-1).gather(-1, wanted.repeat(steps)[:, None])[:, 0]
+
+    inputs = ids[None].expand(len(positions), -1)
     baseline = torch.zeros_like(inputs)
-    sums = []
-    for position in positions:
-        total = 0.0
-        for block in model.model.layers:
-            lig = LayerIntegratedGradients(probability, block)
-            attributions = lig.attribute(inputs, baselines=baseline, n_steps=n_steps,
-                                         additional_forward_args=(position, int(targets[position])))
-            total += float(attributions.sum())
-        sums.append(total)
-    return sums
+    sums = torch.zeros(len(positions), dtype=torch.float64)
+    for block in model.model.layers:
+        attributions = LayerIntegratedGradients(probability, block).attribute(
+            inputs, baselines=baseline, n_steps=n_steps)
+        sums += attributions.reshape(len(positions), -1).sum(-1).double()
+    return sums.tolist()
+
+
+def captum_all_layers_error(model: LlamaForCausalLM, ids: torch.Tensor, target: int) -> str:
+    """What Captum says when asked for every block in one LayerIntegratedGradients call."""
+    import warnings
+
+    from captum.attr import LayerIntegratedGradients
+
+    def probability(x):
+        return torch.softmax(model(input_ids=x, use_cache=False).logits[:, -1], -1)[:, target]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            LayerIntegratedGradients(probability, list(model.model.layers)).attribute(
+                ids[None], baselines=torch.zeros_like(ids[None]), n_steps=2)
+        except RuntimeError as err:
+            return f"raises RuntimeError: {str(err).splitlines()[0]}"
+    return "ran (this Captum version allows it)"
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -263,12 +290,14 @@ def measure_captum(model: LlamaForCausalLM, sizes: Sizes) -> dict:
     say(f"  full map   median {ours * 1e3:8.0f} ms  (T={T})")
     targets = full_map(model, ids).target_ids  # the same predicted tokens for both tools
     positions = torch.linspace(0, T - 1, P).round().long().tolist()
+    say(f"  Captum, every block in one LayerIG call: "
+        f"{captum_all_layers_error(model, ids, int(targets[-1]))}")
     captum_layer_ig(model, ids, targets, positions[:1], n_steps=2)  # warm-up, cheap
     start = time.perf_counter()
     captum_layer_ig(model, ids, targets, positions)
     measured = time.perf_counter() - start
     say(f"  Captum     {measured:8.1f} s  for position(s) {positions} × {sizes.blocks} blocks "
-        f"= {P * sizes.blocks} LayerIG calls, n_steps={CAPTUM_STEPS}")
+        f"= {sizes.blocks} LayerIG calls of {P} rows, n_steps={CAPTUM_STEPS}")
     return {"ours": ours, "measured": measured, "total": measured * T / P, "positions": P,
             "prompt": T}
 
