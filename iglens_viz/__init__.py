@@ -18,7 +18,6 @@ from .errors import (IGLensError, InvalidRequestError, ModelLoadError, ModelOutp
                      ReadoutMismatchError, UnsupportedModelError)
 from .loading import load_model
 from .studies import Study, study
-from .views.compare import compare
 
 for _name, _target in {
     "plot_heatmap": "iglens_viz.views.static:plot_heatmap",
@@ -36,3 +35,11 @@ __all__ = ["AttributionRequest", "AttributionResult", "IGLens", "IGLensError",
            "Study", "UnsupportedModelError", "ablate", "attribute", "compare", "load_model",
            "study", "supported_families", "validate_onset"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name == "compare":  # it builds a widget: imported on first use, like the widget
+        from .widget.compare import compare
+
+        return compare
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

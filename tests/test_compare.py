@@ -14,7 +14,7 @@ import iglens_viz
 from iglens_viz import IGLens, InvalidRequestError
 from iglens_viz.export.html import page_state
 from iglens_viz.protocol import DEFAULT_STATE, array_from_payload
-from iglens_viz.views.compare import (comparison_payload, default_labels, default_pins,
+from iglens_viz.widget.compare import (comparison_payload, default_labels, default_pins,
                                       shared_limit)
 from iglens_viz.widget import IGLensWidget
 

@@ -257,11 +257,11 @@ class IGLensWidget(anywidget.AnyWidget):
     def _threaded(self) -> bool:
         if self.threaded is not None:
             return bool(self.threaded)
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover - IPython comes with anywidget
-            return False
-        shell = get_ipython()
+        import builtins
+
+        # IPython puts get_ipython in the builtins of the shells it runs (no import needed).
+        get_ipython = getattr(builtins, "get_ipython", None)
+        shell = get_ipython() if callable(get_ipython) else None
         return getattr(shell, "kernel", None) is not None
 
     def _report(self, done: int, total: int) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import iglens_viz
 from iglens_viz.export import to_html
-from iglens_viz.views.compare import shared_limit
+from iglens_viz.widget.compare import shared_limit
 from iglens_viz.views.token_format import format_token
 
 from .helpers import PageRecorder, synthetic_result

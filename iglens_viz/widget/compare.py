@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidRequestError
-from .token_format import format_token
+from ..views.token_format import format_token
 
 __all__ = ["compare", "comparison_payload", "default_labels", "default_pins", "shared_limit"]
 
@@ -131,7 +131,7 @@ def compare(*results, labels=None, pinned=None, view: str = "compare",
     >>> w.to_html("capitals.html")                                            # doctest: +SKIP
     """
     from ..protocol import VIEWS
-    from ..widget.widget import IGLensWidget
+    from .widget import IGLensWidget
 
     results = _check(results)
     if view not in VIEWS:
