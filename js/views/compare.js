@@ -52,7 +52,7 @@ export function pinText(cmp, rr, i, maxLen = 12) {
 export function createCompare(ctx) {
   const pinButton = h("button", { type: "button", class: "iglens-pin", "data-action": "pin" });
   const clearButton = h("button", { type: "button", class: "iglens-pin-clear", "data-action": "unpin-all", text: "Clear pins" });
-  const ySelect = h("select", { name: "compare_y", "aria-label": "Quantity on the y axis" },
+  const ySelect = h("select", { name: "compare_y", class: "iglens-input", "aria-label": "Quantity on the y axis" },
     h("option", { value: "delta", text: "cumulative \u0394p" }),
     h("option", { value: "p", text: "lens value" }));
   const pins = h("div", { class: "iglens-compare-pins", role: "list", "aria-label": "Pinned positions" });
