@@ -101,20 +101,6 @@ def random_ids(vocab: int, length: int, seed: int = 1):
     return torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(seed))
 
 
-def hand_loop(model, ids):
-    """The per-layer loop users write by hand: ``[n+1, T]`` lens probability of the prediction."""
-    import torch
-
-    with torch.no_grad():
-        out = model(input_ids=ids[None], output_hidden_states=True)
-        targets = out.logits[0].argmax(-1)
-        probs = []
-        for hidden in out.hidden_states:
-            p = torch.softmax(model.lm_head(model.model.norm(hidden[0])), dim=-1)
-            probs.append(p.gather(-1, targets[:, None])[:, 0])
-        return torch.stack(probs)
-
-
 def nnsight_recipe(model, ids):
     """nnsight: save the embeddings and each block's output in a trace, read out after it."""
     import nnsight
@@ -146,8 +132,11 @@ def prepare(model, contender: str, ids):
 
     if contender == "iglens":
         return lambda: iglens_viz.IGLens(model, None).attribute(ids)
-    if contender == "hand loop":
-        return lambda: hand_loop(model, ids)
+    if contender == "hand loop":  # the same loop bench_attribute.py times
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_attribute import naive_logit_lens
+
+        return lambda: naive_logit_lens(model, ids)
     if contender == "nnsight":
         return lambda: nnsight_recipe(model, ids)
     readout = Readout(adapter_for(model))
