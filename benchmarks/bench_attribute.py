@@ -311,7 +311,7 @@ def memory_child(sizes: Sizes) -> dict:
     model = build_model(sizes)
     reset = reset_peak_rss()
     ids = random_ids(sizes.vocab, sizes.memory_prompt, seed=3)
-    with torch.no_grad():  # the same call the capture makes, so the baseline is the forward
+    with torch.no_grad():  # a plain forward pass: the model's logits at every position
         model(input_ids=ids[None], attention_mask=torch.ones_like(ids[None]), use_cache=False)
     baseline = peak_rss_bytes()
     start = time.perf_counter()

@@ -217,7 +217,7 @@ def memory(model, ids) -> dict:
 
     gc.collect()
     reset = reset_peak_rss()
-    with torch.no_grad():  # the call the capture makes: the model's logits at every position
+    with torch.no_grad():  # a plain forward pass: the model's logits at every position
         model(input_ids=ids[None], attention_mask=torch.ones_like(ids[None]), use_cache=False)
     baseline = peak_rss_bytes()
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -17,9 +17,10 @@ from iglens_viz import IGLens, ModelOutputError, ReadoutMismatchError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.causal.ablation import _target_probs
 from iglens_viz.core import estimators
+from iglens_viz.core.capture import capture_states, checked_positions
 from iglens_viz.core.readout import Readout
 
-from tiny_models import FAMILY_NAMES, random_ids, tiny_model
+from tiny_models import FAMILY_NAMES, model_logits, random_ids, tiny_model
 from tolerances import eps, readout_size, readout_tol, softmax_tol, sum_tol
 
 IDS = random_ids(10, seed=5)
@@ -236,6 +237,60 @@ def test_self_check_catches_a_mismatch_at_the_first_position(monkeypatch):
     monkeypatch.setattr(Readout, "features", wrong_at_position_0)
     with pytest.raises(ReadoutMismatchError, match=r"1 of 10 positions; worst at position 0"):
         lens.trace(IDS)
+
+
+def test_self_check_catches_a_mismatch_between_the_checked_positions(monkeypatch):
+    """Position 7 of 10 is not among the positions where the model computes its logits: the
+    feature-space bound flags it, and the logit comparison against post(head(z̃)) fails it."""
+    model = tiny_model("llama")
+    lens = IGLens(model)
+    n, T = lens.n_blocks, IDS.numel()
+    assert 7 not in checked_positions(T).tolist()
+    original = Readout.features
+
+    def wrong_at_position_7(self, h):
+        z = original(self, h)
+        if z.shape[0] == (n + 1) * T:
+            z = z.clone()
+            z[n * T + 7] *= 1.5
+        return z
+
+    monkeypatch.setattr(Readout, "features", wrong_at_position_7)
+    with pytest.raises(ReadoutMismatchError, match=r"1 of 10 positions; worst at position 7"):
+        lens.trace(IDS)
+
+
+def test_self_check_catches_a_wrong_post_head_transform_at_the_checked_positions():
+    """A soft-cap left out changes no feature: only the model's own logits catch it."""
+    lens = IGLens(tiny_model("gemma2"))
+    lens.readout.softcap = None
+    with pytest.raises(ReadoutMismatchError, match="self-check"):
+        lens.trace(IDS)
+
+
+@pytest.mark.parametrize("family", ["llama", "opt", "gemma2"])  # plain, projected, soft-capped
+def test_capture_keeps_the_head_input_everywhere_and_logits_at_a_few_positions(family):
+    """The capture's head input is what the head receives in a plain forward pass (the same
+    computation: equal); its logits, at :func:`checked_positions` only, are the plain pass's
+    there, up to the head matmul's rounding at another row count (√d' eps S + eps L, per
+    tolerances.py). No ``[T × V]`` logits are kept."""
+    model = tiny_model(family)
+    adapter = adapter_for(model)
+    received = []
+    handle = adapter.head.register_forward_pre_hook(lambda m, args: received.append(args[0]))
+    try:
+        want = model_logits(model, IDS)
+    finally:
+        handle.remove()
+    captured = capture_states(model, adapter, IDS, device=torch.device("cpu"),
+                              dtype=torch.float32)
+    checked = checked_positions(IDS.numel())
+    assert torch.equal(captured.checked, checked) and len(set(checked.tolist())) == 8
+    assert torch.equal(captured.head_input, received[0][0])
+    assert captured.logits.shape == (8, want.shape[-1])
+    size = readout_size(model, IDS)
+    tol = eps(torch.float32) * (np.sqrt(size.width) * size.scale + size.logit_max)
+    np.testing.assert_allclose(captured.logits.double(), want[checked], rtol=0, atol=tol)
 
 
 def test_self_check_warns_for_a_half_precision_mismatch(monkeypatch):

@@ -12,8 +12,9 @@ factor of 2 for second-order terms.
 
 * :func:`softmax_tol`: ``exp(l_y − logsumexp l)`` of the same V logits, in ``dtype``,
   against float64. The logsumexp sums V exponentials ≤ 1 pairwise (⌈log2 V⌉ u), each exp and
-  the log are within an ulp (the log of a sum ≤ V: ln V · u absolute), and its result
-  |lse| ≤ L is rounded once; streamed in b vocabulary blocks, the b partial results are
+  the log are within an ulp (the log of a sum ≤ V: ln V · u absolute), each exp is taken
+  as ``exp2((l − s) · log₂e)``, whose scaled argument adds (ln V + 1) · u (the softmax
+  mean of s − l is at most ln V), and its result |lse| ≤ L is rounded once; streamed in b vocabulary blocks, the b partial results are
   combined in sequence (√b · L · u). A bound on |Δ log p|, so on |Δp| (p ≤ 1).
 * :func:`readout_tol`: softmax(post(head(norm(h)))) recomputed on the same states (the
   library against the model's own modules). Each side's logit carries at most ``3 √w u S``
@@ -100,7 +101,7 @@ def readout_size(model, ids: torch.Tensor, extra_states: torch.Tensor | None = N
 def softmax_tol(dtype: torch.dtype, vocab: int, logit_max: float, blocks: int = 1) -> float:
     """|Δ log p| (so |Δp|) of ``exp(l_y − logsumexp(l))`` over V logits ≤ L, in ``dtype``,
     the logsumexp streamed in ``blocks`` vocabulary blocks."""
-    return eps(dtype) * (math.ceil(math.log2(vocab)) + math.log(vocab) + 2
+    return eps(dtype) * (math.ceil(math.log2(vocab)) + 1.5 * math.log(vocab) + 2.5
                          + math.sqrt(blocks) * logit_max)
 
 

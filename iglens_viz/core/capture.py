@@ -27,14 +27,23 @@ def block_output_states(value) -> torch.Tensor:
                     f"tuple whose first item is the hidden states")
 
 
+CHECKED_POSITIONS = 8
+"""Positions per sequence at which the model computes its own logits (see :class:`Capture`)."""
+
+
 class Capture(NamedTuple):
     """What one forward pass recorded (tensors on the readout device, in its dtype, except
-    ``logits``)."""
+    the model's own head input and logits, in the model's dtype)."""
 
     states: torch.Tensor
     """``[n+1, T, d]`` h_0 … h_n, or ``[2n+1, T, d]`` with the sub-layer states interleaved."""
+    head_input: torch.Tensor
+    """``[T, d']`` the model's own head input at every position: its final norm's output
+    (projected, for OPT)."""
+    checked: torch.Tensor
+    """``[k]`` the positions where the model computed its own logits (:func:`checked_positions`)."""
     logits: torch.Tensor
-    """``[T, V]`` the model's own logits, in the model's dtype."""
+    """``[k, V]`` the model's own logits at those positions."""
     head_inputs: torch.Tensor | None = None
     """``[n, T, H·d_head]`` each block's concatenated head outputs (its output projection's
     input), when asked for."""
@@ -48,10 +57,12 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
                    heads: bool = False) -> Capture:
     """Run ``model`` once on ``input_ids`` (shape ``[T]``) and return a :class:`Capture`.
 
-    ``states[L]`` is h_L, shape ``[n+1, T, d]`` on ``device`` in ``dtype``; ``logits`` are
-    the model's own logits at every position, used for the numeric self-check of the readout
-    at every position (as a plain forward pass computes them: one head matmul over T rows,
-    1/(n+1) of the readout map's).
+    ``states[L]`` is h_L, shape ``[n+1, T, d]`` on ``device`` in ``dtype``. For the numeric
+    self-check of the readout (:mod:`.selfcheck`), a pre-hook on the head keeps the model's
+    own head input at every position and lets the head run on :func:`checked_positions`
+    only: the model's logits there (post-processed by its own code, e.g. soft-capped) cost
+    k head rows instead of T (the readout map computes f(h_n) at every position anyway), and
+    no ``[T × V]`` logits are ever held.
 
     With ``sublayers``, the stream between each block's attention write and its MLP
     (h_L.attn, read as the input of the family's ``mid_state`` module) is kept too:
@@ -64,6 +75,12 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     """
     return capture_batch(model, adapter, [input_ids], device=device, dtype=dtype,
                          sublayers=sublayers, heads=heads)[0]
+
+
+def checked_positions(length: int, count: int = CHECKED_POSITIONS) -> torch.Tensor:
+    """``count`` positions of a sequence of ``length`` (fewer if it is shorter), evenly
+    spread from the first to the last."""
+    return torch.linspace(0, length - 1, min(count, length)).round().long()
 
 
 def padded_batch(sequences: list[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -96,7 +113,7 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     mids = adapter.require_sublayers() if sublayers else ()
     projections = adapter.require_heads() if heads else ()
     buffers: dict[str, torch.Tensor] = {}  # allocated at the first hook, once widths are known
-    seen = {"states": [False] * (stride * n + 1)}
+    seen = {"states": [False] * (stride * n + 1), "head_input": [False]}
     if heads:
         seen["head_inputs"] = [False] * n
         if adapter.mid_modules is None:  # parallel blocks: no h_L.attn to subtract
@@ -125,6 +142,18 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
             keep(index, unflattened(args[0]))
         return hook
 
+    checked = [checked_positions(s.numel()) for s in sequences]
+    k = max(c.numel() for c in checked)
+    # [B, k]: a shorter sequence repeats its last checked position (its logits are cut off).
+    gather = torch.stack([torch.cat([c, c[-1:].expand(k - c.numel())]) for c in checked])
+
+    def before_head(module, args):
+        x = args[0]
+        buffers["head_input"] = x.detach().to(device)
+        seen["head_input"][0] = True
+        rows = torch.arange(x.shape[0], device=x.device)[:, None]
+        return (x[rows, gather.to(x.device)], *args[1:])
+
     def around_projection(index):
         def hook(module, args, output):
             keep(index, unflattened(args[0]), "head_inputs")
@@ -139,6 +168,7 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
                 for i, mid in enumerate(mids)]
     handles += [proj.register_forward_hook(around_projection(i))
                 for i, proj in enumerate(projections)]
+    handles.append(adapter.head.register_forward_pre_hook(before_head))
     try:
         with eval_mode(model):
             ids, mask = padded_batch(sequences, input_device(model))
@@ -160,9 +190,21 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     captures = []
     for b, sequence in enumerate(sequences):
         T = sequence.numel()
-        captures.append(Capture(cut("states", b, T), out.logits[b, :T],
+        k_b = checked[b].numel()
+        captures.append(Capture(cut("states", b, T), buffers["head_input"][b, :T],
+                                checked[b], out.logits[b, :k_b],
                                 cut("head_inputs", b, T), cut("attn_writes", b, T)))
     return captures
+
+
+def joined(captures: list[Capture]) -> Capture:
+    """The self-check's part of several captures as one, their positions laid end to end
+    (as a batched readout map lays their rows): head inputs and logits concatenated, the
+    checked positions offset. Only ``head_input``, ``checked`` and ``logits`` are kept."""
+    offsets = torch.tensor([0] + [c.head_input.shape[0] for c in captures[:-1]]).cumsum(0)
+    return Capture(states=None, head_input=torch.cat([c.head_input for c in captures]),
+                   checked=torch.cat([c.checked + int(o) for c, o in zip(captures, offsets)]),
+                   logits=torch.cat([c.logits for c in captures]))
 
 
 def input_device(model: nn.Module) -> torch.device:

@@ -21,7 +21,7 @@ from torch import nn
 from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ReadoutMismatchError  # noqa: F401 (re-exported)
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
-from .capture import capture_batch, capture_states
+from .capture import Capture, capture_batch, capture_states, joined
 from .components import component_names, component_shares
 from .estimators import midpoints, path_values, riemann_totals, segment_gradients
 from .extensions import provider
@@ -30,7 +30,7 @@ from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
 from .result import AttributionResult, onset_segments
-from .selfcheck import SelfCheck, check_model_states
+from .selfcheck import check_model_states, check_readout
 from .targets import NO_TARGET, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
 
@@ -169,10 +169,9 @@ class IGLens:
             # The same forward pass again (now keeping more): its checked map still holds.
             map_ = (cached.features, cached.log_normalizer, cached.top_ids, cached.top_logprobs)
         else:
-            map_ = self._checked_map(ids, states, captured.logits, top_k)
+            map_ = self._checked_map(states, captured, top_k)
         trace = Trace(ids, states, *map_, sublayers=sublayers, mid_states=mid_states,
                       head_inputs=captured.head_inputs, attn_writes=captured.attn_writes)
-        del captured  # the model's logits
         self._remember(self._cache, key, trace)
         return trace
 
@@ -199,14 +198,11 @@ class IGLens:
                                      device=self.readout.device, dtype=self.readout.dtype)
             lengths = [ids[i].numel() for i in todo]
             states = torch.cat([c.states for c in captured], dim=1)
-            logits = torch.cat([c.logits for c in captured])
-            del captured
             try:
-                map_ = self._checked_map(torch.cat([ids[i] for i in todo]), states, logits,
-                                         top_k)
+                map_ = self._checked_map(states, joined(captured), top_k)
             except ReadoutMismatchError:
                 return [self.trace(x) for x in ids]
-            del logits
+            del captured
             start = 0
             for i, T in zip(todo, lengths):
                 part = slice(start, start + T)
@@ -215,21 +211,18 @@ class IGLens:
                 self._remember(self._cache, tuple(ids[i].tolist()), made[i])
         return [made[i] if i in made else self.trace(x) for i, x in enumerate(ids)]
 
-    def _checked_map(self, ids, states, model_logits, top_k):
+    def _checked_map(self, states, captured: Capture, top_k):
         """The readout map of ``states`` (see :func:`readout_map`), checked against the
-        model's own output (see :meth:`trace`)."""
+        model's own output in ``captured`` (see :meth:`trace`)."""
         # The model's own output must be finite, and the readout of h_n must reproduce it at
-        # every position (compared while the map streams the last layer's logits).
+        # every position.
         what = type(self.model).__name__
         check_model_states(states, what)
-        check = SelfCheck(self.readout, model_logits,
-                          first_row=(states.shape[0] - 1) * ids.numel(),
-                          what=what, adapter_name=self.adapter.family.name,
-                          width=states.shape[-1], budget_bytes=self.memory_budget)
-        features, lse, top_ids, top_lp = readout_map(self.readout, states, top_k,
-                                                     self.memory_budget, observe=check.observe)
-        check.finish(features[-1])
-        return features, lse, top_ids, top_lp
+        map_ = readout_map(self.readout, states, top_k, self.memory_budget)
+        check_readout(self.readout, map_[0][-1], captured.head_input, captured.checked,
+                      captured.logits, what=what, adapter_name=self.adapter.family.name,
+                      width=states.shape[-1], budget_bytes=self.memory_budget)
+        return map_
 
     def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
                   contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,

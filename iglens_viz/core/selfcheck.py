@@ -1,16 +1,32 @@
 """The readout's numeric self-check against the model's own output, and output sanity.
 
 Ground truth for every architecture: the readout of the last state, ``post(head(norm(h_n)))``,
-must reproduce the model's own logits at every position, up to rounding. The comparison runs
-while :func:`~iglens_viz.core.trace.readout_map` streams the last layer's logits (no second
-matmul), row by row, on the spread of the logit differences δl_tv = l_tv(readout) − l_tv(model):
+must reproduce the model's own logits at every position, up to rounding. The forward pass
+(:func:`~iglens_viz.core.capture.capture_states`) keeps the model's own head input z̃_t at
+every position and its own logits at a few :func:`~iglens_viz.core.capture.checked_positions`
+(post-processed by the model's code). The check has two parts:
 
-    gap_t = max_v δl_tv − min_v δl_tv
+* **Every position, in feature space.** The readout's features z_t of h_n (final norm and
+  projection, as the map computed them) against z̃_t. The logits differ through them by
+  δl_tv = W_v · (z_t − z̃_t) (the head is linear and a soft-cap is 1-Lipschitz), so their
+  spread is at most ``2 max_v ‖W_v‖₂ ‖z_t − z̃_t‖₂``. Where that bound is within the
+  feature part of the tolerance below, the position passes; elsewhere it is compared in
+  logit space, as the checked positions are.
+* **Logit space**, at the checked positions and where the bound did not pass: on the spread
+  of the logit differences δl_tv = l_tv(readout) − l_tv(model),
 
-It bounds the log-probability gap max_v |Δ log p_tv| (the logsumexp moves by an amount
-between min_v δl_tv and max_v δl_tv) and is at most twice it; a constant shift of every
-logit, which changes no probability, counts zero. (A failing row's exact log-probability and
-probability gaps are computed for the message.)
+      gap_t = max_v δl_tv − min_v δl_tv
+
+  against the model's own logits at the checked positions (which also checks the head and
+  the post-head transform: the same functions at every position), and against
+  ``post(head(z̃_t))`` elsewhere. gap_t bounds the log-probability gap max_v |Δ log p_tv|
+  (the logsumexp moves by an amount between min_v δl_tv and max_v δl_tv) and is at most
+  twice it; a constant shift of every logit, which changes no probability, counts zero. (A
+  failing row's exact log-probability and probability gaps are computed for the message.)
+
+So no ``[T × V]`` logits are held and the model's head runs on a few rows: the check costs
+a few rows of the map, where comparing whole logits cost a forward pass's head matmul and
+``T × V`` logits in memory.
 
 Tolerance (first-order rounding-error analysis; Higham, *Accuracy and Stability of Numerical
 Algorithms*, §3.1 and §4; Higham & Mary 2019 for the probabilistic form). Notation, for a
@@ -36,16 +52,21 @@ lie within E_t of the exact ones, so
 
     gap_t ≤ 2 (E_t(model) + E_t(readout)) = tol_t,     λ = 4.
 
+The feature bound is held to the terms of E_t that come before the head (the inputs'
+rounding and the norm's mean, ``λ u m_t + √d u_a S_t`` per side): the head and the
+post-head transform are the same functions on both sides, checked in logit space.
+
 Measured on the test models (14 families in float32, bf16 and fp16, read out in float32
 and float64) and on SmolLM2-135M: a float32 model read out in float32 reproduces its own
-logits exactly (gap 0); read out in float64 the gap stays under 1/8 of tol_t (SmolLM2: 5.6e-5
-against 1.7e-3); bf16/fp16 models stay under 1/5 of it (SmolLM2 in bf16: 0.24 against 2.7).
-An adapter bug (a norm skipped, a soft-cap missing, a wrong bias or projection) moves logits
-by O(0.1–10); a float32 model's tol_t is 1.5e-5 (tiny test models) to 3.4e-3 (SmolLM2).
+head input and logits exactly (gap 0); read out in float64 the logit gap stays under 1/8 of
+tol_t (SmolLM2: 5.6e-5 against 1.7e-3); bf16/fp16 models stay under 1/5 of it (SmolLM2 in
+bf16: 0.24 against 2.7). An adapter bug (a norm skipped, a soft-cap missing, a wrong bias or
+projection) moves logits by O(0.1–10); a float32 model's tol_t is 1.5e-5 (tiny test models)
+to 3.4e-3 (SmolLM2).
 
 A float32/float64 model over tolerance raises :class:`ReadoutMismatchError`; a bf16/fp16 model
-gets a warning with the measured gap. NaN or Inf in the model's own states or logits is not
-the readout's fault and raises :class:`ModelOutputError` instead.
+gets a warning with the measured gap. NaN or Inf in the model's own states, head input or
+logits is not the readout's fault and raises :class:`ModelOutputError` instead.
 """
 
 from __future__ import annotations
@@ -84,67 +105,136 @@ def check_model_states(states: torch.Tensor, what: str) -> None:
                 f"or the readout")
 
 
-class SelfCheck:
-    """Compares streamed readout logits of h_n with the model's own logits ``[T, V]``.
+def check_readout(readout: Readout, features: torch.Tensor, head_input: torch.Tensor,
+                  checked: torch.Tensor, model_logits: torch.Tensor, *, what: str,
+                  adapter_name: str, width: int, budget_bytes: int) -> None:
+    """Raise, warn or return: the readout's features of h_n (``[T, d']``) against the
+    model's own head input (``[T, d']``) and its logits (``[k, V]``) at positions
+    ``checked`` (``[k]``), as the module docstring describes. ``width`` is d."""
+    if model_logits.shape[-1] != readout.vocab_size:
+        raise ReadoutMismatchError(
+            f"readout self-check: the readout gives {readout.vocab_size} logits but the "
+            f"model gives {model_logits.shape[-1]}; the {adapter_name} adapter does not fit "
+            f"{what}")
+    _Check(readout, features, head_input, checked, model_logits, what=what,
+           adapter_name=adapter_name, width=width, budget_bytes=budget_bytes).run()
 
-    Pass :meth:`observe` to :func:`readout_map` as ``observe``; the rows of h_n in the
-    flattened map are ``first_row … first_row + T − 1``. Then call :meth:`finish`.
-    """
 
-    def __init__(self, readout: Readout, model_logits: torch.Tensor, first_row: int, *,
-                 what: str, adapter_name: str, width: int, budget_bytes: int):
+class _Check:
+    """One self-check (see :func:`check_readout`)."""
+
+    def __init__(self, readout, features, head_input, checked, model_logits, *, what,
+                 adapter_name, width, budget_bytes):
         self.readout = readout
-        # Head rows per block when the check reads the head itself (its magnitudes, and the
-        # probability gap of a failing row): one upcast block within the memory budget.
-        itemsize = torch.finfo(readout.dtype).bits // 8
-        self.block_columns = max(1, int(budget_bytes) // (itemsize * 2 * readout.feature_size))
         self.what = what
         self.adapter_name = adapter_name
         self.width = width
+        self.budget_bytes = int(budget_bytes)
         self.model_dtype = model_logits.dtype
-        T, vocab = model_logits.shape
-        if vocab != readout.vocab_size:
-            raise ReadoutMismatchError(
-                f"readout self-check: the readout gives {readout.vocab_size} logits but the "
-                f"model gives {vocab}; the {adapter_name} adapter does not fit {what}")
-        self.model_logits = model_logits.to(readout.device)
-        self.first_row = int(first_row)
-        self.seen = 0
         options = dict(device=readout.device, dtype=readout.dtype)
-        self.diff_max = torch.full((T,), -math.inf, **options)
-        self.diff_min = torch.full((T,), math.inf, **options)
-        self.largest = torch.zeros(T, **options)
+        self.ours = features.to(**options)
+        self.theirs = head_input.to(**options)
+        self.checked = checked.to(readout.device)
+        self.model_logits = model_logits.to(readout.device)
+        # Head rows per block when the check reads the head itself (its magnitudes): one
+        # upcast block within the memory budget.
+        itemsize = torch.finfo(readout.dtype).bits // 8
+        self.block_columns = max(1, self.budget_bytes // (itemsize * 2 * readout.feature_size))
 
-    def observe(self, rows: slice, columns: slice, logits: torch.Tensor) -> None:
-        """Fold one ``[rows × columns]`` block of readout logits into the comparison."""
-        T = self.model_logits.shape[0]
-        start = max(rows.start, self.first_row)
-        stop = min(rows.stop, self.first_row + T)
-        if start >= stop:
+    def run(self) -> None:
+        T = self.ours.shape[0]
+        self._require_finite(self.theirs, torch.arange(T), "in its head's input (the final "
+                             "norm's output)", "the final norm's weights")
+        self._require_finite(self.model_logits, self.checked, "logits",
+                             "its weights (the head or the final norm)")
+        stats = self.readout.head_stats(self.block_columns)
+        bound = 2 * stats.row_norm * (self.ours - self.theirs).norm(dim=-1)
+        in_logits = ~(bound <= self.tolerance(features_only=True))  # NaN: compare logits
+        in_logits[self.checked] = True
+        rows = in_logits.nonzero()[:, 0]
+        spread, largest = self._logit_spread(rows)
+        broken = ~torch.isfinite(spread)
+        tol = self.tolerance(largest, rows)
+        ratio = torch.where(broken, torch.full_like(spread, math.inf), spread / tol)
+        worst = int(ratio.argmax())
+        if ratio[worst] <= 1:
             return
-        ours = logits[start - rows.start:stop - rows.start]
-        t = slice(start - self.first_row, stop - self.first_row)
-        theirs = self.model_logits[t, columns].to(self.readout.dtype)
-        low, high = (ours - theirs).aminmax(dim=-1)
-        self.diff_min[t] = torch.minimum(self.diff_min[t], low)  # NaN propagates: see finish
-        self.diff_max[t] = torch.maximum(self.diff_max[t], high)
-        low, high = theirs.aminmax(dim=-1)
-        self.largest[t] = torch.maximum(self.largest[t], torch.maximum(-low, high))
-        self.seen += (stop - start) * theirs.shape[-1]
+        t = int(rows[worst])
+        log_gap, prob_gap = self._gaps(t)
+        bad = int((ratio > 1).sum())
+        message = (f"readout self-check: f(h_n) differs from {self.what}'s own output at "
+                   f"{bad} of {T} positions; worst at position {t}: log-probabilities "
+                   f"differ by up to {log_gap:.2e} (the logit differences spread over "
+                   f"{float(spread[worst]):.2e}, tolerance {float(tol[worst]):.1e} for a "
+                   f"{self.model_dtype} model read out in {self.readout.dtype}), probabilities "
+                   f"by up to {prob_gap:.2e} ({self.adapter_name} adapter)")
+        if self.model_dtype not in HALF_DTYPES:
+            raise ReadoutMismatchError(message + "; the adapter does not match this model")
+        warnings.warn(message + f"; some gap is expected for a {self.model_dtype} model, but "
+                      f"not this much", stacklevel=5)
 
-    def tolerance(self, features: torch.Tensor) -> torch.Tensor:
-        """``[T]`` tol_t of the module docstring, for the features z_t of h_n."""
+    def _require_finite(self, values: torch.Tensor, positions: torch.Tensor, output: str,
+                        weights: str) -> None:
+        """ModelOutputError unless every row of the model's own ``values`` is finite."""
+        finite = torch.isfinite(values).all(-1)
+        if not bool(finite.all()):
+            raise ModelOutputError(
+                f"{self.what}'s forward pass produced NaN/Inf {output}, first at position "
+                f"{int(positions.cpu()[~finite.cpu()][0])}: {weights} hold NaN/Inf or its dtype "
+                f"({self.model_dtype}) overflowed. This is the model's own output, not the "
+                f"{self.adapter_name} adapter or the readout")
+
+    def _reference(self, rows: torch.Tensor, columns: slice, head: torch.Tensor | None = None
+                   ) -> torch.Tensor:
+        """The model's logits at ``rows`` (positions), in the readout dtype: its own where it
+        computed them (checked positions), else ``post(head(z̃))`` of its head input.
+        ``head`` is ``head_block(columns)`` when the caller holds it."""
+        out = self.readout.logits_from_features(self.theirs[rows], columns, head)
+        hit = (rows[:, None] == self.checked[None, :])
+        where, which = hit.nonzero(as_tuple=True)
+        out[where] = self.model_logits[which, columns].to(out.dtype)
+        return out
+
+    def _logit_spread(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """gap_t and L_t (the model's largest |logit|) at positions ``rows``, streamed over
+        vocabulary blocks within the memory budget (our logits, the reference, their
+        difference and the head rows, per block)."""
+        options = dict(device=self.readout.device, dtype=self.readout.dtype)
+        low = torch.full((rows.numel(),), math.inf, **options)
+        high = torch.full((rows.numel(),), -math.inf, **options)
+        largest = torch.zeros(rows.numel(), **options)
+        itemsize = torch.finfo(self.readout.dtype).bits // 8
+        per_column = 3 * rows.numel() + self.readout.head_block_width  # + an upcast head block
+        cols = max(1, self.budget_bytes // (itemsize * per_column))
+        ours = self.ours[rows]
+        for c0 in range(0, self.readout.vocab_size, cols):
+            columns = slice(c0, c0 + cols)
+            head = self.readout.head_block(columns)
+            theirs = self._reference(rows, columns, head)
+            diff = self.readout.logits_from_features(ours, columns, head).sub_(theirs)
+            block_low, block_high = diff.aminmax(dim=-1)
+            low = torch.minimum(low, block_low)  # NaN propagates: a broken row
+            high = torch.maximum(high, block_high)
+            block_low, block_high = theirs.aminmax(dim=-1)
+            largest = torch.maximum(largest, torch.maximum(-block_low, block_high))
+        return high - low, largest
+
+    def tolerance(self, largest: torch.Tensor | None = None, rows: torch.Tensor | None = None,
+                  *, features_only: bool = False) -> torch.Tensor:
+        """tol_t of the module docstring at positions ``rows`` (all when None), given L_t
+        (``largest``); with ``features_only``, its terms before the head (no L_t)."""
         readout = self.readout
         stats = readout.head_stats(self.block_columns)
-        z = features.to(readout.dtype)
+        z = self.ours if rows is None else self.ours[rows]
         z_norm = z.norm(dim=-1)
         sum_bound = z_norm * stats.row_norm + stats.bias
         input_bound = torch.minimum(z_norm * stats.abs_max, z.abs().amax(-1) * stats.row_norm)
-        widths = math.sqrt(self.width) + math.sqrt(z.shape[-1])
+        d, d_head = math.sqrt(self.width), math.sqrt(z.shape[-1])
 
         def side(u, u_acc):
-            return (2 * u * self.largest + LAMBDA * u * input_bound
-                    + widths * u_acc * sum_bound)
+            if features_only:
+                return LAMBDA * u * input_bound + d * u_acc * sum_bound
+            return 2 * u * largest + LAMBDA * u * input_bound + (d + d_head) * u_acc * sum_bound
 
         u_model = unit_roundoff(self.model_dtype)
         u_model_acc = unit_roundoff(torch.float32) if self.model_dtype in HALF_DTYPES \
@@ -155,53 +245,21 @@ class SelfCheck:
         return 2 * (side(u_model, u_model_acc) + side(unit_roundoff(readout.dtype),
                                                       unit_roundoff(readout.dtype)))
 
-    def finish(self, features: torch.Tensor) -> None:
-        """Raise, warn or return, given h_n's features ``[T, d']``."""
-        T, vocab = self.model_logits.shape
-        if self.seen != T * vocab:  # pragma: no cover - readout_map visits every block
-            raise RuntimeError("readout self-check: not every logit of h_n was compared")
-        spread = self.diff_max - self.diff_min
-        broken = ~torch.isfinite(spread)
-        if bool(broken.any()):
-            rows = broken.nonzero()[:, 0]
-            finite = torch.isfinite(self.model_logits[rows]).all(-1)
-            if not bool(finite.all()):
-                position = int(rows[~finite][0])
-                raise ModelOutputError(
-                    f"{self.what}'s forward pass produced NaN/Inf logits, first at position "
-                    f"{position}: its weights (the head or the final norm) hold NaN/Inf or "
-                    f"its dtype ({self.model_dtype}) overflowed. This is the model's own "
-                    f"output, not the {self.adapter_name} adapter or the readout")
-        tol = self.tolerance(features)
-        ratio = torch.where(broken, torch.full_like(spread, math.inf), spread / tol)
-        worst = int(ratio.argmax())
-        if ratio[worst] <= 1:
-            return
-        log_gap, prob_gap = self._gaps(features[worst], worst)
-        bad = int((ratio > 1).sum())
-        message = (f"readout self-check: f(h_n) differs from {self.what}'s own output at "
-                   f"{bad} of {T} positions; worst at position {worst}: log-probabilities "
-                   f"differ by up to {log_gap:.2e} (the logit differences spread over "
-                   f"{float(spread[worst]):.2e}, tolerance {float(tol[worst]):.1e} for a "
-                   f"{self.model_dtype} model read out in {self.readout.dtype}), probabilities "
-                   f"by up to {prob_gap:.2e} ({self.adapter_name} adapter)")
-        if self.model_dtype not in HALF_DTYPES:
-            raise ReadoutMismatchError(message + "; the adapter does not match this model")
-        warnings.warn(message + f"; some gap is expected for a {self.model_dtype} model, but "
-                      f"not this much", stacklevel=4)
-
-    def _gaps(self, z: torch.Tensor, t: int) -> tuple[float, float]:
+    def _gaps(self, t: int) -> tuple[float, float]:
         """max_v |Δ log p_tv| and max_v |Δp_tv| at one position (only when reporting)."""
         dtype = self.readout.dtype
         cols = self.block_columns
-        blocks = range(0, self.readout.vocab_size, cols)
+        row = torch.tensor([t], device=self.readout.device)
+        z = self.ours[t]
         ours_lse = float(self.readout.log_normalizer(z, cols))
-        theirs_lse = float(torch.logsumexp(self.model_logits[t].to(dtype), -1))
+        theirs_all = torch.cat([self._reference(row, slice(c0, c0 + cols))[0]
+                                for c0 in range(0, self.readout.vocab_size, cols)])
+        theirs_lse = float(torch.logsumexp(theirs_all.to(dtype), -1))
         log_gap = prob_gap = 0.0
-        for c0 in blocks:
+        for c0 in range(0, self.readout.vocab_size, cols):
             columns = slice(c0, c0 + cols)
             ours = self.readout.logits_from_features(z, columns) - ours_lse
-            theirs = self.model_logits[t, columns].to(dtype) - theirs_lse
+            theirs = theirs_all[columns] - theirs_lse
             log_gap = max(log_gap, float((ours - theirs).abs().max()))
             prob_gap = max(prob_gap, float((ours.exp() - theirs.exp()).abs().max()))
         return log_gap, prob_gap

@@ -8,7 +8,6 @@ contrast or boundary set then needs only a dot product per row (see ``Readout.ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -115,17 +114,14 @@ def block_plan(n_rows: int, vocab_size: int, dtype: torch.dtype, budget_bytes: i
 
 
 @torch.no_grad()
-def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int,
-                observe: Callable[[slice, slice, torch.Tensor], None] | None = None
+def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int
                 ) -> tuple[torch.Tensor, ...]:
     """Features, log-normaliser, top-k ids and log-probs for every row of ``states``.
 
     The ``[rows × vocab]`` logits are never held whole: they stream in tiles of rows ×
     vocabulary columns (:meth:`Readout.scan`: cache-sized on a CPU, and never over the
     :func:`block_plan` of ``budget_bytes``), with a running logsumexp and a running top-k
-    merged across tiles. ``observe(rows, columns, logits)``, if given, sees every tile as it
-    streams by (``rows`` index the flattened ``states[..., d]``), e.g. to compare a layer
-    with the model's own logits without computing them twice.
+    merged across tiles.
     """
     lead = states.shape[:-1]
     features = readout.features(states.reshape(-1, states.shape[-1]))
@@ -133,8 +129,7 @@ def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes
     k = min(top_k, vocab)
     rows, cols = block_plan(n_rows, vocab, readout.dtype, budget_bytes,
                             head_width=readout.head_block_width)
-    done = readout.scan(features, k, online=False, observe=observe, max_rows=rows,
-                        max_columns=cols)
+    done = readout.scan(features, k, online=False, max_rows=rows, max_columns=cols)
     lse = done.log_normalizer
     if k:
         top_ids, top_logprobs = done.top_ids, done.top_values.sub_(lse[:, None])
