@@ -415,7 +415,7 @@ def summary(sizes: Sizes, params: int, speed: dict, captum: dict, memory: dict, 
         f"measured → {captum['total']:,.0f} s for all {captum['prompt']} positions, vs "
         f"{captum['ours'] * 1e3:,.0f} ms for the full map.",
         f"Memory: fresh process, ru_maxrss after attribute − after one plain forward pass "
-        f"(all positions' logits, as the capture computes them for its self-check"
+        f"(all positions' logits, as a user's own forward call computes them"
         f"{'; peak reset after the model build' if memory['reset'] else ''}); "
         f"all-at-once = (n+1)·T·V·4 B = {memory['all_logits'] / GB:.2f} GB "
         f"({memory['all_logits'] / 2**30:.2f} GiB), not run.",

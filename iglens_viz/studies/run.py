@@ -15,7 +15,8 @@ requested mode:
   position stands in for the positions it lacks).
 
 The target probability is the readout's f(h_n), the value IG-Lens's last boundary reads and
-every trace checks against the model's own logits (equal up to rounding).
+every trace checks against the model's own output (equal up to rounding; see
+:mod:`iglens_viz.core.selfcheck`).
 
 Prompts run in batches (``batch_size``): one right-padded forward pass with an attention mask
 for their states, one readout map over all their rows, and their ablations sharing forward
