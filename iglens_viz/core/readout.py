@@ -40,9 +40,9 @@ _MIN_TILE_BYTES = 2**20
 # Wider than this, a tile of few rows gains nothing and its first (unfiltered) top-k costs.
 _MAX_TILE_COLUMNS = 4096
 _MAX_TILE_BYTES = 32 * 2**20
-_LOG2_E = 1.0 / math.log(2.0)
 # Column counts are rounded down to a multiple of this (a few cache lines of float32).
 _TILE_COLUMN_STEP = 64
+_LOG2_E = 1.0 / math.log(2.0)
 
 
 def _parse_size(text: str) -> int:
@@ -429,7 +429,8 @@ class Readout:
         return done.log_normalizer, done.weighted
 
     def scan(self, z: torch.Tensor, top_k: int = 0, *, gradient: bool = False,
-             online: bool = True, max_rows: int | None = None, max_columns: int | None = None) -> Scan:
+             online: bool = True, max_rows: int | None = None,
+             max_columns: int | None = None) -> Scan:
         """One streamed pass over the vocabulary for features ``z[R, d']``.
 
         The ``[R × V]`` logits are never held: they are made one tile of rows × vocabulary
