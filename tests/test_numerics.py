@@ -286,7 +286,7 @@ def test_capture_keeps_the_head_input_everywhere_and_logits_at_a_few_positions(f
                               dtype=torch.float32)
     checked = checked_positions(IDS.numel())
     assert torch.equal(captured.checked, checked) and len(set(checked.tolist())) == 8
-    assert torch.equal(captured.head_input, received[0][0])
+    assert torch.equal(captured.unembed_input, received[0][0])
     assert captured.logits.shape == (8, want.shape[-1])
     size = readout_size(model, IDS)
     tol = eps(torch.float32) * (np.sqrt(size.width) * size.scale + size.logit_max)

@@ -37,9 +37,9 @@ class Capture(NamedTuple):
 
     states: torch.Tensor
     """``[n+1, T, d]`` h_0 … h_n, or ``[2n+1, T, d]`` with the sub-layer states interleaved."""
-    head_input: torch.Tensor
-    """``[T, d']`` the model's own head input at every position: its final norm's output
-    (projected, for OPT)."""
+    unembed_input: torch.Tensor
+    """``[T, d']`` the input of the model's unembedding head at every position: its final
+    norm's output (projected, for OPT). Not ``head_inputs``, the attention heads' outputs."""
     checked: torch.Tensor
     """``[k]`` the positions where the model computed its own logits (:func:`checked_positions`)."""
     logits: torch.Tensor
@@ -113,7 +113,7 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     mids = adapter.require_sublayers() if sublayers else ()
     projections = adapter.require_heads() if heads else ()
     buffers: dict[str, torch.Tensor] = {}  # allocated at the first hook, once widths are known
-    seen = {"states": [False] * (stride * n + 1), "head_input": [False]}
+    seen = {"states": [False] * (stride * n + 1), "unembed_input": [False]}
     if heads:
         seen["head_inputs"] = [False] * n
         if adapter.mid_modules is None:  # parallel blocks: no h_L.attn to subtract
@@ -149,8 +149,8 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
 
     def before_head(module, args):
         x = args[0]
-        buffers["head_input"] = x.detach().to(device)
-        seen["head_input"][0] = True
+        buffers["unembed_input"] = x.detach().to(device)
+        seen["unembed_input"][0] = True
         rows = torch.arange(x.shape[0], device=x.device)[:, None]
         return (x[rows, gather.to(x.device)], *args[1:])
 
@@ -191,7 +191,7 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     for b, sequence in enumerate(sequences):
         T = sequence.numel()
         k_b = checked[b].numel()
-        captures.append(Capture(cut("states", b, T), buffers["head_input"][b, :T],
+        captures.append(Capture(cut("states", b, T), buffers["unembed_input"][b, :T],
                                 checked[b], out.logits[b, :k_b],
                                 cut("head_inputs", b, T), cut("attn_writes", b, T)))
     return captures
@@ -200,9 +200,9 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
 def joined(captures: list[Capture]) -> Capture:
     """The self-check's part of several captures as one, their positions laid end to end
     (as a batched readout map lays their rows): head inputs and logits concatenated, the
-    checked positions offset. Only ``head_input``, ``checked`` and ``logits`` are kept."""
-    offsets = torch.tensor([0] + [c.head_input.shape[0] for c in captures[:-1]]).cumsum(0)
-    return Capture(states=None, head_input=torch.cat([c.head_input for c in captures]),
+    checked positions offset. Only ``unembed_input``, ``checked`` and ``logits`` are kept."""
+    offsets = torch.tensor([0] + [c.unembed_input.shape[0] for c in captures[:-1]]).cumsum(0)
+    return Capture(states=None, unembed_input=torch.cat([c.unembed_input for c in captures]),
                    checked=torch.cat([c.checked + int(o) for c, o in zip(captures, offsets)]),
                    logits=torch.cat([c.logits for c in captures]))
 

@@ -219,7 +219,7 @@ class IGLens:
         what = type(self.model).__name__
         check_model_states(states, what)
         map_ = readout_map(self.readout, states, top_k, self.memory_budget)
-        check_readout(self.readout, map_[0][-1], captured.head_input, captured.checked,
+        check_readout(self.readout, map_[0][-1], captured.unembed_input, captured.checked,
                       captured.logits, what=what, adapter_name=self.adapter.family.name,
                       width=states.shape[-1], budget_bytes=self.memory_budget)
         return map_

@@ -108,7 +108,7 @@ def check_model_states(states: torch.Tensor, what: str) -> None:
                 f"or the readout")
 
 
-def check_readout(readout: Readout, features: torch.Tensor, head_input: torch.Tensor,
+def check_readout(readout: Readout, features: torch.Tensor, unembed_input: torch.Tensor,
                   checked: torch.Tensor, model_logits: torch.Tensor, *, what: str,
                   adapter_name: str, width: int, budget_bytes: int) -> None:
     """Raise, warn or return: the readout's features of h_n (``[T, d']``) against the
@@ -119,14 +119,14 @@ def check_readout(readout: Readout, features: torch.Tensor, head_input: torch.Te
             f"readout self-check: the readout gives {readout.vocab_size} logits but the "
             f"model gives {model_logits.shape[-1]}; the {adapter_name} adapter does not fit "
             f"{what}")
-    _Check(readout, features, head_input, checked, model_logits, what=what,
+    _Check(readout, features, unembed_input, checked, model_logits, what=what,
            adapter_name=adapter_name, width=width, budget_bytes=budget_bytes).run()
 
 
 class _Check:
     """One self-check (see :func:`check_readout`)."""
 
-    def __init__(self, readout, features, head_input, checked, model_logits, *, what,
+    def __init__(self, readout, features, unembed_input, checked, model_logits, *, what,
                  adapter_name, width, budget_bytes):
         self.readout = readout
         self.what = what
@@ -136,7 +136,7 @@ class _Check:
         self.model_dtype = model_logits.dtype
         options = dict(device=readout.device, dtype=readout.dtype)
         self.ours = features.to(**options)
-        self.theirs = head_input.to(**options)
+        self.theirs = unembed_input.to(**options)
         self.checked = checked.to(readout.device)
         self.model_logits = model_logits.to(readout.device)
         # Head rows per block when the check reads the head itself (its magnitudes): one
