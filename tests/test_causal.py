@@ -342,6 +342,30 @@ def test_validate_onset_options(llama):
         validate_onset(llama, None, prompts, boundaries=[0, 4], progress=False)
 
 
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_validate_onset_sublayer_boundaries(llama, mode):
+    """Regression: boundaries="sublayer" raised a bare TypeError (validate_onset derived the
+    segment → block mapping itself). Each half block is ablated as its part, as ablate()
+    called directly on the same parts measures it."""
+    prompts = [[1, 5, 7, 9, 11], [3, 4, 3, 4, 3, 4]]
+    val = validate_onset(llama, None, prompts, boundaries="sublayer", mode=mode,
+                         progress=False)
+    n = 4
+    assert val.boundaries == [x / 2 for x in range(2 * n + 1)]
+    assert val.drops.shape == val.contributions.shape == (11, 2 * n)
+    tol = 2 * _tol(llama)
+    for index, prompt in enumerate(prompts):
+        rows = val.table.index[val.table["prompt"] == index]
+        att = IGLens(llama).attribute(prompt, boundaries="sublayer")
+        np.testing.assert_array_equal(val.contributions[rows], att.contributions)
+        np.testing.assert_array_equal(val.table.loc[rows, "onset"], att.onset)
+        for first, part in enumerate(("attn", "mlp")):  # segments alternate attn, mlp
+            abl = ablate(llama, None, prompt, part=part, mode=mode)
+            np.testing.assert_allclose(val.drops[rows][:, first::2], abl.drop, atol=tol)
+            np.testing.assert_allclose(val.table.loc[rows, "p_final"], abl.clean_probs,
+                                       atol=tol)
+
+
 def test_plots(llama):
     import matplotlib
     import matplotlib.figure

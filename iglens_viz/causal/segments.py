@@ -8,16 +8,17 @@ and head can newly read — stands beside the segment's total effect through lat
 
 from __future__ import annotations
 
-import math
 import time
 from typing import NamedTuple
 
 import numpy as np
 
+from ..core.boundaries import segment_parts
 from ..errors import InvalidRequestError
 from .ablation import ablate
 
-__all__ = ["SegmentAblation", "ablate_segments", "is_position_index", "segment_parts"]
+__all__ = ["SegmentAblation", "ablate_segments", "is_position_index", "segment_drops",
+           "segment_parts"]
 
 
 class SegmentAblation(NamedTuple):
@@ -42,23 +43,25 @@ def is_position_index(value) -> bool:
         and value >= 0
 
 
-def segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
-    """What ablating each segment removes: ``("block", (a+1, …, b))`` for the blocks of a
-    segment between block depths a → b, ``("attn", (L,))`` for L − 1 → L − ½ and
-    ``("mlp", (L,))`` for L − ½ → L (``boundaries="sublayer"``)."""
-    out = []
-    for lo, hi in zip(boundaries[:-1], boundaries[1:]):
-        lo, hi = float(lo), float(hi)
-        if lo.is_integer() and hi.is_integer():
-            out.append(("block", tuple(range(int(lo) + 1, int(hi) + 1))))
-        elif hi - lo == 0.5:
-            block = math.ceil(hi)
-            out.append(("mlp" if hi.is_integer() else "attn", (block,)))
-        else:
-            raise InvalidRequestError(f"the segment from depth {lo:g} to {hi:g} holds part of a "
-                                      f"block and whole blocks: it cannot be ablated as one "
-                                      f"(use whole-block or 'sublayer' boundaries)")
-    return out
+def segment_drops(model, tokenizer, ids, target, plan, *, mode: str = "zero",
+                  batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(clean (T,), drops (T, k))``: the target probability of the unablated model and its
+    drop when each segment of ``plan`` (:func:`segment_parts`) is ablated, one batched
+    :func:`~iglens_viz.causal.ablate` call per part (``block``, ``attn``, ``mlp``)."""
+    drops = clean = None
+    for part in dict.fromkeys(what for what, _ in plan):
+        cols = [j for j, (what, _) in enumerate(plan) if what == part]
+        res = ablate(model, tokenizer, ids, target=target, mode=mode, part=part,
+                     layers=[_layer(plan[j][1]) for j in cols], batch_size=batch_size)
+        if drops is None:
+            clean, drops = res.clean_probs, np.empty((len(res.clean_probs), len(plan)))
+        drops[:, cols] = res.drop
+    return clean, drops
+
+
+def _layer(blocks: tuple[int, ...]):
+    """The ``layers=`` entry of a segment's blocks: the block alone, or the group."""
+    return blocks[0] if len(blocks) == 1 else blocks
 
 
 def ablate_segments(model, tokenizer, result, position: int, *, mode: str = "zero"
@@ -102,11 +105,8 @@ def ablate_segments(model, tokenizer, result, position: int, *, mode: str = "zer
             continue
         measured = np.full(p + 1, -1, dtype=np.int64)
         measured[p] = token
-        for part in dict.fromkeys(what for what, _ in plan):
-            cols = [j for j, (what, _) in enumerate(plan) if what == part]
-            res = ablate(model, tokenizer, ids, target=measured, mode=mode,
-                         part=part, layers=[plan[j][1] for j in cols])
-            drops[cols] += sign * res.drop[p]
-        clean += sign * float(res.clean_probs[p])
+        unablated, dropped = segment_drops(model, tokenizer, ids, measured, plan, mode=mode)
+        drops += sign * dropped[p]
+        clean += sign * float(unablated[p])
     return SegmentAblation(p, drops, clean, [what for what, _ in plan], target, contrast,
                            time.perf_counter() - start)

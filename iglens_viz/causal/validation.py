@@ -33,7 +33,8 @@ from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
 from ..views.static import new_figure
-from .ablation import AblationMode, ablate
+from .ablation import AblationMode
+from .segments import segment_drops, segment_parts
 
 __all__ = ["COLUMNS", "ValidationResult", "spearman", "validate_onset"]
 
@@ -185,7 +186,9 @@ def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
     boundaries:
         Segment boundaries in any form :func:`iglens_viz.attribute` takes; None for every
         block. A segment spanning several
-        blocks is ablated by ablating all of them together.
+        blocks is ablated by ablating all of them together; a half block (``"sublayer"``)
+        by removing its attention's or its MLP's write (``part="attn"`` / ``"mlp"``), as
+        :func:`~iglens_viz.core.boundaries.segment_parts` maps them.
     mode:
         Ablation mode, ``"zero"`` or ``"mean"`` (see :func:`ablate`).
     min_prob:
@@ -209,23 +212,22 @@ def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
     bounds = parse_boundaries(boundaries, lens.n_blocks)
     if len(bounds) < 3:
         raise InvalidRequestError("validation needs at least two segments to compare")
-    groups = [b if b == a + 1 else tuple(range(a + 1, b + 1))
-              for a, b in zip(bounds[:-1], bounds[1:])]
+    plan = segment_parts(bounds)
 
     rows, contributions, drops = [], [], []
     for index, text in enumerate(tqdm(texts, disable=not progress, desc="validate_onset",
                                       unit="prompt")):
-        att = lens.attribute(text, target=target, boundaries=bounds)
-        abl = ablate(model, tokenizer, att.input_ids, target=att.target_ids, layers=groups,
-                     mode=mode, batch_size=batch_size)
+        att = lens.attribute(text, target=target, boundaries=boundaries)
+        clean, dropped = segment_drops(model, tokenizer, att.input_ids, att.target_ids, plan,
+                                       mode=mode, batch_size=batch_size)
         for t in range(len(att.tokens)):
             if att.target_ids[t] == NO_TARGET:
                 continue
-            p_final = float(abl.clean_probs[t])
+            p_final = float(clean[t])
             if p_final < min_prob:
                 continue
             c = att.contributions[t]
-            d = abl.drop[t]
+            d = dropped[t]
             j = int(onset_segments(c[None])[0])
             low = _median_low(c, d)
             rows.append({
@@ -240,7 +242,7 @@ def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
             contributions.append(c)
             drops.append(d)
 
-    k = len(groups)
+    k = len(plan)
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table = table.astype({"prompt": "int64", "position": "int64", "target_id": "int64",
                           "onset": "int64", "hit": "bool", "monotone": "bool"})

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InvalidRequestError
 
 __all__ = ["SUBLAYER", "BoundarySpec", "block_of_depth", "depth_list", "is_sublayer", "normalize_boundaries", "parse_boundaries", "resolve_boundaries",
-           "segment_label", "segment_labels"]
+           "segment_label", "segment_labels", "segment_parts"]
 
 BoundarySpec = Union[str, Sequence[int], None]
 """``"all"`` / None, ``"every:K"``, ``"0,10,20,30"``, a sequence of block indices, or
@@ -127,6 +127,26 @@ def segment_labels(boundaries) -> list[str]:
     """:func:`segment_label` of every segment of a boundary list."""
     b = depth_list(boundaries)
     return [segment_label(lo, hi) for lo, hi in zip(b[:-1], b[1:])]
+
+
+def segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
+    """What each segment of a boundary list covers, as an ablation removes it:
+    ``("block", (a+1, …, b))`` for the blocks of a segment between block depths a → b,
+    ``("attn", (L,))`` for L − 1 → L − ½ and ``("mlp", (L,))`` for L − ½ → L
+    (``boundaries="sublayer"``). The one mapping from segments to ablated parts: the causal
+    check, :func:`~iglens_viz.causal.validate_onset` and ``AblationResult.plot_vs`` read it."""
+    out = []
+    for lo, hi in zip(boundaries[:-1], boundaries[1:]):
+        lo, hi = float(lo), float(hi)
+        if lo.is_integer() and hi.is_integer():
+            out.append(("block", tuple(range(int(lo) + 1, int(hi) + 1))))
+        elif hi - lo == 0.5:
+            out.append(("mlp" if hi.is_integer() else "attn", (block_of_depth(hi),)))
+        else:
+            raise InvalidRequestError(f"the segment from depth {lo:g} to {hi:g} holds part of a "
+                                      f"block and whole blocks: it cannot be ablated as one "
+                                      f"(use whole-block or 'sublayer' boundaries)")
+    return out
 
 
 def depth_list(boundaries) -> list[float]:
