@@ -86,7 +86,7 @@ def test_invalid_fields(fields, match):
 def test_from_controls_reads_text_fields():
     """The CLI flags and the widget's controls are parsed by one function."""
     r = AttributionRequest.from_controls(
-        "hi", {"target": " 12 ", "contrast": " Paris", "boundaries": " every:3 ",
+        "hi", {"target": "12", "contrast": " Paris", "boundaries": " every:3 ",
                "estimator": " riemann ", "steps": "4", "_n": 9}, chat="auto",
         max_new_tokens=5)
     assert (r.target, r.contrast, r.boundaries, r.estimator, r.steps) == \
@@ -97,8 +97,9 @@ def test_from_controls_reads_text_fields():
     assert empty == AttributionRequest("hi")
     assert AttributionRequest.from_controls("hi", {"target": "next"}).target == "next"
     assert AttributionRequest.from_controls("hi", {"target": 7.0}).target == 7
-    with pytest.raises(InvalidRequestError, match="target token id must be >= 0"):
-        AttributionRequest.from_controls("hi", {"target": "-1"})
+    # Only bare ASCII digits are an id; anything else typed is a token string, as typed.
+    for typed in (" 12 ", "12 ", "-1", "+4", "\u0663", "\uff14", " next", "next "):
+        assert AttributionRequest.from_controls("hi", {"target": typed}).target == typed
     with pytest.raises(InvalidRequestError, match="steps"):
         AttributionRequest.from_controls("hi", {"steps": "two"})
 
@@ -120,6 +121,16 @@ def test_boundary_forms_resolve_alike():
     assert parse_boundaries("every:3", 7) == [0, 3, 6, 7]
     assert parse_boundaries(None, 3) == parse_boundaries("all", 3) == [0, 1, 2, 3]
     assert [segment_label(0, 1), segment_label(3, 7)] == ["1", "4–7"]
+
+
+@pytest.mark.parametrize("spec", [np.array([[0, 2], [3, 4]]), np.array([[0, 2, 4]]),
+                                  np.array(4), [[0, 2], [4]], [0, (2,), 4]])
+def test_boundaries_that_are_not_one_dimensional_are_refused(spec):
+    """Regression: a 2-D array was flattened ([[0, 2], [3, 4]] read as [0, 2, 3, 4])."""
+    with pytest.raises(IGLensError, match="boundaries must be a 1-D list of ints"):
+        parse_boundaries(spec, 4)
+    with pytest.raises(IGLensError, match="1-D list of ints"):
+        AttributionRequest("hi", boundaries=spec)
 
 
 # ------------------------------------------------------------------------------ on the lens

@@ -40,6 +40,9 @@ _EXAMPLE = "'all', 'every:5', 'sublayer' or a comma list such as '0,10,20,30'"
 def _int_list(values, spec) -> tuple[int, ...]:
     out = []
     for value in values:
+        if isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes)):
+            raise InvalidRequestError(f"boundaries must be a 1-D list of ints (block indices); "
+                                      f"got the nested {value!r} in {spec!r}")
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise InvalidRequestError(f"boundaries must be integers (block indices); got "
                                       f"{value!r} in {spec!r}")
@@ -73,8 +76,11 @@ def normalize_boundaries(spec: BoundarySpec) -> str | tuple[int, ...]:
     if isinstance(spec, (bytes, bytearray)) or not isinstance(spec, (Sequence, np.ndarray)):
         raise InvalidRequestError(f"boundaries must be {_EXAMPLE}, or a list of ints; not "
                                   f"{type(spec).__name__}")
-    return _int_list(np.asarray(spec, dtype=object).reshape(-1) if isinstance(spec, np.ndarray)
-                     else spec, spec)
+    if isinstance(spec, np.ndarray) and spec.ndim != 1:
+        raise InvalidRequestError(f"boundaries must be a 1-D list of ints (block indices); got "
+                                  f"an array of shape {spec.shape}")
+    return _int_list(np.asarray(spec, dtype=object) if isinstance(spec, np.ndarray) else spec,
+                     spec)
 
 
 def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[float]:
