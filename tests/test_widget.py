@@ -229,7 +229,7 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
 
 def test_request_token_forms(lens, forward_calls):
     w = show(lens, None, PROMPT)
-    w.request = {"target": "w9", "contrast": " 4 ", "boundaries": "0,2,4",
+    w.request = {"target": "w9", "contrast": "4", "boundaries": "0,2,4",
                  "estimator": "prediction_aware", "steps": 1}
     assert w.error == ""
     assert w.attribution.target_ids.tolist() == [9] * 6
@@ -244,8 +244,12 @@ def test_request_token_forms(lens, forward_calls):
 
 @pytest.mark.parametrize("request_, message", [
     ({"target": "w1 w2"}, "not a single token"),
-    ({"target": "-3"}, ">= 0"),
+    ({"target": "-3"}, "not a single token"),  # only bare digits are an id: "-3" is text
+    ({"target": " 4"}, "not in the vocabulary"),  # text too (the tokenizer has no "4")
     ({"target": "500"}, "out of range"),
+    ({"target": "18446744073709551616"}, "out of range: 18446744073709551616; this model's "
+                                         "token ids are 0..96"),
+    ({"target": "w3", "contrast": "w3"}, "the contrast is the target itself"),
     ({"boundaries": "0,3,2,4"}, "strictly increasing"),
     ({"boundaries": "every:x"}, "every:K"),
     ({"boundaries": "0,2"}, "end at n=4"),

@@ -49,7 +49,11 @@ below what a figure shows, while each step costs a readout of every (position, s
 PER_POSITION = "(per position)"
 """The controls' text for a target given as one id per position (it cannot be typed)."""
 
-_INTEGER_TEXT = re.compile(r"\s*[+-]?\d+\s*")
+_INTEGER_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")  # steps: ASCII digits, spaces tolerated
+# A typed target is a token id only as bare ASCII digits: " 4" is a token string (a leading
+# space is part of many tokens) and so is a non-ASCII digit such as "\u0663", which int()
+# would accept.
+_TOKEN_ID_TEXT = re.compile(r"[0-9]+")
 _NO_TARGET = -1
 
 
@@ -60,6 +64,10 @@ def _is_int(value) -> bool:
 def _id_tuple(values, what: str, *, allow_none_marker: bool) -> tuple[int, ...]:
     """A 1-D sequence / array / tensor of token ids as a tuple of ints (validated)."""
     array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values)
+    if array.dtype == object and array.size and all(_is_int(v) for v in array.ravel()):
+        huge = next(int(v) for v in array.ravel() if abs(v) >= 2**63)  # not even int64
+        raise InvalidRequestError(f"{what} ids out of range: {huge} is beyond any vocabulary "
+                                  f"(token ids are 0..V-1)")
     if array.dtype == object or array.dtype.kind not in "iu":
         got = "values of mixed types" if array.dtype == object else array.dtype
         raise InvalidRequestError(f"{what} ids must be integers, got {got}")
@@ -120,9 +128,9 @@ def normalize_target(spec, what: str = "target"):
 def _target_from_text(text, what: str, *, optional: bool):
     """A target/contrast as typed in a text field (CLI flag, widget box).
 
-    Empty means the default ("predicted", or no contrast); an integer is a token id;
-    ``predicted`` / ``next`` are the keywords; anything else is a token string exactly as
-    typed (a leading space matters).
+    Empty means the default ("predicted", or no contrast); bare ASCII digits (``4``) are a
+    token id; ``predicted`` / ``next`` exactly are the keywords; anything else is a token
+    string exactly as typed: ``" 4"`` and ``" next"`` are tokens (a leading space matters).
     """
     if text is None or text == "":
         return None if optional else "predicted"
@@ -133,11 +141,11 @@ def _target_from_text(text, what: str, *, optional: bool):
     if not isinstance(text, str):
         raise InvalidRequestError(f"{what} must be text or a token id, not "
                                   f"{type(text).__name__}")
-    if text.strip() in ("predicted", "next"):
-        return text.strip()
-    if _INTEGER_TEXT.fullmatch(text):
+    if text in ("predicted", "next"):
+        return text
+    if _TOKEN_ID_TEXT.fullmatch(text):
         return normalize_target(int(text), what)
-    return text
+    return normalize_target(text, what)
 
 
 def _target_text(value) -> str:

@@ -12,16 +12,21 @@ NO_TARGET = -1
 """Marks a position without a target (the last position under ``target="next"``)."""
 
 
-def token_id_of(token: str, tokenizer) -> int:
+def token_id_of(token: str, tokenizer, what: str = "target") -> int:
     """The id of a single-token string; a clear error showing its tokenisation otherwise."""
     if tokenizer is None:
-        raise InvalidRequestError(f"the target {token!r} is a string, which needs a tokenizer")
+        raise InvalidRequestError(f"the {what} {token!r} is a string, which needs a tokenizer")
     ids = tokenizer.encode(token, add_special_tokens=False)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if ids == [unk] and token not in (tokenizer.unk_token, tokenizer.decode([unk])):
+        raise InvalidRequestError(
+            f"the {what} {token!r} is not in the vocabulary (it tokenises to the unknown token "
+            f"{tokenizer.unk_token!r}). Pass a token of the vocabulary or its id.")
     if len(ids) != 1:
         pieces = [tokenizer.decode([i]) for i in ids]
         hint = f"e.g. {pieces[0]!r}, " if pieces else ""
         raise InvalidRequestError(
-            f"the target {token!r} is not a single token: it tokenises to {len(ids)} tokens "
+            f"the {what} {token!r} is not a single token: it tokenises to {len(ids)} tokens "
             f"{pieces} (ids {ids}). Pass one token, {hint}or its id; mind the leading space.")
     return int(ids[0])
 
@@ -43,19 +48,38 @@ def resolve_targets(spec, input_ids: torch.Tensor, predicted: torch.Tensor, toke
         out[:-1] = input_ids[1:].numpy()
         return out
     if isinstance(spec, str):
-        ids = np.full(T, token_id_of(spec, tokenizer), dtype=np.int64)
+        ids = [token_id_of(spec, tokenizer, what)] * T
     elif isinstance(spec, int):
-        ids = np.full(T, spec, dtype=np.int64)
+        ids = [spec] * T
     else:
-        ids = np.asarray(spec, dtype=np.int64)
-        if ids.shape != (T,):
+        ids = list(spec)
+        if len(ids) != T:
             raise InvalidRequestError(f"a {what} sequence needs one id per position: got "
-                                      f"{ids.size}, the prompt has {T} tokens")
-    bad = ids[ids >= vocab_size]
-    if bad.size:
-        raise InvalidRequestError(f"{what} ids out of range [0, {vocab_size}): "
-                                  f"{bad[:5].tolist()}")
-    return ids
+                                      f"{len(ids)}, the prompt has {T} tokens")
+    # Checked as Python ints, before numpy: an id beyond int64 would raise OverflowError.
+    bad = sorted({i for i in ids if i >= vocab_size})
+    if bad:
+        shown = bad[0] if len(bad) == 1 else bad[:5]
+        raise InvalidRequestError(f"{what} id out of range: {shown}; this model's token ids "
+                                  f"are 0..{vocab_size - 1}")
+    return np.asarray(ids, dtype=np.int64)
+
+
+def check_contrast(target_ids: np.ndarray, contrast_ids: np.ndarray) -> None:
+    """Refuse a contrast that is the target itself at every position with a target.
+
+    There f = p(target) − p(contrast) is 0 at every layer: an all-zero map whose onset (the
+    first of equal zeros) would name the first segment everywhere. A contrast equal to the
+    target at some positions only is allowed (those rows are zero).
+    """
+    both = (target_ids != NO_TARGET) & (contrast_ids != NO_TARGET)
+    if both.any() and np.array_equal(target_ids[both], contrast_ids[both]):
+        same = np.unique(target_ids[both])
+        what = f"token id {same[0]}" if same.size == 1 else "the same token ids"
+        raise InvalidRequestError(
+            f"the contrast is the target itself ({what}) at every position, so "
+            f"p(target) - p(contrast) is 0 everywhere: pick a different contrast token, or "
+            f"none")
 
 
 def token_texts(tokenizer, *id_arrays) -> dict[int, str]:
