@@ -35,7 +35,9 @@ import torch
 from torch import nn
 
 from ..adapters import adapter_for
-from ..core.capture import block_output_states, input_device
+from ..core.capture import input_device
+from ..core.hooks import (Hooks, block_input, block_output_states, by_row, projection_input,
+                          replace_block_output)
 from ..core.inputs import to_input_ids
 from ..core.model_mode import eval_mode
 from ..core.request import TargetSpec
@@ -312,43 +314,8 @@ def _part_modules(adapter, config, part: str) -> tuple[nn.Module, ...]:
     return modules
 
 
-def _replace_first(output, hidden: torch.Tensor):
-    """``output`` with its hidden states replaced, keeping the block's return structure."""
-    if isinstance(output, torch.Tensor):
-        return hidden
-    if isinstance(output, tuple):
-        return (hidden, *output[1:])
-    if isinstance(output, list):
-        return [hidden, *output[1:]]
-    raise TypeError(f"decoder block returned {type(output).__name__}; expected a tensor or a "
-                    f"tuple whose first item is the hidden states")
-
-
-def _block_input(args, kwargs) -> torch.Tensor:
-    if args:
-        return args[0]
-    if "hidden_states" in kwargs:
-        return kwargs["hidden_states"]
-    raise TypeError("cannot find the decoder block's input hidden states (neither positional "
-                    "argument 0 nor keyword 'hidden_states')")
-
-
-def _by_row(x: torch.Tensor, rows: int) -> torch.Tensor:
-    """``x`` as ``[rows, T, …]`` (OPT's MLP flattens the batch into ``[rows·T, d]``)."""
-    if x.dim() >= 3 and x.shape[0] == rows:
-        return x
-    return x.reshape(rows, -1, x.shape[-1])
-
-
-def _projection_input(args, kwargs):
-    """The output projection's input and a function that puts a replacement in its place."""
-    if args:
-        return args[0], lambda new: ((new, *args[1:]), kwargs)
-    key = next((k for k in ("input", "x", "hidden_states") if k in kwargs), None)
-    if key is not None:
-        return kwargs[key], lambda new: (args, {**kwargs, key: new})
-    raise TypeError("cannot find the attention output projection's input (neither positional "
-                    "argument 0 nor keyword 'input', 'x' or 'hidden_states')")
+# The hook helpers' former names here (core.hooks is their home).
+_replace_first, _projection_input = replace_block_output, projection_input
 
 
 class _AblationHooks:
@@ -367,24 +334,24 @@ class _AblationHooks:
         self.part = part
         self.updates = updates  # [n, T, d]: given block updates (mode "given")
         self.rows: dict[int, torch.Tensor] = {}  # module index -> bool mask over batch rows
-        self.handles = []
+        self.hooks = Hooks()
 
     def __enter__(self):
-        if self.part == "block":
-            self.handles = [block.register_forward_hook(self._hook(i), with_kwargs=True)
-                            for i, block in enumerate(self.blocks)]
-        elif self.part == "head":
-            self.handles = [m.register_forward_pre_hook(self._head_hook(i), with_kwargs=True)
-                            for i, m in enumerate(self.blocks)]
-        else:
-            self.handles = [m.register_forward_hook(self._write_hook(i))
-                            for i, m in enumerate(self.blocks)]
+        try:
+            for i, module in enumerate(self.blocks):
+                if self.part == "block":
+                    self.hooks.after(module, self._hook(i), with_kwargs=True)
+                elif self.part == "head":
+                    self.hooks.before(module, self._head_hook(i), with_kwargs=True)
+                else:
+                    self.hooks.after(module, self._write_hook(i))
+        except BaseException:  # what was registered before the failure goes again
+            self.hooks.remove()
+            raise
         return self
 
     def __exit__(self, *exc):
-        for handle in self.handles:
-            handle.remove()
-        self.handles = []
+        self.hooks.remove()
 
     def _hook(self, index: int):
         def hook(module, args, kwargs, output):
@@ -392,7 +359,7 @@ class _AblationHooks:
             if mask is None:
                 return None
             out = block_output_states(output)
-            inp = _block_input(args, kwargs)
+            inp = block_input(args, kwargs)
             if self.mode == "zero":
                 replacement = inp
             elif self.mode == "given":
@@ -401,7 +368,7 @@ class _AblationHooks:
                 update = out - inp
                 replacement = inp + update.mean(dim=1, keepdim=True)
             mask = mask.to(out.device).view(-1, *([1] * (out.dim() - 1)))
-            return _replace_first(output, torch.where(mask, replacement.to(out.dtype), out))
+            return replace_block_output(output, torch.where(mask, replacement.to(out.dtype), out))
         return hook
 
     def _replacement(self, x: torch.Tensor) -> torch.Tensor:
@@ -416,10 +383,10 @@ class _AblationHooks:
             if mask is None:
                 return None
             out = block_output_states(output)
-            write = _by_row(out, mask.numel())
+            write = by_row(out, mask.numel())
             mask = mask.to(out.device).view(-1, *([1] * (write.dim() - 1)))
             new = torch.where(mask, self._replacement(write), write)
-            return _replace_first(output, new.reshape(out.shape))
+            return replace_block_output(output, new.reshape(out.shape))
         return hook
 
     def _head_hook(self, index: int):
@@ -427,9 +394,9 @@ class _AblationHooks:
             mask = self.rows.get(index)  # [rows, H]
             if mask is None:
                 return None
-            x, put = _projection_input(args, kwargs)
+            x, put = projection_input(args, kwargs)
             rows, n_heads = mask.shape
-            z = _by_row(x, rows)
+            z = by_row(x, rows)
             z = z.reshape(*z.shape[:-1], n_heads, z.shape[-1] // n_heads)  # [rows, T, H, d_h]
             mask = mask.to(x.device).view(rows, *([1] * (z.dim() - 3)), n_heads, 1)
             new = torch.where(mask, self._replacement(z), z)

@@ -17,11 +17,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..core.capture import block_output_states, input_device, padded_batch
+from ..core.capture import input_device, padded_batch
+from ..core.hooks import Hooks, block_input, block_output_states, replace_block_output
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
 from ..core.trace import DEFAULT_MEMORY_BUDGET, block_plan
-from .ablation import _block_input, _replace_first
 
 __all__ = ["AblationJob", "ablated_probabilities"]
 
@@ -98,7 +98,7 @@ def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
             if not members:
                 return None
             h = block_output_states(output)
-            h_in = _block_input(args, kwargs)
+            h_in = block_input(args, kwargs)
             index = torch.as_tensor(members, device=h.device)
             new = h_in.index_select(0, index)
             given = [jobs[chunk[r][0]].updates for r in members]
@@ -110,24 +110,22 @@ def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
                 new = new + update
             h = h.clone()
             h[index] = new.to(h.dtype)
-            return _replace_first(output, h)
+            return replace_block_output(output, h)
         return hook
 
     def keep_last(module, args, output):
         kept["h_n"] = block_output_states(output)
         raise _Stop
 
-    handles = [block.register_forward_hook(ablate_hook(i), with_kwargs=True)
-               for i, block in enumerate(adapter.blocks)]
-    handles.append(adapter.blocks[-1].register_forward_hook(keep_last))
-    try:
-        with eval_mode(model):
-            model(input_ids=ids, attention_mask=mask, use_cache=False)
-    except _Stop:
-        pass
-    finally:
-        for handle in handles:
-            handle.remove()
+    with Hooks() as hooks:
+        for i, block in enumerate(adapter.blocks):
+            hooks.after(block, ablate_hook(i), with_kwargs=True)
+        hooks.after(adapter.blocks[-1], keep_last)
+        try:
+            with eval_mode(model):
+                model(input_ids=ids, attention_mask=mask, use_cache=False)
+        except _Stop:
+            pass
     return kept["h_n"]
 
 

@@ -14,17 +14,8 @@ import torch
 from torch import nn
 
 from ..adapters import ModelAdapter
+from .hooks import Hooks, block_input, block_output_states, by_row
 from .model_mode import eval_mode
-
-
-def block_output_states(value) -> torch.Tensor:
-    """The hidden states in a decoder block's output (a tensor in transformers 5, a tuple in 4.x)."""
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
-        return value[0]
-    raise TypeError(f"decoder block returned {type(value).__name__}; expected a tensor or a "
-                    f"tuple whose first item is the hidden states")
 
 
 CHECKED_POSITIONS = 8
@@ -127,19 +118,16 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
         seen[what][index] = True
 
     def before_first(module, args, kwargs):
-        keep(0, args[0] if args else kwargs["hidden_states"])
+        keep(0, block_input(args, kwargs))
 
     def after_block(index):
         def hook(module, args, output):
             keep(index, block_output_states(output))
         return hook
 
-    def unflattened(x):  # OPT flattens the batch into [B·T, d] inside a block
-        return x.reshape(B, -1, x.shape[-1])
-
     def before_mlp(index):
         def hook(module, args):
-            keep(index, unflattened(args[0]))
+            keep(index, by_row(args[0], B))
         return hook
 
     checked = [checked_positions(s.numel()) for s in sequences]
@@ -156,26 +144,23 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
 
     def around_projection(index):
         def hook(module, args, output):
-            keep(index, unflattened(args[0]), "head_inputs")
+            keep(index, by_row(args[0], B), "head_inputs")
             if "attn_writes" in seen:
-                keep(index, unflattened(output), "attn_writes")
+                keep(index, by_row(output, B), "attn_writes")
         return hook
 
-    handles = [adapter.blocks[0].register_forward_pre_hook(before_first, with_kwargs=True)]
-    handles += [block.register_forward_hook(after_block(stride * (i + 1)))
-                for i, block in enumerate(adapter.blocks)]
-    handles += [mid.register_forward_pre_hook(before_mlp(2 * i + 1))
-                for i, mid in enumerate(mids)]
-    handles += [proj.register_forward_hook(around_projection(i))
-                for i, proj in enumerate(projections)]
-    handles.append(adapter.head.register_forward_pre_hook(before_head))
-    try:
+    with Hooks() as hooks:
+        hooks.before(adapter.blocks[0], before_first, with_kwargs=True)
+        for i, block in enumerate(adapter.blocks):
+            hooks.after(block, after_block(stride * (i + 1)))
+        for i, mid in enumerate(mids):
+            hooks.before(mid, before_mlp(2 * i + 1))
+        for i, proj in enumerate(projections):
+            hooks.after(proj, around_projection(i))
+        hooks.before(adapter.head, before_head)
         with eval_mode(model):
             ids, mask = padded_batch(sequences, input_device(model))
             out = model(input_ids=ids, attention_mask=mask, use_cache=False)
-    finally:
-        for handle in handles:
-            handle.remove()
     for what, filled in seen.items():
         missing = [i for i, ok in enumerate(filled) if not ok]
         if missing:

@@ -1,0 +1,102 @@
+"""Forward hooks on a model's modules: registered together, always removed, and the block
+calling conventions they read and write.
+
+Capture (:mod:`.capture`), ablation and the batched ablation of a study
+(:mod:`iglens_viz.causal`) all hook the same decoder blocks: what a block's input and output
+look like (a tensor in transformers 5, a tuple in 4.x; the input positional or the keyword
+``hidden_states``) is decided here once, with one error text.
+
+>>> with Hooks() as hooks:                                  # doctest: +SKIP
+...     hooks.after(adapter.blocks[3], keep_output)
+...     model(input_ids=ids)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["Hooks", "block_input", "block_output_states", "by_row", "projection_input",
+           "replace_block_output"]
+
+_BLOCK_OUTPUT = ("decoder block returned {kind}; expected a tensor or a tuple whose first item "
+                 "is the hidden states")
+
+
+class Hooks:
+    """Forward hooks registered through this object and removed together when the ``with``
+    block ends, also when it raises (as TransformerLens's ``hooks()`` context manager)."""
+
+    def __init__(self):
+        self._handles: list = []
+
+    def after(self, module: nn.Module, hook, *, with_kwargs: bool = False) -> None:
+        """A forward hook: ``hook(module, args, output)`` (``args, kwargs, output`` with
+        ``with_kwargs``) runs after ``module``; a value it returns replaces the output."""
+        self._handles.append(module.register_forward_hook(hook, with_kwargs=with_kwargs))
+
+    def before(self, module: nn.Module, hook, *, with_kwargs: bool = False) -> None:
+        """A forward pre-hook: ``hook(module, args)`` (``args, kwargs`` with
+        ``with_kwargs``) runs before ``module``; a value it returns replaces the input."""
+        self._handles.append(module.register_forward_pre_hook(hook, with_kwargs=with_kwargs))
+
+    def remove(self) -> None:
+        """Remove every hook registered so far."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def __enter__(self) -> Hooks:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def block_output_states(value) -> torch.Tensor:
+    """The hidden states in a decoder block's output (a tensor in transformers 5, a tuple
+    in 4.x)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+        return value[0]
+    raise TypeError(_BLOCK_OUTPUT.format(kind=type(value).__name__))
+
+
+def replace_block_output(output, hidden: torch.Tensor):
+    """``output`` with its hidden states replaced, keeping the block's return structure."""
+    if isinstance(output, torch.Tensor):
+        return hidden
+    if isinstance(output, tuple):
+        return (hidden, *output[1:])
+    if isinstance(output, list):
+        return [hidden, *output[1:]]
+    raise TypeError(_BLOCK_OUTPUT.format(kind=type(output).__name__))
+
+
+def block_input(args, kwargs) -> torch.Tensor:
+    """A decoder block's input hidden states, from a ``with_kwargs`` hook's arguments."""
+    if args:
+        return args[0]
+    if "hidden_states" in kwargs:
+        return kwargs["hidden_states"]
+    raise TypeError("cannot find the decoder block's input hidden states (neither positional "
+                    "argument 0 nor keyword 'hidden_states')")
+
+
+def by_row(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``x`` as ``[rows, T, …]`` (OPT flattens the batch into ``[rows·T, d]`` inside a block)."""
+    if x.dim() >= 3 and x.shape[0] == rows:
+        return x
+    return x.reshape(rows, -1, x.shape[-1])
+
+
+def projection_input(args, kwargs):
+    """The output projection's input and a function that puts a replacement in its place."""
+    if args:
+        return args[0], lambda new: ((new, *args[1:]), kwargs)
+    key = next((k for k in ("input", "x", "hidden_states") if k in kwargs), None)
+    if key is not None:
+        return kwargs[key], lambda new: (args, {**kwargs, key: new})
+    raise TypeError("cannot find the attention output projection's input (neither positional "
+                    "argument 0 nor keyword 'input', 'x' or 'hidden_states')")
