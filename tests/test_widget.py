@@ -16,6 +16,7 @@ from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD
 from iglens_viz.protocol import (array_from_payload, array_to_payload, result_payload,
                                  to_base64_state)
 from iglens_viz.widget import IGLensWidget, show
+from iglens_viz.widget.widget import PAGE_WRITABLE
 
 from tiny_models import tiny_model, tiny_tokenizer
 
@@ -544,3 +545,135 @@ def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
         segment_parts([0, 0.5, 2])
     with pytest.raises(InvalidRequestError, match="zero"):
         segment_ablation(lens, lens.attribute(PROMPT), 1, mode="mean")
+
+
+# ------------------------------------------------------------------------------ hostile page
+
+def page_update(w, **state):
+    """What the front end sends when the page writes traits: an ipywidgets 8 ``update``."""
+    w._handle_msg({"content": {"data": {"method": "update", "state": state,
+                                        "buffer_paths": []}}, "buffers": []})
+
+
+def sent_back(w):
+    """The ``update`` states the widget sends to the page from now on (a list that grows)."""
+    sent = []
+    send = w._send
+
+    def record(msg, buffers=None):
+        if msg.get("method") == "update":
+            sent.append(dict(msg["state"]))
+        return send(msg, buffers=buffers)
+
+    w._send = record
+    return sent
+
+
+def sane_export(w):
+    """to_html works and carries Python's own payload, selection and pins."""
+    from iglens_viz.export.html import page_state
+
+    page = w.to_html()
+    assert "<!DOCTYPE html>" in page
+    state = page_state(w)
+    assert state["selected"] == w.selected and state["result"]["tokens"] == w.attribution.tokens
+    return state
+
+
+@pytest.mark.parametrize("name, value", [
+    ("selected", 10**9), ("selected", 6), ("selected", -2), ("selected", True),
+    ("selected", "3"), ("selected", 2.5), ("selected", None), ("selected", [1]),
+    ("hovered", 10**9), ("hovered", -7), ("hovered", False),
+    ("color_by", "rainbow"), ("color_by", 3), ("view", "<img src=x onerror=alert(1)>"),
+    ("pinned", [[0, 99]]), ("pinned", [[1, 0]]), ("pinned", [[0, 1, 2]]),
+    ("pinned", [[True, 1]]), ("pinned", [[0, -1]]), ("pinned", "0,1"), ("pinned", [None]),
+    ("request", "target=next"), ("request", [1, 2]), ("cancel_request", 5),
+    ("ablation_request", "go"), ("path_request", None),
+])
+def test_bad_page_write_is_refused_and_the_page_resynced(lens, name, value):
+    w = show(lens, None, PROMPT)
+    before = {k: getattr(w, k) for k in PAGE_WRITABLE}
+    payload, attribution = w.result, w.attribution
+    sent = sent_back(w)
+    page_update(w, **{name: value})  # no exception reaches the comm handler
+    assert {k: getattr(w, k) for k in PAGE_WRITABLE} == before
+    assert w.result is payload and w.attribution is attribution and w.error == ""
+    assert sent == [{name: before[name]}]  # the page is told Python's value
+    sane_export(w)
+
+
+def test_page_cannot_overwrite_what_python_computed(lens):
+    w = show(lens, None, PROMPT)
+    w.causal_check(2)
+    python_owned = {k: getattr(w, k) for k in w.keys if k not in PAGE_WRITABLE}
+    payload = w.result
+    sent = sent_back(w)
+    page_update(w, result={"tokens": ["<script>alert(1)</script>"]}, interactive=False,
+                busy=True, error="pwned", components={}, ablation={"drops": "x"},
+                ablation_busy=True, path={"error": 1}, comparison={"results": [{}]},
+                progress=2.0, _esm="export default {}", _css="*{}",
+                layout="IPY_MODEL_x", tabbable=True, tooltip="hi")
+    assert {k: getattr(w, k) for k in python_owned} == python_owned
+    assert w.result is payload and w.interactive is True and w.busy is False
+    refused = {"result", "interactive", "busy", "error", "components", "ablation",
+               "ablation_busy", "path", "comparison", "progress", "_esm", "_css", "layout",
+               "tabbable", "tooltip"}
+    assert len(sent) == 1 and set(sent[0]) == refused & set(w.keys)
+    state = sane_export(w)
+    assert state["ablation"]["position"] == 2 and "pwned" not in w.to_html()
+    # The export is Python's own payload, equal to a fresh one of the shown result.
+    assert state["result"]["tokens"] == result_payload(w.attribution)["tokens"]
+
+
+def test_page_writes_that_fit_are_taken(lens):
+    w = show(lens, None, PROMPT)
+    sent = sent_back(w)
+    page_update(w, selected=4, hovered=1, color_by="onset", view="grid", pinned=[[0, 2], 3])
+    assert (w.selected, w.hovered, w.color_by, w.view) == (4, 1, "onset", "grid")
+    assert w.pinned == [[0, 2], [0, 3]]  # a bare i is [0, i], as the page reads it
+    assert w.components["positions"] == [4]  # the new selection was split
+    assert all("selected" not in s and "hovered" not in s for s in sent)  # nothing refused
+    # one bad trait in an update: the others are taken, the bad one stays as it was
+    page_update(w, selected=1, hovered=10**9)
+    assert w.selected == 1 and w.hovered == 1
+    assert sent[-1] == {"hovered": 1}
+    page_update(w, selected=-1, hovered=-1)
+    assert w.selected == -1 and w.hovered == -1
+    assert sane_export(w)["selected"] == -1
+
+
+@pytest.mark.parametrize("name, value, trait, message", [
+    ("request", {"target": {"a": 1}, "_n": 1}, "error", "target"),
+    ("request", {"steps": [1], "_n": 1}, "error", "steps"),
+    ("request", {"steps": 10**9, "_n": 1}, "error", "steps must be an integer"),
+    ("request", {"boundaries": [0, 10**9], "_n": 1}, "error", "boundaries"),
+    ("request", {"estimator": ["riemann"], "_n": 1}, "error", "estimator"),
+    ("ablation_request", {"position": 10**9, "_n": 1}, "ablation", "not a position"),
+    ("path_request", {"position": 1, "steps": 10**9, "_n": 1}, "path", "steps"),
+    ("path_request", {"position": 10**9, "steps": 4, "_n": 1}, "path", "in [-6, 6)"),
+])
+def test_bad_page_request_lands_in_its_error_trait(lens, name, value, trait, message):
+    w = show(lens, None, PROMPT)
+    payload = w.result
+    page_update(w, **{name: value})
+    got = getattr(w, trait)
+    assert message in (got if trait == "error" else got["error"]), got
+    assert w.result is payload and w.busy is False and w.ablation_busy is False
+    sane_export(w)
+
+
+def test_python_assignments_are_validated_too(lens):
+    import traitlets
+
+    from iglens_viz.widget.widget import InvalidTraitError
+
+    w = show(lens, None, PROMPT)
+    for name, value in [("selected", 10**9), ("hovered", 6), ("selected", True),
+                        ("pinned", [[0, 6]])]:
+        with pytest.raises(InvalidTraitError, match="position"):
+            setattr(w, name, value)
+    assert issubclass(InvalidTraitError, IGLensError)
+    assert issubclass(InvalidTraitError, traitlets.TraitError)
+    w.selected = 0
+    assert w.selected == 0
+    sane_export(w)

@@ -19,6 +19,7 @@ conditional marginal. It runs only when asked (a click), batched by
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -34,7 +35,17 @@ from ..protocol import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state, result_pay
 from ..protocol.payload import ablation_payload, components_payload, path_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 
-__all__ = ["IGLensWidget", "RecomputeCancelled", "position_path", "segment_ablation", "show"]
+__all__ = ["IGLensWidget", "InvalidTraitError", "PAGE_WRITABLE", "RecomputeCancelled",
+           "position_path", "segment_ablation", "show"]
+
+# The traits the page writes (js/views: strip, heatmap and context select/hover, the colour
+# select, the view tabs, the compare view's pins, the controls' Apply and Cancel, the detail
+# panel's causal check and path). Every other synced trait is Python's answer or Python's
+# own state (result, interactive, busy, error, components, ablation, ablation_busy, path,
+# comparison, progress, and anywidget's and ipywidgets' own traits): an update from the page
+# that writes one of those is refused, so exports always carry what Python computed.
+PAGE_WRITABLE = frozenset({"selected", "hovered", "color_by", "view", "pinned", "request",
+                           "cancel_request", "ablation_request", "path_request"})
 
 _MISSING_BUNDLE_ESM = """
 export default { render({ el }) {
@@ -181,8 +192,77 @@ class IGLensWidget(anywidget.AnyWidget):
 
     threaded: bool | None = None
     """Run recomputes in a background thread, so that the kernel hears a Cancel while one
-    runs. None (the default): only inside a running IPython kernel; False: always in the
+    runs. None (the default): whenever this process runs an IPython kernel — also for the
+    page's requests, which arrive in a comm handler outside any cell; False: always in the
     caller's thread (tests, scripts)."""
+
+    # ------------------------------------------------------------------ page writes
+
+    def _position_range(self, name: str, value) -> int:
+        T = len(self._attribution.input_ids)
+        if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < T:
+            raise InvalidTraitError(f"{name}={value!r} is not a position of this result: use "
+                                    f"-1 (none) or 0 … {T - 1}")
+        return value
+
+    @traitlets.validate("selected")
+    def _valid_selected(self, proposal):
+        return self._position_range("selected", proposal["value"])
+
+    @traitlets.validate("hovered")
+    def _valid_hovered(self, proposal):
+        return self._position_range("hovered", proposal["value"])
+
+    @traitlets.validate("pinned")
+    def _valid_pinned(self, proposal):
+        lengths = [len(self.result.get("tokens") or ())] + [
+            len(r.get("tokens") or ()) for r in (self.comparison or {}).get("results") or ()
+            if isinstance(r, dict)]
+        pins = []
+        for pin in proposal["value"]:
+            pair = [0, pin] if isinstance(pin, int) else pin  # a bare i is [0, i], as in JS
+            ok = (isinstance(pair, (list, tuple)) and len(pair) == 2
+                  and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
+                  and 0 <= pair[0] < len(lengths) and 0 <= pair[1] < lengths[pair[0]])
+            if not ok:
+                raise InvalidTraitError(f"pin {pin!r} names no position: use [r, i] with r in "
+                                        f"0 … {len(lengths) - 1} (0 = the result, r ≥ 1 its "
+                                        f"comparison's results) and i a position of result r")
+            pins.append([int(pair[0]), int(pair[1])])
+        return pins
+
+    def set_state(self, sync_data):
+        """Apply an update from the page (ipywidgets calls this for every ``update`` message).
+
+        Only the traits in :data:`PAGE_WRITABLE` are taken, each validated as a Python
+        assignment is; a refused value leaves its trait as it was, and the page is sent
+        Python's value back. Never raises for a bad value (it would leave the comm handler
+        with half an update)."""
+        refused = {}
+        accepted = {}
+        for name, value in (sync_data.items() if isinstance(sync_data, dict) else ()):
+            if name not in self.keys:
+                continue  # ipywidgets ignores these too
+            if name not in PAGE_WRITABLE:
+                refused[name] = "only Python writes it"
+                continue
+            try:
+                from_json = self.trait_metadata(name, "from_json", self._trait_from_json)
+                self.traits()[name]._validate(self, from_json(value, self))
+            except traitlets.TraitError as err:
+                refused[name] = str(err)
+            else:
+                accepted[name] = value
+        with self._sync_lock:
+            if accepted:
+                try:
+                    super().set_state(accepted)
+                except traitlets.TraitError as err:  # rolled back whole by traitlets
+                    refused.update(dict.fromkeys(accepted, str(err)))
+            if refused:
+                self.log.warning("IGLensWidget: refused the page's %s", "; ".join(
+                    f"{k}: {v}" for k, v in refused.items()))
+                self.send_state(sorted(refused))
 
     def __init__(self, result=None, lens=None, text_or_ids=None, *, selected: int | None = None,
                  color_by: str = DEFAULT_STATE["color_by"], **attribute_kwargs):
@@ -200,6 +280,9 @@ class IGLensWidget(anywidget.AnyWidget):
                               f"produced it")
         self._lens = lens
         self._attribution = result
+        # Held by page updates (kernel thread) and the recompute worker's updates: ipywidgets
+        # keeps the sync bookkeeping (hold_sync, property locks) per widget, not per thread.
+        self._sync_lock = threading.RLock()
         state = initial_state(result_payload(result), selected=selected, color_by=color_by,
                               interactive=lens is not None)
         super().__init__(**state)
@@ -257,12 +340,10 @@ class IGLensWidget(anywidget.AnyWidget):
     def _threaded(self) -> bool:
         if self.threaded is not None:
             return bool(self.threaded)
-        import builtins
+        return _running_kernel() is not None
 
-        # IPython puts get_ipython in the builtins of the shells it runs (no import needed).
-        get_ipython = getattr(builtins, "get_ipython", None)
-        shell = get_ipython() if callable(get_ipython) else None
-        return getattr(shell, "kernel", None) is not None
+    def _in_worker(self) -> bool:
+        return self._worker is not None and threading.current_thread() is self._worker
 
     def _report(self, done: int, total: int) -> None:
         """The progress hook of a recompute: publish the share done; stop when cancelled."""
@@ -270,7 +351,8 @@ class IGLensWidget(anywidget.AnyWidget):
             raise RecomputeCancelled("cancelled: the previous result is still shown")
         value = round(done / total, 3) if total else -1.0
         if value != self.progress:
-            self.progress = value
+            with self._sync_lock:
+                self.progress = value
 
     def _recompute(self, controls) -> None:
         try:
@@ -278,13 +360,13 @@ class IGLensWidget(anywidget.AnyWidget):
                 new = self._lens.run(self._attribution.request.with_controls(controls))
             payload = result_payload(new)
         except IGLensError as err:
-            with self.hold_sync():
+            with self._sync_lock, self.hold_sync():
                 self.error = str(err)
                 self.busy = False
                 self.progress = -1.0
             return
         except Exception as err:  # unexpected: say so in the view, and in the kernel log
-            with self.hold_sync():
+            with self._sync_lock, self.hold_sync():
                 self.error = f"{type(err).__name__}: {err}"
                 self.busy = False
                 self.progress = -1.0
@@ -315,8 +397,8 @@ class IGLensWidget(anywidget.AnyWidget):
         return new
 
     def _show(self, result, payload: dict) -> None:
-        self._attribution = result
-        with self.hold_sync():
+        with self._sync_lock, self.hold_sync():
+            self._attribution = result
             self.result = payload
             self.error = ""
             self.busy = False
@@ -363,6 +445,8 @@ class IGLensWidget(anywidget.AnyWidget):
             if not is_position_index(position):
                 raise InvalidRequestError(f"an ablation request needs a position (an integer "
                                           f">= 0), got {position!r}")
+            if self._worker is not None and self._worker.is_alive():
+                raise IGLensError("a recompute is running: ask again when it is done")
             self.causal_check(int(position))
         except IGLensError as err:
             self.ablation = {"error": str(err), **where}
@@ -417,7 +501,7 @@ class IGLensWidget(anywidget.AnyWidget):
         """Split the selected position's contributions over heads and MLPs (milliseconds once
         the lens holds the head outputs; the first call on a prompt runs the model once)."""
         result, position = self._attribution, self.selected
-        if self._worker is not None and self._worker.is_alive():
+        if self._worker is not None and self._worker.is_alive() and not self._in_worker():
             return  # the recompute's new result splits the selection when it lands
         if self._lens is None or result.component_shares is not None or position < 0 \
                 or result.target_ids[position] < 0:
@@ -428,9 +512,31 @@ class IGLensWidget(anywidget.AnyWidget):
             self.components = {"error": str(err)}
             return
         names = self._lens.component_names
-        self.components = components_payload(
+        payload = components_payload(
             names, component_segments(result.boundaries, names, result.n_blocks), [position],
             shares)
+        with self._sync_lock:
+            self.components = payload
+
+
+def _running_kernel():
+    """The IPython kernel this process runs, or None (a script, a terminal IPython).
+
+    Asked through IPython's API, not the ``get_ipython`` builtin: IPython installs that only
+    while a cell runs, and the page's requests arrive in comm handlers outside any cell."""
+    if "IPython" not in sys.modules:
+        return None  # nothing imported IPython: no shell, let alone a kernel
+    try:
+        from IPython.core.getipython import get_ipython
+    except ImportError:
+        return None
+    return getattr(get_ipython(), "kernel", None)
+
+
+class InvalidTraitError(InvalidRequestError, traitlets.TraitError):
+    """A widget trait was given a value it cannot take (a position out of range, a pin
+    that names no position). Raised by Python assignments; the page's writes are refused
+    instead (:meth:`IGLensWidget.set_state`)."""
 
 
 def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict:
