@@ -111,8 +111,10 @@ def test_png_is_written(tiny_model_dir, tmp_path):
     (["--model", "/nonexistent/folder"], "nonexistent"),
     # Regressions: -1 was the internal "no target" marker (a table of dashes, exit 0); an
     # empty target raised IndexError; negative counts were accepted.
-    (["--target", "-1"], "target token id must be >= 0"),
-    (["--contrast", "-1"], "contrast token id must be >= 0"),
+    # Now "-1" is text (only bare digits are an id): a token string the tokenizer splits.
+    (["--target", "-1"], "not a single token: it tokenises to 2 tokens ['w0', 'w0'] "
+                         "(ids [0, 0]) (a token id is typed as bare digits, e.g. 4)"),
+    (["--contrast", "-1"], "the contrast '-1' is not a single token"),
     (["--target", ""], "argument --target: must not be empty"),
     (["--contrast", ""], "argument --contrast: must not be empty"),
     (["--top-k", "-1"], "argument --top-k: must be >= 0"),

@@ -29,9 +29,9 @@ from .inputs import check_context, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
-from .result import AttributionResult, onset_segments
+from .result import AttributionResult, display_name, onset_segments
 from .selfcheck import check_model_states, check_readout
-from .targets import NO_TARGET, resolve_targets, token_texts
+from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
 
 
@@ -56,18 +56,24 @@ class IGLens:
         temporaries and (for bf16/fp16 models) the head block upcast for them.
     cache_size:
         How many input sequences to keep traces (and generated answers) for.
+    name:
+        The model's name in every view (table, widget, page, figures); default: the short
+        form of its config's ``name_or_path`` (a local folder's last part), see
+        :func:`~iglens_viz.core.result.display_name`.
     """
 
     def __init__(self, model: nn.Module, tokenizer=None, *, dtype: torch.dtype = torch.float32,
                  top_k: int = 5, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 cache_size: int = 4):
-        for name, value, least in (("top_k", top_k, 0), ("memory_budget", memory_budget, 1),
-                                   ("cache_size", cache_size, 1)):
+                 cache_size: int = 4, name: str | None = None):
+        for field, value, least in (("top_k", top_k, 0), ("memory_budget", memory_budget, 1),
+                                    ("cache_size", cache_size, 1)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or value < least:
-                raise InvalidRequestError(f"{name} must be an integer >= {least}, got {value!r}")
+                raise InvalidRequestError(f"{field} must be an integer >= {least}, got "
+                                          f"{value!r}")
         self.model = model
         self.tokenizer = tokenizer
+        self.name = display_name(model, name)  # results carry it as model_name
         self.adapter = adapter_for(model)
         self.readout = Readout(self.adapter, dtype)
         self.top_k = int(top_k)
@@ -299,6 +305,8 @@ class IGLens:
         contrast_ids = None if request.contrast is None else resolve_targets(
             request.contrast, trace.input_ids, predicted, self.tokenizer, vocab,
             what="contrast")
+        if contrast_ids is not None:
+            check_contrast(target_ids, contrast_ids)
         missing = target_ids == NO_TARGET
         if contrast_ids is not None:
             missing |= contrast_ids == NO_TARGET
@@ -493,7 +501,7 @@ class IGLens:
             contrast_ids=contrast_ids,
             n_blocks=self.n_blocks,
             family=self.adapter.family.name,
-            model_name=str(getattr(self.model.config, "name_or_path", "") or ""),
+            model_name=self.name,
             token_text=token_text,
             prompt_length=prompt_length,
             component_shares=None if shares is None else numpy(shares),
@@ -535,14 +543,17 @@ def attribute(model: nn.Module, tokenizer, text_or_ids, *, target: TargetSpec = 
               contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
               steps: int = 1, estimator: Estimator = "prediction_aware",
               chat: ChatMode = False, max_new_tokens: int = 0, components: bool = False,
-              top_k: int = 5, dtype: torch.dtype = torch.float32) -> AttributionResult:
+              top_k: int = 5, dtype: torch.dtype = torch.float32,
+              name: str | None = None) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
 
-    ``top_k`` lens tokens are kept at every boundary; ``dtype`` is the readout precision.
+    ``top_k`` lens tokens are kept at every boundary; ``dtype`` is the readout precision;
+    ``name`` the model's name in the views (``result.model_name``; default: the short form
+    of its config's ``name_or_path``).
     For repeated questions about the same prompt (new targets, boundaries, estimators), build
     an :class:`IGLens` once: it caches the forward pass.
     """
-    lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k)
+    lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
     return lens.attribute(text_or_ids, target=target, contrast=contrast, boundaries=boundaries,
                           steps=steps, estimator=estimator, chat=chat,
                           max_new_tokens=max_new_tokens, components=components)

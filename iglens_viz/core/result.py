@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field, fields
+from pathlib import PurePath
 
 import numpy as np
 
 from .boundaries import depth_list, segment_labels
 from .components import component_segments
 from .extensions import provider
+from ..errors import InvalidRequestError
 from .request import AttributionRequest
+
+
+_HUB_CACHE_FOLDER = re.compile(r"models--(.+?)--(.+)")  # huggingface_hub's cache layout
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def display_name(model=None, name: str | None = None) -> str:
+    """The model's name as every view shows it (table title, widget header, page title,
+    exported figures): ``name`` when given, else a short form of the config's
+    ``name_or_path``.
+
+    A hub id (``gpt2``, ``EleutherAI/pythia-70m``) is kept; a local folder shows as its last
+    part (``…/models/SmolLM2-135M-Instruct`` → ``SmolLM2-135M-Instruct``), a folder of the
+    hub's cache as its repo id (``…/models--org--name/snapshots/<hash>`` → ``org/name``).
+    The name is raw text: the views escape it (it may come from an untrusted config).
+    ``model`` is a model, its config, or the name/path string itself.
+    """
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidRequestError(f"name must be a non-empty string, got {name!r}")
+        return name
+    config = getattr(model, "config", model)
+    raw = model if isinstance(model, str) else getattr(config, "name_or_path", "")
+    raw = str(raw or "").strip()
+    if not raw or "/" not in raw.replace("\\", "/") or (
+            _HUB_ID.fullmatch(raw) and not os.path.isdir(raw)):
+        return raw
+    parts = PurePath(raw.replace("\\", "/")).parts
+    for i, part in enumerate(parts):
+        hub = _HUB_CACHE_FOLDER.fullmatch(part)
+        if hub and i + 1 < len(parts) and parts[i + 1] in ("snapshots", "blobs"):
+            return f"{hub.group(1)}/{hub.group(2)}"
+    return parts[-1] if parts else raw
 
 
 def onset_segments(contributions) -> np.ndarray:
@@ -69,7 +106,8 @@ class AttributionResult:
     family: str = ""
     """The architecture family the adapter used."""
     model_name: str = ""
-    """The model's name or path, as its config reports it."""
+    """The model's display name (see :func:`display_name`): ``IGLens(..., name=)``, else
+    the short form of its config's ``name_or_path`` (untrusted: escape before display)."""
     token_text: dict[int, str] = field(default_factory=dict, repr=False)
     """Decoded text of every token id the result refers to."""
     prompt_length: int | None = None

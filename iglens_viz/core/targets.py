@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 
@@ -14,20 +16,25 @@ NO_TARGET = -1
 
 def token_id_of(token: str, tokenizer, what: str = "target") -> int:
     """The id of a single-token string; a clear error showing its tokenisation otherwise."""
+    # Typed text such as " 4" or "-1" is a token string, not an id: say how to type an id.
+    hint = (" (a token id is typed as bare digits, e.g. 4)"
+            if re.fullmatch(r"\s*[+-]?\d+\s*", token) else "")
     if tokenizer is None:
-        raise InvalidRequestError(f"the {what} {token!r} is a string, which needs a tokenizer")
+        raise InvalidRequestError(f"the {what} {token!r} is a string, which needs a "
+                                  f"tokenizer{hint}")
     ids = tokenizer.encode(token, add_special_tokens=False)
     unk = getattr(tokenizer, "unk_token_id", None)
     if ids == [unk] and token not in (tokenizer.unk_token, tokenizer.decode([unk])):
         raise InvalidRequestError(
             f"the {what} {token!r} is not in the vocabulary (it tokenises to the unknown token "
-            f"{tokenizer.unk_token!r}). Pass a token of the vocabulary or its id.")
+            f"{tokenizer.unk_token!r}){hint}. Pass a token of the vocabulary or its id.")
     if len(ids) != 1:
         pieces = [tokenizer.decode([i]) for i in ids]
-        hint = f"e.g. {pieces[0]!r}, " if pieces else ""
+        example = f"e.g. {pieces[0]!r}, " if pieces else ""
         raise InvalidRequestError(
             f"the {what} {token!r} is not a single token: it tokenises to {len(ids)} tokens "
-            f"{pieces} (ids {ids}). Pass one token, {hint}or its id; mind the leading space.")
+            f"{pieces} (ids {ids}){hint}. Pass one token, {example}or its id; mind the "
+            f"leading space.")
     return int(ids[0])
 
 
