@@ -71,7 +71,8 @@ export function decodeAblation(raw, where = "the ablation trait") {
   if (isEmptyAblation(raw)) return null;
   if (!isObject(raw)) throw new TypeError(`${where} must be an object {position, mode, drops, clean, labels, …}`);
   const position = raw.position;
-  if (!Number.isInteger(position) || position < 0) throw new TypeError(`${where}.position must be a position (an integer >= 0), got ${JSON.stringify(position)}`);
+  if (!Number.isInteger(position) || position < 0)
+    throw new TypeError(`${where}.position must be a position (an integer >= 0), got ${JSON.stringify(position)}`);
   if (typeof raw.mode !== "string" || !raw.mode) throw new TypeError(`${where}.mode must name the ablation mode ("zero")`);
   const drops = raw.drops;
   if (!Array.isArray(drops) || drops.length === 0 || !drops.every((v) => v === null || typeof v === "number")) {
@@ -83,7 +84,8 @@ export function decodeAblation(raw, where = "the ablation trait") {
   if (labels.length !== k) throw new RangeError(`${where}.labels has ${labels.length} entries, drops ${k}: one per segment`);
   let parts = null;
   if (raw.parts !== undefined && raw.parts !== null) {
-    if (!Array.isArray(raw.parts) || !raw.parts.every((p) => typeof p === "string")) throw new TypeError(`${where}.parts must be a list of strings ("block", "attn", "mlp")`);
+    if (!Array.isArray(raw.parts) || !raw.parts.every((p) => typeof p === "string"))
+      throw new TypeError(`${where}.parts must be a list of strings ("block", "attn", "mlp")`);
     if (raw.parts.length !== k) throw new RangeError(`${where}.parts has ${raw.parts.length} entries, drops ${k}: one per segment`);
     parts = raw.parts.slice();
   }
@@ -175,17 +177,27 @@ export function ranks(v) {
  * @param {ArrayLike<number>} a @param {ArrayLike<number>} b
  */
 export function spearman(a, b) {
-  const xs = [], ys = [];
+  const xs = [],
+    ys = [];
   for (let q = 0; q < Math.min(a.length, b.length); q++) {
-    if (Number.isFinite(a[q]) && Number.isFinite(b[q])) { xs.push(a[q]); ys.push(b[q]); }
+    if (Number.isFinite(a[q]) && Number.isFinite(b[q])) {
+      xs.push(a[q]);
+      ys.push(b[q]);
+    }
   }
   if (xs.length < 2) return NaN;
-  const rx = ranks(xs), ry = ranks(ys);
+  const rx = ranks(xs),
+    ry = ranks(ys);
   const mean = (xs.length + 1) / 2;
-  let sxy = 0, sxx = 0, syy = 0;
+  let sxy = 0,
+    sxx = 0,
+    syy = 0;
   for (let q = 0; q < rx.length; q++) {
-    const dx = rx[q] - mean, dy = ry[q] - mean;
-    sxy += dx * dy; sxx += dx * dx; syy += dy * dy;
+    const dx = rx[q] - mean,
+      dy = ry[q] - mean;
+    sxy += dx * dy;
+    sxx += dx * dx;
+    syy += dy * dy;
   }
   return sxx > 0 && syy > 0 ? sxy / Math.sqrt(sxx * syy) : NaN;
 }

@@ -8,8 +8,12 @@ import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail.js";
 import { fmtSigned } from "./format.js";
 import { createModel, mount } from "./standalone.js";
 
-beforeAll(() => { installFakeCanvas(); });
-afterEach(() => { document.body.replaceChildren(); });
+beforeAll(() => {
+  installFakeCanvas();
+});
+afterEach(() => {
+  document.body.replaceChildren();
+});
 
 const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
 /** @param {any} raw */
@@ -24,14 +28,33 @@ const dropBars = (/** @type {Element} */ el) => /** @type {SVGElement[]} */ ([..
  */
 function trait(r, i, drops, extra = {}) {
   return {
-    position: i, mode: "zero", drops, clean: 0.42, labels: r.segmentLabels.slice(),
+    position: i,
+    mode: "zero",
+    drops,
+    clean: 0.42,
+    labels: r.segmentLabels.slice(),
     parts: r.segmentLabels.map((l) => (l.endsWith(".attn") ? "attn" : l.endsWith(".mlp") ? "mlp" : "block")),
-    target_id: r.targetIds[i], contrast_id: null, target_name: r.targetName, seconds: 0.25, ...extra,
+    target_id: r.targetIds[i],
+    contrast_id: null,
+    target_name: r.targetName,
+    seconds: 0.25,
+    ...extra,
   };
 }
 
 const FIT = { T: 4, k: 3, segmentLabels: ["1", "2", "3"], targetIds: [5, 6, 7, 8] };
-const GOOD = { position: 1, mode: "zero", drops: [0.1, null, -0.2], clean: 0.5, labels: ["1", "2", "3"], parts: ["block", "block", "block"], target_id: 6, contrast_id: null, target_name: "p(target)", seconds: 1.5 };
+const GOOD = {
+  position: 1,
+  mode: "zero",
+  drops: [0.1, null, -0.2],
+  clean: 0.5,
+  labels: ["1", "2", "3"],
+  parts: ["block", "block", "block"],
+  target_id: 6,
+  contrast_id: null,
+  target_name: "p(target)",
+  seconds: 1.5,
+};
 
 describe("the ablation trait: decoding and validation", () => {
   it("decodes every field; null drops are NaN", () => {
@@ -198,7 +221,14 @@ describe("the causal check in the detail panel", () => {
     const r = decoded(state.result);
     const { el, model } = mountWidget({ state });
     const c = Array.from(contributionRow(r, 1));
-    model.set("ablation", trait(r, 1, c.map((v) => 2 * v + 0.003))); // same order: ρ = 1
+    model.set(
+      "ablation",
+      trait(
+        r,
+        1,
+        c.map((v) => 2 * v + 0.003),
+      ),
+    ); // same order: ρ = 1
     const cap = q(el, ".iglens-ablation-caption");
     const top = argmax(c);
     expect(cap.getAttribute("data-agree")).toBe("true");
@@ -226,7 +256,8 @@ describe("the causal check in the detail panel", () => {
     expect(cap.classList.contains("iglens-ablation-disagree")).toBe(true);
     expect(q(cap, ".iglens-ablation-rho").textContent).toBe(`Spearman \u03c1 = ${rhoText(want.rho)}`);
     expect(q(cap, ".iglens-ablation-verdict").textContent).toBe(
-      `the largest contribution is ${segmentText(r, top)}, the largest drop ${segmentText(r, want.topDrop)}: disagree`);
+      `the largest contribution is ${segmentText(r, top)}, the largest drop ${segmentText(r, want.topDrop)}: disagree`,
+    );
   });
 
   it("drops of another position, a stale check and errors", () => {
@@ -267,7 +298,14 @@ describe("the causal check in the detail panel", () => {
     const r = decoded(state.result);
     const { el, model } = mountWidget({ state });
     expect(button(el).textContent).toBe("Causal check (ablate each sub-layer)");
-    model.set("ablation", trait(r, 2, Array.from(contributionRow(r, 2), (v) => -v)));
+    model.set(
+      "ablation",
+      trait(
+        r,
+        2,
+        Array.from(contributionRow(r, 2), (v) => -v),
+      ),
+    );
     expect(dropBars(el).length).toBe(6);
     expect(q(el, ".iglens-ablation-caption").textContent).toContain("attention or MLP write is zero-ablated");
   });

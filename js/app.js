@@ -33,7 +33,9 @@ export function detectTheme(el) {
   }
   try {
     if (typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches) return "dark";
-  } catch { /* no media queries */ }
+  } catch {
+    /* no media queries */
+  }
   return "light";
 }
 
@@ -49,13 +51,16 @@ export function render({ model, el }) {
 
   const help = createHelp();
   const titleMeta = h("span", { class: "iglens-meta" });
-  const head = h("header", { class: "iglens-head" },
+  const head = h(
+    "header",
+    { class: "iglens-head" },
     h("span", { class: "iglens-logo", "aria-hidden": "true" }),
     h("span", { class: "iglens-title", text: "IG-Lens" }),
     titleMeta,
     h("span", { class: "iglens-spacer" }),
     presentButton(),
-    help.button);
+    help.button,
+  );
   const controls = createControls(ctx);
   const notice = h("div", { class: "iglens-notice", role: "status" });
   const strip = createStrip(ctx);
@@ -67,8 +72,18 @@ export function render({ model, el }) {
 
   /** Presentation mode: text of at least 14 px everywhere (a projector), toggled in the header. */
   function presentButton() {
-    const b = h("button", { type: "button", class: "iglens-present-toggle", "data-action": "present", "aria-pressed": "false",
-      title: "Presentation mode: larger text for a projector" }, h("span", { text: "Aa" }), h("span", { class: "iglens-present-label", text: "present" }));
+    const b = h(
+      "button",
+      {
+        type: "button",
+        class: "iglens-present-toggle",
+        "data-action": "present",
+        "aria-pressed": "false",
+        title: "Presentation mode: larger text for a projector",
+      },
+      h("span", { text: "Aa" }),
+      h("span", { class: "iglens-present-label", text: "present" }),
+    );
     b.addEventListener("click", () => {
       const on = !root.classList.contains("iglens-present");
       root.classList.toggle("iglens-present", on);
@@ -192,7 +207,12 @@ export function render({ model, el }) {
   detail.render();
 
   const rethemeAll = () => {
-    if (applyTheme()) { strip.recolor(); heatmap.full(); views.full(); detail.render(); }
+    if (applyTheme()) {
+      strip.recolor();
+      heatmap.full();
+      views.full();
+      detail.render();
+    }
   };
 
   // resize + theme changes -------------------------------------------------------------------
@@ -214,7 +234,8 @@ export function render({ model, el }) {
         layoutMode();
         if (first) rethemeAll(); // attached to the page now: the real background is known
         heatmap.resize(); // back in the page after a detach: redrawn at the view's own scroll offset
-        if (!opened && w > 0) { // open on the selection, both views scrolled to it
+        if (!opened && w > 0) {
+          // open on the selection, both views scrolled to it
           opened = true;
           strip.scrollToSelected();
           heatmap.centreSelection();
@@ -236,13 +257,20 @@ export function render({ model, el }) {
   }
   /** @type {MediaQueryList|null} */
   let mq = null;
-  try { mq = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null; } catch { mq = null; }
+  try {
+    mq = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;
+  } catch {
+    mq = null;
+  }
   mq?.addEventListener?.("change", rethemeAll);
 
   const offs = [
     // Escape anywhere in the widget clears the selection (inputs stop their own keys).
     listen(root, "keydown", (e) => {
-      if (e.key === "Escape" && ctx.selected() >= 0) { ctx.select(-1); e.preventDefault(); }
+      if (e.key === "Escape" && ctx.selected() >= 0) {
+        ctx.select(-1);
+        e.preventDefault();
+      }
     }),
   ];
 

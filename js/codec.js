@@ -29,9 +29,21 @@ const CTORS = /** @type {Record<string, any>} */ ({
 
 /** Names numpy may write for the same dtypes. */
 const ALIASES = /** @type {Record<string, string>} */ ({
-  "<f4": "float32", f4: "float32", "<f8": "float64", f8: "float64", "<i4": "int32", i4: "int32",
-  "<i8": "int64", i8: "int64", "<u4": "uint32", "|u1": "uint8", u1: "uint8", "|b1": "bool",
-  "<i2": "int16", "|i1": "int8", "<u2": "uint16",
+  "<f4": "float32",
+  f4: "float32",
+  "<f8": "float64",
+  f8: "float64",
+  "<i4": "int32",
+  i4: "int32",
+  "<i8": "int64",
+  i8: "int64",
+  "<u4": "uint32",
+  "|u1": "uint8",
+  u1: "uint8",
+  "|b1": "bool",
+  "<i2": "int16",
+  "|i1": "int8",
+  "<u2": "uint16",
 });
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
@@ -60,8 +72,7 @@ export function base64ToDataView(b64) {
  * @param {ArrayBufferView|ArrayBuffer} view
  */
 export function toBase64(view) {
-  const bytes = view instanceof ArrayBuffer ? new Uint8Array(view)
-    : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  const bytes = view instanceof ArrayBuffer ? new Uint8Array(view) : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   let bin = "";
   const CH = 0x8000;
   for (let i = 0; i < bytes.length; i += CH) {
@@ -91,8 +102,7 @@ export function toDataView(buffer) {
  * @returns {v is {dtype: string, shape: number[], buffer: unknown}}
  */
 export function isPayload(v) {
-  return !!v && typeof v === "object" && !Array.isArray(v) && "dtype" in v && "shape" in v
-    && ("buffer" in v || "data" in v);
+  return !!v && typeof v === "object" && !Array.isArray(v) && "dtype" in v && "shape" in v && ("buffer" in v || "data" in v);
 }
 
 /**
@@ -129,8 +139,11 @@ export function decodeArray(payload) {
   }
   if (!LITTLE_ENDIAN && bytes > 1) {
     const out = new Ctor(size);
-    const get = /** @type {any} */ ({ 2: dtype === "int16" ? "getInt16" : "getUint16",
-      4: dtype === "float32" ? "getFloat32" : dtype === "int32" ? "getInt32" : "getUint32", 8: "getFloat64" })[bytes];
+    const get = /** @type {any} */ ({
+      2: dtype === "int16" ? "getInt16" : "getUint16",
+      4: dtype === "float32" ? "getFloat32" : dtype === "int32" ? "getInt32" : "getUint32",
+      8: "getFloat64",
+    })[bytes];
     for (let i = 0; i < size; i++) out[i] = /** @type {any} */ (dv)[get](i * bytes, true);
     return { data: out, shape, dtype };
   }
@@ -150,8 +163,7 @@ export function decodeArray(payload) {
  */
 export function decodeBase64Buffers(value) {
   if (Array.isArray(value)) return value.map(decodeBase64Buffers);
-  if (value && typeof value === "object" && !(value instanceof DataView) && !ArrayBuffer.isView(value)
-      && !(value instanceof ArrayBuffer)) {
+  if (value && typeof value === "object" && !(value instanceof DataView) && !ArrayBuffer.isView(value) && !(value instanceof ArrayBuffer)) {
     if (isPayload(value) && typeof value.buffer === "string") {
       return { ...value, buffer: base64ToDataView(value.buffer) };
     }

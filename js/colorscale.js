@@ -17,25 +17,45 @@
 /** @param {string} hex "#rrggbb" @returns {RGB} */
 export function hexToRgb(hex) {
   const h = hex.replace("#", "");
-  const full = h.length === 3 ? h.split("").map((c) => c + c).join("") : h;
+  const full =
+    h.length === 3
+      ? h
+          .split("")
+          .map((c) => c + c)
+          .join("")
+      : h;
   const n = parseInt(full.slice(0, 6), 16);
   return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
 }
 
 /** @param {RGB} rgb */
 export function rgbToHex([r, g, b]) {
-  return "#" + [r, g, b].map((x) => Math.round(Math.max(0, Math.min(255, x))).toString(16).padStart(2, "0")).join("");
+  return (
+    "#" +
+    [r, g, b]
+      .map((x) =>
+        Math.round(Math.max(0, Math.min(255, x)))
+          .toString(16)
+          .padStart(2, "0"),
+      )
+      .join("")
+  );
 }
 
 /** @param {number} c 0..255 */
-const toLinear = (c) => { const s = c / 255; return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
+const toLinear = (c) => {
+  const s = c / 255;
+  return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+};
 /** @param {number} l 0..1 */
 const toSrgb = (l) => 255 * (l <= 0.0031308 ? 12.92 * l : 1.055 * l ** (1 / 2.4) - 0.055);
 
 /** sRGB → CIE Lab (D65). @param {RGB} rgb @returns {RGB} */
 export function rgbToLab([r, g, b]) {
-  const R = toLinear(r), G = toLinear(g), B = toLinear(b);
-  const f = (/** @type {number} */ t) => (t > 216 / 24389 ? Math.cbrt(t) : (24389 / 27 * t + 16) / 116);
+  const R = toLinear(r),
+    G = toLinear(g),
+    B = toLinear(b);
+  const f = (/** @type {number} */ t) => (t > 216 / 24389 ? Math.cbrt(t) : ((24389 / 27) * t + 16) / 116);
   const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
   const y = f(0.2126 * R + 0.7152 * G + 0.0722 * B);
   const z = f((0.0193 * R + 0.1192 * G + 0.9505 * B) / 1.08883);
@@ -44,13 +64,17 @@ export function rgbToLab([r, g, b]) {
 
 /** CIE Lab → sRGB (clamped). @param {RGB} lab @returns {RGB} */
 export function labToRgb([L, a, bb]) {
-  const fy = (L + 16) / 116, fx = fy + a / 500, fz = fy - bb / 200;
+  const fy = (L + 16) / 116,
+    fx = fy + a / 500,
+    fz = fy - bb / 200;
   const inv = (/** @type {number} */ t) => (t ** 3 > 216 / 24389 ? t ** 3 : (116 * t - 16) / (24389 / 27));
-  const X = inv(fx) * 0.95047, Y = inv(fy), Z = inv(fz) * 1.08883;
+  const X = inv(fx) * 0.95047,
+    Y = inv(fy),
+    Z = inv(fz) * 1.08883;
   const R = 3.2406 * X - 1.5372 * Y - 0.4986 * Z;
   const G = -0.9689 * X + 1.8758 * Y + 0.0415 * Z;
   const B = 0.0557 * X - 0.204 * Y + 1.057 * Z;
-  return [R, G, B].map((c) => Math.max(0, Math.min(255, toSrgb(Math.max(0, Math.min(1, c)))))) /** @type {any} */;
+  return /** @type {RGB} */ ([R, G, B].map((c) => Math.max(0, Math.min(255, toSrgb(Math.max(0, Math.min(1, c)))))));
 }
 
 /** Relative luminance (WCAG). @param {RGB} rgb */
@@ -81,14 +105,15 @@ export function ramp(stops, n = 257) {
     const [t1, b] = labs[s + 1];
     const u = t1 > t0 ? Math.max(0, Math.min(1, (t - t0) / (t1 - t0))) : 0;
     const rgb = labToRgb([a[0] + u * (b[0] - a[0]), a[1] + u * (b[1] - a[1]), a[2] + u * (b[2] - a[2])]);
-    lut[q * 3] = rgb[0]; lut[q * 3 + 1] = rgb[1]; lut[q * 3 + 2] = rgb[2];
+    lut[q * 3] = rgb[0];
+    lut[q * 3 + 1] = rgb[1];
+    lut[q * 3 + 2] = rgb[2];
   }
   return lut;
 }
 
 /** ColorBrewer RdBu (11 classes), blue → red (i.e. RdBu reversed, negative → positive). */
-export const RDBU_R = ["#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7",
-  "#fddbc7", "#f4a582", "#d6604d", "#b2182b", "#67001f"];
+export const RDBU_R = ["#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582", "#d6604d", "#b2182b", "#67001f"];
 /** Bar colours shared with the static views (the RdBu ends). */
 export const POSITIVE = "#b2182b";
 export const NEGATIVE = "#2166ac";
@@ -111,12 +136,24 @@ const even = (hexes) => hexes.map((h, q) => /** @type {[number, string]} */ ([q 
 const DIVERGING_STOPS = {
   light: even(RDBU_R),
   // Dark: a dark neutral at 0; lightness rises with |t| on both sides.
-  dark: /** @type {Array<[number, string]>} */ ([[0, "#a6d3f0"], [0.12, "#5aa2d6"], [0.3, "#2c6fb0"], [0.5, "#2e3338"],
-    [0.7, "#a8323e"], [0.88, "#e0705c"], [1, "#fdc2a4"]]),
+  dark: /** @type {Array<[number, string]>} */ ([
+    [0, "#a6d3f0"],
+    [0.12, "#5aa2d6"],
+    [0.3, "#2c6fb0"],
+    [0.5, "#2e3338"],
+    [0.7, "#a8323e"],
+    [0.88, "#e0705c"],
+    [1, "#fdc2a4"],
+  ]),
 };
 const SEQUENTIAL_STOPS = {
   light: even(PURPLES),
-  dark: /** @type {Array<[number, string]>} */ ([[0, "#2e3035"], [0.35, "#4f3b8f"], [0.7, "#8f86c8"], [1, "#e2dff5"]]),
+  dark: /** @type {Array<[number, string]>} */ ([
+    [0, "#2e3035"],
+    [0.35, "#4f3b8f"],
+    [0.7, "#8f86c8"],
+    [1, "#e2dff5"],
+  ]),
 };
 
 /** @type {Map<string, Uint8ClampedArray>} */
@@ -124,7 +161,10 @@ const cache = new Map();
 /** @param {string} key @param {() => Uint8ClampedArray} make */
 function cached(key, make) {
   let lut = cache.get(key);
-  if (!lut) { lut = make(); cache.set(key, lut); }
+  if (!lut) {
+    lut = make();
+    cache.set(key, lut);
+  }
   return lut;
 }
 
@@ -154,9 +194,19 @@ function makeScale(lut, lo, hi, kind) {
     return Math.max(0, Math.min(n - 1, Math.round(t * (n - 1))));
   };
   return {
-    lut, lo, hi, kind, index,
-    rgb: (v) => { const q = index(v); return q < 0 ? null : [lut[q * 3], lut[q * 3 + 1], lut[q * 3 + 2]]; },
-    css: (v) => { const q = index(v); return q < 0 ? "" : rgbToHex([lut[q * 3], lut[q * 3 + 1], lut[q * 3 + 2]]); },
+    lut,
+    lo,
+    hi,
+    kind,
+    index,
+    rgb: (v) => {
+      const q = index(v);
+      return q < 0 ? null : [lut[q * 3], lut[q * 3 + 1], lut[q * 3 + 2]];
+    },
+    css: (v) => {
+      const q = index(v);
+      return q < 0 ? "" : rgbToHex([lut[q * 3], lut[q * 3 + 1], lut[q * 3 + 2]]);
+    },
   };
 }
 
@@ -167,7 +217,12 @@ function makeScale(lut, lo, hi, kind) {
  */
 export function divergingScale(vmax, theme = "light") {
   const v = Number.isFinite(vmax) && vmax > 0 ? vmax : 1;
-  return makeScale(cached(`div-${theme}`, () => ramp(DIVERGING_STOPS[theme])), -v, v, "diverging");
+  return makeScale(
+    cached(`div-${theme}`, () => ramp(DIVERGING_STOPS[theme])),
+    -v,
+    v,
+    "diverging",
+  );
 }
 
 /**
@@ -175,7 +230,12 @@ export function divergingScale(vmax, theme = "light") {
  * @param {Theme} [theme] @param {number} [lo] @param {number} [hi]
  */
 export function sequentialScale(theme = "light", lo = 0, hi = 1) {
-  return makeScale(cached(`seq-${theme}`, () => ramp(SEQUENTIAL_STOPS[theme])), lo, hi, "sequential");
+  return makeScale(
+    cached(`seq-${theme}`, () => ramp(SEQUENTIAL_STOPS[theme])),
+    lo,
+    hi,
+    "sequential",
+  );
 }
 
 /**
@@ -224,9 +284,8 @@ export function formatTick(v, step) {
   if (v === 0) return "0";
   const abs = Math.abs(step);
   const a = Math.abs(v);
-  const s = abs < 1e-3 || a >= 1e5
-    ? a.toExponential(Math.max(0, Math.round(Math.log10(a / abs))))
-    : a.toFixed(Math.max(0, -Math.floor(Math.log10(abs) + 1e-9)));
+  const s =
+    abs < 1e-3 || a >= 1e5 ? a.toExponential(Math.max(0, Math.round(Math.log10(a / abs)))) : a.toFixed(Math.max(0, -Math.floor(Math.log10(abs) + 1e-9)));
   return (v < 0 ? "\u2212" : "") + s;
 }
 
@@ -273,8 +332,18 @@ export function parseCssColor(css) {
 }
 
 const OPPOSITION_STOPS = {
-  light: /** @type {Array<[number, string]>} */ ([[0, "#f7f7f7"], [0.35, "#fdd49e"], [0.7, "#f1a340"], [1, "#b35806"]]),
-  dark: /** @type {Array<[number, string]>} */ ([[0, "#2e3338"], [0.35, "#7f4a12"], [0.7, "#d9822b"], [1, "#fdc98a"]]),
+  light: /** @type {Array<[number, string]>} */ ([
+    [0, "#f7f7f7"],
+    [0.35, "#fdd49e"],
+    [0.7, "#f1a340"],
+    [1, "#b35806"],
+  ]),
+  dark: /** @type {Array<[number, string]>} */ ([
+    [0, "#2e3338"],
+    [0.35, "#7f4a12"],
+    [0.7, "#d9822b"],
+    [1, "#fdc98a"],
+  ]),
 };
 
 /**
@@ -283,5 +352,10 @@ const OPPOSITION_STOPS = {
  * @param {Theme} [theme]
  */
 export function oppositionScale(theme = "light") {
-  return makeScale(cached(`opp-${theme}`, () => ramp(OPPOSITION_STOPS[theme])), 0, 1, "sequential");
+  return makeScale(
+    cached(`opp-${theme}`, () => ramp(OPPOSITION_STOPS[theme])),
+    0,
+    1,
+    "sequential",
+  );
 }

@@ -1,5 +1,21 @@
 import { describe, it, expect } from "vitest";
-import { divergingScale, sequentialScale, ordinalScale, niceTicks, legendTicks, formatTick, textColorFor, hexToRgb, rgbToHex, rgbToLab, labToRgb, luminance, parseCssColor, cssGradient, RDBU_R } from "./colorscale.js";
+import {
+  divergingScale,
+  sequentialScale,
+  ordinalScale,
+  niceTicks,
+  legendTicks,
+  formatTick,
+  textColorFor,
+  hexToRgb,
+  rgbToHex,
+  rgbToLab,
+  labToRgb,
+  luminance,
+  parseCssColor,
+  cssGradient,
+  RDBU_R,
+} from "./colorscale.js";
 
 const L = (/** @type {[number, number, number]} */ rgb) => rgbToLab(rgb)[0];
 

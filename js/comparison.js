@@ -44,8 +44,11 @@ export const PIN_COLORS = {
  */
 export function readComparison(raw, first) {
   const alone = (/** @type {string|null} */ error) => ({
-    results: first ? [first] : [], labels: first ? [""] : [],
-    limit: first ? first.contribLimit : 1, multi: false, error,
+    results: first ? [first] : [],
+    labels: first ? [""] : [],
+    limit: first ? first.contribLimit : 1,
+    multi: false,
+    error,
   });
   if (!first) return alone(null);
   if (!raw || typeof raw !== "object" || Array.isArray(raw) || !("results" in raw)) return alone(null);

@@ -11,8 +11,12 @@ import { NAN_COLOR, NO_SPLIT_HINT } from "./views/components.js";
 import { render } from "./app.js";
 import { createModel, mount } from "./standalone.js";
 
-beforeAll(() => { installFakeCanvas(); });
-afterEach(() => { document.body.replaceChildren(); });
+beforeAll(() => {
+  installFakeCanvas();
+});
+afterEach(() => {
+  document.body.replaceChildren();
+});
 
 const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
 const section = (/** @type {Element} */ el) => q(el, ".iglens-detail .iglens-components");
@@ -80,7 +84,10 @@ describe("heads section: the block × component shares of one segment", () => {
     const M = expectMatrix(el, r, shares, j);
     expect(M.blocks.length).toBe(2); // every:2: two blocks per segment
     // caption: the three largest |share|, signed
-    const top = M.ranked.slice(0, 3).map((c) => `${cellName(c)} ${fmtSigned(c.value)}`).join(", ");
+    const top = M.ranked
+      .slice(0, 3)
+      .map((c) => `${cellName(c)} ${fmtSigned(c.value)}`)
+      .join(", ");
     expect(q(el, ".iglens-components-top").textContent).toBe(top);
     expect(top).toMatch(/^L\d+\.(h\d|mlp|rest) [+−]\d\.\d{4}/);
     // the sum note: Σ shares against the segment's contribution
@@ -167,7 +174,8 @@ describe("picking the segment", () => {
   const barX = (/** @type {import("./result.js").Result} */ r, /** @type {number} */ j) => {
     const b = r.boundaries;
     const W = 478;
-    const lo = b[0] - 0.6, hi = b[r.k] + 0.6;
+    const lo = b[0] - 0.6,
+      hi = b[r.k] + 0.6;
     return 48 + (((b[j] + b[j + 1]) / 2 - lo) / (hi - lo)) * (W - 14 - 48);
   };
 

@@ -107,7 +107,8 @@ export function decodeComponents(raw, where = "result.components") {
   const nameList = names.slice();
   return {
     names: nameList,
-    n, C,
+    n,
+    C,
     segments: seg.data,
     positions: positions.slice(),
     shares: sh.data,
@@ -131,7 +132,8 @@ export function componentsMismatch(comp, r, where = "result.components") {
     if (comp.segments[q] >= r.k) return `${where}.segments names segment ${comp.segments[q]}, the result has ${r.k} (0 … ${r.k - 1})`;
   }
   const b = r.boundaries;
-  if (b) { // block L spans depths L − 1 → L: its components lie in segments that overlap it
+  if (b) {
+    // block L spans depths L − 1 → L: its components lie in segments that overlap it
     for (let q = 0; q < comp.segments.length; q++) {
       const L = Math.floor(q / comp.C) + 1;
       const j = comp.segments[q];
@@ -214,21 +216,31 @@ export function segmentMatrix(s, j) {
   const inCols = new Array(C).fill(false);
   for (let b = 0; b < n; b++) {
     let any = false;
-    for (let c = 0; c < C; c++) if (s.segments[b * C + c] === j) { any = true; inCols[c] = true; }
+    for (let c = 0; c < C; c++)
+      if (s.segments[b * C + c] === j) {
+        any = true;
+        inCols[c] = true;
+      }
     if (any) rows.push(b);
   }
+  /** @type {number[]} */
   const cols = [];
   for (let c = 0; c < C; c++) if (inCols[c]) cols.push(c);
   let sum = 0;
   /** @type {MatrixCell[]} */
   const finite = [];
-  const cells = rows.map((b) => cols.map((c) => {
-    if (s.segments[b * C + c] !== j) return null;
-    const value = s.shares[b * C + c];
-    const cell = { block: b + 1, c, name: s.names[c], value };
-    if (Number.isFinite(value)) { sum += value; finite.push(cell); }
-    return cell;
-  }));
+  const cells = rows.map((b) =>
+    cols.map((c) => {
+      if (s.segments[b * C + c] !== j) return null;
+      const value = s.shares[b * C + c];
+      const cell = { block: b + 1, c, name: s.names[c], value };
+      if (Number.isFinite(value)) {
+        sum += value;
+        finite.push(cell);
+      }
+      return cell;
+    }),
+  );
   const ranked = finite.slice().sort((a, b) => Math.abs(b.value) - Math.abs(a.value) || a.block - b.block || a.c - b.c);
   return { j, blocks: rows.map((b) => b + 1), cols, colNames: cols.map((c) => s.names[c]), cells, sum, ranked };
 }

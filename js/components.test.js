@@ -1,7 +1,5 @@
 import { describe, it, expect } from "vitest";
-import {
-  decodeComponents, readComponentsTrait, mergeComponents, componentsMismatch, segmentMatrix, shortName, cellName,
-} from "./components.js";
+import { decodeComponents, readComponentsTrait, mergeComponents, componentsMismatch, segmentMatrix, shortName, cellName } from "./components.js";
 import { decodeResult, contribution } from "./result.js";
 import { makeResult, makeComponents, componentSegments } from "./testing/fixture.js";
 import { encodeArray, decodeBase64Buffers } from "./codec.js";
@@ -116,8 +114,9 @@ describe("the split inside decodeResult", () => {
     const fewer = makeResult({ T: 3, nBlocks: 3, components: true }).components;
     expect(decoded({ ...raw, components: fewer }).componentsError).toMatch(/3 blocks, the result 4/);
     const halves = makeResult({ T: 3, nBlocks: 4, sublayer: true });
-    expect(decoded({ ...halves, components: raw.components }).componentsError)
-      .toMatch(/puts block 2's head:0 in segment 0 \(depth 0 → 0\.5\), which does not overlap block 2/);
+    expect(decoded({ ...halves, components: raw.components }).componentsError).toMatch(
+      /puts block 2's head:0 in segment 0 \(depth 0 → 0\.5\), which does not overlap block 2/,
+    );
     const c = comps(raw.components);
     expect(componentsMismatch({ ...c, positions: [0, 7] }, r)).toMatch(/positions has 7/);
     expect(componentsMismatch(c, r)).toBeNull();

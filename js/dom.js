@@ -100,10 +100,12 @@ export const uniqueId = (name) => `iglens-${name}-${++uid}`;
 export function fitText(c, text, maxW) {
   if (c.measureText(text).width <= maxW) return text;
   const chars = Array.from(text);
-  let lo = 0, hi = chars.length;
+  let lo = 0,
+    hi = chars.length;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (c.measureText(chars.slice(0, mid).join("") + "\u2026").width <= maxW) lo = mid; else hi = mid - 1;
+    if (c.measureText(chars.slice(0, mid).join("") + "\u2026").width <= maxW) lo = mid;
+    else hi = mid - 1;
   }
   return chars.slice(0, lo).join("") + "\u2026";
 }

@@ -15,8 +15,8 @@ import { formatToken, escapeChar } from "./tokens.js";
 import { divergingScale, sequentialScale, hexToRgb, rgbToHex, textColorFor, legendTicks, niceTicks, formatTick } from "./colorscale.js";
 import { thinLabels, linearScale, clamp } from "./layout.js";
 import { contribution, topAt, idText } from "./result.js";
-import { cellValue, gridScale, boundaryLabel } from "./views/grid.js";
-import { curveValues, pinText, resultLetter } from "./views/compare.js";
+import { cellValue, gridScale, boundaryLabel, curveValues, pinText, resultLetter } from "./figure-data.js";
+import { NAN_COLOR } from "./palette.js";
 import { PIN_COLORS } from "./comparison.js";
 
 /**
@@ -57,7 +57,11 @@ let measureCtx = /** @type {CanvasRenderingContext2D|null|undefined} */ (undefin
 function measureText(text, o = {}) {
   const size = o.size ?? 12;
   if (measureCtx === undefined) {
-    try { measureCtx = typeof document !== "undefined" ? document.createElement("canvas").getContext("2d") : null; } catch { measureCtx = null; }
+    try {
+      measureCtx = typeof document !== "undefined" ? document.createElement("canvas").getContext("2d") : null;
+    } catch {
+      measureCtx = null;
+    }
   }
   if (measureCtx) {
     measureCtx.font = `${o.weight ?? 400} ${size}px ${o.mono ? MONO : FONT}`;
@@ -78,15 +82,37 @@ export function svgPainter(width, height, title) {
   svg.appendChild(s("title", {}, xmlSafe(title)));
   const num = (/** @type {number} */ v) => Number(v.toFixed(2));
   return {
-    svg, width, height,
+    svg,
+    width,
+    height,
     rect(x, y, w, hh, fill, stroke, sw) {
-      svg.appendChild(s("rect", { x: num(x), y: num(y), width: num(Math.max(0, w)), height: num(Math.max(0, hh)), fill, stroke: stroke ?? null, "stroke-width": stroke ? sw ?? 1 : null }));
+      svg.appendChild(
+        s("rect", {
+          x: num(x),
+          y: num(y),
+          width: num(Math.max(0, w)),
+          height: num(Math.max(0, hh)),
+          fill,
+          stroke: stroke ?? null,
+          "stroke-width": stroke ? (sw ?? 1) : null,
+        }),
+      );
     },
     text(x, y, text, o = {}) {
-      const el = s("text", {
-        x: num(x), y: num(y), "font-size": o.size ?? 12, "font-weight": o.weight ?? null, "text-anchor": o.anchor ?? null,
-        "dominant-baseline": "central", fill: o.fill ?? "#1f2328", "font-family": o.mono ? MONO : null,
-      }, xmlSafe(text));
+      const el = s(
+        "text",
+        {
+          x: num(x),
+          y: num(y),
+          "font-size": o.size ?? 12,
+          "font-weight": o.weight ?? null,
+          "text-anchor": o.anchor ?? null,
+          "dominant-baseline": "central",
+          fill: o.fill ?? "#1f2328",
+          "font-family": o.mono ? MONO : null,
+        },
+        xmlSafe(text),
+      );
       if (/^\s|\s$|\s\s/.test(text)) el.setAttributeNS(XML_NS, "xml:space", "preserve");
       svg.appendChild(el);
     },
@@ -94,19 +120,40 @@ export function svgPainter(width, height, title) {
       svg.appendChild(s("line", { x1: num(x1), y1: num(y1), x2: num(x2), y2: num(y2), stroke, "stroke-width": w, "stroke-dasharray": dash ?? null }));
     },
     polyline(pts, stroke, w = 1.5, dash) {
-      svg.appendChild(s("polyline", { points: pts.map(([a, b]) => `${num(a)},${num(b)}`).join(" "), fill: "none", stroke, "stroke-width": w, "stroke-dasharray": dash ?? null, "stroke-linejoin": "round" }));
+      svg.appendChild(
+        s("polyline", {
+          points: pts.map(([a, b]) => `${num(a)},${num(b)}`).join(" "),
+          fill: "none",
+          stroke,
+          "stroke-width": w,
+          "stroke-dasharray": dash ?? null,
+          "stroke-linejoin": "round",
+        }),
+      );
     },
     circle(cx, cy, r, fill) {
       svg.appendChild(s("circle", { cx: num(cx), cy: num(cy), r, fill }));
     },
     image(img, x, y, w, hh) {
       let url = "";
-      try { url = img.toDataURL("image/png"); } catch { url = ""; }
+      try {
+        url = img.toDataURL("image/png");
+      } catch {
+        url = "";
+      }
       if (typeof url !== "string" || !url.startsWith("data:image/png")) {
         svg.appendChild(s("rect", { x: num(x), y: num(y), width: num(w), height: num(hh), fill: "#cccccc" }));
         return;
       }
-      const el = s("image", { x: num(x), y: num(y), width: num(w), height: num(hh), href: url, preserveAspectRatio: "none", style: "image-rendering: pixelated; image-rendering: crisp-edges" });
+      const el = s("image", {
+        x: num(x),
+        y: num(y),
+        width: num(w),
+        height: num(hh),
+        href: url,
+        preserveAspectRatio: "none",
+        style: "image-rendering: pixelated; image-rendering: crisp-edges",
+      });
       el.setAttributeNS(XLINK_NS, "xlink:href", url); // for SVG 1.1 viewers
       svg.appendChild(el);
     },
@@ -129,10 +176,19 @@ export function canvasPainter(width, height, scale = 2) {
   const c = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
   c.setTransform(scale, 0, 0, scale, 0, 0);
   return {
-    canvas, width, height,
+    canvas,
+    width,
+    height,
     rect(x, y, w, hh, fill, stroke, sw) {
-      if (fill && fill !== "none") { c.fillStyle = fill; c.fillRect(x, y, w, hh); }
-      if (stroke) { c.strokeStyle = stroke; c.lineWidth = sw ?? 1; c.strokeRect(x, y, w, hh); }
+      if (fill && fill !== "none") {
+        c.fillStyle = fill;
+        c.fillRect(x, y, w, hh);
+      }
+      if (stroke) {
+        c.strokeStyle = stroke;
+        c.lineWidth = sw ?? 1;
+        c.strokeRect(x, y, w, hh);
+      }
     },
     text(x, y, text, o = {}) {
       c.font = `${o.weight ?? 400} ${o.size ?? 12}px ${o.mono ? MONO : FONT}`;
@@ -142,14 +198,20 @@ export function canvasPainter(width, height, scale = 2) {
       c.fillText(text, x, y);
     },
     line(x1, y1, x2, y2, stroke, w = 1, dash) {
-      c.strokeStyle = stroke; c.lineWidth = w;
+      c.strokeStyle = stroke;
+      c.lineWidth = w;
       c.setLineDash(dash ? dash.split(/[\s,]+/).map(Number) : []);
-      c.beginPath(); c.moveTo(x1, y1); c.lineTo(x2, y2); c.stroke();
+      c.beginPath();
+      c.moveTo(x1, y1);
+      c.lineTo(x2, y2);
+      c.stroke();
       c.setLineDash([]);
     },
     polyline(pts, stroke, w = 1.5, dash) {
       if (!pts.length) return;
-      c.strokeStyle = stroke; c.lineWidth = w; c.lineJoin = "round";
+      c.strokeStyle = stroke;
+      c.lineWidth = w;
+      c.lineJoin = "round";
       c.setLineDash(dash ? dash.split(/[\s,]+/).map(Number) : []);
       c.beginPath();
       pts.forEach(([a, b], q) => (q ? c.lineTo(a, b) : c.moveTo(a, b)));
@@ -157,7 +219,10 @@ export function canvasPainter(width, height, scale = 2) {
       c.setLineDash([]);
     },
     circle(cx, cy, r, fill) {
-      c.fillStyle = fill; c.beginPath(); c.arc(cx, cy, r, 0, 2 * Math.PI); c.fill();
+      c.fillStyle = fill;
+      c.beginPath();
+      c.arc(cx, cy, r, 0, 2 * Math.PI);
+      c.fill();
     },
     image(img, x, y, w, hh) {
       c.imageSmoothingEnabled = false;
@@ -179,8 +244,8 @@ export function canvasPainter(width, height, scale = 2) {
 /** @param {"light"|"dark"} theme @returns {Theme} */
 export function figureTheme(theme) {
   return theme === "dark"
-    ? { bg: "#0f1419", fg: "#e6edf3", muted: "#9aa4af", grid: "#30363d", accent: "#4493f8", answer: "#b692f6", nan: "#3a3f45" }
-    : { bg: "#ffffff", fg: "#1f2328", muted: "#5b6470", grid: "#d5dbe1", accent: "#0969da", answer: "#8250df", nan: "#dcdcdc" };
+    ? { bg: "#0f1419", fg: "#e6edf3", muted: "#9aa4af", grid: "#30363d", accent: "#4493f8", answer: "#b692f6", nan: NAN_COLOR.dark }
+    : { bg: "#ffffff", fg: "#1f2328", muted: "#5b6470", grid: "#d5dbe1", accent: "#0969da", answer: "#8250df", nan: NAN_COLOR.light };
 }
 
 /**
@@ -241,7 +306,10 @@ function drawLegendBar(p, scale, title, x, y, w, th) {
   }
 }
 
-/** The rows of an exported heatmap: all (T ≤ 80), else 60 around the selection. @param {number} T @param {number} sel */
+/**
+ * The rows of an exported heatmap: all (T ≤ 80), else 60 around the selection.
+ * @param {number} T @param {number} sel @returns {[number, number]}
+ */
 export function heatmapRows(T, sel) {
   if (T <= 80) return [0, T - 1];
   const n = 60;
@@ -275,7 +343,8 @@ export function heatmapFigure(make, r, o) {
   const y0 = titleH + headerH;
   let widest = 0;
   for (const l of r.segmentLabels) widest = Math.max(widest, p.measure(l, { size: 10.5 }));
-  for (const j of thinLabels(r.k, colW, widest + 6)) p.text(x0 + (j + 0.5) * colW, titleH + headerH / 2, r.segmentLabels[j], { size: 10.5, anchor: "middle", fill: th.muted });
+  for (const j of thinLabels(r.k, colW, widest + 6))
+    p.text(x0 + (j + 0.5) * colW, titleH + headerH / 2, r.segmentLabels[j], { size: 10.5, anchor: "middle", fill: th.muted });
   p.text(x0 - 8, titleH + headerH / 2, "block \u2192", { size: 10.5, anchor: "end", fill: th.muted });
   const nan = th.nan;
   for (let i = first; i <= last; i++) {
@@ -286,10 +355,22 @@ export function heatmapFigure(make, r, o) {
     if (r.hasTarget[i] && r.onset[i] >= 0 && colW >= 6) p.rect(x0 + r.onset[i] * colW + 1, y + 1, colW - 3, rowH - 3, "none", th.fg, 1.2);
     const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 10 }) : "\u2013";
     p.text(16, y + rowH / 2, String(i), { size: 10.5, fill: th.muted });
-    p.text(x0 - 8, y + rowH / 2, `${formatToken(r.tokens[i], { maxLen: 10 })} \u2192 ${tgt}`, { size: 11.5, anchor: "end", fill: i >= r.answerStart ? th.answer : th.fg });
+    p.text(x0 - 8, y + rowH / 2, `${formatToken(r.tokens[i], { maxLen: 10 })} \u2192 ${tgt}`, {
+      size: 11.5,
+      anchor: "end",
+      fill: i >= r.answerStart ? th.answer : th.fg,
+    });
     if (i === o.selected) p.rect(x0 - 1, y - 1, gridW + 1, rowH + 1, "none", th.accent, 2);
   }
-  drawLegendBar(p, scale, `contribution to ${r.targetName} (outlined: onset)`, x0, y0 + (last - first + 1) * rowH + 14, Math.min(260, Math.max(160, gridW)), th);
+  drawLegendBar(
+    p,
+    scale,
+    `contribution to ${r.targetName} (outlined: onset)`,
+    x0,
+    y0 + (last - first + 1) * rowH + 14,
+    Math.min(260, Math.max(160, gridW)),
+    th,
+  );
   return p;
 }
 
@@ -302,12 +383,17 @@ export function heatmapFigure(make, r, o) {
 export function gridFigure(make, r, o) {
   const th = figureTheme(o.theme);
   const [first, last] = o.columns;
-  const colW = 68, rowH = 18, labelW = 52;
+  const colW = 68,
+    rowH = 18,
+    labelW = 52;
   const lines = titleLines(r, "logit-lens grid");
-  lines.push(`top-1 lens token after each block; colour: ${o.mode === "contribution" ? `IG-Lens contribution to ${r.targetName}` : "top-1 probability"}; bold: the target`
-    + (first > 0 || last < r.T - 1 ? ` \u00b7 positions ${first}\u2013${last} of ${r.T}` : ""));
+  lines.push(
+    `top-1 lens token after each block; colour: ${o.mode === "contribution" ? `IG-Lens contribution to ${r.targetName}` : "top-1 probability"}; bold: the target` +
+      (first > 0 || last < r.T - 1 ? ` \u00b7 positions ${first}\u2013${last} of ${r.T}` : ""),
+  );
   const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
-  const headerH = 22, footerH = 22;
+  const headerH = 22,
+    footerH = 22;
   const ncol = last - first + 1;
   const W = Math.max(560, 16 + labelW + ncol * colW + 16);
   const H = titleH + headerH + (r.k + 1) * rowH + footerH + 60;
@@ -320,7 +406,12 @@ export function gridFigure(make, r, o) {
   const nanRgb = hexToRgb(th.nan);
   for (let i = first; i <= last; i++) {
     const x = x0 + (i - first) * colW;
-    p.text(x + colW / 2, titleH + headerH / 2, formatToken(r.tokens[i], { maxLen: 9 }), { size: 11.5, weight: 600, anchor: "middle", fill: i >= r.answerStart ? th.answer : th.fg });
+    p.text(x + colW / 2, titleH + headerH / 2, formatToken(r.tokens[i], { maxLen: 9 }), {
+      size: 11.5,
+      weight: 600,
+      anchor: "middle",
+      fill: i >= r.answerStart ? th.answer : th.fg,
+    });
     for (let j = 0; j <= r.k; j++) {
       const y = y0 + j * rowH;
       const rgb = scale.rgb(cellValue(r, i, j, o.mode)) ?? nanRgb;
@@ -337,7 +428,15 @@ export function gridFigure(make, r, o) {
   for (let j = 0; j <= r.k; j++) p.text(x0 - 8, y0 + j * rowH + rowH / 2, boundaryLabel(r.boundaries[j]), { size: 10.5, anchor: "end", fill: th.muted });
   p.text(16, titleH + headerH / 2, "block", { size: 10.5, fill: th.muted });
   p.text(16, y0 + (r.k + 1) * rowH + footerH / 2, "\u2192 target", { size: 10.5, fill: th.muted });
-  drawLegendBar(p, scale, o.mode === "contribution" ? `contribution to ${r.targetName}` : "top-1 probability", x0, y0 + (r.k + 1) * rowH + footerH + 12, 220, th);
+  drawLegendBar(
+    p,
+    scale,
+    o.mode === "contribution" ? `contribution to ${r.targetName}` : "top-1 probability",
+    x0,
+    y0 + (r.k + 1) * rowH + footerH + 12,
+    220,
+    th,
+  );
   return p;
 }
 
@@ -350,7 +449,11 @@ function contributionBitmap(r, scale, nan) {
   c.width = Math.max(1, r.k);
   c.height = Math.max(1, r.T);
   let cx = null;
-  try { cx = c.getContext("2d"); } catch { cx = null; }
+  try {
+    cx = c.getContext("2d");
+  } catch {
+    cx = null;
+  }
   if (!cx) return c;
   const img = cx.createImageData(c.width, c.height);
   const nanRgb = hexToRgb(nan);
@@ -358,7 +461,10 @@ function contributionBitmap(r, scale, nan) {
     for (let j = 0; j < r.k; j++) {
       const o = (i * r.k + j) * 4;
       const rgb = scale.rgb(contribution(r, i, j)) ?? nanRgb;
-      img.data[o] = rgb[0]; img.data[o + 1] = rgb[1]; img.data[o + 2] = rgb[2]; img.data[o + 3] = 255;
+      img.data[o] = rgb[0];
+      img.data[o + 1] = rgb[1];
+      img.data[o + 2] = rgb[2];
+      img.data[o + 3] = 255;
     }
   }
   cx.putImageData(img, 0, 0);
@@ -379,13 +485,19 @@ export function compareFigure(make, cmp, o) {
   if (cmp.multi) {
     lines.length = 1;
     cmp.results.forEach((r, rr) => {
-      lines.push(`${resultLetter(rr, true)}: ${formatToken(cmp.labels[rr] || promptText(r), { maxLen: 70 })} \u00b7 prompt \u201c${formatToken(promptText(r), { maxLen: 60 })}\u201d \u00b7 target: ${r.controls.target} \u00b7 ${r.estimator}, m=${r.steps}`);
+      lines.push(
+        `${resultLetter(rr, true)}: ${formatToken(cmp.labels[rr] || promptText(r), { maxLen: 70 })} \u00b7 prompt \u201c${formatToken(promptText(r), { maxLen: 60 })}\u201d \u00b7 target: ${r.controls.target} \u00b7 ${r.estimator}, m=${r.steps}`,
+      );
     });
   }
   const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
   const W = 900;
   const chartH = 260;
-  const pins = o.pins.length ? o.pins : (o.selected !== undefined && o.selected >= 0 && r0.hasTarget[o.selected] ? [/** @type {[number, number]} */ ([0, o.selected])] : []);
+  const pins = o.pins.length
+    ? o.pins
+    : o.selected !== undefined && o.selected >= 0 && r0.hasTarget[o.selected]
+      ? [/** @type {[number, number]} */ ([0, o.selected])]
+      : [];
   const keyH = 18 * Math.ceil(pins.length / 2) + 8;
   const panelH = 300;
   const H = titleH + chartH + keyH + 40 + panelH + 70;
@@ -397,9 +509,18 @@ export function compareFigure(make, cmp, o) {
   let maxDepth = 1;
   for (const r of cmp.results) maxDepth = Math.max(maxDepth, r.boundaries[r.k]);
   const series = pins.map(([rr, i]) => ({ rr, i, vals: curveValues(cmp.results[rr], i, o.y) }));
-  let lo = 0, hi = 0;
-  for (const c of series) for (const v of c.vals) if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
-  if (hi - lo < 1e-9) { lo -= 0.05; hi += 0.05; }
+  let lo = 0,
+    hi = 0;
+  for (const c of series)
+    for (const v of c.vals)
+      if (Number.isFinite(v)) {
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
+  if (hi - lo < 1e-9) {
+    lo -= 0.05;
+    hi += 0.05;
+  }
   const pad = 0.06 * (hi - lo);
   const x = linearScale([0, maxDepth], [M.left, W - M.right]);
   const y = linearScale([lo - pad, hi + pad], [M.bottom, M.top]);
@@ -442,7 +563,12 @@ export function compareFigure(make, cmp, o) {
   const scale = divergingScale(cmp.limit, o.theme);
   cmp.results.forEach((r, rr) => {
     const px = 16 + rr * (pw + 16);
-    p.text(px, top, `${cmp.multi ? resultLetter(rr, true) + ": " : ""}${formatToken(cmp.labels[rr] || `${r.T} positions \u00d7 ${r.k} segments`, { maxLen: 50 })}`, { size: 12, weight: 600, fill: th.fg });
+    p.text(
+      px,
+      top,
+      `${cmp.multi ? resultLetter(rr, true) + ": " : ""}${formatToken(cmp.labels[rr] || `${r.T} positions \u00d7 ${r.k} segments`, { maxLen: 50 })}`,
+      { size: 12, weight: 600, fill: th.fg },
+    );
     p.image(contributionBitmap(r, scale, th.nan), px, top + 12, pw, panelH - 20);
     pins.forEach(([pr, pi], q) => {
       if (pr !== rr) return;
@@ -450,7 +576,15 @@ export function compareFigure(make, cmp, o) {
       p.rect(px - 6, top + 12 + pi * rowH, 4, Math.max(2, rowH), o.pins.length ? colors[q % colors.length] : th.fg);
     });
   });
-  drawLegendBar(p, scale, `contribution to ${r0.targetName}${cmp.multi ? " (one scale for all results)" : ""}; rows: positions, columns: segments`, 16, top + panelH + 6, 260, th);
+  drawLegendBar(
+    p,
+    scale,
+    `contribution to ${r0.targetName}${cmp.multi ? " (one scale for all results)" : ""}; rows: positions, columns: segments`,
+    16,
+    top + panelH + 6,
+    260,
+    th,
+  );
   return p;
 }
 
@@ -459,7 +593,12 @@ export function compareFigure(make, cmp, o) {
  * @param {string} view @param {string} model @param {"png"|"svg"} ext
  */
 export function figureFileName(view, model, ext) {
-  const slug = (/** @type {string} */ t) => t.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40);
+  const slug = (/** @type {string} */ t) =>
+    t
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40);
   return `iglens-${slug(view) || "view"}${model ? "-" + slug(model) : ""}.${ext}`;
 }
 

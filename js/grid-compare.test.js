@@ -6,7 +6,8 @@ import { makeResult, makeState } from "./testing/fixture.js";
 import { decodeResult, topAt } from "./result.js";
 import { decodeArray } from "./codec.js";
 import { formatToken } from "./tokens.js";
-import { gridGeometry, visibleColumns, gridHit, scrollToColumn, cellValue, boundaryLabel } from "./views/grid.js";
+import { gridGeometry, visibleColumns, gridHit, scrollToColumn } from "./views/grid/geometry.js";
+import { cellValue, boundaryLabel } from "./figure-data.js";
 import { readComparison, readPins, togglePin, sharedLimit, cumulativeContribution, MAX_PINS } from "./comparison.js";
 import { svgPainter, heatmapFigure, gridFigure, compareFigure, xmlSafe, titleLines, figureFileName, heatmapRows } from "./export-image.js";
 
@@ -17,16 +18,26 @@ function installRecordingCanvas() {
   const make = () => {
     /** @type {string[]} */
     const texts = [];
-    return new Proxy({ texts }, {
-      get(target, prop) {
-        if (prop in target) return /** @type {any} */ (target)[prop];
-        if (prop === "measureText") return (/** @type {string} */ t) => ({ width: 6 * Array.from(String(t)).length });
-        if (prop === "createImageData") return (/** @type {number} */ w, /** @type {number} */ hh) => ({ width: w, height: hh, data: new Uint8ClampedArray(w * hh * 4) });
-        if (prop === "fillText") return (/** @type {string} */ t) => { texts.push(String(t)); };
-        return () => {};
+    return new Proxy(
+      { texts },
+      {
+        get(target, prop) {
+          if (prop in target) return /** @type {any} */ (target)[prop];
+          if (prop === "measureText") return (/** @type {string} */ t) => ({ width: 6 * Array.from(String(t)).length });
+          if (prop === "createImageData")
+            return (/** @type {number} */ w, /** @type {number} */ hh) => ({ width: w, height: hh, data: new Uint8ClampedArray(w * hh * 4) });
+          if (prop === "fillText")
+            return (/** @type {string} */ t) => {
+              texts.push(String(t));
+            };
+          return () => {};
+        },
+        set(target, prop, value) {
+          /** @type {any} */ (target)[prop] = value;
+          return true;
+        },
       },
-      set(target, prop, value) { /** @type {any} */ (target)[prop] = value; return true; },
-    });
+    );
   };
   // @ts-ignore
   HTMLCanvasElement.prototype.getContext = function getContext() {
@@ -37,8 +48,12 @@ function installRecordingCanvas() {
   };
 }
 
-beforeAll(() => { installRecordingCanvas(); });
-afterEach(() => { document.body.replaceChildren(); });
+beforeAll(() => {
+  installRecordingCanvas();
+});
+afterEach(() => {
+  document.body.replaceChildren();
+});
 
 const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
 /** @param {any} state */
@@ -185,7 +200,11 @@ describe("comparison (pure)", () => {
   const bRaw = makeResult({ T: 4, nBlocks: 5, seed: 2 });
   const b = /** @type {import("./result.js").Result} */ (decodeResult(bRaw));
   it("reads pins: bare ints, pairs, drops leftovers and duplicates", () => {
-    expect(readPins([2, [0, 3], [1, 1], [0, 3], [0, 99], [5, 0], "x"], [a, b])).toEqual([[0, 2], [0, 3], [1, 1]]);
+    expect(readPins([2, [0, 3], [1, 1], [0, 3], [0, 99], [5, 0], "x"], [a, b])).toEqual([
+      [0, 2],
+      [0, 3],
+      [1, 1],
+    ]);
     expect(readPins([[1, 1]], [a])).toEqual([]);
   });
   it("toggles pins, keeping at most MAX_PINS", () => {
@@ -200,7 +219,10 @@ describe("comparison (pure)", () => {
     const cum = cumulativeContribution(a, 4);
     expect(cum.length).toBe(a.k + 1);
     let acc = 0;
-    for (let j = 0; j < a.k; j++) { acc += c[4 * a.k + j]; expect(cum[j + 1]).toBeCloseTo(acc, 12); }
+    for (let j = 0; j < a.k; j++) {
+      acc += c[4 * a.k + j];
+      expect(cum[j + 1]).toBeCloseTo(acc, 12);
+    }
   });
   it("decodes a comparison, and reports a malformed one", () => {
     const cmp = readComparison({ labels: ["A", "B"], results: [bRaw], limit: 0.5 }, a);
@@ -216,7 +238,15 @@ describe("comparison (pure)", () => {
 
 describe("compare view", () => {
   it("overlays the pinned positions' cumulative curves (values from the payload)", () => {
-    const state = { ...makeState({ T: 10, nBlocks: 6, seed: 3 }), view: "compare", pinned: [[0, 2], [0, 7]], selected: 7 };
+    const state = {
+      ...makeState({ T: 10, nBlocks: 6, seed: 3 }),
+      view: "compare",
+      pinned: [
+        [0, 2],
+        [0, 7],
+      ],
+      selected: 7,
+    };
     const { el } = mountWidget({ state });
     const view = q(el, "[data-view=compare]");
     expect(view.hidden).toBe(false);
@@ -229,7 +259,10 @@ describe("compare view", () => {
       expect(vals.length).toBe(k + 1);
       let acc = 0;
       expect(vals[0]).toBe(0);
-      for (let j = 0; j < k; j++) { acc += c[i * k + j]; expect(vals[j + 1]).toBeCloseTo(acc, 6); }
+      for (let j = 0; j < k; j++) {
+        acc += c[i * k + j];
+        expect(vals[j + 1]).toBeCloseTo(acc, 6);
+      }
     }
     // the selected token is pinned: no dashed preview
     expect(view.querySelectorAll(".iglens-compare-preview").length).toBe(0);
@@ -246,7 +279,10 @@ describe("compare view", () => {
     expect(q(view, ".iglens-compare-curve:not(.iglens-compare-preview)").getAttribute("data-position")).toBe("4");
     model.set("selected", 6);
     fire(q(view, "[data-action=pin]"), "click");
-    expect(model.get("pinned")).toEqual([[0, 4], [0, 6]]);
+    expect(model.get("pinned")).toEqual([
+      [0, 4],
+      [0, 6],
+    ]);
     fire(q(view, ".iglens-compare-pin[data-position='4'] [data-action=unpin]"), "click");
     expect(model.get("pinned")).toEqual([[0, 6]]);
     fire(q(view, "[data-action=unpin-all]"), "click");
@@ -258,12 +294,26 @@ describe("compare view", () => {
     const bRaw = makeResult({ T: 5, nBlocks: 5, seed: 5 });
     const bc = /** @type {Float32Array} */ (decodeArray(bRaw.contributions).data);
     for (let n = 0; n < bc.length; n++) bc[n] *= 2.5; // B's contributions dominate the scale
-    const maxAbs = (/** @type {any} */ raw) => Math.max(...Array.from(/** @type {Float32Array} */ (decodeArray(raw.contributions).data)).filter(Number.isFinite).map(Math.abs));
+    const maxAbs = (/** @type {any} */ raw) =>
+      Math.max(
+        ...Array.from(/** @type {Float32Array} */ (decodeArray(raw.contributions).data))
+          .filter(Number.isFinite)
+          .map(Math.abs),
+      );
     const limit = Math.max(maxAbs(aRaw), maxAbs(bRaw));
     const a = /** @type {import("./result.js").Result} */ (decodeResult(aRaw));
     const b = /** @type {import("./result.js").Result} */ (decodeResult(bRaw));
     expect(sharedLimit([a, b])).toBeCloseTo(limit, 12);
-    const state = { ...makeState(), result: aRaw, view: "compare", comparison: { labels: ["first prompt", EVIL], results: [bRaw], limit }, pinned: [[0, 1], [1, 2]] };
+    const state = {
+      ...makeState(),
+      result: aRaw,
+      view: "compare",
+      comparison: { labels: ["first prompt", EVIL], results: [bRaw], limit },
+      pinned: [
+        [0, 1],
+        [1, 2],
+      ],
+    };
     const { el, model } = mountWidget({ state });
     const panels = [...el.querySelectorAll(".iglens-compare-panel")];
     expect(panels.length).toBe(2);
@@ -275,7 +325,11 @@ describe("compare view", () => {
     // a click on row 3 of B pins [1, 3] (rows fill 360 px / T each)
     const canvasB = q(panels[1], "canvas");
     fire(canvasB, "click", { clientX: 50, clientY: 3.5 * Math.min(16, 360 / 5) });
-    expect(model.get("pinned")).toEqual([[0, 1], [1, 2], [1, 3]]);
+    expect(model.get("pinned")).toEqual([
+      [0, 1],
+      [1, 2],
+      [1, 3],
+    ]);
   });
 });
 
@@ -294,7 +348,18 @@ describe("figure export (SVG)", () => {
   for (const [name, draw] of /** @type {Array<[string, (make: any) => any]>} */ ([
     ["heatmap", (make) => heatmapFigure(make, r, { theme: "light", rows: [0, r.T - 1], selected: 2 })],
     ["grid", (make) => gridFigure(make, r, { theme: "dark", columns: [0, 5], mode: "contribution", selected: 1 })],
-    ["compare", (make) => compareFigure(make, readComparison({}, r), { theme: "light", pins: [[0, 3], [0, 5]], y: "delta" })],
+    [
+      "compare",
+      (make) =>
+        compareFigure(make, readComparison({}, r), {
+          theme: "light",
+          pins: [
+            [0, 3],
+            [0, 5],
+          ],
+          y: "delta",
+        }),
+    ],
   ])) {
     it(`${name}: well-formed XML with the title block (model, prompt, target, estimator)`, () => {
       const doc = parse(svgText(draw));

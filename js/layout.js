@@ -48,9 +48,16 @@ export function heatmapGeometry({ T, k, width, maxHeight = 440, labelW, present 
   const gridH = rowH * T;
   const contentH = headerH + gridH + padBottom;
   return {
-    T, k,
+    T,
+    k,
     width: Math.max(w, gutter + gridW + padRight),
-    labelW: gutter, headerH, colW, rowH, gridW, gridH, contentH,
+    labelW: gutter,
+    headerH,
+    colW,
+    rowH,
+    gridW,
+    gridH,
+    contentH,
     viewH: Math.min(contentH, Math.max(headerH + rowH * 3 + padBottom, maxHeight)),
     padBottom,
     gaps: colW >= 7 && rowH >= 12,

@@ -74,7 +74,12 @@ describe("label thinning", () => {
   });
 
   it("never lets labels overlap", () => {
-    for (const [n, cell, label] of [[40, 5, 16], [33, 7, 20], [100, 3, 14], [12, 20, 50]]) {
+    for (const [n, cell, label] of [
+      [40, 5, 16],
+      [33, 7, 20],
+      [100, 3, 14],
+      [12, 20, 50],
+    ]) {
       const picks = thinLabels(n, cell, label);
       for (let q = 1; q < picks.length; q++) expect((picks[q] - picks[q - 1]) * cell).toBeGreaterThanOrEqual(label);
       expect(picks[picks.length - 1]).toBe(n - 1);

@@ -9,7 +9,9 @@ vi.mock("./views/legend.js", async (importOriginal) => {
   return { ...mod, drawLegend: vi.fn(mod.drawLegend) };
 });
 
-beforeAll(() => { installFakeCanvas(); });
+beforeAll(() => {
+  installFakeCanvas();
+});
 
 describe("one legend", () => {
   it("the heatmap and the strip legends are drawn by the same function, titled from target_name", () => {

@@ -162,9 +162,13 @@ export function tokenFlags(contributions, deltaP, k, threshold, path = null) {
   const per = path && T ? path.length / T : 0;
   for (let i = 0; i < T; i++) {
     const row = sliceOf(contributions, i * k, (i + 1) * k);
-    if (!Number.isFinite(deltaP[i])) { score[i] = NaN; continue; }
+    if (!Number.isFinite(deltaP[i])) {
+      score[i] = NaN;
+      continue;
+    }
     const segs = againstSegments(row, deltaP[i], threshold);
-    let scale = 0, worst = 0;
+    let scale = 0,
+      worst = 0;
     for (let j = 0; j < k; j++) {
       const c = row[j];
       if (!Number.isFinite(c)) continue;
@@ -174,10 +178,13 @@ export function tokenFlags(contributions, deltaP, k, threshold, path = null) {
     score[i] = scale > 0 ? worst / scale : 0;
     let flagged = worst > 0;
     if (!flagged && per >= 2 * k) {
-      const steps = againstSteps(sliceOf(path, i * per, (i + 1) * per), k, threshold);
+      const steps = againstSteps(sliceOf(/** @type {ArrayLike<number>} */ (path), i * per, (i + 1) * per), k, threshold);
       flagged = steps.some((s) => s.some(Boolean));
     }
-    if (flagged) { flags[i] = 1; positions.push(i); }
+    if (flagged) {
+      flags[i] = 1;
+      positions.push(i);
+    }
   }
   return { flags, score, positions };
 }

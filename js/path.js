@@ -57,7 +57,8 @@ export function readPathTrait(raw, r) {
   if (!isInt(raw.steps) || raw.steps < 1) return bad("steps must be an integer >= 1");
   if (!Array.isArray(raw.labels) || raw.labels.some((/** @type {unknown} */ l) => typeof l !== "string")) return bad("labels must be strings");
   // a leftover of another result: wait for Python
-  if (raw.position >= r.T || raw.labels.length !== r.k || raw.labels.some((/** @type {string} */ l, /** @type {number} */ j) => l !== r.segmentLabels[j])) return none;
+  if (raw.position >= r.T || raw.labels.length !== r.k || raw.labels.some((/** @type {string} */ l, /** @type {number} */ j) => l !== r.segmentLabels[j]))
+    return none;
   if (isInt(raw.target_id) && raw.target_id !== r.targetIds[raw.position]) return none;
   const m = raw.steps;
   const flat = matrix(raw.path, r.k, m + 1, "path");

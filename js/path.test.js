@@ -4,7 +4,19 @@ import { tokenFlags, againstSegments } from "./nonmonotone.js";
 
 /** A minimal result for the fit checks. */
 const r = /** @type {any} */ ({ T: 3, k: 2, segmentLabels: ["1", "2"], targetIds: Int32Array.from([7, 8, 9]) });
-const good = { position: 1, steps: 2, path: [[0.1, 0.2, 0.3], [0.3, null, 0.5]], terms: null, labels: ["1", "2"], target_id: 8, estimator: "prediction_aware", seconds: 0.004 };
+const good = {
+  position: 1,
+  steps: 2,
+  path: [
+    [0.1, 0.2, 0.3],
+    [0.3, null, 0.5],
+  ],
+  terms: null,
+  labels: ["1", "2"],
+  target_id: 8,
+  estimator: "prediction_aware",
+  seconds: 0.004,
+};
 
 describe("readPathTrait", () => {
   it("reads a path that fits the result", () => {
@@ -17,7 +29,16 @@ describe("readPathTrait", () => {
   });
 
   it("reads Riemann terms (k × m)", () => {
-    const { path } = readPathTrait({ ...good, terms: [[0.05, 0.05], [0.1, 0.1]] }, r);
+    const { path } = readPathTrait(
+      {
+        ...good,
+        terms: [
+          [0.05, 0.05],
+          [0.1, 0.1],
+        ],
+      },
+      r,
+    );
     expect(Array.from(path?.terms ?? [])).toEqual([0.05, 0.05, 0.1, 0.1]);
   });
 
@@ -28,7 +49,18 @@ describe("readPathTrait", () => {
     expect(readPathTrait({ ...good, target_id: 5 }, r).path).toBeNull();
     expect(readPathTrait({ ...good, position: 3 }, r).path).toBeNull();
     expect(readPathTrait({ ...good, path: [[0.1, 0.2]] }, r).error).toMatch(/one row per segment/);
-    expect(readPathTrait({ ...good, path: [[0.1, 0.2, "x"], [0, 0, 0]] }, r).error).toMatch(/not a number/);
+    expect(
+      readPathTrait(
+        {
+          ...good,
+          path: [
+            [0.1, 0.2, "x"],
+            [0, 0, 0],
+          ],
+        },
+        r,
+      ).error,
+    ).toMatch(/not a number/);
     expect(readPathTrait({ ...good, terms: [[1], [2]] }, r).error).toMatch(/terms\[0\]/);
     expect(readPathTrait({ error: "no IGLens", position: 2 }, r)).toEqual({ path: null, error: "no IGLens", errorPosition: 2 });
   });

@@ -12,8 +12,12 @@ import { toBase64, encodeArray } from "./codec.js";
 
 /** @type {string[]} */
 let canvasCalls = [];
-beforeAll(() => { canvasCalls = installFakeCanvas(); });
-afterEach(() => { document.body.replaceChildren(); });
+beforeAll(() => {
+  canvasCalls = installFakeCanvas();
+});
+afterEach(() => {
+  document.body.replaceChildren();
+});
 
 const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
 const tokens = (/** @type {Element} */ el) => /** @type {HTMLElement[]} */ ([...el.querySelectorAll("[data-token-index]")]);
@@ -131,7 +135,11 @@ describe("token strip ↔ selection ↔ detail", () => {
     expect(state.result.answer_start).toBe(6);
     const { el, model } = mountWidget({ state });
     // position 6 = prompt_length − 1 predicts the answer's first token: it is "answer"
-    expect(tokens(el).filter((t) => t.classList.contains("iglens-token-answer")).map((t) => t.dataset.tokenIndex)).toEqual(["6", "7", "8", "9"]);
+    expect(
+      tokens(el)
+        .filter((t) => t.classList.contains("iglens-token-answer"))
+        .map((t) => t.dataset.tokenIndex),
+    ).toEqual(["6", "7", "8", "9"]);
     const divider = q(el, ".iglens-answer-divider");
     expect(divider.textContent).toBe("answer");
     expect(divider.nextElementSibling?.getAttribute("data-token-index")).toBe("6");
@@ -339,12 +347,18 @@ describe("controls", () => {
     result.controls = { target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8 };
     model.set("result", result);
     const val = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (q(el, `[name=${name}]`)).value;
-    expect([val("target"), val("contrast"), val("boundaries"), val("boundaries_custom"), val("estimator"), val("steps")])
-      .toEqual([" Paris", " London", "custom", "0,10,20,30", "riemann", "8"]);
+    expect([val("target"), val("contrast"), val("boundaries"), val("boundaries_custom"), val("estimator"), val("steps")]).toEqual([
+      " Paris",
+      " London",
+      "custom",
+      "0,10,20,30",
+      "riemann",
+      "8",
+    ]);
     expect(q(el, ".iglens-meta").textContent).toContain("target: \u2423Paris");
   });
 
-  it("offer the sub-layer boundaries (\"sublayer\"), prefill them and send them", () => {
+  it('offer the sub-layer boundaries ("sublayer"), prefill them and send them', () => {
     const { el, model } = mountWidget({ state: makeState({ T: 4, nBlocks: 4, sublayer: true, interactive: true }) });
     const b = /** @type {HTMLSelectElement} */ (q(el, "[name=boundaries]"));
     expect([...b.options].map((o) => o.value)).toEqual(["all", "every:2", "every:5", "sublayer", "custom"]);
@@ -460,7 +474,10 @@ describe("the payload's one definitions", () => {
     const curveReadout = q(el, ".iglens-readout").textContent ?? "";
     const select = /** @type {HTMLSelectElement} */ (q(el, "select[name=color_by]"));
     return {
-      rowTip, cellTip, barsReadout, curveReadout,
+      rowTip,
+      cellTip,
+      barsReadout,
+      curveReadout,
       detail: q(el, ".iglens-detail").textContent ?? "",
       heatmapLegend: q(el, ".iglens-heatmap-legend").textContent ?? "",
       stripLegend: q(el, ".iglens-strip-legend").textContent ?? "",
@@ -505,7 +522,10 @@ describe("the payload's one definitions", () => {
     for (let i = 0; i < 2; i++) {
       let p = 0.01;
       lens.push(p);
-      for (let j = 0; j < 4; j++) { p += c[i * 4 + j]; lens.push(p); }
+      for (let j = 0; j < 4; j++) {
+        p += c[i * 4 + j];
+        lens.push(p);
+      }
       delta.push(p - 0.01);
     }
     result.contributions = encodeArray(new Float32Array(c), [2, 4]);

@@ -125,8 +125,7 @@ export function decodeResult(raw) {
   const path = arr(raw.path_probs, "path_probs");
   const inputIds = arr(raw.input_ids, "input_ids");
   if (!lens || lens.shape[0] !== T || lens.shape[1] !== k + 1) throw new RangeError("result.lens_probs must be (T, k+1)");
-  const boundaries = Array.isArray(raw.boundaries) && raw.boundaries.length === k + 1
-    ? raw.boundaries.map(Number) : Array.from({ length: k + 1 }, (_, j) => j);
+  const boundaries = Array.isArray(raw.boundaries) && raw.boundaries.length === k + 1 ? raw.boundaries.map(Number) : Array.from({ length: k + 1 }, (_, j) => j);
   for (let j = 0; j <= k; j++) {
     if (!Number.isFinite(boundaries[j]) || (j > 0 && !(boundaries[j] > boundaries[j - 1]))) {
       throw new RangeError(`result.boundaries must be increasing depths, got ${JSON.stringify(raw.boundaries)}`);
@@ -155,11 +154,14 @@ export function decodeResult(raw) {
       onsetBlock[i] = j >= 0 ? onsetArr.data[i] : -1;
     }
   } else {
-    const segOfBlock = new Map(boundaries.slice(1).map((blk, j) => [blk, j]));
+    const segOfBlock = new Map(boundaries.slice(1).map((/** @type {number} */ blk, /** @type {number} */ j) => [blk, j]));
     for (let i = 0; i < T; i++) {
       const blk = onsetArr.data[i];
       const j = segOfBlock.get(blk);
-      if (j !== undefined) { onset[i] = j; onsetBlock[i] = blk; }
+      if (j !== undefined) {
+        onset[i] = j;
+        onsetBlock[i] = blk;
+      }
     }
   }
   const answerStart = raw.answer_start;
@@ -187,7 +189,11 @@ export function decodeResult(raw) {
   for (let i = 0; i < T; i++) {
     hasTarget[i] = tids[i] >= 0 && Number.isFinite(deltaP[i]);
   }
-  for (let n = 0; n < lensProbs.length; n++) if (lensProbs[n] < 0) { signed = true; break; }
+  for (let n = 0; n < lensProbs.length; n++)
+    if (lensProbs[n] < 0) {
+      signed = true;
+      break;
+    }
   const tokens = Array.isArray(raw.tokens) ? raw.tokens.map(String) : Array.from({ length: T }, () => "");
   const targetTokens = Array.isArray(raw.target_tokens) ? raw.target_tokens.map(String) : tokens.map(() => "");
   const contrastTokens = Array.isArray(raw.contrast_tokens) ? raw.contrast_tokens.map(String) : null;
@@ -207,8 +213,13 @@ export function decodeResult(raw) {
     componentsError = err instanceof Error ? err.message : String(err);
   }
   return {
-    T, k, K, m,
-    tokens, targetTokens, contrastTokens,
+    T,
+    k,
+    K,
+    m,
+    tokens,
+    targetTokens,
+    contrastTokens,
     inputIds: inputIds?.data ?? null,
     targetIds: tids,
     onset,
@@ -231,8 +242,8 @@ export function decodeResult(raw) {
     request: isObject(raw.request) ? { ...raw.request } : null,
     targetName,
     segmentLabels: labels.slice(),
-    singleBlocks: boundaries.every((blk, j) => j === 0 || blk - boundaries[j - 1] === 1),
-    halves: boundaries.some((d) => !Number.isInteger(d)),
+    singleBlocks: boundaries.every((/** @type {number} */ blk, /** @type {number} */ j) => j === 0 || blk - boundaries[j - 1] === 1),
+    halves: boundaries.some((/** @type {number} */ d) => !Number.isInteger(d)),
     nonmonotoneThreshold: threshold,
     maxSteps,
     hasContrast: !!contrastTokens,

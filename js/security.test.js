@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
 import { makeResult, makeState } from "./testing/fixture.js";
 
-beforeAll(() => { installFakeCanvas(); });
+beforeAll(() => {
+  installFakeCanvas();
+});
 
 const EVIL = "<img src=x onerror=alert(1)>";
 
@@ -59,14 +61,17 @@ describe("untrusted token text", () => {
   it("the front-end source never parses strings as HTML", () => {
     const here = path.dirname(fileURLToPath(import.meta.url));
     /** @param {string} dir @returns {string[]} */
-    const walk = (dir) => readdirSync(dir).flatMap((name) => {
-      const p = path.join(dir, name);
-      if (name === "node_modules" || name === "dev") return [];
-      return statSync(p).isDirectory() ? walk(p) : p.endsWith(".js") && !p.endsWith(".test.js") ? [p] : [];
-    });
+    const walk = (dir) =>
+      readdirSync(dir).flatMap((name) => {
+        const p = path.join(dir, name);
+        if (name === "node_modules" || name === "dev") return [];
+        return statSync(p).isDirectory() ? walk(p) : p.endsWith(".js") && !p.endsWith(".test.js") ? [p] : [];
+      });
     const offenders = [];
     for (const file of walk(here)) {
-      const src = readFileSync(file, "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+      const src = readFileSync(file, "utf8")
+        .replace(/\/\*[\s\S]*?\*\//g, "")
+        .replace(/^\s*\/\/.*$/gm, "");
       for (const bad of ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment", "DOMParser", "eval(", "new Function"]) {
         if (src.includes(bad)) offenders.push(`${path.relative(here, file)}: ${bad}`);
       }

@@ -10,9 +10,26 @@
 import { decodeBase64Buffers } from "./codec.js";
 import { render } from "./app.js";
 
-const DEFAULTS = { selected: -1, hovered: -1, color_by: "p_final", interactive: false, request: {}, busy: false, error: "", components: {},
-  ablation: {}, ablation_request: {}, ablation_busy: false, view: "heatmap", pinned: [], comparison: {},
-  path: {}, path_request: {}, progress: -1, cancel_request: {} };
+const DEFAULTS = {
+  selected: -1,
+  hovered: -1,
+  color_by: "p_final",
+  interactive: false,
+  request: {},
+  busy: false,
+  error: "",
+  components: {},
+  ablation: {},
+  ablation_request: {},
+  ablation_busy: false,
+  view: "heatmap",
+  pinned: [],
+  comparison: {},
+  path: {},
+  path_request: {},
+  progress: -1,
+  cancel_request: {},
+};
 
 /**
  * An in-memory model: get / set / save_changes / on / off (+ send, a no-op).
@@ -41,9 +58,10 @@ export function createModel(state = {}) {
         /** @type {Set<Function>} */ (listeners.get(ev)).add(cb);
       }
     },
-    off(/** @type {string} */ event, /** @type {Function} */ cb) {
+    off(/** @type {string} */ event, /** @type {Function|undefined} */ cb = undefined) {
       for (const ev of event.split(/\s+/)) {
-        if (cb) listeners.get(ev)?.delete(cb); else listeners.delete(ev);
+        if (cb) listeners.get(ev)?.delete(cb);
+        else listeners.delete(ev);
       }
     },
     send() {},

@@ -7,8 +7,12 @@ import { makeState } from "./testing/fixture.js";
 import { decodeResult } from "./result.js";
 import { againstSegments } from "./nonmonotone.js";
 
-beforeAll(() => { installFakeCanvas(); });
-afterEach(() => { document.body.replaceChildren(); });
+beforeAll(() => {
+  installFakeCanvas();
+});
+afterEach(() => {
+  document.body.replaceChildren();
+});
 
 const q = (/** @type {Element} */ el, /** @type {string} */ sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
 
@@ -24,7 +28,16 @@ describe("lazy interior path", () => {
     expect(q(el, ".iglens-path-status").textContent).toBe("computing\u2026");
     const r = /** @type {import("./result.js").Result} */ (decodeResult(model.get("result")));
     const rows = Array.from({ length: r.k }, (_, j) => [r.lensProbs[2 * (r.k + 1) + j], 0.25 + j / 100, 0.3, r.lensProbs[2 * (r.k + 1) + j + 1]]);
-    model.set("path", { position: 2, steps: 3, path: rows, terms: null, labels: r.segmentLabels, target_id: r.targetIds[2], estimator: "prediction_aware", seconds: 0.012 });
+    model.set("path", {
+      position: 2,
+      steps: 3,
+      path: rows,
+      terms: null,
+      labels: r.segmentLabels,
+      target_id: r.targetIds[2],
+      estimator: "prediction_aware",
+      seconds: 0.012,
+    });
     const lines = [...el.querySelectorAll("[data-selected-index='2'] [data-series=lazy-path] .iglens-path")];
     expect(lines.map((l) => l.getAttribute("data-values")?.split(" ").map(Number))).toEqual(rows);
     expect(q(el, ".iglens-path-status").textContent).toBe("computed for this token in 12 ms");
@@ -32,7 +45,16 @@ describe("lazy interior path", () => {
     model.set("selected", 4);
     expect(model.get("path_request")).toMatchObject({ position: 4, steps: 3, _n: 2 });
     // a leftover for another result (other labels) is ignored
-    model.set("path", { position: 4, steps: 3, path: rows, terms: null, labels: ["x", "y", "z", "w"], target_id: r.targetIds[4], estimator: "prediction_aware", seconds: 0 });
+    model.set("path", {
+      position: 4,
+      steps: 3,
+      path: rows,
+      terms: null,
+      labels: ["x", "y", "z", "w"],
+      target_id: r.targetIds[4],
+      estimator: "prediction_aware",
+      seconds: 0,
+    });
     expect(el.querySelector("[data-series=lazy-path]")).toBeNull();
   });
 

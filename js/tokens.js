@@ -120,8 +120,7 @@ export function formatToken(text, opts = {}) {
  */
 export function quoteToken(text) {
   const s = text === null || text === undefined ? "" : String(text);
-  return JSON.stringify(s).replace(/[\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  return JSON.stringify(s).replace(/[\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 }
 
 /**

@@ -1,6 +1,19 @@
 import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
-import { formatToken, formatTokenParts, tokenUnits, escapeChar, quoteToken, SPACE, NEWLINE, TAB, EMPTY, ELLIPSIS, DOT_SPACE, DEFAULT_MAX_LEN } from "./tokens.js";
+import {
+  formatToken,
+  formatTokenParts,
+  tokenUnits,
+  escapeChar,
+  quoteToken,
+  SPACE,
+  NEWLINE,
+  TAB,
+  EMPTY,
+  ELLIPSIS,
+  DOT_SPACE,
+  DEFAULT_MAX_LEN,
+} from "./tokens.js";
 
 const golden = JSON.parse(readFileSync(new URL("./testing/golden.json", import.meta.url), "utf8"));
 
@@ -62,7 +75,10 @@ describe("formatToken mirrors iglens_viz/views/token_format.py", () => {
       const parts = formatTokenParts(c.text, c.opts);
       expect(parts.map((p) => p.text).join("")).toBe(c.expected);
     }
-    expect(formatTokenParts(" the")).toEqual([{ text: SPACE, mark: true }, { text: "the", mark: false }]);
+    expect(formatTokenParts(" the")).toEqual([
+      { text: SPACE, mark: true },
+      { text: "the", mark: false },
+    ]);
     expect(formatTokenParts("")).toEqual([{ text: EMPTY, mark: true }]);
   });
 

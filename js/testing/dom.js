@@ -11,15 +11,26 @@ import { makeState } from "./fixture.js";
 export function installFakeCanvas() {
   /** @type {string[]} */
   const calls = [];
-  const make = () => new Proxy({}, {
-    get(target, prop) {
-      if (prop in target) return /** @type {any} */ (target)[prop];
-      if (prop === "measureText") return (/** @type {string} */ t) => ({ width: 6 * Array.from(String(t)).length });
-      if (prop === "createImageData") return (/** @type {number} */ w, /** @type {number} */ hh) => ({ width: w, height: hh, data: new Uint8ClampedArray(w * hh * 4) });
-      return (/** @type {any[]} */ ...args) => { calls.push(String(prop)); void args; };
-    },
-    set(target, prop, value) { /** @type {any} */ (target)[prop] = value; return true; },
-  });
+  const make = () =>
+    new Proxy(
+      {},
+      {
+        get(target, prop) {
+          if (prop in target) return /** @type {any} */ (target)[prop];
+          if (prop === "measureText") return (/** @type {string} */ t) => ({ width: 6 * Array.from(String(t)).length });
+          if (prop === "createImageData")
+            return (/** @type {number} */ w, /** @type {number} */ hh) => ({ width: w, height: hh, data: new Uint8ClampedArray(w * hh * 4) });
+          return (/** @type {any[]} */ ...args) => {
+            calls.push(String(prop));
+            void args;
+          };
+        },
+        set(target, prop, value) {
+          /** @type {any} */ (target)[prop] = value;
+          return true;
+        },
+      },
+    );
   // @ts-ignore
   HTMLCanvasElement.prototype.getContext = function getContext() {
     // @ts-ignore

@@ -18,10 +18,55 @@ export function rng(seed) {
   };
 }
 
-const WORDS = [" The", " capital", " of", " France", " is", " Paris", ".", "\n", " It", " has", " a", " population",
-  " about", " million", " people", ",", " and", " the", " city", " river", " Seine", " runs", " through", " it",
-  " famous", " for", " museums", " like", " Louvre", " art", " history", " food", " wine", " known", " as",
-  " light", " Eiffel", " Tower", " built", " in", " 1889", " What", " Vietnam", "?", " Hanoi", " Answer", ":"];
+const WORDS = [
+  " The",
+  " capital",
+  " of",
+  " France",
+  " is",
+  " Paris",
+  ".",
+  "\n",
+  " It",
+  " has",
+  " a",
+  " population",
+  " about",
+  " million",
+  " people",
+  ",",
+  " and",
+  " the",
+  " city",
+  " river",
+  " Seine",
+  " runs",
+  " through",
+  " it",
+  " famous",
+  " for",
+  " museums",
+  " like",
+  " Louvre",
+  " art",
+  " history",
+  " food",
+  " wine",
+  " known",
+  " as",
+  " light",
+  " Eiffel",
+  " Tower",
+  " built",
+  " in",
+  " 1889",
+  " What",
+  " Vietnam",
+  "?",
+  " Hanoi",
+  " Answer",
+  ":",
+];
 
 /**
  * @typedef {object} FixtureOptions
@@ -72,7 +117,9 @@ export function componentSegments(boundaries, names, n) {
   const seg = (/** @type {number} */ depth) => boundaries.filter((d) => d < depth).length - 1; // searchsorted − 1
   const out = new Int32Array(n * names.length);
   for (let b = 0; b < n; b++) {
-    names.forEach((name, c) => { out[b * names.length + c] = seg(b + (name === "mlp" ? 0.75 : 0.25)); });
+    names.forEach((name, c) => {
+      out[b * names.length + c] = seg(b + (name === "mlp" ? 0.75 : 0.25));
+    });
   }
   return out;
 }
@@ -104,7 +151,10 @@ export function makeComponents(raw, o = {}) {
       const cells = [];
       for (let q = 0; q < n * C; q++) {
         if (segments[q] !== j) continue;
-        if (nanRest && q === restC) { shares[p * n * C + q] = NaN; continue; } // block 1's rest
+        if (nanRest && q === restC) {
+          shares[p * n * C + q] = NaN;
+          continue;
+        } // block 1's rest
         cells.push(q);
       }
       const v = c[t * k + j];
@@ -114,7 +164,7 @@ export function makeComponents(raw, o = {}) {
       const wiggle = cells.map(() => (rand() - 0.5) * 0.6);
       const mw = wiggle.reduce((a, b) => a + b, 0) / Math.max(1, cells.length);
       cells.forEach((q, u) => {
-        const share = Number.isFinite(v) ? v * w[u] / sw + Math.abs(v) * (cells.length > 1 ? wiggle[u] - mw : 0) : NaN;
+        const share = Number.isFinite(v) ? (v * w[u]) / sw + Math.abs(v) * (cells.length > 1 ? wiggle[u] - mw : 0) : NaN;
         shares[p * n * C + q] = share;
       });
     }
@@ -189,11 +239,16 @@ export function makeResult(o = {}) {
     for (let j = 0; j < k; j++) {
       contributions[i * k + j] = none ? NaN : lens[i * (k + 1) + j + 1] - lens[i * (k + 1) + j];
     }
-    let best = -1, bestV = -Infinity, sum = 0;
+    let best = -1,
+      bestV = -Infinity,
+      sum = 0;
     for (let j = 0; j < k; j++) {
       const v = contributions[i * k + j];
       sum += v;
-      if (v > bestV) { bestV = v; best = j; }
+      if (v > bestV) {
+        bestV = v;
+        best = j;
+      }
     }
     onset[i] = none ? -1 : Math.ceil(boundaries[best + 1]); // a block number, like AttributionResult.onset
     onsetSegment[i] = none ? -1 : best;
@@ -260,8 +315,14 @@ export function makeResult(o = {}) {
     n_blocks: n,
     controls: { target, contrast, boundaries: boundarySpec, estimator: "prediction_aware", steps: m || 1 },
     request: {
-      prompt: tokens.join(""), target, contrast: contrast || null, boundaries: boundarySpec,
-      estimator: "prediction_aware", steps: m || 1, chat: false, max_new_tokens: 0,
+      prompt: tokens.join(""),
+      target,
+      contrast: contrast || null,
+      boundaries: boundarySpec,
+      estimator: "prediction_aware",
+      steps: m || 1,
+      chat: false,
+      max_new_tokens: 0,
     },
     target_name: o.contrast ? "p(target) \u2212 p(contrast)" : "p(target)",
     segment_labels: segmentLabels,

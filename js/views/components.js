@@ -48,7 +48,11 @@ export function focusedSegment(ctx, r, i) {
 export function buildComponents(ctx, r, i, preview) {
   const j = focusedSegment(ctx, r, i);
   const isOnset = r.onset[i] === j;
-  const select = h("select", { name: "component_segment", class: "iglens-input iglens-components-select", "aria-label": "segment whose component shares are shown" });
+  const select = h("select", {
+    name: "component_segment",
+    class: "iglens-input iglens-components-select",
+    "aria-label": "segment whose component shares are shown",
+  });
   for (let q = 0; q < r.k; q++) {
     select.appendChild(h("option", { value: q, text: r.segmentLabels[q] + (r.onset[i] === q ? " (onset)" : "") }));
   }
@@ -57,14 +61,24 @@ export function buildComponents(ctx, r, i, preview) {
   // keys typed in the select must not drive the strip/heatmap shortcuts
   select.addEventListener("keydown", (e) => e.stopPropagation());
 
-  const head = h("div", { class: "iglens-components-head" },
-    h("h4", { class: "iglens-components-title" },
+  const head = h(
+    "div",
+    { class: "iglens-components-head" },
+    h(
+      "h4",
+      { class: "iglens-components-title" },
       h("span", { text: "Heads and MLPs in " }),
       h("span", { class: "iglens-components-segment", "data-segment": j, text: segmentText(r, j) }),
-      isOnset ? h("span", { class: "iglens-muted", text: " (onset)" }) : null),
+      isOnset ? h("span", { class: "iglens-muted", text: " (onset)" }) : null,
+    ),
     h("span", { class: "iglens-spacer" }),
-    h("label", { class: "iglens-components-pick", title: "Click a bar of chart (a) or a heatmap cell of this row to pick a segment" },
-      h("span", { class: "iglens-muted", text: "segment" }), select));
+    h(
+      "label",
+      { class: "iglens-components-pick", title: "Click a bar of chart (a) or a heatmap cell of this row to pick a segment" },
+      h("span", { class: "iglens-muted", text: "segment" }),
+      select,
+    ),
+  );
   const el = h("section", { class: "iglens-components", "aria-label": `Component shares of ${segmentText(r, j)}`, "data-segment": j }, head);
 
   const shares = ctx.components.sharesAt(i);
@@ -93,9 +107,7 @@ function status(ctx, r, i, preview) {
   if (ctx.componentsError) return p("iglens-components-error", ctx.componentsError);
   const known = ctx.components.positions;
   if (ctx.model.get("interactive")) {
-    return preview
-      ? p("iglens-muted", "Click the token to compute its head shares.")
-      : p("iglens-components-computing", "computing\u2026");
+    return preview ? p("iglens-muted", "Click the token to compute its head shares.") : p("iglens-components-computing", "computing\u2026");
   }
   if (known.length) {
     const list = known.slice(0, 8).join(", ") + (known.length > 8 ? ", \u2026" : "");
@@ -112,14 +124,20 @@ function status(ctx, r, i, preview) {
  */
 function caption(r, i, M) {
   const target = r.targetTokens[i] || idText(r, r.targetIds[i]);
-  const top = M.ranked.slice(0, 3).map((cell) => `${cellName(cell)} ${fmtSigned(cell.value)}`).join(", ");
-  return h("p", { class: "iglens-caption iglens-components-caption" },
+  const top = M.ranked
+    .slice(0, 3)
+    .map((cell) => `${cellName(cell)} ${fmtSigned(cell.value)}`)
+    .join(", ");
+  return h(
+    "p",
+    { class: "iglens-caption iglens-components-caption" },
     h("span", { text: `Shares of the contribution to ${r.targetName} at [${i}] ` }),
     h("span", { class: "iglens-chip", title: quoteToken(r.tokens[i]), text: formatToken(r.tokens[i], { maxLen: 16 }) }),
     h("span", { text: " \u2192 " }),
     h("span", { class: "iglens-chip iglens-chip-target", title: quoteToken(target), text: formatToken(target, { maxLen: 16 }) }),
     h("span", { text: top ? ". Largest: " : ". No finite share." }),
-    top ? h("span", { class: "iglens-components-top", text: top }) : null);
+    top ? h("span", { class: "iglens-components-top", text: top }) : null,
+  );
 }
 
 /**
@@ -132,8 +150,11 @@ function matrix(ctx, r, M) {
   const theme = ctx.theme === "dark" ? "dark" : "light";
   const scale = divergingScale(r.contribLimit, theme);
   const wide = M.cols.length <= 4; // few columns: the values fit in the cells
-  const table = h("table", { class: "iglens-components-matrix" + (wide ? " iglens-components-wide" : ""), "data-view": "components", "data-segment": M.j },
-    h("caption", { class: "iglens-sr-only", text: `Share of each block and component in ${segmentText(r, M.j)}; rows are blocks, columns components` }));
+  const table = h(
+    "table",
+    { class: "iglens-components-matrix" + (wide ? " iglens-components-wide" : ""), "data-view": "components", "data-segment": M.j },
+    h("caption", { class: "iglens-sr-only", text: `Share of each block and component in ${segmentText(r, M.j)}; rows are blocks, columns components` }),
+  );
   const headRow = h("tr", {}, h("th", { scope: "col", class: "iglens-components-corner", text: "block" }));
   M.colNames.forEach((name) => headRow.appendChild(h("th", { scope: "col", title: name, text: shortName(name) })));
   table.appendChild(h("thead", {}, headRow));
@@ -141,17 +162,25 @@ function matrix(ctx, r, M) {
   M.blocks.forEach((block, q) => {
     const tr = h("tr", {}, h("th", { scope: "row", text: `L${block}` }));
     for (const cell of M.cells[q]) {
-      if (!cell) { // that (block, component) belongs to another segment
+      if (!cell) {
+        // that (block, component) belongs to another segment
         tr.appendChild(h("td", { class: "iglens-comp-out", "aria-hidden": "true" }));
         continue;
       }
       const finite = Number.isFinite(cell.value);
       const words = `${cellName(cell)} (${cell.name}): ${finite ? fmtSigned(cell.value) : "not applicable"}`;
-      const td = h("td", {
-        class: "iglens-comp-cell" + (finite ? "" : " iglens-comp-nan"),
-        "data-block": cell.block, "data-component": cell.name, "data-share": String(cell.value),
-        title: words, "aria-label": words,
-      }, h("span", { class: wide ? "iglens-comp-value" : "iglens-sr-only", text: finite ? fmtSigned(cell.value) : "\u2013" }));
+      const td = h(
+        "td",
+        {
+          class: "iglens-comp-cell" + (finite ? "" : " iglens-comp-nan"),
+          "data-block": cell.block,
+          "data-component": cell.name,
+          "data-share": String(cell.value),
+          title: words,
+          "aria-label": words,
+        },
+        h("span", { class: wide ? "iglens-comp-value" : "iglens-sr-only", text: finite ? fmtSigned(cell.value) : "\u2013" }),
+      );
       const rgb = scale.rgb(cell.value);
       td.style.backgroundColor = rgb ? `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})` : NAN_COLOR[theme];
       if (rgb && wide) td.style.color = textColorFor(rgb);
@@ -171,8 +200,14 @@ function matrix(ctx, r, M) {
 function sumNote(r, i, j, M) {
   const c = contribution(r, i, j);
   const ok = Number.isFinite(c) && Math.abs(M.sum - c) <= 1e-4 * Math.max(1, Math.abs(c));
-  return h("div", { class: "iglens-components-sum" + (ok ? " iglens-ok" : " iglens-warn") },
+  return h(
+    "div",
+    { class: "iglens-components-sum" + (ok ? " iglens-ok" : " iglens-warn") },
     h("span", { class: "iglens-check", "aria-hidden": "true", text: ok ? "\u2713" : "\u2260" }),
     h("span", { class: "iglens-components-sum-text", text: `\u03a3 shares = ${fmtSigned(M.sum)}, contribution of ${segmentText(r, j)} = ${fmtSigned(c)}` }),
-    h("span", { class: "iglens-muted", text: ok ? " \u00b7 the shares add up to the segment's contribution" : " \u00b7 the shares do not add up to the contribution" }));
+    h("span", {
+      class: "iglens-muted",
+      text: ok ? " \u00b7 the shares add up to the segment's contribution" : " \u00b7 the shares do not add up to the contribution",
+    }),
+  );
 }

@@ -59,8 +59,15 @@ export function createContext(model, root) {
     return Number.isInteger(i) && i >= 0 && i < T ? i : -1;
   };
   const flush = () => {
-    if (timer !== null) { clearTimeout(timer); timer = null; }
-    try { model.save_changes(); } catch { /* a closed comm: nothing to sync */ }
+    if (timer !== null) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    try {
+      model.save_changes();
+    } catch {
+      /* a closed comm: nothing to sync */
+    }
   };
   /** @type {Context} */
   const ctx = {
@@ -82,7 +89,10 @@ export function createContext(model, root) {
     },
     selected: () => valid(model.get("selected")),
     hovered: () => valid(model.get("hovered")),
-    shown: () => { const hv = ctx.hovered(); return hv >= 0 ? hv : ctx.selected(); },
+    shown: () => {
+      const hv = ctx.hovered();
+      return hv >= 0 ? hv : ctx.selected();
+    },
     select(i) {
       const T = ctx.result ? ctx.result.T : 0;
       const next = i < 0 || !T ? -1 : Math.max(0, Math.min(T - 1, Math.trunc(i)));
@@ -103,7 +113,12 @@ export function createContext(model, root) {
       flush();
     },
     flush,
-    dispose() { if (timer !== null) { clearTimeout(timer); timer = null; } },
+    dispose() {
+      if (timer !== null) {
+        clearTimeout(timer);
+        timer = null;
+      }
+    },
   };
   ctx.result = loadResult(ctx, model.get("result"));
   loadComponents(ctx);

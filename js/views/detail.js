@@ -46,9 +46,14 @@ export function createDetail(ctx) {
     if (!compEl || !r || shownIndex < 0 || !r.hasTarget[shownIndex]) return;
     // keep the keyboard focus where it was (the segment select, the matrix's scroll region)
     const active = typeof document !== "undefined" ? document.activeElement : null;
-    const refocus = active && compEl.contains(active)
-      ? (active.matches("select") ? "select[name=component_segment]" : active.matches(".iglens-components-scroll") ? ".iglens-components-scroll" : null)
-      : null;
+    const refocus =
+      active && compEl.contains(active)
+        ? active.matches("select")
+          ? "select[name=component_segment]"
+          : active.matches(".iglens-components-scroll")
+            ? ".iglens-components-scroll"
+            : null
+        : null;
     const next = buildComponents(ctx, r, shownIndex, shownPreview);
     compEl.replaceWith(next);
     compEl = next;
@@ -75,18 +80,34 @@ export function createDetail(ctx) {
     el.classList.toggle("iglens-detail-preview", preview);
     if (!r || i < 0) {
       el.removeAttribute("data-selected-index");
-      el.appendChild(h("div", { class: "iglens-empty" },
-        h("div", { class: "iglens-empty-title", text: r ? "Select a token" : "No result" }),
-        h("div", { class: "iglens-empty-text", text: r
-          ? "Click a token in the strip or a row of the heatmap to see how its probability builds up block by block. Hover previews; arrow keys move."
-          : "Nothing to show yet." })));
+      el.appendChild(
+        h(
+          "div",
+          { class: "iglens-empty" },
+          h("div", { class: "iglens-empty-title", text: r ? "Select a token" : "No result" }),
+          h("div", {
+            class: "iglens-empty-text",
+            text: r
+              ? "Click a token in the strip or a row of the heatmap to see how its probability builds up block by block. Hover previews; arrow keys move."
+              : "Nothing to show yet.",
+          }),
+        ),
+      );
       return;
     }
     el.setAttribute("data-selected-index", String(i));
     el.appendChild(header(r, i, preview));
     if (!r.hasTarget[i]) {
-      el.appendChild(h("div", { class: "iglens-empty" },
-        h("div", { class: "iglens-empty-text", text: "This position has no target (with target \u201cnext\u201d, the last position has none). Pick another position." })));
+      el.appendChild(
+        h(
+          "div",
+          { class: "iglens-empty" },
+          h("div", {
+            class: "iglens-empty-text",
+            text: "This position has no target (with target \u201cnext\u201d, the last position has none). Pick another position.",
+          }),
+        ),
+      );
       return;
     }
     const w = Math.max(260, (el.clientWidth || width || 480) - 2);
@@ -116,13 +137,16 @@ export function createDetail(ctx) {
     /** The component split or the picked segment changed. */
     updateComponents() {
       const i = ctx.shown();
-      if (i !== shownIndex) render(); else renderComponents();
+      if (i !== shownIndex) render();
+      else renderComponents();
     },
     resize() {
       const w = el.clientWidth;
       if (w && Math.abs(w - 2 - width) > 1) render();
     },
-    destroy() { local.forEach((off) => off()); },
+    destroy() {
+      local.forEach((off) => off());
+    },
   };
 }
 
@@ -130,21 +154,34 @@ export function createDetail(ctx) {
  * @param {import("../result.js").Result} r @param {number} i @param {boolean} preview
  */
 function header(r, i, preview) {
-  const target = r.hasTarget[i] ? (r.targetTokens[i] || idText(r, r.targetIds[i])) : "";
-  const title = h("div", { class: "iglens-detail-title" },
+  const target = r.hasTarget[i] ? r.targetTokens[i] || idText(r, r.targetIds[i]) : "";
+  const title = h(
+    "div",
+    { class: "iglens-detail-title" },
     h("span", { class: "iglens-pos", text: `[${i}]` }),
     h("span", { class: "iglens-chip", title: quoteToken(r.tokens[i]), text: formatToken(r.tokens[i], { maxLen: 24 }) }),
     h("span", { class: "iglens-arrow", text: "\u2192" }),
     r.hasTarget[i]
-      ? h("span", { class: "iglens-chip iglens-chip-target", title: `target ${quoteToken(target)} (id ${r.targetIds[i]})`, text: formatToken(target, { maxLen: 24 }) })
+      ? h("span", {
+          class: "iglens-chip iglens-chip-target",
+          title: `target ${quoteToken(target)} (id ${r.targetIds[i]})`,
+          text: formatToken(target, { maxLen: 24 }),
+        })
       : h("span", { class: "iglens-muted", text: "no target" }),
     r.hasTarget[i] ? h("span", { class: "iglens-sr-only iglens-raw-target", text: target }) : null,
     r.contrastTokens && r.contrastTokens[i]
-      ? h("span", { class: "iglens-vs" }, h("span", { class: "iglens-muted", text: "vs" }),
-        h("span", { class: "iglens-chip", title: quoteToken(r.contrastTokens[i]), text: formatToken(r.contrastTokens[i], { maxLen: 18 }) }))
+      ? h(
+          "span",
+          { class: "iglens-vs" },
+          h("span", { class: "iglens-muted", text: "vs" }),
+          h("span", { class: "iglens-chip", title: quoteToken(r.contrastTokens[i]), text: formatToken(r.contrastTokens[i], { maxLen: 18 }) }),
+        )
       : null,
-    i >= r.answerStart ? h("span", { class: "iglens-badge iglens-badge-answer", title: "this position predicts a token of the generated answer", text: "answer" }) : null,
-    preview ? h("span", { class: "iglens-badge iglens-badge-preview", text: "preview \u00b7 click to lock" }) : null);
+    i >= r.answerStart
+      ? h("span", { class: "iglens-badge iglens-badge-answer", title: "this position predicts a token of the generated answer", text: "answer" })
+      : null,
+    preview ? h("span", { class: "iglens-badge iglens-badge-preview", text: "preview \u00b7 click to lock" }) : null,
+  );
   const stats = h("div", { class: "iglens-detail-stats" });
   if (r.hasTarget[i]) {
     const p0 = lensRow(r, i)[0];
@@ -154,10 +191,17 @@ function header(r, i, preview) {
     if (r.onset[i] >= 0) {
       const j = r.onset[i];
       const width = r.boundaries[j + 1] - r.boundaries[j];
-      stats.appendChild(stat("onset", segmentText(r, j), width > 1
-        ? `the segment with the largest signed contribution: blocks ${r.segmentLabels[j]}`
-        : width < 1 ? `the sub-layer with the largest signed contribution: ${r.segmentLabels[j]} (${r.segmentLabels[j].endsWith(".mlp") ? "the MLP" : "the attention"} of block ${r.onsetBlock[i]})`
-          : "the block with the largest signed contribution"));
+      stats.appendChild(
+        stat(
+          "onset",
+          segmentText(r, j),
+          width > 1
+            ? `the segment with the largest signed contribution: blocks ${r.segmentLabels[j]}`
+            : width < 1
+              ? `the sub-layer with the largest signed contribution: ${r.segmentLabels[j]} (${r.segmentLabels[j].endsWith(".mlp") ? "the MLP" : "the attention"} of block ${r.onsetBlock[i]})`
+              : "the block with the largest signed contribution",
+        ),
+      );
     }
   }
   return h("header", { class: "iglens-detail-head" }, title, stats);
@@ -175,10 +219,13 @@ function completeness(r, i) {
   const err = Math.abs(sum - dp);
   const exact = r.estimator !== "riemann";
   const ok = err <= 1e-4 * Math.max(1, Math.abs(dp));
-  const line = h("div", { class: "iglens-completeness" + (ok ? " iglens-ok" : " iglens-warn") },
+  const line = h(
+    "div",
+    { class: "iglens-completeness" + (ok ? " iglens-ok" : " iglens-warn") },
     h("span", { class: "iglens-check", "aria-hidden": "true", text: ok ? "\u2713" : "\u2248" }),
     h("span", { class: "iglens-completeness-text", text: completenessText(sum, dp) }),
-    h("span", { class: "iglens-muted", text: ` \u00b7 ${r.estimator}, m=${r.steps}` + (exact ? "" : " (Riemann: discretization error shrinks with m)") }));
+    h("span", { class: "iglens-muted", text: ` \u00b7 ${r.estimator}, m=${r.steps}` + (exact ? "" : " (Riemann: discretization error shrinks with m)") }),
+  );
   return line;
 }
 
@@ -212,9 +259,12 @@ function buildCharts(ctx, r, i, W) {
   const frame = (H, label, caption) => {
     const svg = s("svg", { class: "iglens-chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label });
     const defs = s("defs");
-    const pat = s("pattern", { id: `${hatch}-${label.length}-${H}`, patternUnits: "userSpaceOnUse", width: 6, height: 6, patternTransform: "rotate(45)" },
+    const pat = s(
+      "pattern",
+      { id: `${hatch}-${label.length}-${H}`, patternUnits: "userSpaceOnUse", width: 6, height: 6, patternTransform: "rotate(45)" },
       s("rect", { class: "iglens-hatch-bg", width: 6, height: 6, fill: NONMONOTONE }),
-      s("line", { class: "iglens-hatch-line", x1: 0, y1: 0, x2: 0, y2: 6, stroke: NONMONOTONE, "stroke-width": 2.2 }));
+      s("line", { class: "iglens-hatch-line", x1: 0, y1: 0, x2: 0, y2: 6, stroke: NONMONOTONE, "stroke-width": 2.2 }),
+    );
     defs.appendChild(pat);
     svg.appendChild(defs);
     const wrap = h("figure", { class: "iglens-figure" }, h("figcaption", { class: "iglens-caption", text: caption }), svg);
@@ -241,7 +291,9 @@ function buildCharts(ctx, r, i, W) {
   /** the y-axis title, rotated, left of the tick labels */
   const yTitle = (/** @type {SVGElement} */ g, /** @type {string} */ text, /** @type {number} */ y0, /** @type {number} */ y1) => {
     const cy = (y0 + y1) / 2;
-    g.appendChild(s("text", { class: "iglens-ytitle", x: 0, y: 0, transform: `translate(${present ? 13 : 11}, ${cy}) rotate(-90)`, "text-anchor": "middle" }, text));
+    g.appendChild(
+      s("text", { class: "iglens-ytitle", x: 0, y: 0, transform: `translate(${present ? 13 : 11}, ${cy}) rotate(-90)`, "text-anchor": "middle" }, text),
+    );
   };
 
   const xTicks = (() => {
@@ -256,7 +308,10 @@ function buildCharts(ctx, r, i, W) {
     const axis = s("g", { class: "iglens-xaxis" });
     for (const t of xTicks) {
       axis.appendChild(s("line", { class: "iglens-xtick", x1: x(t), x2: x(t), y1: yy, y2: yy + 3 }));
-      if (labels) axis.appendChild(s("text", { class: "iglens-tick iglens-xtick-label", "data-tick": t, x: x(t), y: yy + (present ? 17 : 13), "text-anchor": "middle" }, String(t)));
+      if (labels)
+        axis.appendChild(
+          s("text", { class: "iglens-tick iglens-xtick-label", "data-tick": t, x: x(t), y: yy + (present ? 17 : 13), "text-anchor": "middle" }, String(t)),
+        );
     }
     g.appendChild(axis);
   };
@@ -267,10 +322,23 @@ function buildCharts(ctx, r, i, W) {
   // the causal check of this position, when Python (or the exported page) has it
   const abl = ctx.ablation.ablation && ctx.ablation.ablation.position === i ? ctx.ablation.ablation : null;
   const drops = abl ? abl.drops : null;
-  let cLo = 0, cHi = 0;
-  for (let j = 0; j < k; j++) if (Number.isFinite(c[j])) { cLo = Math.min(cLo, c[j]); cHi = Math.max(cHi, c[j]); }
-  if (drops) for (let j = 0; j < k; j++) if (Number.isFinite(drops[j])) { cLo = Math.min(cLo, drops[j]); cHi = Math.max(cHi, drops[j]); }
-  if (cLo === cHi) { cLo = -1e-9; cHi = 1e-9; }
+  let cLo = 0,
+    cHi = 0;
+  for (let j = 0; j < k; j++)
+    if (Number.isFinite(c[j])) {
+      cLo = Math.min(cLo, c[j]);
+      cHi = Math.max(cHi, c[j]);
+    }
+  if (drops)
+    for (let j = 0; j < k; j++)
+      if (Number.isFinite(drops[j])) {
+        cLo = Math.min(cLo, drops[j]);
+        cHi = Math.max(cHi, drops[j]);
+      }
+  if (cLo === cHi) {
+    cLo = -1e-9;
+    cHi = 1e-9;
+  }
   const padA = 0.16 * (cHi - cLo);
   const ya = linearScale([cLo - (cLo < 0 ? padA : 0), cHi + (cHi > 0 ? padA : 0)], [Ha - XL - M.bottom - 4, M.top + 2]);
   const ga = s("g");
@@ -293,11 +361,32 @@ function buildCharts(ctx, r, i, W) {
     const { bx, bw } = slot(j);
     const y0 = ya(0);
     const y1 = ya(v);
-    const rect = s("rect", { class: "iglens-bar", "data-segment": j, x: bx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill: v >= 0 ? pos : neg });
+    const rect = s("rect", {
+      class: "iglens-bar",
+      "data-segment": j,
+      x: bx,
+      y: Math.min(y0, y1),
+      width: bw,
+      height: Math.max(0.5, Math.abs(y1 - y0)),
+      fill: v >= 0 ? pos : neg,
+    });
     bars.appendChild(rect);
     if (segFlags[j]) {
-      bars.appendChild(s("rect", { class: "iglens-bar-flag", x: bx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill: A.fill, stroke: "currentColor", "stroke-width": 0.9 }));
-      bars.appendChild(s("text", { class: "iglens-flag-mark", x: bx + bw / 2, y: v < 0 ? y1 + 10 : y1 - 3, "text-anchor": "middle" }, v < 0 ? "\u25bc" : "\u25b2"));
+      bars.appendChild(
+        s("rect", {
+          class: "iglens-bar-flag",
+          x: bx,
+          y: Math.min(y0, y1),
+          width: bw,
+          height: Math.max(0.5, Math.abs(y1 - y0)),
+          fill: A.fill,
+          stroke: "currentColor",
+          "stroke-width": 0.9,
+        }),
+      );
+      bars.appendChild(
+        s("text", { class: "iglens-flag-mark", x: bx + bw / 2, y: v < 0 ? y1 + 10 : y1 - 3, "text-anchor": "middle" }, v < 0 ? "\u25bc" : "\u25b2"),
+      );
     }
   }
   ga.appendChild(bars);
@@ -310,8 +399,22 @@ function buildCharts(ctx, r, i, W) {
       const { dx, bw } = slot(j);
       const y0 = ya(0);
       const y1 = ya(v);
-      series.appendChild(s("rect", { class: "iglens-ablation-bar", "data-segment": j, "data-drop": String(v), x: dx, y: Math.min(y0, y1), width: bw, height: Math.max(0.5, Math.abs(y1 - y0)), fill },
-        s("title", {}, `${segmentText(r, j)}: contribution ${fmtSigned(c[j])}, ablation drop (${abl.mode}) ${fmtSigned(v)}`)));
+      series.appendChild(
+        s(
+          "rect",
+          {
+            class: "iglens-ablation-bar",
+            "data-segment": j,
+            "data-drop": String(v),
+            x: dx,
+            y: Math.min(y0, y1),
+            width: bw,
+            height: Math.max(0.5, Math.abs(y1 - y0)),
+            fill,
+          },
+          s("title", {}, `${segmentText(r, j)}: contribution ${fmtSigned(c[j])}, ablation drop (${abl.mode}) ${fmtSigned(v)}`),
+        ),
+      );
     }
     ga.appendChild(series);
   }
@@ -320,14 +423,27 @@ function buildCharts(ctx, r, i, W) {
 
   // (b) cumulative curve -------------------------------------------------------------------
   const Hb = 138 + XL;
-  const B = frame(Hb, "cumulative lens probability", path
-    ? `(b) ${r.targetName} after block L, and along the straight path inside each segment (m=${m}${lazy ? ", computed for this token" : ""})`
-    : `(b) ${r.targetName} after block L (cumulative)`);
-  let pLo = Infinity, pHi = -Infinity;
-  const consider = (/** @type {number} */ v) => { if (Number.isFinite(v)) { pLo = Math.min(pLo, v); pHi = Math.max(pHi, v); } };
+  const B = frame(
+    Hb,
+    "cumulative lens probability",
+    path
+      ? `(b) ${r.targetName} after block L, and along the straight path inside each segment (m=${m}${lazy ? ", computed for this token" : ""})`
+      : `(b) ${r.targetName} after block L (cumulative)`,
+  );
+  let pLo = Infinity,
+    pHi = -Infinity;
+  const consider = (/** @type {number} */ v) => {
+    if (Number.isFinite(v)) {
+      pLo = Math.min(pLo, v);
+      pHi = Math.max(pHi, v);
+    }
+  };
   lens.forEach(consider);
   if (path) path.forEach(consider);
-  if (!Number.isFinite(pLo)) { pLo = 0; pHi = 1; }
+  if (!Number.isFinite(pLo)) {
+    pLo = 0;
+    pHi = 1;
+  }
   if (pLo >= 0) pLo = 0;
   if (pHi <= pLo) pHi = pLo + 1e-6;
   const bBottom = Hb - XL - M.bottom;
@@ -354,7 +470,8 @@ function buildCharts(ctx, r, i, W) {
       }
       series.appendChild(s("polyline", { class: "iglens-path", "data-segment": j, "data-values": vals.join(" "), points: pts.join(" ") }));
       const segW = x(b[j + 1]) - x(b[j]);
-      if (segW / m >= 4) { // the interior points themselves, where there is room
+      if (segW / m >= 4) {
+        // the interior points themselves, where there is room
         for (let q = 1; q < m; q++) {
           const v = path[j * (m + 1) + q];
           if (Number.isFinite(v)) series.appendChild(s("circle", { class: "iglens-path-dot", cx: x(b[j] + (q / m) * (b[j + 1] - b[j])), cy: yb(v), r: 1.8 }));
@@ -418,8 +535,13 @@ function buildCharts(ctx, r, i, W) {
       if (!t) continue;
       const hit = t.id === r.targetIds[i];
       // every dot names its token on hover, so a label left out below is one hover away
-      gc.appendChild(s("circle", { class: hit ? "iglens-top1-hit" : "iglens-top1-miss", cx: x(b[j]), cy: yc(t.p), r: 3 },
-        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`)));
+      gc.appendChild(
+        s(
+          "circle",
+          { class: hit ? "iglens-top1-hit" : "iglens-top1-miss", cx: x(b[j]), cy: yc(t.p), r: 3 },
+          s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`),
+        ),
+      );
       if (j === 0 || !top1[j - 1] || top1[j - 1]?.id !== t.id) labelsAt.push(j);
     }
     // labels where top-1 changes, staggered on three heights; those that would collide are
@@ -434,28 +556,44 @@ function buildCharts(ctx, r, i, W) {
       const tw = charW * Array.from(text).length + 8;
       const cx = clamp(x(b[j]), M.left + tw / 2, W - M.right - tw / 2);
       const lane = lanes.findIndex((ls) => ls.every((other) => Math.abs(other - cx) > (tw + 44) / 2));
-      if (lane < 0) { hidden++; continue; }
+      if (lane < 0) {
+        hidden++;
+        continue;
+      }
       lanes[lane].push(cx);
       const lh = present ? 18 : 14;
       const cy = yc(t.p) - 9 - (lh - 1) * lane;
       const ty = Math.max(M.top + 7, cy);
-      const label = s("g", { class: "iglens-top1-label" + (t.id === r.targetIds[i] ? " iglens-top1-label-hit" : ""), "data-layer": b[j] },
+      const label = s(
+        "g",
+        { class: "iglens-top1-label" + (t.id === r.targetIds[i] ? " iglens-top1-label-hit" : ""), "data-layer": b[j] },
         s("rect", { x: cx - tw / 2, y: ty - lh / 2 - 1, width: tw, height: lh, rx: 3 }),
         s("text", { x: cx, y: ty + (present ? 4 : 2.5), "text-anchor": "middle" }, text),
-        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`));
+        s("title", {}, `${quoteToken(t.text)}: ${fmtProb(t.p)} after ${depthText(b[j])}`),
+      );
       gc.appendChild(label);
     }
     C.svg.setAttribute("data-labels-shown", String(labelsAt.length - hidden));
     C.svg.setAttribute("data-labels-hidden", String(hidden));
     xAxis(gc, cBottom, true);
-    gc.appendChild(s("text", { class: "iglens-axis-title", x: (M.left + W - M.right) / 2, y: Hc - 3, "text-anchor": "middle" }, r.halves
-      ? "depth L (state after block L; L − 0.5: after its attention; 0 = embeddings)"
-      : "block L (state after block L; 0 = embeddings)"));
-    C.wrap.appendChild(chartLegend([
-      ["iglens-key-top1", "top-1 lens token's probability"],
-      ["iglens-key-hit", "filled: the top-1 is the target"],
-      ...(ref.length ? [/** @type {[string, string]} */ (["iglens-key-ref", `${r.targetName} (as in b)`])] : []),
-    ], labelsAt.length, hidden));
+    gc.appendChild(
+      s(
+        "text",
+        { class: "iglens-axis-title", x: (M.left + W - M.right) / 2, y: Hc - 3, "text-anchor": "middle" },
+        r.halves ? "depth L (state after block L; L − 0.5: after its attention; 0 = embeddings)" : "block L (state after block L; 0 = embeddings)",
+      ),
+    );
+    C.wrap.appendChild(
+      chartLegend(
+        [
+          ["iglens-key-top1", "top-1 lens token's probability"],
+          ["iglens-key-hit", "filled: the top-1 is the target"],
+          ...(ref.length ? [/** @type {[string, string]} */ (["iglens-key-ref", `${r.targetName} (as in b)`])] : []),
+        ],
+        labelsAt.length,
+        hidden,
+      ),
+    );
     figs.push(C.wrap);
   }
 
@@ -467,7 +605,14 @@ function buildCharts(ctx, r, i, W) {
   };
   defaultReadout();
   const guides = [A, B, C].filter(Boolean).map((F) => {
-    const line = s("line", { class: "iglens-guide", x1: 0, x2: 0, y1: M.top, y2: Number(/** @type {any} */ (F).svg.getAttribute("height")) - M.bottom, visibility: "hidden" });
+    const line = s("line", {
+      class: "iglens-guide",
+      x1: 0,
+      x2: 0,
+      y1: M.top,
+      y2: Number(/** @type {any} */ (F).svg.getAttribute("height")) - M.bottom,
+      visibility: "hidden",
+    });
     /** @type {any} */ (F).svg.appendChild(line);
     return line;
   });
@@ -483,7 +628,11 @@ function buildCharts(ctx, r, i, W) {
     while (js < k - 1 && bx > b[js + 1]) js++;
     const onBars = svg === A.svg;
     const gx = onBars ? (x(b[js]) + x(b[js + 1])) / 2 : x(b[jb]);
-    for (const line of guides) { line.setAttribute("x1", String(gx)); line.setAttribute("x2", String(gx)); line.setAttribute("visibility", "visible"); }
+    for (const line of guides) {
+      line.setAttribute("x1", String(gx));
+      line.setAttribute("x2", String(gx));
+      line.setAttribute("visibility", "visible");
+    }
     clear(readout);
     if (onBars) {
       readout.append(
@@ -491,7 +640,8 @@ function buildCharts(ctx, r, i, W) {
         h("span", { text: ` contribution ${fmtSigned(c[js])}` }),
         drops ? h("span", { class: "iglens-readout-drop", text: ` \u00b7 ablation drop ${fmtSigned(drops[js])}` }) : "",
         h("span", { class: "iglens-muted", text: ` \u00b7 ${r.targetName} ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
-        segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "");
+        segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "",
+      );
     } else {
       const t = topAt(r, i, jb, 1)[0];
       readout.append(
@@ -499,23 +649,29 @@ function buildCharts(ctx, r, i, W) {
         h("span", { text: ` ${r.targetName} ${fmtProb(lens[jb])}` }),
         t ? h("span", { class: "iglens-muted", text: " \u00b7 top-1 " }) : "",
         t ? h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 14 }) }) : "",
-        t ? h("span", { class: "iglens-muted", text: ` ${fmtProb(t.p)}` }) : "");
+        t ? h("span", { class: "iglens-muted", text: ` ${fmtProb(t.p)}` }) : "",
+      );
     }
   };
-  const onLeave = () => { for (const line of guides) line.setAttribute("visibility", "hidden"); defaultReadout(); };
+  const onLeave = () => {
+    for (const line of guides) line.setAttribute("visibility", "hidden");
+    defaultReadout();
+  };
   for (const F of [A, B, C]) {
     if (!F) continue;
     offs.push(listen(F.svg, "mousemove", onMove), listen(F.svg, "mouseleave", onLeave));
   }
   // a click on chart (a) picks the segment whose head shares the section below shows
   A.svg.classList.add("iglens-chart-pick");
-  offs.push(listen(A.svg, "click", (/** @type {MouseEvent} */ e) => {
-    const rect = A.svg.getBoundingClientRect();
-    const bx = x.invert(e.clientX - rect.left);
-    let js = 0;
-    while (js < k - 1 && bx > b[js + 1]) js++;
-    ctx.focusSegment(i, js);
-  }));
+  offs.push(
+    listen(A.svg, "click", (/** @type {MouseEvent} */ e) => {
+      const rect = A.svg.getBoundingClientRect();
+      const bx = x.invert(e.clientX - rect.left);
+      let js = 0;
+      while (js < k - 1 && bx > b[js + 1]) js++;
+      ctx.focusSegment(i, js);
+    }),
+  );
 
   // flags: non-monotone list (text, so colour is never the only cue) ----------------------------
   const segs = flagged(segFlags);
@@ -524,24 +680,45 @@ function buildCharts(ctx, r, i, W) {
   const flags = h("div", { class: "iglens-flags" });
   const thr = r.nonmonotoneThreshold;
   if (!segs.length && !steps.length) {
-    flags.appendChild(h("span", { class: "iglens-muted iglens-flag-rule", text: `Monotone: no segment moves ${ruleText(thr)}`
-      + (path ? `, and no step moves against its segment ${stepRuleText(thr)}.` : ".") }));
+    flags.appendChild(
+      h("span", {
+        class: "iglens-muted iglens-flag-rule",
+        text: `Monotone: no segment moves ${ruleText(thr)}` + (path ? `, and no step moves against its segment ${stepRuleText(thr)}.` : "."),
+      }),
+    );
   } else {
     if (segs.length) {
-      flags.appendChild(h("div", { class: "iglens-flag-line" },
-        h("span", { class: "iglens-flag-swatch", "aria-hidden": "true" }),
-        h("strong", { text: "Against \u0394p: " }),
-        segs.map((j) => `${c[j] < 0 ? "\u25bc" : "\u25b2"} ${r.segmentLabels[j]} (${fmtSigned(c[j])})`).join(", ")));
+      flags.appendChild(
+        h(
+          "div",
+          { class: "iglens-flag-line" },
+          h("span", { class: "iglens-flag-swatch", "aria-hidden": "true" }),
+          h("strong", { text: "Against \u0394p: " }),
+          segs.map((j) => `${c[j] < 0 ? "\u25bc" : "\u25b2"} ${r.segmentLabels[j]} (${fmtSigned(c[j])})`).join(", "),
+        ),
+      );
     }
     if (steps.length) {
-      const shown = steps.slice(0, 12).map(([j, q]) => `${r.segmentLabels[j]} step ${q + 1}/${r.m}`).join(", ");
-      flags.appendChild(h("div", { class: "iglens-flag-line" },
-        h("span", { class: "iglens-flag-x", "aria-hidden": "true", text: "\u00d7" }),
-        h("strong", { text: "Steps against their segment: " }),
-        shown + (steps.length > 12 ? `, \u2026 (${steps.length} in all)` : "")));
+      const shown = steps
+        .slice(0, 12)
+        .map(([j, q]) => `${r.segmentLabels[j]} step ${q + 1}/${r.m}`)
+        .join(", ");
+      flags.appendChild(
+        h(
+          "div",
+          { class: "iglens-flag-line" },
+          h("span", { class: "iglens-flag-x", "aria-hidden": "true", text: "\u00d7" }),
+          h("strong", { text: "Steps against their segment: " }),
+          shown + (steps.length > 12 ? `, \u2026 (${steps.length} in all)` : ""),
+        ),
+      );
     }
-    flags.appendChild(h("div", { class: "iglens-muted iglens-flag-rule", text: `Flagged: segments that move ${ruleText(thr)}`
-      + (path ? `; steps that move against their segment ${stepRuleText(thr)}.` : ".") }));
+    flags.appendChild(
+      h("div", {
+        class: "iglens-muted iglens-flag-rule",
+        text: `Flagged: segments that move ${ruleText(thr)}` + (path ? `; steps that move against their segment ${stepRuleText(thr)}.` : "."),
+      }),
+    );
   }
 
   return { el: h("div", { class: "iglens-charts" }, ...figs), readout, flags, offs };
@@ -576,12 +753,18 @@ function ablationBox(ctx, r, i, abl, dark) {
   const other = ctx.ablation.ablation && ctx.ablation.ablation.position !== i ? ctx.ablation.ablation.position : -1;
   if (interactive || !abl) {
     const label = `Causal check (ablate each ${unit})`;
-    const button = h("button", {
-      type: "button", class: "iglens-ablate", "data-action": "ablate", "aria-describedby": statusId,
-      title: interactive
-        ? `Zero-ablate each ${unit} in the model and draw the drop of ${r.targetName} at [${i}] beside the contributions`
-        : ABLATE_HINT,
-    }, h("span", { class: "iglens-spinner", "aria-hidden": "true" }), h("span", { class: "iglens-ablate-label", text: label }));
+    const button = h(
+      "button",
+      {
+        type: "button",
+        class: "iglens-ablate",
+        "data-action": "ablate",
+        "aria-describedby": statusId,
+        title: interactive ? `Zero-ablate each ${unit} in the model and draw the drop of ${r.targetName} at [${i}] beside the contributions` : ABLATE_HINT,
+      },
+      h("span", { class: "iglens-spinner", "aria-hidden": "true" }),
+      h("span", { class: "iglens-ablate-label", text: label }),
+    );
     if (!interactive) {
       button.disabled = true;
       status.textContent = ABLATE_SHORT_HINT + (other >= 0 ? ` \u00b7 this page carries the drops of position ${other}` : "");
@@ -608,7 +791,8 @@ function ablationBox(ctx, r, i, abl, dark) {
   }
   if (!abl) return box;
 
-  if (!busy && interactive && Number.isFinite(abl.seconds)) status.textContent = `computed in ${abl.seconds < 10 ? abl.seconds.toFixed(2) : abl.seconds.toFixed(0)} s`;
+  if (!busy && interactive && Number.isFinite(abl.seconds))
+    status.textContent = `computed in ${abl.seconds < 10 ? abl.seconds.toFixed(2) : abl.seconds.toFixed(0)} s`;
   const swatch = (/** @type {string} */ cls, /** @type {string} */ fill) => {
     const sw = h("span", { class: `iglens-ablation-swatch ${cls}`, "aria-hidden": "true" });
     sw.style.background = fill;
@@ -616,11 +800,25 @@ function ablationBox(ctx, r, i, abl, dark) {
   };
   const pos = dark ? POSITIVE_DARK : POSITIVE;
   const neg = dark ? NEGATIVE_DARK : NEGATIVE;
-  box.appendChild(h("div", { class: "iglens-ablation-legend" },
-    h("span", { class: "iglens-ablation-key", "data-series": "contribution" },
-      swatch("iglens-ablation-swatch-half", pos), swatch("iglens-ablation-swatch-half", neg), h("span", { text: "IG-Lens contribution" })),
-    h("span", { class: "iglens-ablation-key", "data-series": "ablation" },
-      swatch("", dark ? ABLATION_DARK : ABLATION), h("span", { text: `ablation drop (${abl.mode})` }))));
+  box.appendChild(
+    h(
+      "div",
+      { class: "iglens-ablation-legend" },
+      h(
+        "span",
+        { class: "iglens-ablation-key", "data-series": "contribution" },
+        swatch("iglens-ablation-swatch-half", pos),
+        swatch("iglens-ablation-swatch-half", neg),
+        h("span", { text: "IG-Lens contribution" }),
+      ),
+      h(
+        "span",
+        { class: "iglens-ablation-key", "data-series": "ablation" },
+        swatch("", dark ? ABLATION_DARK : ABLATION),
+        h("span", { text: `ablation drop (${abl.mode})` }),
+      ),
+    ),
+  );
   box.appendChild(ablationCaption(r, i, abl));
   return box;
 }
@@ -635,21 +833,26 @@ export function ablationCaption(r, i, abl) {
   const cmp = compareAblation(contributionRow(r, i), abl.drops);
   const f = abl.targetName ?? r.targetName;
   const what = r.halves ? "attention or MLP write" : r.singleBlocks ? "block" : "segment";
-  const words = cmp.topContribution < 0 || cmp.topDrop < 0
-    ? "no finite drop to compare"
-    : cmp.agree
-      ? `the largest contribution and the largest drop are both ${segmentText(r, cmp.topContribution)}: agree`
-      : `the largest contribution is ${segmentText(r, cmp.topContribution)}, the largest drop ${segmentText(r, cmp.topDrop)}: disagree`;
-  const p = h("p", {
-    class: "iglens-caption iglens-ablation-caption " + (cmp.agree ? "iglens-ablation-agree" : "iglens-ablation-disagree"),
-    "data-agree": cmp.agree ? "true" : "false", "data-rho": String(cmp.rho),
-  },
-  h("span", { text: `Drop of ${f} at [${i}] when each ${what} is zero-ablated (its total effect through later blocks) against its contribution: ` }),
-  h("strong", { class: "iglens-ablation-rho", text: `Spearman \u03c1 = ${rhoText(cmp.rho)}` }),
-  h("span", { text: ` over ${cmp.n} segments; ` }),
-  h("strong", { class: "iglens-ablation-verdict", text: words }),
-  h("span", { text: "." }),
-  Number.isFinite(abl.clean) ? h("span", { class: "iglens-muted", text: ` Unablated ${f} = ${fmtProb(abl.clean)}.` }) : null);
+  const words =
+    cmp.topContribution < 0 || cmp.topDrop < 0
+      ? "no finite drop to compare"
+      : cmp.agree
+        ? `the largest contribution and the largest drop are both ${segmentText(r, cmp.topContribution)}: agree`
+        : `the largest contribution is ${segmentText(r, cmp.topContribution)}, the largest drop ${segmentText(r, cmp.topDrop)}: disagree`;
+  const p = h(
+    "p",
+    {
+      class: "iglens-caption iglens-ablation-caption " + (cmp.agree ? "iglens-ablation-agree" : "iglens-ablation-disagree"),
+      "data-agree": cmp.agree ? "true" : "false",
+      "data-rho": String(cmp.rho),
+    },
+    h("span", { text: `Drop of ${f} at [${i}] when each ${what} is zero-ablated (its total effect through later blocks) against its contribution: ` }),
+    h("strong", { class: "iglens-ablation-rho", text: `Spearman \u03c1 = ${rhoText(cmp.rho)}` }),
+    h("span", { text: ` over ${cmp.n} segments; ` }),
+    h("strong", { class: "iglens-ablation-verdict", text: words }),
+    h("span", { text: "." }),
+    Number.isFinite(abl.clean) ? h("span", { class: "iglens-muted", text: ` Unablated ${f} = ${fmtProb(abl.clean)}.` }) : null,
+  );
   return p;
 }
 
@@ -666,8 +869,13 @@ function chartLegend(items, labels = 0, hidden = 0) {
     el.appendChild(h("span", { class: "iglens-key" }, h("span", { class: `iglens-key-swatch ${cls}`, "aria-hidden": "true" }), h("span", { text })));
   }
   if (hidden > 0) {
-    el.appendChild(h("span", { class: "iglens-labels-hidden", "data-hidden": hidden,
-      text: `${labels - hidden} of ${labels} token labels shown (${hidden} more would overlap: hover the dots)` }));
+    el.appendChild(
+      h("span", {
+        class: "iglens-labels-hidden",
+        "data-hidden": hidden,
+        text: `${labels - hidden} of ${labels} token labels shown (${hidden} more would overlap: hover the dots)`,
+      }),
+    );
   }
   return el;
 }
@@ -678,7 +886,10 @@ const pathWishes = /** @type {WeakMap<object, {steps: number, sent: {r: object|n
 /** @param {import("./context.js").Context} ctx */
 function pathWish(ctx) {
   let w = pathWishes.get(ctx);
-  if (!w) { w = { steps: 0, sent: { r: null, i: -1, steps: 0 } }; pathWishes.set(ctx, w); }
+  if (!w) {
+    w = { steps: 0, sent: { r: null, i: -1, steps: 0 } };
+    pathWishes.set(ctx, w);
+  }
   return w;
 }
 
@@ -723,28 +934,53 @@ function pathBox(ctx, r, i, m, lazy, trait, dark) {
   void dark;
   const box = h("div", { class: "iglens-pathbox" });
   if (m > 0) {
-    box.appendChild(chartLegend([
-      ["iglens-key-dot", "after each block"],
-      ["iglens-key-chord", "straight line between blocks"],
-      ["iglens-key-path", `along the path inside each segment (m=${m})`],
-      ["iglens-key-flag", "\u00d7 a step against its segment"],
-    ]));
-    box.appendChild(h("p", { class: "iglens-caption iglens-path-teach", text:
-      "Inside a segment the state moves in a straight line from h\u2090 to h_b; the coloured line is the probability read along it. "
-      + "Where it bends away from the dashed line, the segment's change does not arrive evenly: most of it lands at the steepest steps, "
-      + "and a step that dips against the segment's direction is marked \u00d7." }));
+    box.appendChild(
+      chartLegend([
+        ["iglens-key-dot", "after each block"],
+        ["iglens-key-chord", "straight line between blocks"],
+        ["iglens-key-path", `along the path inside each segment (m=${m})`],
+        ["iglens-key-flag", "\u00d7 a step against its segment"],
+      ]),
+    );
+    box.appendChild(
+      h("p", {
+        class: "iglens-caption iglens-path-teach",
+        text:
+          "Inside a segment the state moves in a straight line from h\u2090 to h_b; the coloured line is the probability read along it. " +
+          "Where it bends away from the dashed line, the segment's change does not arrive evenly: most of it lands at the steepest steps, " +
+          "and a step that dips against the segment's direction is marked \u00d7.",
+      }),
+    );
   }
   const interactive = !!ctx.model.get("interactive");
   if (r.pathProbs) return box;
   if (!interactive) {
-    if (!m) box.appendChild(h("p", { class: "iglens-muted iglens-path-hint", text: "The path inside each segment needs steps > 1: attribute with steps=8, or open this view in a notebook with the model to compute it for one token." }));
+    if (!m)
+      box.appendChild(
+        h("p", {
+          class: "iglens-muted iglens-path-hint",
+          text: "The path inside each segment needs steps > 1: attribute with steps=8, or open this view in a notebook with the model to compute it for one token.",
+        }),
+      );
     return box;
   }
   const wish = pathWish(ctx);
-  const steps = h("input", { type: "number", name: "path_steps", class: "iglens-input iglens-steps", min: 2, max: r.maxSteps, step: 1,
-    value: wish.steps || (lazy ? m : DEFAULT_PATH_STEPS), "aria-label": "interpolation steps of the path" });
-  const button = h("button", { type: "button", class: "iglens-path-button", "data-action": "path",
-    text: m ? "Recompute the path" : "Show the path inside each segment" });
+  const steps = h("input", {
+    type: "number",
+    name: "path_steps",
+    class: "iglens-input iglens-steps",
+    min: 2,
+    max: r.maxSteps,
+    step: 1,
+    value: wish.steps || (lazy ? m : DEFAULT_PATH_STEPS),
+    "aria-label": "interpolation steps of the path",
+  });
+  const button = h("button", {
+    type: "button",
+    class: "iglens-path-button",
+    "data-action": "path",
+    text: m ? "Recompute the path" : "Show the path inside each segment",
+  });
   const status = h("span", { class: "iglens-muted iglens-path-status", role: "status" });
   const waiting = wish.sent.r === r && wish.sent.i === i && !(lazy && m === wish.sent.steps) && !(trait.error && trait.errorPosition === i);
   if (lazy && trait.path) status.textContent = `computed for this token in ${Math.max(1, Math.round(trait.path.seconds * 1000))} ms`;
@@ -754,9 +990,19 @@ function pathBox(ctx, r, i, m, lazy, trait, dark) {
     requestPath(ctx, r, i, n, true);
     status.textContent = "computing\u2026";
   });
-  steps.addEventListener("keydown", (e) => { e.stopPropagation(); if (e.key === "Enter") button.click(); });
-  box.appendChild(h("div", { class: "iglens-path-ask" },
-    h("label", { class: "iglens-field" }, h("span", { class: "iglens-field-label", text: "m =" }), steps), button, status));
+  steps.addEventListener("keydown", (e) => {
+    e.stopPropagation();
+    if (e.key === "Enter") button.click();
+  });
+  box.appendChild(
+    h(
+      "div",
+      { class: "iglens-path-ask" },
+      h("label", { class: "iglens-field" }, h("span", { class: "iglens-field-label", text: "m =" }), steps),
+      button,
+      status,
+    ),
+  );
   if (trait.error && (trait.errorPosition === null || trait.errorPosition === i)) {
     box.appendChild(h("p", { class: "iglens-ablation-error iglens-path-error", role: "alert", text: trait.error }));
   }
@@ -775,8 +1021,11 @@ function riemannTerms(ctx, r, i, lazy) {
   let sum = 0;
   for (const t of terms) if (Number.isFinite(t)) sum += t;
   const shown = Array.from(terms.slice(0, 16), (t) => fmtSigned(t)).join(" ");
-  return h("p", { class: "iglens-caption iglens-riemann-terms", "data-segment": j },
+  return h(
+    "p",
+    { class: "iglens-caption iglens-riemann-terms", "data-segment": j },
     h("strong", { text: `Riemann terms of ${segmentText(r, j)} (m=${lazy.m}): ` }),
     h("span", { class: "iglens-mono", text: shown + (terms.length > 16 ? " \u2026" : "") }),
-    h("span", { text: ` \u2014 sum ${fmtSigned(sum)}; contribution shown ${fmtSigned(contributionRow(r, i)[j])}` }));
+    h("span", { text: ` \u2014 sum ${fmtSigned(sum)}; contribution shown ${fmtSigned(contributionRow(r, i)[j])}` }),
+  );
 }

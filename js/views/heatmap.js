@@ -36,20 +36,46 @@ export function createHeatmap(ctx) {
   const minimap = h("canvas", { class: "iglens-minimap", "data-view": "minimap", role: "img", "aria-label": "Overview of all rows: click to scroll there" });
   const body = h("div", { class: "iglens-heatmap-body" }, scroller, minimap);
   // colour limit: the whole prompt's largest |contribution|, each row's own, or a number the user sets (kept across recomputes)
-  const scaleMode = h("select", { class: "iglens-input iglens-scale-mode", name: "heatmap_scale", "aria-label": "colour limit of the heatmap" },
+  const scaleMode = h(
+    "select",
+    { class: "iglens-input iglens-scale-mode", name: "heatmap_scale", "aria-label": "colour limit of the heatmap" },
     h("option", { value: "prompt", text: "scale: whole prompt" }),
     h("option", { value: "row", text: "scale: each row" }),
-    h("option", { value: "fixed", text: "scale: fixed (locked)" }));
-  const limitInput = h("input", { class: "iglens-input iglens-scale-limit", name: "heatmap_limit", type: "number", min: 0, step: "any", "aria-label": "fixed colour limit (largest |contribution| shown at full colour)", title: "the |contribution| shown at full colour; kept when the result changes" });
+    h("option", { value: "fixed", text: "scale: fixed (locked)" }),
+  );
+  const limitInput = h("input", {
+    class: "iglens-input iglens-scale-limit",
+    name: "heatmap_limit",
+    type: "number",
+    min: 0,
+    step: "any",
+    "aria-label": "fixed colour limit (largest |contribution| shown at full colour)",
+    title: "the |contribution| shown at full colour; kept when the result changes",
+  });
   limitInput.hidden = true;
-  const jumpInput = h("input", { class: "iglens-input iglens-jump-input", name: "jump", type: "text", placeholder: "jump to # or token", autocomplete: "off", spellcheck: "false", "aria-label": "jump to a position (number) or the next token containing this text" });
+  const jumpInput = h("input", {
+    class: "iglens-input iglens-jump-input",
+    name: "jump",
+    type: "text",
+    placeholder: "jump to # or token",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-label": "jump to a position (number) or the next token containing this text",
+  });
   const jumpForm = h("form", { class: "iglens-jump", novalidate: true }, jumpInput);
   const tools = h("div", { class: "iglens-heatmap-tools" }, scaleMode, limitInput, h("span", { class: "iglens-spacer" }), jumpForm);
   // what is selected, in words, right above the rows: a click here changes something in view at any width
   const summary = h("div", { class: "iglens-heatmap-summary", "aria-live": "polite" });
-  const el = h("section", { class: "iglens-heatmap", "aria-label": "Layer heatmap" },
+  const el = h(
+    "section",
+    { class: "iglens-heatmap", "aria-label": "Layer heatmap" },
     h("div", { class: "iglens-section-head" }, title, h("span", { class: "iglens-spacer" }), legend),
-    tools, summary, body, tooltip, note);
+    tools,
+    summary,
+    body,
+    tooltip,
+    note,
+  );
 
   /** @type {import("../layout.js").HeatmapGeometry|null} */
   let g = null;
@@ -76,7 +102,11 @@ export function createHeatmap(ctx) {
   let colors = { fg: "#1f2328", muted: "#656d76", bg: "#ffffff", grid: "#ffffff", accent: "#0969da", nan: "#d9d9d9", answer: "#8250df" };
 
   const ctx2d = (/** @type {HTMLCanvasElement} */ c) => {
-    try { return c.getContext("2d"); } catch { return null; }
+    try {
+      return c.getContext("2d");
+    } catch {
+      return null;
+    }
   };
 
   function readColors() {
@@ -127,8 +157,15 @@ export function createHeatmap(ctx) {
       for (let j = 0; j < r.k; j++) {
         const o = (i * r.k + j) * 4;
         const q = scale.index(contribution(r, i, j) / div);
-        if (q < 0) { px[o] = nan[0]; px[o + 1] = nan[1]; px[o + 2] = nan[2]; }
-        else { px[o] = lut[q * 3]; px[o + 1] = lut[q * 3 + 1]; px[o + 2] = lut[q * 3 + 2]; }
+        if (q < 0) {
+          px[o] = nan[0];
+          px[o + 1] = nan[1];
+          px[o + 2] = nan[2];
+        } else {
+          px[o] = lut[q * 3];
+          px[o + 1] = lut[q * 3 + 1];
+          px[o + 2] = lut[q * 3 + 2];
+        }
         px[o + 3] = 255;
       }
     }
@@ -148,7 +185,10 @@ export function createHeatmap(ctx) {
 
   function legendUpdate() {
     const r = ctx.result;
-    if (!r) { clear(legend); return; }
+    if (!r) {
+      clear(legend);
+      return;
+    }
     if (mode === "row") drawLegend(legend, divergingScale(1, ctx.theme), "contribution \u00f7 row's largest |contribution|");
     else drawLegend(legend, divergingScale(currentLimit(), ctx.theme), `contribution to ${r.targetName}` + (mode === "fixed" ? " (fixed scale)" : ""));
     el.setAttribute("data-scale", mode);
@@ -158,7 +198,10 @@ export function createHeatmap(ctx) {
   /** Recompute geometry for the current width; resize the canvases. */
   function layout() {
     const r = ctx.result;
-    if (!r) { g = null; return; }
+    if (!r) {
+      g = null;
+      return;
+    }
     const present = ctx.root.classList.contains("iglens-present");
     const avail = body.clientWidth || el.clientWidth || width + minimapW || 640;
     g = heatmapGeometry({ T: r.T, k: r.k, width: avail, present });
@@ -191,12 +234,13 @@ export function createHeatmap(ctx) {
     canvas.setAttribute("aria-label", `Heatmap of ${r.T} positions by ${r.k} segments; arrow keys move the selection`);
     const single = r.singleBlocks;
     title.textContent = single ? "Contribution of each block" : "Contribution of each segment";
-    note.textContent = `Rows: positions (token \u2192 target); columns: ${single ? "blocks" : r.halves ? "attention and MLP halves of blocks" : "segments"} 1\u2013${r.nBlocks}. `
-      + "Outlined cell: onset (where its colour shows). Orange mark left of the cells: a non-monotone token"
-      + ` (a segment against \u0394p by more than ${thresholdPercent(r.nonmonotoneThreshold)} of its largest |contribution|). `
-      + "Hover a cell for the lens's top tokens; click to select (and to show that segment's head shares)."
-      + (r.answerStart > 0 && r.answerStart < r.T ? " Rows under the purple line predict the generated answer (their targets are its tokens)." : "")
-      + (g.contentH > g.viewH ? " Scroll for more rows, or use the overview on the right." : "");
+    note.textContent =
+      `Rows: positions (token \u2192 target); columns: ${single ? "blocks" : r.halves ? "attention and MLP halves of blocks" : "segments"} 1\u2013${r.nBlocks}. ` +
+      "Outlined cell: onset (where its colour shows). Orange mark left of the cells: a non-monotone token" +
+      ` (a segment against \u0394p by more than ${thresholdPercent(r.nonmonotoneThreshold)} of its largest |contribution|). ` +
+      "Hover a cell for the lens's top tokens; click to select (and to show that segment's head shares)." +
+      (r.answerStart > 0 && r.answerStart < r.T ? " Rows under the purple line predict the generated answer (their targets are its tokens)." : "") +
+      (g.contentH > g.viewH ? " Scroll for more rows, or use the overview on the right." : "");
   }
 
   function draw() {
@@ -306,15 +350,26 @@ export function createHeatmap(ctx) {
     const r = ctx.result;
     clear(summary);
     const i = ctx.selected();
-    if (!r || i < 0) { summary.appendChild(h("span", { class: "iglens-muted", text: "Click a row to select its token." })); return; }
+    if (!r || i < 0) {
+      summary.appendChild(h("span", { class: "iglens-muted", text: "Click a row to select its token." }));
+      return;
+    }
     const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 20 }) : "(no target)";
     summary.append(
       h("span", { class: "iglens-muted", text: "selected " }),
-      h("span", { class: "iglens-pos", text: `[${i}]` }), " ",
-      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }), " \u2192 ",
-      h("span", { class: "iglens-chip iglens-chip-target", text: tgt }));
+      h("span", { class: "iglens-pos", text: `[${i}]` }),
+      " ",
+      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }),
+      " \u2192 ",
+      h("span", { class: "iglens-chip iglens-chip-target", text: tgt }),
+    );
     if (r.hasTarget[i]) {
-      summary.append(h("span", { class: "iglens-muted", text: ` \u00b7 \u0394p ${fmtSigned(r.deltaP[i])}` + (r.onset[i] >= 0 ? ` \u00b7 onset ${segmentText(r, r.onset[i])}` : "") }));
+      summary.append(
+        h("span", {
+          class: "iglens-muted",
+          text: ` \u00b7 \u0394p ${fmtSigned(r.deltaP[i])}` + (r.onset[i] >= 0 ? ` \u00b7 onset ${segmentText(r, r.onset[i])}` : ""),
+        }),
+      );
       if (r.nonmono.flags[i]) summary.append(h("span", { class: "iglens-flag-text", text: " \u00b7 non-monotone" }));
     }
     const panel = ctx.root.querySelector(".iglens-detail");
@@ -332,7 +387,8 @@ export function createHeatmap(ctx) {
   function drawRows(c, r, first, last, top) {
     if (!g) return;
     const { labelW, headerH, rowH, colW, gridW } = g;
-    if (g.gaps) { // tile gaps in the background colour
+    if (g.gaps) {
+      // tile gaps in the background colour
       c.fillStyle = colors.grid;
       for (let j = 1; j < r.k; j++) c.fillRect(labelW + j * colW - 0.5, headerH, 1, g.viewH);
       for (let i = first; i <= last + 1; i++) c.fillRect(labelW, headerH + i * rowH - top - 0.5, gridW, 1);
@@ -343,7 +399,8 @@ export function createHeatmap(ctx) {
     const maxW = labelW - 12;
     for (let i = first; i <= last; i++) {
       const y = headerH + i * rowH - top;
-      if (!r.hasTarget[i]) { // grey, hatched, "no target"
+      if (!r.hasTarget[i]) {
+        // grey, hatched, "no target"
         c.fillStyle = colors.nan;
         c.fillRect(labelW, y, gridW, rowH);
         c.save();
@@ -354,20 +411,24 @@ export function createHeatmap(ctx) {
         c.globalAlpha = 0.35;
         c.lineWidth = 1;
         c.beginPath();
-        for (let x = labelW - rowH; x < labelW + gridW; x += 6) { c.moveTo(x, y + rowH); c.lineTo(x + rowH, y); }
+        for (let x = labelW - rowH; x < labelW + gridW; x += 6) {
+          c.moveTo(x, y + rowH);
+          c.lineTo(x + rowH, y);
+        }
         c.stroke();
         c.restore();
         c.textAlign = "center";
         c.fillStyle = colors.muted;
         c.fillText("no target", labelW + gridW / 2, y + rowH / 2);
         c.textAlign = "right";
-      } else if (colW >= 6 && rowH >= 10 && r.onset[i] >= 0 && r.onset[i] < r.k
-        && Math.abs(contribution(r, i, r.onset[i])) >= 0.1 * limitOf(i)) { // outline only where the colour shows
+      } else if (colW >= 6 && rowH >= 10 && r.onset[i] >= 0 && r.onset[i] < r.k && Math.abs(contribution(r, i, r.onset[i])) >= 0.1 * limitOf(i)) {
+        // outline only where the colour shows
         c.strokeStyle = colors.fg;
         c.lineWidth = 1.25;
         c.strokeRect(labelW + r.onset[i] * colW + 1.5, y + 1.5, colW - 3, rowH - 3);
       }
-      if (r.nonmono.flags[i]) { // non-monotone: an orange mark at the edge of the gutter
+      if (r.nonmono.flags[i]) {
+        // non-monotone: an orange mark at the edge of the gutter
         c.fillStyle = NONMONOTONE;
         c.fillRect(labelW - 6, y + 2, 4, rowH - 4);
       }
@@ -381,7 +442,8 @@ export function createHeatmap(ctx) {
       c.fillText(idx, 4, y + rowH / 2);
       c.textAlign = "right";
     }
-    if (r.answerStart > 0 && r.answerStart < r.T) { // divider above the first row that predicts the answer
+    if (r.answerStart > 0 && r.answerStart < r.T) {
+      // divider above the first row that predicts the answer
       const y = headerH + r.answerStart * rowH - top;
       c.fillStyle = colors.answer;
       c.fillRect(0, y - 1, labelW + gridW, 2);
@@ -415,7 +477,7 @@ export function createHeatmap(ctx) {
     if (!c || !g || !r) return;
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.clearRect(0, 0, g.width, g.viewH);
-    const rowY = (/** @type {number} */ i) => g ? g.headerH + i * g.rowH - top : 0;
+    const rowY = (/** @type {number} */ i) => (g ? g.headerH + i * g.rowH - top : 0);
     c.save();
     c.beginPath();
     c.rect(0, g.headerH, g.width, g.viewH - g.headerH);
@@ -452,7 +514,8 @@ export function createHeatmap(ctx) {
       c.strokeRect(cell.x + 0.5, cell.y + 0.5, cell.w - 1, cell.h - 1);
     }
     c.restore();
-    if (hit && hit.seg >= 0) { // the hovered column's label, bold and underlined
+    if (hit && hit.seg >= 0) {
+      // the hovered column's label, bold and underlined
       const x = g.labelW + (hit.seg + 0.5) * g.colW;
       c.fillStyle = colors.bg;
       c.font = `600 ${g.headerFont}px ${font}`;
@@ -490,16 +553,29 @@ export function createHeatmap(ctx) {
   /** @param {MouseEvent} e */
   function showTooltip(e) {
     const r = ctx.result;
-    if (!r || !hit || hit.region === "colLabel") { tooltip.hidden = true; return; }
+    if (!r || !hit || hit.region === "colLabel") {
+      tooltip.hidden = true;
+      return;
+    }
     clear(tooltip);
     const i = hit.pos;
-    const head = h("div", { class: "iglens-tt-head" },
-      h("span", { class: "iglens-tt-pos", text: `[${i}]` }), " ",
-      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }), " \u2192 ",
-      h("span", { class: "iglens-chip iglens-chip-target", text: r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 20 }) : "(no target)" }));
+    const head = h(
+      "div",
+      { class: "iglens-tt-head" },
+      h("span", { class: "iglens-tt-pos", text: `[${i}]` }),
+      " ",
+      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }),
+      " \u2192 ",
+      h("span", {
+        class: "iglens-chip iglens-chip-target",
+        text: r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 20 }) : "(no target)",
+      }),
+    );
     tooltip.appendChild(head);
     if (r.hasContrast && r.contrastTokens && r.contrastTokens[i]) {
-      tooltip.appendChild(h("div", { class: "iglens-tt-row" }, "vs ", h("span", { class: "iglens-chip", text: formatToken(r.contrastTokens[i], { maxLen: 20 }) })));
+      tooltip.appendChild(
+        h("div", { class: "iglens-tt-row" }, "vs ", h("span", { class: "iglens-chip", text: formatToken(r.contrastTokens[i], { maxLen: 20 }) })),
+      );
     }
     if (!r.hasTarget[i]) {
       tooltip.appendChild(h("div", { class: "iglens-tt-muted", text: "No target at this position." }));
@@ -524,9 +600,14 @@ export function createHeatmap(ctx) {
         const list = h("ol", { class: "iglens-tt-top" });
         for (const t of top) {
           const isTarget = t.id === r.targetIds[i];
-          list.appendChild(h("li", { class: isTarget ? "iglens-tt-hit" : "" },
-            h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 18 }) }),
-            h("span", { class: "iglens-tt-p", text: fmtProb(t.p) })));
+          list.appendChild(
+            h(
+              "li",
+              { class: isTarget ? "iglens-tt-hit" : "" },
+              h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 18 }) }),
+              h("span", { class: "iglens-tt-p", text: fmtProb(t.p) }),
+            ),
+          );
         }
         tooltip.appendChild(list);
       }
@@ -544,17 +625,28 @@ export function createHeatmap(ctx) {
   }
 
   const offs = [
-    listen(scroller, "scroll", () => {
-      // a detached or hidden scroller reads 0: that is not the user scrolling
-      if (scroller.clientHeight === 0 || !scroller.isConnected) return;
-      top = scroller.scrollTop;
-      tooltip.hidden = true; hit = null; schedule();
-    }, { passive: true }),
+    listen(
+      scroller,
+      "scroll",
+      () => {
+        // a detached or hidden scroller reads 0: that is not the user scrolling
+        if (scroller.clientHeight === 0 || !scroller.isConnected) return;
+        top = scroller.scrollTop;
+        tooltip.hidden = true;
+        hit = null;
+        schedule();
+      },
+      { passive: true },
+    ),
     listen(minimap, "pointerdown", (e) => {
       const i = minimapRow(e);
       if (i < 0) return;
       centreRow(i);
-      try { minimap.setPointerCapture(e.pointerId); } catch { /* synthetic events */ }
+      try {
+        minimap.setPointerCapture(e.pointerId);
+      } catch {
+        /* synthetic events */
+      }
     }),
     listen(minimap, "pointermove", (e) => {
       if (!(e.buttons & 1)) return;
@@ -571,12 +663,19 @@ export function createHeatmap(ctx) {
     }),
     listen(limitInput, "change", () => {
       const v = Number(limitInput.value);
-      if (v > 0 && Number.isFinite(v)) { fixedLimit = v; recolour(); } else limitInput.value = String(fixedLimit);
+      if (v > 0 && Number.isFinite(v)) {
+        fixedLimit = v;
+        recolour();
+      } else limitInput.value = String(fixedLimit);
     }),
     listen(jumpForm, "submit", (e) => {
       e.preventDefault();
       const i = findRow(jumpInput.value);
-      if (i < 0) { jumpInput.setCustomValidity("no such position or token"); jumpInput.reportValidity?.(); return; }
+      if (i < 0) {
+        jumpInput.setCustomValidity("no such position or token");
+        jumpInput.reportValidity?.();
+        return;
+      }
       jumpInput.setCustomValidity("");
       ctx.select(i);
     }),
@@ -592,7 +691,12 @@ export function createHeatmap(ctx) {
       showTooltip(e);
       canvas.style.cursor = next && next.region !== "colLabel" ? "pointer" : "default";
     }),
-    listen(canvas, "mouseleave", () => { hit = null; tooltip.hidden = true; ctx.hover(-1); drawOverlay(); }),
+    listen(canvas, "mouseleave", () => {
+      hit = null;
+      tooltip.hidden = true;
+      ctx.hover(-1);
+      drawOverlay();
+    }),
     listen(canvas, "click", (e) => {
       const at = locate(e);
       if (!at || at.pos < 0) return;
@@ -612,7 +716,12 @@ export function createHeatmap(ctx) {
       else if (e.key === "PageUp" && g) next = Math.max(0, cur - Math.floor((g.viewH - g.headerH) / g.rowH));
       else if (e.key === "Home") next = 0;
       else if (e.key === "End") next = r.T - 1;
-      else if (e.key === "Escape") { ctx.select(-1); e.preventDefault(); e.stopPropagation(); return; }
+      else if (e.key === "Escape") {
+        ctx.select(-1);
+        e.preventDefault();
+        e.stopPropagation();
+        return;
+      }
       if (next === null) return;
       e.preventDefault();
       ctx.select(next);
@@ -635,7 +744,10 @@ export function createHeatmap(ctx) {
     const r = ctx.result;
     const q = query.trim();
     if (!r || !query) return -1;
-    if (/^#?\d+$/.test(q)) { const i = Number(q.replace("#", "")); return i < r.T ? i : -1; }
+    if (/^#?\d+$/.test(q)) {
+      const i = Number(q.replace("#", ""));
+      return i < r.T ? i : -1;
+    }
     const needle = query.toLowerCase();
     const from = Math.max(-1, ctx.selected());
     for (let d = 1; d <= r.T; d++) {
@@ -666,7 +778,11 @@ export function createHeatmap(ctx) {
       if (scroll) updateSummary();
       if (scroll && g && sel >= 0) {
         const next = scrollToRow(g, sel, top);
-        if (next !== top) { scrollTo(next); draw(); return; }
+        if (next !== top) {
+          scrollTo(next);
+          draw();
+          return;
+        }
       }
       drawOverlay();
       drawMinimap();
@@ -674,7 +790,10 @@ export function createHeatmap(ctx) {
     /** Scroll so that the selected row is in the middle of the view (the first paint). */
     centreSelection() {
       const sel = ctx.selected();
-      if (sel >= 0 && g) { centreRow(sel); draw(); }
+      if (sel >= 0 && g) {
+        centreRow(sel);
+        draw();
+      }
     },
     destroy() {
       offs.forEach((off) => off());

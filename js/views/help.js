@@ -17,34 +17,82 @@ export function createHelp() {
   const panel = h("div", { class: "iglens-help", role: "region", "aria-label": "What am I looking at?" });
   panel.hidden = true;
   panel.append(
-    p("Lens probability.", "After every block L the model has a hidden state h", h("sub", { text: "L" }),
+    p(
+      "Lens probability.",
+      "After every block L the model has a hidden state h",
+      h("sub", { text: "L" }),
       ". Reading it through the model's own final norm and unembedding head (the \u201clogit lens\u201d) gives a probability for the target token: f(h",
-      h("sub", { text: "L" }), "). At L = n it is the model's real output probability."),
-    p("Contribution.", "The contribution of a segment (a block, or a range of blocks) is how much that lens probability changes across it: f(h",
-      h("sub", { text: "end" }), ") \u2212 f(h", h("sub", { text: "start" }), "), computed as an Integrated-Gradients integral along the straight path between the two states. ",
-      "The contributions add up exactly to \u0394p = f(h", h("sub", { text: "n" }), ") \u2212 f(h", h("sub", { text: "0" }), ")\u2014the completeness line checks it."),
-    p("What it measures.", "A conditional marginal: how much more probability the final norm + head can read out after the segment, given the state before it. ",
+      h("sub", { text: "L" }),
+      "). At L = n it is the model's real output probability.",
+    ),
+    p(
+      "Contribution.",
+      "The contribution of a segment (a block, or a range of blocks) is how much that lens probability changes across it: f(h",
+      h("sub", { text: "end" }),
+      ") \u2212 f(h",
+      h("sub", { text: "start" }),
+      "), computed as an Integrated-Gradients integral along the straight path between the two states. ",
+      "The contributions add up exactly to \u0394p = f(h",
+      h("sub", { text: "n" }),
+      ") \u2212 f(h",
+      h("sub", { text: "0" }),
+      ")\u2014the completeness line checks it.",
+    ),
+    p(
+      "What it measures.",
+      "A conditional marginal: how much more probability the final norm + head can read out after the segment, given the state before it. ",
       "It is not the total causal effect of a block\u2014a block can also matter through what later blocks do with its output. ",
-      "For causal effects use ablation or direct-logit attribution."),
-    p("Sub-layers.", "With the boundaries \u201cattn / MLP halves\u201d each block is split in two: 12.attn (its attention write) and 12.mlp (its MLP), ",
-      "read from the state between them (depth 11.5 is the state after block 12's attention)."),
-    p("Heads and MLPs.", "Under the charts, a segment's contribution is split over the attention heads (h0, h1, \u2026), the MLP and the rest of the attention write ",
-      "of each block in it; the shares add up to the segment's contribution. It shows the onset segment; click a bar or a heatmap cell to show another."),
-    p("Onset.", "The segment with the largest signed contribution: where the readout sees most of the token's probability arrive (outlined in the heatmap). Whether that is where the probability is made is what the causal check tests."),
-    p("Non-monotone.", "When the probability rises and then partly falls (or the reverse), ", nonmonotoneRule,
+      "For causal effects use ablation or direct-logit attribution.",
+    ),
+    p(
+      "Sub-layers.",
+      "With the boundaries \u201cattn / MLP halves\u201d each block is split in two: 12.attn (its attention write) and 12.mlp (its MLP), ",
+      "read from the state between them (depth 11.5 is the state after block 12's attention).",
+    ),
+    p(
+      "Heads and MLPs.",
+      "Under the charts, a segment's contribution is split over the attention heads (h0, h1, \u2026), the MLP and the rest of the attention write ",
+      "of each block in it; the shares add up to the segment's contribution. It shows the onset segment; click a bar or a heatmap cell to show another.",
+    ),
+    p(
+      "Onset.",
+      "The segment with the largest signed contribution: where the readout sees most of the token's probability arrive (outlined in the heatmap). Whether that is where the probability is made is what the causal check tests.",
+    ),
+    p(
+      "Non-monotone.",
+      "When the probability rises and then partly falls (or the reverse), ",
+      nonmonotoneRule,
       ": shaded and hatched in the charts, marked \u25b2/\u25bc, and listed in words. ",
       "With more than one interpolation step, steps moving against their own segment are marked \u00d7. ",
       "Across the prompt, non-monotone tokens have an orange corner in the strip and an orange mark in the heatmap's labels; ",
-      "\u201cnon-monotone\u201d in \u201ccolour by\u201d shades them by how much moves against \u0394p, and the list under the strip jumps to them."),
-    p("Inside a segment.", "Click \u201cShow the path inside each segment\u201d (a notebook with the model) to read the probability along the straight line between two blocks' states, ",
-      "for the selected token only (milliseconds); the whole prompt's steps stay as they are."),
-    p("Long prompts and projectors.", "The strip on the right of the heatmap is an overview of every row: click it to scroll there, or type a position or a word in \u201cjump to\u201d. ",
-      "The colour scale can follow the whole prompt, each row, or a fixed number you set (kept when you recompute). \u201cpresent\u201d enlarges all text for a projector."),
-    p("Answer.", "When the model generated an answer, the positions from the last prompt token on predict the answer's tokens: ",
-      "they are marked \u201canswer\u201d in the strip and the detail, and the heatmap rows under the purple line predict the generated answer."),
-    p("Reading the views.", "Red is positive, blue negative, and the colour scale is centred at 0. Click a token (or a heatmap row) to select it; hover to preview; \u2190 \u2192 move the selection, Esc clears."));
-  const button = h("button", { type: "button", class: "iglens-help-toggle", "aria-expanded": "false" },
-    h("span", { class: "iglens-help-icon", "aria-hidden": "true", text: "?" }), h("span", { text: "What am I looking at?" }));
+      "\u201cnon-monotone\u201d in \u201ccolour by\u201d shades them by how much moves against \u0394p, and the list under the strip jumps to them.",
+    ),
+    p(
+      "Inside a segment.",
+      "Click \u201cShow the path inside each segment\u201d (a notebook with the model) to read the probability along the straight line between two blocks' states, ",
+      "for the selected token only (milliseconds); the whole prompt's steps stay as they are.",
+    ),
+    p(
+      "Long prompts and projectors.",
+      "The strip on the right of the heatmap is an overview of every row: click it to scroll there, or type a position or a word in \u201cjump to\u201d. ",
+      "The colour scale can follow the whole prompt, each row, or a fixed number you set (kept when you recompute). \u201cpresent\u201d enlarges all text for a projector.",
+    ),
+    p(
+      "Answer.",
+      "When the model generated an answer, the positions from the last prompt token on predict the answer's tokens: ",
+      "they are marked \u201canswer\u201d in the strip and the detail, and the heatmap rows under the purple line predict the generated answer.",
+    ),
+    p(
+      "Reading the views.",
+      "Red is positive, blue negative, and the colour scale is centred at 0. Click a token (or a heatmap row) to select it; hover to preview; \u2190 \u2192 move the selection, Esc clears.",
+    ),
+  );
+  const button = h(
+    "button",
+    { type: "button", class: "iglens-help-toggle", "aria-expanded": "false" },
+    h("span", { class: "iglens-help-icon", "aria-hidden": "true", text: "?" }),
+    h("span", { text: "What am I looking at?" }),
+  );
   const off = listen(button, "click", () => {
     panel.hidden = !panel.hidden;
     button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");

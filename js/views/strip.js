@@ -21,8 +21,12 @@ export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset", "n
  * @returns {Record<(typeof COLOR_BY)[number], string>}
  */
 export function colorLabels(r) {
-  return { p_final: `${r ? r.targetName : "lens value"} at output`, delta_p: "\u0394p (net change)", onset: r && r.halves ? "onset sub-layer" : "onset block",
-    nonmonotone: "non-monotone (move against \u0394p)" };
+  return {
+    p_final: `${r ? r.targetName : "lens value"} at output`,
+    delta_p: "\u0394p (net change)",
+    onset: r && r.halves ? "onset sub-layer" : "onset block",
+    nonmonotone: "non-monotone (move against \u0394p)",
+  };
 }
 
 /**
@@ -37,14 +41,21 @@ export function stripScale(r, colorBy, theme) {
   }
   if (colorBy === "nonmonotone") {
     // the largest segment against Δp, as a share of the token's largest |contribution| (0: monotone)
-    return { scale: oppositionScale(theme), value: (/** @type {number} */ i) => (r.hasTarget[i] ? r.nonmono.score[i] : NaN), title: "against \u0394p, \u00f7 largest |contribution|" };
+    return {
+      scale: oppositionScale(theme),
+      value: (/** @type {number} */ i) => (r.hasTarget[i] ? r.nonmono.score[i] : NaN),
+      title: "against \u0394p, \u00f7 largest |contribution|",
+    };
   }
   if (colorBy === "onset") {
     return { scale: ordinalScale(r.k), value: (/** @type {number} */ i) => (r.onset[i] >= 0 && r.hasTarget[i] ? r.onset[i] : NaN), title: "onset" };
   }
   if (r.signedProbs) {
     let lim = 0;
-    for (let i = 0; i < r.T; i++) { const v = Math.abs(pFinal(r, i)); if (Number.isFinite(v) && v > lim) lim = v; }
+    for (let i = 0; i < r.T; i++) {
+      const v = Math.abs(pFinal(r, i));
+      if (Number.isFinite(v) && v > lim) lim = v;
+    }
     return { scale: divergingScale(lim || 1, theme), value: (/** @type {number} */ i) => pFinal(r, i), title: r.targetName };
   }
   return { scale: sequentialScale(theme, 0, 1), value: (/** @type {number} */ i) => pFinal(r, i), title: r.targetName };
@@ -59,8 +70,10 @@ export function describePosition(r, i) {
   if (!r.hasTarget[i]) return `[${i}] ${tok}: no target`;
   const tgt = quoteToken(r.targetTokens[i] || idText(r, r.targetIds[i]));
   const onset = r.onset[i] >= 0 ? `, onset ${segmentText(r, r.onset[i])}` : "";
-  return `[${i}] ${tok} \u2192 ${tgt}: ${r.targetName} = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}`
-    + (r.nonmono.flags[i] ? " \u00b7 non-monotone" : "");
+  return (
+    `[${i}] ${tok} \u2192 ${tgt}: ${r.targetName} = ${fmtProb(pFinal(r, i))}, \u0394p = ${fmtSigned(r.deltaP[i])}${onset}` +
+    (r.nonmono.flags[i] ? " \u00b7 non-monotone" : "")
+  );
 }
 
 /**
@@ -71,17 +84,25 @@ export function createStrip(ctx) {
   for (const key of COLOR_BY) select.appendChild(h("option", { value: key, text: colorLabels(ctx.result)[key] }));
   const legend = createLegend("iglens-strip-legend");
   const list = h("div", {
-    class: "iglens-strip", role: "listbox", "aria-label": "Tokens: click to select, arrow keys to move, Escape to clear",
+    class: "iglens-strip",
+    role: "listbox",
+    "aria-label": "Tokens: click to select, arrow keys to move, Escape to clear",
     "aria-orientation": "horizontal",
   });
-  const el = h("section", { class: "iglens-strip-section", "aria-label": "Token strip" },
-    h("div", { class: "iglens-section-head" },
+  const el = h(
+    "section",
+    { class: "iglens-strip-section", "aria-label": "Token strip" },
+    h(
+      "div",
+      { class: "iglens-section-head" },
       h("h3", { class: "iglens-section-title", text: "Tokens" }),
       h("span", { class: "iglens-hint", text: "click to select \u00b7 hover to preview \u00b7 \u2190 \u2192 Esc" }),
       h("span", { class: "iglens-spacer" }),
       h("label", { class: "iglens-colorby-label" }, h("span", { text: "colour by" }), select),
-      legend),
-    list);
+      legend,
+    ),
+    list,
+  );
   // the non-monotone tokens of the whole prompt, listed (click to jump), with the rule stated
   const nmSummary = h("summary", { class: "iglens-nonmono-summary" });
   const nmRule = h("p", { class: "iglens-muted iglens-nonmono-rule" });
@@ -108,14 +129,25 @@ export function createStrip(ctx) {
     for (let i = 0; i < r.T; i++) {
       if (i === r.answerStart && i > 0) {
         frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
-        frag.appendChild(h("span", { class: "iglens-answer-divider", role: "separator", "aria-label": "the positions that predict the generated answer follow" },
-          h("span", { text: "answer" })));
+        frag.appendChild(
+          h(
+            "span",
+            { class: "iglens-answer-divider", role: "separator", "aria-label": "the positions that predict the generated answer follow" },
+            h("span", { text: "answer" }),
+          ),
+        );
       }
       const tok = r.tokens[i];
       const chip = h("span", {
-        class: "iglens-token" + (i >= r.answerStart ? " iglens-token-answer" : "") + (r.hasTarget[i] ? "" : " iglens-token-none")
-          + (r.nonmono.flags[i] ? " iglens-token-nonmono" : ""),
-        "data-token-index": i, role: "option", tabindex: -1, "aria-selected": "false",
+        class:
+          "iglens-token" +
+          (i >= r.answerStart ? " iglens-token-answer" : "") +
+          (r.hasTarget[i] ? "" : " iglens-token-none") +
+          (r.nonmono.flags[i] ? " iglens-token-nonmono" : ""),
+        "data-token-index": i,
+        role: "option",
+        tabindex: -1,
+        "aria-selected": "false",
         "data-nonmonotone": r.nonmono.flags[i] ? "" : null,
         title: describePosition(r, i),
       });
@@ -141,9 +173,10 @@ export function createStrip(ctx) {
     const pos = r.nonmono.positions;
     nmSummary.textContent = `Non-monotone tokens: ${pos.length} of ${r.T}` + (pos.length ? " \u2014 click to list and jump" : "");
     nmList.setAttribute("data-count", String(pos.length));
-    nmRule.textContent = `A token is non-monotone when a segment moves ${ruleText(r.nonmonotoneThreshold)}`
-      + (r.pathProbs ? `, or an interpolation step moves against its segment ${stepRuleText(r.nonmonotoneThreshold)}` : "")
-      + ". Marked with an orange corner here and an orange mark in the heatmap's row labels.";
+    nmRule.textContent =
+      `A token is non-monotone when a segment moves ${ruleText(r.nonmonotoneThreshold)}` +
+      (r.pathProbs ? `, or an interpolation step moves against its segment ${stepRuleText(r.nonmonotoneThreshold)}` : "") +
+      ". Marked with an orange corner here and an orange mark in the heatmap's row labels.";
     nmItems.setAttribute("data-built", "false");
     if (nmList.open) fillNonmono(r);
   }
@@ -156,9 +189,17 @@ export function createStrip(ctx) {
     const cap = 300;
     for (const i of pos.slice(0, cap)) {
       const tgt = r.targetTokens[i] || idText(r, r.targetIds[i]);
-      nmItems.appendChild(h("button", { type: "button", class: "iglens-jump-item", role: "listitem", "data-jump": i, title: describePosition(r, i) },
-        h("span", { class: "iglens-pos", text: `[${i}]` }), " ",
-        formatToken(r.tokens[i], { maxLen: 14 }), " \u2192 ", formatToken(tgt, { maxLen: 14 })));
+      nmItems.appendChild(
+        h(
+          "button",
+          { type: "button", class: "iglens-jump-item", role: "listitem", "data-jump": i, title: describePosition(r, i) },
+          h("span", { class: "iglens-pos", text: `[${i}]` }),
+          " ",
+          formatToken(r.tokens[i], { maxLen: 14 }),
+          " \u2192 ",
+          formatToken(tgt, { maxLen: 14 }),
+        ),
+      );
     }
     if (pos.length > cap) nmItems.appendChild(h("span", { class: "iglens-muted", text: `\u2026 and ${pos.length - cap} more` }));
   }
@@ -171,7 +212,10 @@ export function createStrip(ctx) {
 
   function recolor() {
     const r = ctx.result;
-    if (!r) { clear(legend); return; }
+    if (!r) {
+      clear(legend);
+      return;
+    }
     const by = COLOR_BY.includes(ctx.model.get("color_by")) ? ctx.model.get("color_by") : "p_final";
     if (select.value !== by) select.value = by;
     const { scale, value, title } = stripScale(r, by, ctx.theme);
@@ -195,7 +239,10 @@ export function createStrip(ctx) {
     const hov = ctx.hovered();
     if (prevSel !== sel) {
       const old = items[prevSel];
-      if (old) { old.classList.remove("iglens-selected"); old.setAttribute("aria-selected", "false"); }
+      if (old) {
+        old.classList.remove("iglens-selected");
+        old.setAttribute("aria-selected", "false");
+      }
       const cur = items[sel];
       if (cur) {
         cur.classList.add("iglens-selected");
@@ -228,7 +275,9 @@ export function createStrip(ctx) {
 
   const offs = [
     listen(select, "change", () => ctx.setTrait("color_by", select.value)),
-    listen(nmList, "toggle", () => { if (nmList.open && ctx.result) fillNonmono(ctx.result); }),
+    listen(nmList, "toggle", () => {
+      if (nmList.open && ctx.result) fillNonmono(ctx.result);
+    }),
     listen(nmItems, "click", (e) => {
       const b = e.target instanceof Element ? e.target.closest("[data-jump]") : null;
       if (b) ctx.select(Number(b.getAttribute("data-jump")));
@@ -238,19 +287,27 @@ export function createStrip(ctx) {
       if (i < 0) return;
       ctx.select(i); // a real click has focused the chip already (mousedown)
     }),
-    listen(list, "mouseover", (e) => { const i = indexOf(e.target); if (i >= 0) ctx.hover(i); }),
+    listen(list, "mouseover", (e) => {
+      const i = indexOf(e.target);
+      if (i >= 0) ctx.hover(i);
+    }),
     listen(list, "mouseleave", () => ctx.hover(-1)),
     listen(list, "keydown", (e) => {
       const r = ctx.result;
       if (!r) return;
-      const cur = ctx.selected() >= 0 ? ctx.selected() : (indexOf(e.target) >= 0 ? indexOf(e.target) : -1);
+      const cur = ctx.selected() >= 0 ? ctx.selected() : indexOf(e.target) >= 0 ? indexOf(e.target) : -1;
       let next = null;
       if (e.key === "ArrowRight" || e.key === "ArrowDown") next = cur < 0 ? 0 : Math.min(r.T - 1, cur + 1);
       else if (e.key === "ArrowLeft" || e.key === "ArrowUp") next = cur < 0 ? 0 : Math.max(0, cur - 1);
       else if (e.key === "Home") next = 0;
       else if (e.key === "End") next = r.T - 1;
       else if (e.key === "Enter" || e.key === " ") next = indexOf(e.target) >= 0 ? indexOf(e.target) : cur;
-      else if (e.key === "Escape") { ctx.select(-1); e.preventDefault(); e.stopPropagation(); return; }
+      else if (e.key === "Escape") {
+        ctx.select(-1);
+        e.preventDefault();
+        e.stopPropagation();
+        return;
+      }
       if (next === null || next < 0) return;
       e.preventDefault();
       ctx.select(next);
@@ -267,6 +324,8 @@ export function createStrip(ctx) {
     recolor,
     updateSelection,
     scrollToSelected,
-    destroy() { offs.forEach((off) => off()); },
+    destroy() {
+      offs.forEach((off) => off());
+    },
   };
 }

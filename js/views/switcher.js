@@ -30,19 +30,35 @@ export function createViews(ctx, heatmap) {
   const compare = createCompare(ctx);
   /** @type {Record<string, {el: HTMLElement, full: () => void, resize?: () => void, updateSelection?: (scroll: boolean) => void}>} */
   const views = { heatmap, grid, compare };
-  const tabs = VIEWS.map((name) => h("button", {
-    type: "button", role: "tab", class: "iglens-tab", "data-view-tab": name, id: `${ctx.root.id || "iglens"}-tab-${name}`,
-    "aria-selected": "false", text: TAB_LABELS[name],
-  }));
+  const tabs = VIEWS.map((name) =>
+    h("button", {
+      type: "button",
+      role: "tab",
+      class: "iglens-tab",
+      "data-view-tab": name,
+      id: `${ctx.root.id || "iglens"}-tab-${name}`,
+      "aria-selected": "false",
+      text: TAB_LABELS[name],
+    }),
+  );
   const status = h("span", { class: "iglens-export-status iglens-muted", role: "status" });
-  const exportButtons = /** @type {const} */ (["png", "svg"]).map((kind) => h("button", {
-    type: "button", class: "iglens-export", "data-export": kind,
-    title: `Download the shown view as ${kind.toUpperCase()} (with a title: model, prompt, target, estimator)`,
-    text: `\u2913 ${kind.toUpperCase()}`,
-  }));
-  const bar = h("div", { class: "iglens-viewbar" },
+  const exportButtons = /** @type {const} */ (["png", "svg"]).map((kind) =>
+    h("button", {
+      type: "button",
+      class: "iglens-export",
+      "data-export": kind,
+      title: `Download the shown view as ${kind.toUpperCase()} (with a title: model, prompt, target, estimator)`,
+      text: `\u2913 ${kind.toUpperCase()}`,
+    }),
+  );
+  const bar = h(
+    "div",
+    { class: "iglens-viewbar" },
     h("div", { class: "iglens-tabs", role: "tablist", "aria-label": "View" }, ...tabs),
-    h("span", { class: "iglens-spacer" }), status, ...exportButtons);
+    h("span", { class: "iglens-spacer" }),
+    status,
+    ...exportButtons,
+  );
   const slot = h("div", { class: "iglens-view-slot" }, heatmap.el, grid.el, compare.el);
   const el = h("div", { class: "iglens-views" }, bar, slot);
   /** which views must rebuild before they are shown */
@@ -106,7 +122,10 @@ export function createViews(ctx, heatmap) {
   }
 
   const onView = () => show(true);
-  const onPins = () => { if (active() === "compare") compare.full(); else stale.add("compare"); };
+  const onPins = () => {
+    if (active() === "compare") compare.full();
+    else stale.add("compare");
+  };
   const onComparison = onPins;
   ctx.model.on("change:view", onView);
   ctx.model.on("change:pinned", onPins);
@@ -114,15 +133,21 @@ export function createViews(ctx, heatmap) {
 
   const offs = [
     ...tabs.map((t) => listen(t, "click", () => ctx.setTrait("view", t.getAttribute("data-view-tab")))),
-    ...tabs.map((t) => listen(t, "keydown", (/** @type {KeyboardEvent} */ e) => {
-      const q = VIEWS.indexOf(/** @type {any} */ (t.getAttribute("data-view-tab")));
-      const next = e.key === "ArrowRight" ? (q + 1) % VIEWS.length : e.key === "ArrowLeft" ? (q + VIEWS.length - 1) % VIEWS.length : -1;
-      if (next < 0) return;
-      e.preventDefault();
-      ctx.setTrait("view", VIEWS[next]);
-      tabs[next].focus();
-    })),
-    ...exportButtons.map((b) => listen(b, "click", () => { exportView(/** @type {any} */ (b.getAttribute("data-export"))); })),
+    ...tabs.map((t) =>
+      listen(t, "keydown", (/** @type {KeyboardEvent} */ e) => {
+        const q = VIEWS.indexOf(/** @type {any} */ (t.getAttribute("data-view-tab")));
+        const next = e.key === "ArrowRight" ? (q + 1) % VIEWS.length : e.key === "ArrowLeft" ? (q + VIEWS.length - 1) % VIEWS.length : -1;
+        if (next < 0) return;
+        e.preventDefault();
+        ctx.setTrait("view", VIEWS[next]);
+        tabs[next].focus();
+      }),
+    ),
+    ...exportButtons.map((b) =>
+      listen(b, "click", () => {
+        exportView(/** @type {any} */ (b.getAttribute("data-export")));
+      }),
+    ),
   ];
 
   show(false);
@@ -139,7 +164,10 @@ export function createViews(ctx, heatmap) {
       stale.add("grid");
       stale.add("compare");
       const name = active();
-      if (name !== "heatmap" && stale.has(name)) { stale.delete(name); views[name].full(); }
+      if (name !== "heatmap" && stale.has(name)) {
+        stale.delete(name);
+        views[name].full();
+      }
     },
     resize() {
       const name = active();

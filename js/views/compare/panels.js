@@ -1,0 +1,122 @@
+/**
+ * The compare view's panels: every result of a comparison as a fit-to-height heatmap (the
+ * shared contribution bitmap, scaled up without smoothing) on one colour scale, its pins
+ * marked; a click pins a row, hover reads it out.
+ * @module views/compare/panels
+ */
+import { h, listen } from "../../dom.js";
+import { clamp } from "../../layout.js";
+import { formatToken } from "../../tokens.js";
+import { fmtProb } from "../../format.js";
+import { resultLetter } from "../../figure-data.js";
+import { contributionBitmap } from "../../paint/bitmap.js";
+
+/**
+ * @typedef {object} PanelMarks what a panel marks besides its cells
+ * @property {Array<[number, number]>} pinned @property {string[]} colors pin colours
+ * @property {number} selected the selected position (outlined in the first result)
+ * @property {boolean} dark
+ */
+
+/**
+ * Paint one panel: cells, row labels (where rows are tall enough), pins, the selection.
+ * @param {CanvasRenderingContext2D} c @param {import("../../result.js").Result} r @param {number} rr the result's index
+ * @param {HTMLCanvasElement|null} bitmap @param {{rowH: number, gridH: number, labelW: number, cw: number}} g
+ * @param {PanelMarks} m
+ */
+export function paintPanel(c, r, rr, bitmap, g, m) {
+  const { rowH, gridH, labelW, cw } = g;
+  c.imageSmoothingEnabled = false;
+  if (bitmap) c.drawImage(bitmap, 0, 0, r.k, r.T, labelW, 0, cw - labelW, gridH);
+  const fg = m.dark ? "#e6edf3" : "#1f2328";
+  if (labelW > 8) {
+    c.font = `${Math.min(12, rowH - 2)}px system-ui, sans-serif`;
+    c.textBaseline = "middle";
+    c.textAlign = "right";
+    c.fillStyle = fg;
+    for (let i = 0; i < r.T; i++) c.fillText(formatToken(r.tokens[i], { maxLen: 12 }), labelW - 6, (i + 0.5) * rowH);
+  }
+  m.pinned.forEach(([pr, pi], q) => {
+    if (pr !== rr) return;
+    c.fillStyle = m.colors[q % m.colors.length];
+    c.fillRect(0, pi * rowH, labelW > 8 ? 4 : 6, Math.max(2, rowH));
+    c.strokeStyle = m.colors[q % m.colors.length];
+    c.lineWidth = 2;
+    c.strokeRect(labelW + 1, pi * rowH, cw - labelW - 2, Math.max(2, rowH));
+  });
+  if (rr === 0 && m.selected >= 0) {
+    c.strokeStyle = fg;
+    c.setLineDash([3, 2]);
+    c.lineWidth = 1;
+    c.strokeRect(labelW + 0.5, m.selected * rowH - 0.5, cw - labelW - 1, Math.max(2, rowH) + 1);
+    c.setLineDash([]);
+  }
+}
+
+/**
+ * One result's panel: a figure with its title, its provenance and the canvas.
+ * @param {import("../../comparison.js").Comparison} cmp @param {number} rr @param {number} pw panel width
+ * @param {import("../../colorscale.js").Scale} scale @param {import("../../colorscale.js").RGB} nan
+ * @param {PanelMarks} m
+ * @param {{click: (i: number) => void, move: (i: number) => void, leave: () => void}} on row events
+ * @returns {{fig: HTMLElement, canvas: HTMLCanvasElement, offs: Array<() => void>}}
+ */
+export function comparePanel(cmp, rr, pw, scale, nan, m, on) {
+  const r = cmp.results[rr];
+  const rowH = clamp(360 / Math.max(1, r.T), 0.5, 16);
+  const gridH = Math.round(rowH * r.T);
+  const labelW = rowH >= 11 ? Math.min(120, Math.floor(pw * 0.4)) : 8;
+  const cw = pw;
+  const canvas = /** @type {HTMLCanvasElement} */ (
+    h("canvas", {
+      class: "iglens-compare-canvas",
+      "data-result": rr,
+      role: "img",
+      "aria-label": `${cmp.labels[rr] || "result"}: ${r.T} positions by ${r.k} segments; click a row to pin it`,
+    })
+  );
+  const dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
+  canvas.width = Math.round(cw * dpr);
+  canvas.height = Math.round(gridH * dpr);
+  canvas.style.width = `${cw}px`;
+  canvas.style.height = `${gridH}px`;
+  let c = null;
+  try {
+    c = canvas.getContext("2d");
+  } catch {
+    c = null;
+  }
+  if (c) {
+    c.setTransform(dpr, 0, 0, dpr, 0, 0);
+    paintPanel(c, r, rr, contributionBitmap(r, scale, nan), { rowH, gridH, labelW, cw }, m);
+  }
+  const rowAt = (/** @type {MouseEvent} */ e) => {
+    const rect = canvas.getBoundingClientRect();
+    const i = Math.floor((e.clientY - rect.top) / rowH);
+    return i >= 0 && i < r.T ? i : -1;
+  };
+  const offs = [
+    listen(canvas, "click", (e) => on.click(rowAt(e))),
+    listen(canvas, "mousemove", (e) => on.move(rowAt(e))),
+    listen(canvas, "mouseleave", () => on.leave()),
+  ];
+  const head = h(
+    "figcaption",
+    { class: "iglens-compare-panel-title" },
+    cmp.multi ? h("strong", { text: `${resultLetter(rr, true)} ` }) : null,
+    h("span", { text: cmp.labels[rr] || `${r.T} positions` }),
+  );
+  const meta = h("div", {
+    class: "iglens-muted iglens-compare-panel-meta",
+    text: `${r.modelName || r.family || "model"} \u00b7 target: ${r.controls.target}${r.hasContrast && r.controls.contrast ? ` vs ${r.controls.contrast}` : ""} \u00b7 ${r.estimator}, m=${r.steps} \u00b7 max |contribution| ${fmtProb(r.contribLimit)}`,
+  });
+  const fig = h(
+    "figure",
+    { class: "iglens-compare-panel", "data-result": rr, "data-limit": String(cmp.limit), "data-own-limit": String(r.contribLimit) },
+    head,
+    meta,
+    canvas,
+  );
+  fig.style.width = `${pw}px`;
+  return { fig, canvas, offs };
+}
