@@ -43,7 +43,7 @@ from ..core.model_mode import eval_mode
 from ..core.request import TargetSpec
 from ..core.result import onset_segments
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
-from ..core.trace import DEFAULT_MEMORY_BUDGET
+from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
 from ..errors import InvalidRequestError, UnsupportedModelError
 from ..views.static import new_figure
 from ..views.token_format import plot_label
@@ -65,9 +65,6 @@ ABLATION_PARTS: tuple[str, ...] = ("block", "attn", "mlp", "head")
 as it enters it (Gemma-2/3: after the norm that follows the attention). ``mlp``: the MLP's
 write, likewise. ``head``: one attention head's write (its slice of the output projection's
 input), where the attention's write is linear in its heads."""
-
-# The logits block plus about two temporaries of the same size (log-softmax, gather).
-_LOGIT_COPIES = 3
 
 
 @dataclass
@@ -542,10 +539,8 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
         clean = _target_probs(clean_logits, y)[0].double().cpu().numpy()
         del clean_logits
 
-        if batch_size is None:
-            per_row = max(1, T * vocab * 4 * _LOGIT_COPIES)  # float32 log-probabilities
-            batch_size = max(1, int(memory_budget) // per_row)
-        batch_size = int(batch_size)
+        batch_size = int(ablation_rows(T, vocab, memory_budget) if batch_size is None
+                         else batch_size)
         ablated = np.empty((T, len(groups)), dtype=np.float64)
         with _AblationHooks(modules, mode, part, updates) as hooks:
             for start in range(0, len(groups), batch_size):

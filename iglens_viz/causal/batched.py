@@ -21,7 +21,7 @@ from ..core.capture import input_device, padded_batch
 from ..core.hooks import Hooks, block_input, block_output_states, replace_block_output
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
-from ..core.trace import DEFAULT_MEMORY_BUDGET, block_plan
+from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows, block_plan
 
 __all__ = ["AblationJob", "ablated_probabilities"]
 
@@ -43,21 +43,6 @@ class _Stop(Exception):
     """Raised by the hook that keeps h_n: nothing after the last block is needed."""
 
 
-def _rows_per_pass(model: nn.Module, n_tokens: int, budget: int) -> int:
-    """Batch rows of ``n_tokens`` tokens whose activations fit in ``budget`` bytes: per
-    token about 8 residual-width and 3 MLP-width temporaries, and two attention rows per
-    head, in the model's dtype."""
-    config = model.config
-    d = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 1024)
-    ffn = int(getattr(config, "intermediate_size", 0) or getattr(config, "ffn_dim", 0)
-              or 4 * d)
-    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0)
-                or 16)
-    itemsize = next(model.parameters()).element_size()
-    per_row = itemsize * n_tokens * (8 * d + 3 * ffn + 2 * heads * n_tokens)
-    return max(1, int(budget) // max(1, per_row))
-
-
 @torch.no_grad()
 def ablated_probabilities(model: nn.Module, adapter, readout: Readout,
                           jobs: list[AblationJob], *,
@@ -74,7 +59,7 @@ def ablated_probabilities(model: nn.Module, adapter, readout: Readout,
     rows = [(j, block) for j in range(len(jobs)) for block in range(n)]
     out = [np.full((job.input_ids.numel(), n), np.nan) for job in jobs]
     longest = max(job.input_ids.numel() for job in jobs)
-    per_pass = _rows_per_pass(model, longest, memory_budget)
+    per_pass = activation_rows(model, longest, memory_budget)
     device = input_device(model)
     for start in range(0, len(rows), per_pass):
         chunk = rows[start:start + per_pass]

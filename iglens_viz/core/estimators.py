@@ -3,7 +3,7 @@
 Both evaluate the readout at ``h_a + α (h_b − h_a)`` for every (position, segment) pair and
 every α. The (pair, α) points are flattened into one row axis and produced chunk by chunk,
 so a chunk can hold less than one pair's α's: the logits block of one chunk (rows × a
-vocabulary block, see :func:`~iglens_viz.core.trace.block_plan`) stays under the memory
+vocabulary block, see :func:`~iglens_viz.core.memory.block_plan`) stays under the memory
 budget for any number of steps. Neither runs the model: the readout (norm + head) is the
 whole function, and the Riemann gradients are taken analytically through the head and by
 autograd through the final norm and projection only.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from .readout import Readout, tile_plan
-from .trace import block_plan
+from .memory import block_plan
 
 # Logits-sized temporaries alive in one block: the logits, their exponentials, and (for the
 # gradient) the exponentials times post'.

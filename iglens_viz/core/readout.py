@@ -30,6 +30,7 @@ from torch import nn
 
 from ..adapters import ModelAdapter, execution_device
 from ..adapters.families import NORM_LAYERNORM, NORM_RMS, NORM_RMS_PLUS_ONE
+from .memory import rows_within
 
 _FALLBACK_L2 = 512 * 2**10
 _FALLBACK_L3 = 8 * 2**20
@@ -103,7 +104,7 @@ def tile_plan(n_rows: int, vocab_size: int, width: int, dtype: torch.dtype,
     head meets the same features there. Rows come first (the head is read once per row
     tile); columns shrink to ``min_columns`` before rows do. The tile is one buffer, reused
     for every block of a call. ``max_rows``/``max_columns`` (a memory plan's, see
-    :func:`~iglens_viz.core.trace.block_plan`) are upper bounds the tile never exceeds.
+    :func:`~iglens_viz.core.memory.block_plan`) are upper bounds the tile never exceeds.
     Elsewhere (CUDA, MPS) the bounds are the tile, as before.
 
     Measured on a 2-core AMD EPYC (Zen 2: 512 KiB L2 per core, 16 MiB L3) with SmolLM2's
@@ -120,9 +121,9 @@ def tile_plan(n_rows: int, vocab_size: int, width: int, dtype: torch.dtype,
     tile_bytes = min(_MAX_TILE_BYTES, max(_MIN_TILE_BYTES, cache_sizes()[1] // 2))
     tile = tile_bytes // itemsize
     min_cols = min(max_columns, max(1, int(min_columns)))
-    rows = max(1, min(max_rows, tile // min_cols, tile // max(1, width)))
+    rows = rows_within(tile, max(min_cols, width), max_rows)
     rows = -(-n_rows // -(-n_rows // rows)) if n_rows > rows else rows  # even row tiles
-    cols = min(max_columns, max(min_cols, min(_MAX_TILE_COLUMNS, tile // rows)))
+    cols = min(max_columns, max(min_cols, rows_within(tile, rows, _MAX_TILE_COLUMNS)))
     if _TILE_COLUMN_STEP < cols < vocab_size:
         cols -= cols % _TILE_COLUMN_STEP
     return rows, cols

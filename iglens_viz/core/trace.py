@@ -12,15 +12,10 @@ from dataclasses import dataclass
 
 import torch
 
+from .memory import DEFAULT_MEMORY_BUDGET, block_plan
 from .readout import Readout, target_probability
 
-DEFAULT_MEMORY_BUDGET = 256 * 2**20
-"""Bytes allowed for one chunk's logits and their temporaries."""
-
-# A block holds the logits plus about two more temporaries (logsumexp, top-k).
-_LOGIT_COPIES = 3
-# Vocabulary blocks narrower than this waste the matmul; rows give way first.
-_MIN_BLOCK_COLUMNS = 4096
+__all__ = ["DEFAULT_MEMORY_BUDGET", "Trace", "block_plan", "readout_map"]
 
 
 @dataclass
@@ -89,28 +84,6 @@ class Trace:
         if contrast is not None:
             p = p - target_probability(readout.target_logits(z, contrast), lse)
         return p
-
-
-def block_plan(n_rows: int, vocab_size: int, dtype: torch.dtype, budget_bytes: int,
-               copies: int = _LOGIT_COPIES, head_width: int = 0, row_width: int = 0
-               ) -> tuple[int, int]:
-    """(rows, vocabulary columns) of one logits block that fits in ``budget_bytes``.
-
-    A block of r rows × c columns costs ``itemsize · (c · (copies · r + head_width) +
-    r · row_width)`` bytes: the logits and ``copies − 1`` temporaries of their size, the head
-    rows of those columns when they are upcast to the readout dtype (``head_width = d'``; 0
-    when the head is read in place), and per-row vectors such as interpolated states
-    (``row_width``). Rows come first: the more rows share a block, the fewer times the head
-    weight is read (it is read once per row chunk). Columns shrink to fit, down to one; one
-    row and one column is the floor whatever the budget.
-    """
-    itemsize = torch.finfo(dtype).bits // 8
-    cells = max(1, int(budget_bytes) // itemsize)
-    min_cols = min(vocab_size, _MIN_BLOCK_COLUMNS)
-    rows = min(n_rows, max(1, (cells - min_cols * head_width)
-                           // (copies * min_cols + row_width)))
-    cols = min(vocab_size, max(1, (cells - rows * row_width) // (copies * rows + head_width)))
-    return rows, cols
 
 
 @torch.no_grad()

@@ -1,0 +1,80 @@
+"""Memory plans: how many rows fit in a byte budget.
+
+Every planner of the package sizes its chunks with one rule, :func:`rows_within`: as many
+rows of a given cost as the budget holds, at least one, at most what there is. The plans:
+
+- :func:`block_plan`: rows × vocabulary columns of one logits block (the readout map, the
+  interior path and Riemann gradients, the study's lens readings, the batched ablation's
+  readout).
+- :func:`ablation_rows`: batch rows of one forward pass of :func:`~iglens_viz.causal.ablate`
+  (their ``[rows × T × vocab]`` logits).
+- :func:`activation_rows`: batch rows of one forward pass of the study's batched ablation
+  (the model's activations, which stop at h_n).
+- the readout's tiles (:func:`~iglens_viz.core.readout.tile_plan`) are sized from the CPU's
+  caches within a :func:`block_plan`, by the same rule.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["DEFAULT_MEMORY_BUDGET", "ablation_rows", "activation_rows", "block_plan",
+           "rows_within"]
+
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
+"""Bytes allowed for one chunk's logits and their temporaries."""
+
+# A block holds the logits plus about two more temporaries (logsumexp, top-k); an ablation's
+# logits likewise (log-softmax, gather).
+_LOGIT_COPIES = 3
+# Vocabulary blocks narrower than this waste the matmul; rows give way first.
+_MIN_BLOCK_COLUMNS = 4096
+
+
+def rows_within(budget: int, per_row: int, limit: int | None = None) -> int:
+    """How many rows costing ``per_row`` each fit in ``budget`` (any unit, the same for
+    both): at least one, whatever the budget, and at most ``limit`` (when given)."""
+    rows = max(1, int(budget) // max(1, int(per_row)))
+    return rows if limit is None else min(int(limit), rows)
+
+
+def block_plan(n_rows: int, vocab_size: int, dtype: torch.dtype, budget_bytes: int,
+               copies: int = _LOGIT_COPIES, head_width: int = 0, row_width: int = 0
+               ) -> tuple[int, int]:
+    """(rows, vocabulary columns) of one logits block that fits in ``budget_bytes``.
+
+    A block of r rows × c columns costs ``itemsize · (c · (copies · r + head_width) +
+    r · row_width)`` bytes: the logits and ``copies − 1`` temporaries of their size, the head
+    rows of those columns when they are upcast to the readout dtype (``head_width = d'``; 0
+    when the head is read in place), and per-row vectors such as interpolated states
+    (``row_width``). Rows come first: the more rows share a block, the fewer times the head
+    weight is read (it is read once per row chunk). Columns shrink to fit, down to one; one
+    row and one column is the floor whatever the budget.
+    """
+    itemsize = torch.finfo(dtype).bits // 8
+    cells = max(1, int(budget_bytes) // itemsize)
+    min_cols = min(vocab_size, _MIN_BLOCK_COLUMNS)
+    rows = rows_within(cells - min_cols * head_width, copies * min_cols + row_width, n_rows)
+    cols = rows_within(cells - rows * row_width, copies * rows + head_width, vocab_size)
+    return rows, cols
+
+
+def ablation_rows(n_tokens: int, vocab_size: int, budget_bytes: int) -> int:
+    """Batch rows of one ablation forward pass: each holds ``[T × vocab]`` float32 logits
+    and two temporaries of their size (log-softmax, gather)."""
+    return rows_within(budget_bytes, n_tokens * vocab_size * 4 * _LOGIT_COPIES)
+
+
+def activation_rows(model: torch.nn.Module, n_tokens: int, budget_bytes: int) -> int:
+    """Batch rows of ``n_tokens`` tokens whose activations fit in ``budget_bytes``: per
+    token about 8 residual-width and 3 MLP-width temporaries, and two attention rows per
+    head, in the model's dtype."""
+    config = model.config
+    d = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 1024)
+    ffn = int(getattr(config, "intermediate_size", 0) or getattr(config, "ffn_dim", 0)
+              or 4 * d)
+    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0)
+                or 16)
+    itemsize = next(model.parameters()).element_size()
+    return rows_within(budget_bytes,
+                       itemsize * n_tokens * (8 * d + 3 * ffn + 2 * heads * n_tokens))
