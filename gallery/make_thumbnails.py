@@ -1,8 +1,10 @@
 """Execute the gallery notebooks top to bottom and refresh their thumbnails.
 
-Each notebook saves its static figure to ``thumbnails/<notebook>.png`` at the end (under
-``$IGLENS_GALLERY_OUT`` when set, else next to the notebooks). The notebooks themselves are
-left unchanged: they are committed without outputs.
+Each notebook saves its static figure at the end: to the committed
+``thumbnails/<notebook>.png`` only when ``IGLENS_WRITE_THUMBNAILS=1``, which this script sets
+for the kernels it starts (otherwise, as when a reader runs a notebook, to a scratch folder:
+``$IGLENS_GALLERY_OUT``, else ``iglens_gallery`` in the system's temporary folder). The
+notebooks themselves are left unchanged: they are committed without outputs.
 
     python gallery/make_thumbnails.py                 # every notebook
     python gallery/make_thumbnails.py 02 05           # those whose name starts with 02 / 05
@@ -10,6 +12,7 @@ left unchanged: they are committed without outputs.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,6 +41,7 @@ def execute(path: Path, timeout: int = 600) -> float:
 
 
 def main(argv: list[str]) -> int:
+    os.environ["IGLENS_WRITE_THUMBNAILS"] = "1"  # the kernels inherit it: refresh on purpose
     for path in notebooks(argv):
         seconds = execute(path)
         print(f"{path.name}: {seconds:.1f} s -> thumbnails/{path.stem}.png", flush=True)

@@ -1,8 +1,14 @@
-"""The gallery notebooks run top to bottom on the default model and save their thumbnails."""
+"""The gallery notebooks run top to bottom on the default model, and running them leaves
+the checkout (the committed thumbnails above all) as it was."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,18 +41,88 @@ def test_notebook_is_committed_clean(path):
     assert f"https://mybinder.org/v2/gh/{REPO_PLACEHOLDER}/HEAD?labpath=gallery%2F{path.name}" in first
 
 
+def gallery_files() -> dict[str, str]:
+    """Every file under gallery/ (caches aside) and the SHA-256 of its bytes."""
+    return {str(p.relative_to(GALLERY)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(GALLERY.rglob("*")) if p.is_file()
+            and not {"__pycache__", ".ipynb_checkpoints"} & set(p.relative_to(GALLERY).parts)}
+
+
+def git_status(folder: Path) -> str | None:
+    """``git status --porcelain`` of ``folder`` (None without git or outside a checkout)."""
+    if shutil.which("git") is None:
+        return None
+    out = subprocess.run(["git", "status", "--porcelain", "--", str(folder)], cwd=GALLERY,
+                         capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+def _output_paths(path: Path) -> str:
+    """The first code cell's lines that choose where the notebook writes."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    setup = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    lines = [line for line in setup.splitlines()
+             if line.startswith(("OUT =", "REFRESH =", "THUMBNAILS =", "THUMBNAILS.mkdir"))]
+    assert len(lines) == 4, setup
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_writes_thumbnails_only_on_purpose(path, tmp_path, monkeypatch):
+    """Figures go to a scratch folder; ``thumbnails/`` only with IGLENS_WRITE_THUMBNAILS=1."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    saves = [line.strip() for src in code for line in src.splitlines() if "savefig(" in line]
+    assert saves == [f'fig{"3" if path.stem.startswith("07") else ""}.savefig(THUMBNAILS / '
+                     f'"{path.stem}.png", dpi=80, bbox_inches="tight")']
+    assert all('"thumbnails"' not in src for src in code[1:])  # no other way in
+    chooser = _output_paths(path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    for env, expected in [({}, tmp_path / "tmp" / "iglens_gallery" / "thumbnails"),
+                          ({"IGLENS_GALLERY_OUT": str(tmp_path / "out")},
+                           tmp_path / "out" / "thumbnails"),
+                          ({"IGLENS_WRITE_THUMBNAILS": "0"},
+                           tmp_path / "tmp" / "iglens_gallery" / "thumbnails"),
+                          ({"IGLENS_WRITE_THUMBNAILS": "1"}, tmp_path / "thumbnails")]:
+        for name in ("IGLENS_GALLERY_OUT", "IGLENS_WRITE_THUMBNAILS"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        scope = {"os": os, "tempfile": tempfile, "Path": Path}
+        exec(chooser, scope)
+        assert (tmp_path / scope["THUMBNAILS"]).resolve() == expected.resolve(), env
+        assert expected.is_dir()
+
+
+def test_make_thumbnails_is_the_one_that_refreshes():
+    text = (GALLERY / "make_thumbnails.py").read_text(encoding="utf-8")
+    assert 'os.environ["IGLENS_WRITE_THUMBNAILS"] = "1"' in text
+    assert "IGLENS_WRITE_THUMBNAILS=1" in (GALLERY / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.real_model
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path, monkeypatch):
-    """Execute with nbclient (python3 kernel, cwd = gallery/); any error fails the test."""
-    monkeypatch.setenv("IGLENS_GALLERY_OUT", str(tmp_path))  # thumbnails and exports go here
+    """Execute with nbclient (python3 kernel, cwd = gallery/) as a reader would, with no
+    output folder set: any error fails the test, the figure lands in the scratch folder
+    (here under TMPDIR = tmp_path), and the checkout's gallery/ is left byte for byte as it
+    was — its committed thumbnails above all."""
+    for name in ("IGLENS_GALLERY_OUT", "IGLENS_WRITE_THUMBNAILS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's tempfile.gettempdir()
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    before, status = gallery_files(), git_status(GALLERY / "thumbnails")
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      resources={"metadata": {"path": str(GALLERY)}})
     client.execute()
-    png = tmp_path / "thumbnails" / f"{path.stem}.png"
-    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.get("output_type") == "error"]
     assert not errors
+    after = gallery_files()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"running {path.name} wrote into the checkout: {changed}"
+    assert git_status(GALLERY / "thumbnails") == status
+    png = tmp_path / "iglens_gallery" / "thumbnails" / f"{path.stem}.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
