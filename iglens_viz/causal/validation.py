@@ -29,6 +29,7 @@ from ..core.boundaries import BoundarySpec, parse_boundaries
 from ..core.lens import IGLens
 from ..core.request import TargetSpec
 from ..core.result import onset_segments
+from ..core.stats import spearman
 from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
@@ -41,41 +42,6 @@ __all__ = ["COLUMNS", "ValidationResult", "spearman", "validate_onset"]
 COLUMNS = ("prompt", "position", "token", "target", "target_id", "p_final", "delta_p", "onset",
            "onset_contribution", "onset_drop", "median_low_drop", "hit", "spearman", "monotone")
 """Columns of :attr:`ValidationResult.table`, one row per (prompt, position)."""
-
-
-def _rankdata(x: np.ndarray) -> np.ndarray:
-    """Ranks 1 … n of ``x``, ties given their average rank (as ``scipy.stats.rankdata``)."""
-    x = np.asarray(x, dtype=np.float64)
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    ranks = np.empty(len(x), dtype=np.float64)
-    start = 0
-    for end in range(1, len(x) + 1):
-        if end == len(x) or sorted_x[end] != sorted_x[start]:
-            ranks[order[start:end]] = 0.5 * (start + end - 1) + 1.0
-            start = end
-    return ranks
-
-
-def spearman(a, b) -> float:
-    """Spearman rank correlation of two equal-length vectors (average ranks for ties).
-
-    NaN when fewer than two finite pairs remain or either vector is constant.
-    """
-    a = np.asarray(a, dtype=np.float64).reshape(-1)
-    b = np.asarray(b, dtype=np.float64).reshape(-1)
-    if a.shape != b.shape:
-        raise InvalidRequestError(f"spearman needs equal lengths, got {a.size} and {b.size}")
-    ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 2:
-        return float("nan")
-    ra, rb = _rankdata(a[ok]), _rankdata(b[ok])
-    ra -= ra.mean()
-    rb -= rb.mean()
-    denom = np.sqrt((ra * ra).sum() * (rb * rb).sum())
-    if denom == 0:
-        return float("nan")
-    return float(np.clip((ra * rb).sum() / denom, -1.0, 1.0))
 
 
 def _median_low(contributions: np.ndarray, drops: np.ndarray) -> float:

@@ -14,6 +14,7 @@ from .components import component_segments
 from .extensions import provider
 from ..errors import InvalidRequestError
 from .request import AttributionRequest
+from .stats import argmax_rows
 
 
 _HUB_CACHE_FOLDER = re.compile(r"models--(.+?)--(.+)")  # huggingface_hub's cache layout
@@ -53,12 +54,10 @@ def onset_segments(contributions) -> np.ndarray:
     """The onset rule: for each row of ``contributions`` ``(T, k)``, the index j of the
     segment with the largest signed contribution (-1 for a row without finite values).
 
-    Every view, table and validation that names an onset uses this one rule.
+    Every view, table and validation that names an onset uses this one rule
+    (:func:`~iglens_viz.core.stats.argmax_rows`).
     """
-    c = np.asarray(contributions, dtype=np.float64)
-    finite = np.isfinite(c)
-    out = np.argmax(np.where(finite, c, -np.inf), axis=1)
-    return np.where(finite.any(axis=1), out, -1).astype(np.int64)
+    return argmax_rows(contributions)
 
 
 @dataclass

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.result import onset_segments
+from ..core.stats import argmax_rows as _argmax_rows, spearman_rows
 from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
 
@@ -108,15 +109,6 @@ Prediction = tuple[np.ndarray, "np.ndarray | None"]
 
 
 # --------------------------------------------------------------------------- predictors
-
-
-def _argmax_rows(x: np.ndarray) -> np.ndarray:
-    """Per row, the index of the largest finite value (lowest index on ties); -1 when the
-    row has no finite value. The same rule as :func:`onset_segments`."""
-    x = np.asarray(x, dtype=np.float64)
-    finite = np.isfinite(x)
-    out = np.argmax(np.where(finite, x, -np.inf), axis=1)
-    return np.where(finite.any(axis=1), out, -1).astype(np.int64)
 
 
 def _ig_lens(a: Arrays, rng: np.random.Generator) -> Prediction:
@@ -263,36 +255,6 @@ def predict(method: str, arrays: Arrays, seed: int = 0) -> Prediction:
 
 
 # --------------------------------------------------------------------------- metrics
-
-
-def spearman_rows(a, b) -> np.ndarray:
-    """Spearman rank correlation of each row of ``a`` with the same row of ``b`` ``(N, k)``.
-
-    Computed over the pairs finite in both, with average ranks for ties (as
-    ``scipy.stats.spearmanr``); NaN where fewer than two pairs remain or either side is
-    constant.
-    """
-    import pandas as pd
-
-    a = np.atleast_2d(np.asarray(a, dtype=np.float64))
-    b = np.atleast_2d(np.asarray(b, dtype=np.float64))
-    if a.shape != b.shape:
-        raise InvalidRequestError(f"spearman_rows needs equal shapes, got {a.shape}, {b.shape}")
-    ok = np.isfinite(a) & np.isfinite(b)
-    n = ok.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        devs = []
-        for x in (a, b):
-            r = pd.DataFrame(np.where(ok, x, np.nan)).rank(axis=1, method="average")
-            r = np.where(ok, r.to_numpy(dtype=np.float64), 0.0)
-            mean = r.sum(axis=1, keepdims=True) / n[:, None]
-            devs.append(np.where(ok, r - mean, 0.0))
-        ra, rb = devs
-        num = (ra * rb).sum(axis=1)
-        den = np.sqrt((ra * ra).sum(axis=1) * (rb * rb).sum(axis=1))
-        rho = np.clip(num / den, -1.0, 1.0)
-    # the ranks of a constant row are all equal: their deviations are exactly 0, den = 0
-    return np.where((n >= 2) & (den > 0), rho, np.nan)
 
 
 def _token_metrics(predicted: np.ndarray, scores, drops: np.ndarray):
