@@ -37,14 +37,14 @@ SETUP = textwrap.dedent(f"""
     w = IGLensWidget(None, lens, "w3 w5 w7 w9 w11 w13")
     shown = w.result
     # Many small chunks (a small memory budget), each made slow: the recompute reports
-    # ~150 chunks and sleeps 50 ms after each, about 8 s uncancelled. The widget's own
+    # ~150 chunks and sleeps 80 ms after each, about 12 s uncancelled. The widget's own
     # progress hook (where it checks for Cancel) runs after every sleep.
     lens.memory_budget = 1 << 16
     chunks = []
     _report = w._report
     def slow_report(done, total):
         chunks.append((done, total))
-        time.sleep(0.05)
+        time.sleep(0.08)
         _report(done, total)
     w._report = slow_report
     print(json.dumps({{"comm_id": w.model_id}}))
