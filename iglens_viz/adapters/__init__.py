@@ -64,6 +64,9 @@ class ModelAdapter:
     mlp_write_modules: tuple[nn.Module, ...] = ()
     """Per block, the module whose output (its first element when a tuple) is the MLP's write
     to the residual stream as it enters it (``Family.mlp_write``); empty as above."""
+    post_norm: bool = False
+    """Whether a norm follows each residual sum (OPT-350m: ``do_layer_norm_before`` false),
+    so the attention's and the MLP's outputs are not terms of the stream."""
 
     @property
     def n_blocks(self) -> int:
@@ -149,6 +152,7 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
         head=head,
         softcap=float(softcap) if softcap else None,
         mid_modules=_mid_modules(family, config, blocks),
+        post_norm=_post_norm(family, config),
         **_attention_outputs(family, config, blocks),
         **_write_modules(family, config, blocks),
     )
@@ -166,7 +170,8 @@ def _in_every_block(family: Family, blocks, path: str) -> tuple[nn.Module, ...]:
 
 
 def _post_norm(family: Family, config) -> bool:
-    """A post-norm size of a family (OPT-350m: ``do_layer_norm_before`` false)."""
+    """A post-norm size of a family (OPT-350m: ``do_layer_norm_before`` false); the one test
+    of it, kept as :attr:`ModelAdapter.post_norm`."""
     return bool(family.post_norm_mid_state) and not getattr(config, "do_layer_norm_before", True)
 
 

@@ -278,18 +278,12 @@ def _parse_heads(heads, n_heads: int) -> list[int]:
     return out
 
 
-def _post_norm(adapter, config) -> bool:
-    """Whether a norm follows each residual sum (OPT with ``do_layer_norm_before`` false)."""
-    return bool(adapter.family.post_norm_mid_state) and not getattr(
-        config, "do_layer_norm_before", True)
-
-
-def _part_modules(adapter, config, part: str) -> tuple[nn.Module, ...]:
+def _part_modules(adapter, part: str) -> tuple[nn.Module, ...]:
     """The modules whose hooks ablate ``part``: blocks, write modules or output projections."""
     if part == "block":
         return adapter.blocks
     name = adapter.family.name
-    if _post_norm(adapter, config):
+    if adapter.post_norm:
         raise UnsupportedModelError(
             f"part={part!r} is not supported for post-norm {name} (config "
             f"do_layer_norm_before=False, e.g. OPT-350m): a norm follows each residual sum, so "
@@ -514,7 +508,7 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
                                   f"{batch_size!r}")
     adapter = adapter_for(model)
     n = adapter.n_blocks
-    modules = _part_modules(adapter, model.config, part)
+    modules = _part_modules(adapter, part)
     vocab = adapter.head.weight.shape[0]
     ids = to_input_ids(text, tokenizer, model.config, vocab)
     if updates is not None:
