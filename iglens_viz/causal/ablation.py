@@ -40,6 +40,7 @@ from ..core.hooks import (Hooks, block_input, block_output_states, by_row, proje
                           replace_block_output)
 from ..core.inputs import to_input_ids
 from ..core.model_mode import eval_mode
+from ..core.readout import target_probability
 from ..core.request import TargetSpec
 from ..core.result import onset_segments
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
@@ -410,15 +411,17 @@ def _given_updates(updates, part: str, n: int, T: int) -> torch.Tensor:
 def _target_probs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """``[B, T]`` softmax probability of ``ids`` (``[T]``) from logits ``[B, T, V]``, float64.
 
-    ``exp(l_y − logsumexp(l))``: the logsumexp runs in float32 (float64 for float64 logits),
-    one batch row at a time; the subtraction and the exp run in float64. Not ``log_softmax``:
-    its float32 kernel carries ~2e-5 error in log space on some CPUs (AVX2), ~100× rounding.
+    ``exp(l_y − logsumexp(l))`` as the readout forms it
+    (:func:`~iglens_viz.core.readout.target_probability`): the logsumexp runs in float32
+    (float64 for float64 logits), one batch row at a time; the subtraction and the exp run in
+    float64. Not ``log_softmax``: its float32 kernel carries ~2e-5 error in log space on some
+    CPUs (AVX2), ~100× rounding.
     """
     work = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
     index = ids.to(logits.device).view(1, -1, 1).expand(logits.shape[0], -1, 1)
     target = logits.gather(-1, index).squeeze(-1).to(torch.float64)
     lse = torch.stack([torch.logsumexp(row.to(work), dim=-1) for row in logits])
-    return torch.exp(target - lse.to(torch.float64))
+    return target_probability(target, lse)
 
 
 def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
