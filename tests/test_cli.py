@@ -187,7 +187,8 @@ def test_model_path_with_markup_characters(tiny_model_dir, tmp_path, capsys):
     odd = tmp_path / "x[" / "]y[bold]"
     shutil.copytree(tiny_model_dir, odd)
     assert main([PROMPT, "--model", str(odd), "--no-chat"]) == 0
-    assert "x[/]y[bold]" in capsys.readouterr().out.replace("\n", "")
+    # The title names the folder by its last part ("]y[bold]"), literally.
+    assert "IG-Lens — ]y[bold] (4 blocks" in capsys.readouterr().out.replace("\n", "")
 
 
 def test_prompt_validate_after_double_dash(tiny_model_dir, capsys):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IGLensError
+from ..views.token_format import visible_text
 from .table import attribution_table
 
 EXIT_USER_ERROR = 2
@@ -63,8 +64,12 @@ def _attribute_parser() -> argparse.ArgumentParser:
     p.add_argument("prompt", help="the user message (or raw text with --no-chat)")
     p.add_argument("--model", default=None,
                    help="causal LM id or local folder (default: embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--name", type=_nonempty, default=None,
+                   help="the model's name in the table and the exported page (default: the "
+                        "model id, or a local folder's last part)")
     p.add_argument("--target", type=_nonempty, default=None,
-                   help="'predicted' (default), 'next', a token id or a single-token string")
+                   help="'predicted' (default), 'next', a token id (digits only) or a "
+                        "single-token string (' 4', with its space, is a token, not id 4)")
     p.add_argument("--contrast", type=_nonempty, default=None,
                    help="attribute p(target) - p(contrast); a token id or single-token string")
     p.add_argument("--boundaries", default="all",
@@ -232,7 +237,7 @@ def run_attribute(argv: list[str]) -> int:
         chat=False if args.no_chat else "auto", max_new_tokens=generate)
     _check_outputs(args.json, args.png, args.html)
     model, tokenizer = _load(args.model, args.dtype, args.device)
-    lens = IGLens(model, tokenizer)
+    lens = IGLens(model, tokenizer, name=args.name)
     result = lens.run(request)
     positions = _positions(result, args)
     shares = lens.components(result, positions) if args.components else None
@@ -242,8 +247,10 @@ def run_attribute(argv: list[str]) -> int:
     if len(result.answer_positions):
         answer = tokenizer.decode(result.input_ids[result.prompt_length:],
                                   skip_special_tokens=True)
-        # Model output and paths are Text objects, so rich never reads them as markup.
-        console.print(Text.assemble(("Answer: ", "bold"), answer))
+        # Model output is untrusted: control characters (ESC sequences that retitle or clear
+        # the terminal, OSC 8 links) and bidi overrides are printed as visible escapes, and
+        # it is a Text object, so rich never reads it as markup either.
+        console.print(Text.assemble(("Answer: ", "bold"), visible_text(answer)))
     console.print(attribution_table(result, positions, args.top_k,
                                     None if shares is None else (lens.component_names, shares)))
     written = []
@@ -311,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["study"]:
             return run_study(argv[1:])
         return run_attribute(argv)
-    except IGLensError as err:
-        print(f"iglens: error: {err}", file=sys.stderr)
+    except IGLensError as err:  # messages may quote a model name or a token: made visible
+        print(f"iglens: error: {visible_text(str(err))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except SystemExit as done:  # argparse: --help (0) or a usage error (2, already printed)
         return done.code if isinstance(done.code, int) else EXIT_USER_ERROR

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.boundaries import is_sublayer
-from ..views.token_format import format_token
+from ..views.token_format import format_token, visible_text
 
 
 def _largest(values, labels, top_k: int) -> str:
@@ -35,10 +35,12 @@ def attribution_table(result, positions, top_k: int = 3, components=None) -> Tab
 
     ``components`` — ``(names, shares (P, n, C))`` for the shown positions — adds a column of
     the largest head / MLP shares. Token strings and the model's name are ``Text`` objects,
-    so rich never interprets them as markup.
+    so rich never interprets them as markup, and their control and bidi characters are
+    shown as escapes (:func:`~iglens_viz.views.token_format.format_token`,
+    :func:`~iglens_viz.views.token_format.visible_text`).
     """
     table = Table(box=box.SIMPLE_HEAD, title=Text(
-        f"IG-Lens — {result.model_name or result.family} "
+        f"IG-Lens — {visible_text(result.model_name or result.family, keep='')} "
         f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"))
     columns = [("pos", "right"), ("token", "left"), ("target", "left"), ("p_final", "right"),
                ("Δp", "right"), ("onset", "right"), ("largest\ncontributions", "left")]

@@ -25,6 +25,7 @@ import re
 
 from ..protocol import initial_state, result_payload, to_base64_state
 from ..protocol import bundle
+from ..views.token_format import visible_text
 from .files import write_atomic
 
 __all__ = ["CSP", "page_state", "to_html"]
@@ -150,7 +151,8 @@ it imports, inline styles; no network, no ``<base>``, no forms."""
 def default_title(result: dict, *, max_prompt: int = 60) -> str:
     """The page title of a result payload: the model, the prompt (its text, shortened, with
     whitespace collapsed) and the number of tokens, e.g.
-    ``IG-Lens · gpt2 · “The capital of Vietnam is” · 6 tokens``."""
+    ``IG-Lens · gpt2 · “The capital of Vietnam is” · 6 tokens``. Raw text: :func:`to_html`
+    makes its control and bidi characters visible and HTML-escapes it."""
     name = result.get("model_name") or result.get("family") or "model"
     request = result.get("request") or {}
     prompt = request.get("prompt") if isinstance(request, dict) else None
@@ -179,12 +181,15 @@ def to_html(obj, path=None, *, title: str | None = None, selected: int | None = 
     Returns the page's text; the file is written atomically. The page works offline and
     from ``file://``.
     """
-    from .. import __version__
+    from .._version import __version__
 
     js, css = _bundle_text()
     state = page_state(obj, selected=selected, color_by=color_by)
     if title is None:
         title = default_title(state["result"])
+    # The model name and the prompt are untrusted: bidi overrides and control characters
+    # become visible escapes before the HTML escaping (a title is one line).
+    title = visible_text(title, keep="")
     heading = f'<h1 class="iglens-page-title">{html.escape(title)}</h1>\n' if title else ""
     page = _TEMPLATE.format(csp=html.escape(CSP, quote=True), version=__version__,
                             title=html.escape(title or "IG-Lens"), css=_style_text(css),

@@ -15,6 +15,7 @@ from ..core.boundaries import depth_list
 from ..core.request import MAX_STEPS
 from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD
+from ..views.token_format import visible_text
 from .serializers import array_to_payload
 
 __all__ = ["ablation_payload", "components_payload", "result_payload"]
@@ -52,7 +53,8 @@ def result_payload(result) -> dict:
         "max_steps": MAX_STEPS,
         "estimator": str(result.estimator),
         "steps": int(result.steps),
-        "model_name": str(result.model_name),
+        # The views draw it as it is (header, exported PNG/SVG titles): escaped here once.
+        "model_name": visible_text(result.model_name, keep=""),
         "family": str(result.family),
         "n_blocks": int(result.n_blocks),
         "request": result.request.to_dict(),

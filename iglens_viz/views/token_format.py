@@ -24,6 +24,9 @@ Truncation never splits an escape or a mark. The rules are deliberately small so
 JS widget can mirror them character for character: a character maps to one display unit;
 units are joined until the next one would not fit.
 
+:func:`visible_text` escapes the same dangerous characters in free text — the model's
+generated answer, a model name, a page title — without marking spaces or cutting.
+
 :func:`escape_mathtext` additionally protects a label from matplotlib's mathtext (a token
 such as ``"$x^2$"`` would otherwise be typeset as a formula).
 """
@@ -44,6 +47,8 @@ DEFAULT_MAX_LEN = 16
 # Unicode categories escaped as \xNN / \uNNNN: control, format (zero-width, bidi overrides),
 # surrogates, private use, unassigned, line/paragraph separators, and spaces other than " ".
 _ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}
+# The same minus "Zs": in free text (:func:`visible_text`) other spaces are harmless.
+_UNSAFE_CATEGORIES = _ESCAPED_CATEGORIES - {"Zs"}
 
 
 def escape_char(ch: str) -> str:
@@ -136,6 +141,27 @@ def format_token(text, *, max_len: int | None = DEFAULT_MAX_LEN, space: str = SP
         kept.append(unit)
         used += len(unit)
     return "".join(kept) + ellipsis
+
+
+def visible_text(text, *, keep: str = "\n\t") -> str:
+    r"""Free text (a generated answer, a model name, a page title) made safe to print or draw.
+
+    Every character :func:`format_token` would escape — C0/C1 controls such as ESC (terminal
+    escape sequences), format characters such as the bidi overrides U+202E and U+2066,
+    zero-width characters, line/paragraph separators, private-use and unassigned code points
+    — becomes its visible escape (``\x1b``, ``\u202e``; ``\r`` for a carriage return);
+    the characters in ``keep`` (default newline and tab) and every other character, spaces
+    included, stay as they are. Unlike :func:`format_token` nothing is marked or cut.
+    Escaping twice changes nothing: the escapes are plain printable text.
+
+    >>> print(visible_text("\x1b]0;pwned\x07 done\u202e"))
+    \x1b]0;pwned\x07 done\u202e
+    """
+    if text is None:
+        return ""
+    text = text if isinstance(text, str) else str(text)
+    return "".join(ch if ch in keep or unicodedata.category(ch) not in _UNSAFE_CATEGORIES
+                   else ("\\r" if ch == "\r" else escape_char(ch)) for ch in text)
 
 
 def escape_mathtext(label: str) -> str:

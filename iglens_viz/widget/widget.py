@@ -571,14 +571,16 @@ def position_path(lens, result, position: int, steps: int = 8) -> dict:
 
 
 def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | None = None,
-         color_by: str = DEFAULT_STATE["color_by"], **attribute_kwargs) -> IGLensWidget:
+         color_by: str = DEFAULT_STATE["color_by"], name: str | None = None,
+         **attribute_kwargs) -> IGLensWidget:
     """Attribute ``text_or_ids`` and return an interactive :class:`IGLensWidget`.
 
     ``model_or_lens`` is a model (an :class:`IGLens` is built over it with ``tokenizer``)
     or an existing :class:`IGLens` (its cached forward passes are reused). The remaining
     keyword arguments go to :meth:`IGLens.attribute` (``target``, ``contrast``,
     ``boundaries`` — a list or a spec such as ``"every:5"`` —, ``steps``, ``estimator``,
-    ``chat``, ``max_new_tokens``).
+    ``chat``, ``max_new_tokens``). ``name`` is the model's name in the header and the
+    exported page and figures (see :class:`IGLens`; give it to the lens you pass instead).
 
     >>> w = show(*iglens_viz.load_model(), "What is the capital of Vietnam?",
     ...          chat=True, max_new_tokens=12)          # doctest: +SKIP
@@ -593,7 +595,10 @@ def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | Non
         if tokenizer is not None and tokenizer is not lens.tokenizer:
             raise IGLensError("pass either an IGLens or a model and its tokenizer, not an "
                               "IGLens with another tokenizer")
+        if name is not None:
+            raise IGLensError("this IGLens already has its name: pass name= to "
+                              "IGLens(model, tokenizer, name=...)")
     else:
-        lens = IGLens(model_or_lens, tokenizer)
+        lens = IGLens(model_or_lens, tokenizer, name=name)
     return IGLensWidget(None, lens, text_or_ids, selected=selected, color_by=color_by,
                         **attribute_kwargs)
