@@ -436,3 +436,17 @@ def test_bootstrap_is_deterministic_and_handles_edge_cases():
         bootstrap_interval(values, clusters[:-1])
     with pytest.raises(InvalidRequestError):
         bootstrap_interval(values, clusters, level=1.5)
+
+
+def test_identical_prompts_give_an_interval_that_holds_the_mean():
+    """Every replicate of three identical prompts is their mean, summed in another order:
+    an ulp off, a bound passed the estimate (and the report's error bars went negative)."""
+    tokens = [0.8701448475755365, 0.6317071082430643, -0.9945229996597038]
+    values, clusters = np.tile(tokens, 3), np.repeat([0, 1, 2], 3)
+    mean = np.nanmean(values)
+    lo, hi = bootstrap_interval(values, clusters, n_boot=200, seed=0)
+    assert lo <= mean <= hi and hi - lo < 4 * np.finfo(float).eps
+    # a real spread is left alone: the bounds are the replicates' quantiles
+    spread = values + np.repeat([0.0, 0.0, 1e-6], 3)
+    lo, hi = bootstrap_interval(spread, clusters, n_boot=200, seed=0)
+    assert lo < np.nanmean(spread) < hi and hi - lo > 1e-7

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -128,7 +129,8 @@ def _study_parser() -> argparse.ArgumentParser:
                     "most? IG-Lens and its baselines (logit-lens readings, constant and "
                     "random blocks) over many prompts, with bootstrap intervals over prompts.")
     p.add_argument("prompts", help="a built-in set (capitals, shipped, default), a .txt file "
-                                   "(one prompt per line) or a .jsonl file (prompt, target)")
+                                   "(one prompt per line), a .jsonl file (prompt, target) or "
+                                   "a .csv file with a header (prompt, optional target)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="folder for table.parquet, summary.csv, report.md and its figures; "
                         "rerun with the same folder to resume")
@@ -154,14 +156,20 @@ def _study_parser() -> argparse.ArgumentParser:
 def run_study(argv: list[str]) -> int:
     """``iglens study PROMPTS --out DIR``: the study, its summary and its report."""
     args = _study_parser().parse_args(argv)
-    from ..export.files import write_atomic
+    from ..export.files import check_output_folder, write_atomic
     from ..studies import load_study_prompts, study
-    from ..studies.run import write_table
+    from ..studies.run import OUTPUT_FILES, STUDY_MODES, read_metadata, write_table
     from ..studies.scoring import headline
 
-    load_study_prompts(args.prompts)  # a bad prompt file fails before the model loads
-    if args.out.exists() and not args.out.is_dir():
-        raise UserError(f"--out {args.out} exists and is not a folder")
+    # Everything a user can get wrong fails here, before the model loads.
+    load_study_prompts(args.prompts)
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    unknown = [m for m in modes if m not in STUDY_MODES]
+    if unknown or not modes:
+        raise UserError(f"--modes {args.modes!r}: choose among {', '.join(STUDY_MODES)}, "
+                        f"comma-separated")
+    check_output_folder(args.out, OUTPUT_FILES)
+    read_metadata(args.out / "metadata.json")  # a damaged one is named now, not after loading
     device = args.device
     local_rank = os.environ.get("LOCAL_RANK")  # under torchrun / accelerate launch
     if device is None and local_rank is not None:
@@ -169,10 +177,12 @@ def run_study(argv: list[str]) -> int:
 
         device = f"cuda:{local_rank}" if torch.cuda.is_available() else None
     model, tokenizer = _load(args.model, args.dtype, device)
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    result = study(model, tokenizer, args.prompts, modes=modes, reference=args.reference,
-                   seed=args.seed, out=args.out, limit=args.limit,
-                   batch_size=args.batch_size)
+    with warnings.catch_warnings():  # the study's warnings (a damaged part redone): one line
+        warnings.showwarning = lambda message, *_, **__: print(
+            f"iglens: warning: {message}", file=sys.stderr)
+        result = study(model, tokenizer, args.prompts, modes=modes, reference=args.reference,
+                       seed=args.seed, out=args.out, limit=args.limit,
+                       batch_size=args.batch_size)
     if result.metadata["rank"] != 0:  # rank 0 gathered the shards and writes the outputs
         return 0
     summary = result.summary(n_boot=args.boot, seed=args.seed)

@@ -13,13 +13,17 @@ Built-in sets (:data:`BUILTIN_SETS`), made offline from data that installed pack
   load_prompts` (factual recall, agreement, induction, sequences, syntax, common sense).
 * ``default`` — ``capitals`` then ``shipped``.
 
-Files: ``*.jsonl`` (one JSON object per line with ``prompt`` and an optional ``target``, the
-answer text such as ``" Paris"``) or any other text file (one prompt per line; blank lines
-and lines starting with ``#`` are skipped).
+Files, UTF-8: ``*.jsonl`` (one JSON object per line with ``prompt`` and an optional
+``target``, the answer text such as ``" Paris"``), ``*.csv`` (a header row naming a ``prompt``
+column and an optional ``target`` column; an empty ``target`` cell means no answer; other
+columns are ignored) or any other text file (one prompt per line; blank lines and lines
+starting with ``#`` are skipped).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +80,8 @@ def builtin_set(name: str) -> list[StudyPrompt]:
     """The built-in prompt set ``name`` (one of :data:`BUILTIN_SETS`)."""
     if name not in BUILTIN_SETS:
         raise InvalidRequestError(f"unknown prompt set {name!r}; built-in sets: "
-                                  f"{', '.join(BUILTIN_SETS)}, or a .txt / .jsonl file")
+                                  f"{', '.join(BUILTIN_SETS)}, or a .txt / .jsonl / .csv "
+                                  f"file")
     return BUILTIN_SETS[name]()
 
 
@@ -113,8 +118,51 @@ def _from_item(item, where: str) -> StudyPrompt:
     return StudyPrompt(item["prompt"], answer, where)
 
 
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise InvalidRequestError(f"cannot read the prompts file {path}: "
+                                  f"{err.strerror or err}") from None
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark is not part of the first prompt
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise InvalidRequestError(f"{path.name}:{line}: the prompts file is not UTF-8 text "
+                                  f"(byte {err.start}); save it as UTF-8") from None
+
+
+def _from_csv(path: Path, text: str) -> list[StudyPrompt]:
+    """Rows of a CSV file with a header: ``prompt`` and an optional ``target`` column."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = [name.strip() for name in (reader.fieldnames or [])]
+        if "prompt" not in header:
+            raise InvalidRequestError(f"{path.name}:1: a CSV prompts file needs a header row "
+                                      f"with a 'prompt' column (and an optional 'target'); "
+                                      f"its header is {','.join(header) or '(empty)'}")
+        reader.fieldnames = header
+        prompts = []
+        for row in reader:
+            where = f"{path.name}:{reader.line_num}"
+            if all(not (v or "").strip() for k, v in row.items() if k is not None):
+                continue  # a blank row
+            target = row.get("target")
+            prompts.append(_from_item({"prompt": row["prompt"] or "",
+                                       "target": target if target else None}, where))
+    except csv.Error as err:
+        raise InvalidRequestError(f"{path.name}:{reader.line_num}: not valid CSV "
+                                  f"({err})") from None
+    return prompts
+
+
 def _from_file(path: Path) -> list[StudyPrompt]:
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path)
+    if path.suffix.lower() == ".csv":
+        prompts = _from_csv(path, text)
+        if not prompts:
+            raise InvalidRequestError(f"{path} holds no prompts")
+        return prompts
     prompts = []
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"{path.name}:{number}"

@@ -7,10 +7,12 @@ block, contributions shuffled within the token, and the logit-lens readings.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
+from ..export.files import OutputFileError, write_atomic
 from .scoring import headline
 
 __all__ = ["plot_methods", "plot_onsets", "plot_drop_vs_contribution", "write_report"]
@@ -75,9 +77,12 @@ def plot_methods(summary, mode: str, ax=None):
                                           "Spearman ρ over blocks"), palette):
         y = np.arange(len(rows))
         value = rows[metric].to_numpy(dtype=float)
-        err = np.vstack([value - rows[f"{metric}_lo"].to_numpy(dtype=float),
-                         rows[f"{metric}_hi"].to_numpy(dtype=float) - value])
-        ax_.errorbar(value, y, xerr=np.nan_to_num(err), fmt="o", color=color, capsize=3)
+        # The interval as drawn from lo to hi (not as errors around the estimate: a
+        # percentile interval need not hold its estimate, and matplotlib refuses a
+        # negative error bar).
+        ax_.hlines(y, rows[f"{metric}_lo"].to_numpy(dtype=float),
+                   rows[f"{metric}_hi"].to_numpy(dtype=float), color=color, lw=1.2)
+        ax_.plot(value, y, "o", color=color)
         ax_.set_title(title, fontsize=10)
         ax_.axvline(0, color="0.7", lw=0.8)
         ax_.set_yticks(y, rows["label"])
@@ -126,15 +131,30 @@ def plot_drop_vs_contribution(table, mode: str):
     return fig
 
 
+def _save(fig, path: Path) -> None:
+    """``fig`` as a PNG at ``path``, written whole or not at all; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    data = io.BytesIO()
+    try:
+        fig.savefig(data, format="png", dpi=120)
+    finally:
+        plt.close(fig)
+    write_atomic(path, data.getvalue())
+
+
 def write_report(study, folder, summary=None) -> Path:
     """Write ``report.md`` and its figures into ``folder``; returns the report's path."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
 
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputFileError(f"cannot create the folder {folder}: "
+                              f"{err.strerror or err}") from None
     summary = study.summary() if summary is None else summary
     meta = study.metadata
     table = study.table
@@ -153,9 +173,7 @@ def write_report(study, folder, summary=None) -> Path:
              "also reported apart. The *best constant* is the block that scores best on these "
              "same data, chosen after the fact: an optimistic baseline, and a sharp one.", ""]
     heads = headline(summary)
-    fig = plot_onsets(table)
-    fig.savefig(folder / "onsets.png", dpi=120)
-    plt.close(fig)
+    _save(plot_onsets(table), folder / "onsets.png")
     lines += ["![onset histogram](onsets.png)", ""]
     for mode in study.modes:
         lines += [f"## {mode} ablation", ""]
@@ -168,9 +186,6 @@ def write_report(study, folder, summary=None) -> Path:
         for name, fig in ((f"methods_{mode}.png", plot_methods(summary, mode)),
                           (f"drop_vs_contribution_{mode}.png",
                            plot_drop_vs_contribution(table, mode))):
-            fig.savefig(folder / name, dpi=120)
-            plt.close(fig)
+            _save(fig, folder / name)
             lines += [f"![{name}]({name})", ""]
-    path = folder / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return write_atomic(folder / "report.md", "\n".join(lines))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,13 +42,21 @@ from ..core.lens import IGLens
 from ..core.readout import target_probability
 from ..core.trace import block_plan
 from ..core.trajectory import is_monotone
-from ..errors import InvalidRequestError
+from ..errors import IGLensError, InvalidRequestError
+from ..export.files import OutputFileError, check_output_folder, write_atomic
 from .prompts import StudyPrompt, load_study_prompts
 
-__all__ = ["STUDY_MODES", "Study", "study"]
+__all__ = ["OUTPUT_FILES", "STUDY_MODES", "Study", "StudyFolderError", "study"]
 
 STUDY_MODES = ("zero", "mean", "resample")
 """Ablation modes a study can measure (see the module docstring)."""
+
+OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet", "summary.csv", "report.md")
+"""What a study writes into its ``out`` folder (besides the report's figures)."""
+
+
+class StudyFolderError(IGLensError, RuntimeError):
+    """A study folder cannot be read or resumed: a damaged ``metadata.json`` or part file."""
 
 
 @dataclass
@@ -89,17 +98,69 @@ class Study:
     def load(cls, folder) -> "Study":
         """A study written by :func:`study` with ``out=folder`` (finished or not)."""
         folder = Path(folder)
-        metadata = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
-        return cls(_read_parts(folder), metadata)
+        metadata = read_metadata(folder / "metadata.json")
+        if metadata is None:
+            raise StudyFolderError(f"{folder} holds no study (no metadata.json)")
+        tables, damaged = _read_part_files(folder)
+        if damaged:
+            raise StudyFolderError(f"the part {damaged[0]} is damaged ({damaged[1]}); rerun "
+                                   f"the study with out={str(folder)!r} to redo it")
+        return cls(_concat(tables), metadata)
+
+
+def read_metadata(path) -> dict | None:
+    """A study folder's ``metadata.json`` at ``path`` as a dict, None where there is none;
+    :class:`StudyFolderError` where it cannot be read or is not a JSON object."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        reason = getattr(err, "strerror", None) or type(err).__name__
+        if isinstance(err, json.JSONDecodeError):
+            reason = f"not valid JSON: {err.msg} at line {err.lineno}"
+        raise StudyFolderError(f"{path} is damaged ({reason}); delete the folder {path.parent} "
+                               f"or choose another one") from None
+    if not isinstance(metadata, dict):
+        raise StudyFolderError(f"{path} is damaged (not a JSON object); delete the folder "
+                               f"{path.parent} or choose another one")
+    return metadata
+
+
+def _part_files(folder: Path) -> list[Path]:
+    return sorted((folder / "parts").glob("part-*.parquet"))
+
+
+def _read_part_files(folder: Path):
+    """The tables of the readable parts, and ``(path, reason)`` of the first damaged one (or
+    None). A part is written whole or not at all, so a damaged one was damaged afterwards:
+    truncated by a full disk or a copy, or not a part at all."""
+    import pandas as pd
+
+    tables = []
+    for path in _part_files(folder):
+        try:
+            table = pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several types for a bad file
+            return tables, (path, f"{type(err).__name__}: {str(err).splitlines()[0][:120]}")
+        if not {"prompt", "position", "segment"} <= set(table.columns):
+            return tables, (path, "not a part of a study: no prompt/position/segment columns")
+        tables.append(table)
+    return tables, None
+
+
+def _concat(tables):
+    import pandas as pd
+
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
 def _read_parts(folder: Path):
-    import pandas as pd
-
-    parts = sorted((folder / "parts").glob("part-*.parquet"))
-    if not parts:
-        return pd.DataFrame()
-    return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    tables, damaged = _read_part_files(folder)
+    if damaged:
+        raise StudyFolderError(f"the part {damaged[0]} is damaged ({damaged[1]})")
+    return _concat(tables)
 
 
 class _References:
@@ -316,7 +377,7 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
     """
     import pandas as pd
 
-    from .. import __version__
+    from .._version import __version__
 
     unknown = [m for m in modes if m not in STUDY_MODES]
     if unknown or not modes:
@@ -327,6 +388,8 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
         items = items[:int(limit)]
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if out is not None:
+        check_output_folder(out, OUTPUT_FILES)
     lens = IGLens(model, tokenizer, cache_size=batch_size, dtype=dtype)
     ids = [lens.input_ids(p.text) for p in items]
     rng = np.random.default_rng(seed)
@@ -451,27 +514,51 @@ _SETTINGS = ("model", "dtype", "readout_dtype", "modes", "reference", "seed", "n
 
 
 def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
-    """Create ``folder`` (or check it holds the same study) and return the prompts done."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "parts").mkdir(exist_ok=True)
+    """Create ``folder`` (or check it holds the same study) and return the prompts done.
+
+    A damaged part (one that cannot be read back) is renamed ``<part>.damaged`` and its
+    prompts are redone, as those of a missing part are; a warning names it."""
+    check_output_folder(folder, OUTPUT_FILES)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "parts").mkdir(exist_ok=True)
+    except OSError as err:
+        raise OutputFileError(f"cannot create the study folder {folder}: "
+                              f"{err.strerror or err}") from None
     meta_path = folder / "metadata.json"
-    if meta_path.is_file():
-        old = json.loads(meta_path.read_text(encoding="utf-8"))
+    old = read_metadata(meta_path)
+    if old is not None:
         changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
         if changed:
             raise InvalidRequestError(f"{folder} holds another study (it differs in "
                                       f"{', '.join(changed)}); use a new folder")
     else:
-        meta_path.write_text(json.dumps(metadata, indent=1), encoding="utf-8")
-    table = _read_parts(folder)
+        if _part_files(folder):
+            raise StudyFolderError(f"{folder} holds parts of a study but no metadata.json, "
+                                   f"so they cannot be checked against this one; use a new "
+                                   f"folder")
+        write_atomic(meta_path, json.dumps(metadata, indent=1))
+    while True:
+        tables, damaged = _read_part_files(folder)
+        if damaged is None:
+            break
+        path, reason = damaged
+        aside = path.with_name(path.name + ".damaged")
+        try:
+            path.replace(aside)
+        except OSError as err:
+            raise StudyFolderError(f"the part {path} is damaged ({reason}) and cannot be "
+                                   f"moved aside ({err.strerror or err}); delete it to redo "
+                                   f"its prompts") from None
+        warnings.warn(f"the part {path} is damaged ({reason}); moved to {aside.name}, its "
+                      f"prompts are redone", stacklevel=3)
+    table = _concat(tables)
     return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
 
 
 def write_table(path, table) -> Path:
     """``table`` as Parquet at ``path``, written whole or not at all."""
     import io
-
-    from ..export.files import write_atomic
 
     data = io.BytesIO()
     table.to_parquet(data, index=False)

@@ -443,8 +443,13 @@ def _cluster_weights(n_clusters: int, n_boot: int, rng: np.random.Generator) -> 
 
 
 def _bootstrap(values: np.ndarray, clusters: np.ndarray, n_boot: int,
-               rng: np.random.Generator, level: float):
-    """Vectorised cluster bootstrap of nan-means of the columns of ``values`` ``(N, M)``."""
+               rng: np.random.Generator, level: float, center: np.ndarray | None = None):
+    """Vectorised cluster bootstrap of nan-means of the columns of ``values`` ``(N, M)``.
+
+    A replicate mean is the estimate's mean summed in another order, so a bound can pass
+    the estimate ``center`` (default: the columns' nan-means) by rounding: every replicate of
+    identical prompts is the estimate, give or take an ulp. A bound past ``center`` by no
+    more than that rounding is set to it, so the interval holds its estimate."""
     m = values.shape[1]
     nan = np.full(m, np.nan)
     _, inverse = np.unique(clusters, return_inverse=True)
@@ -466,6 +471,16 @@ def _bootstrap(values: np.ndarray, clusters: np.ndarray, n_boot: int,
     if ok.any():
         q = np.nanquantile(means[:, ok], [alpha, 1.0 - alpha], axis=0)
         lo[ok], hi[ok] = q[0], q[1]
+        # Sums of N terms in float64 (numerator and denominator of each mean) are within
+        # N·eps of the sum of the terms' magnitudes.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column
+            masked = np.where(finite, values, np.nan)
+            center = np.nanmean(masked, axis=0) if center is None else center
+            size = np.nanmax(np.abs(masked), axis=0)
+        rounding = 4 * len(values) * np.finfo(np.float64).eps * np.nan_to_num(size)
+        lo = np.where(ok & (lo > center) & (lo - center <= rounding), center, lo)
+        hi = np.where(ok & (hi < center) & (center - hi <= rounding), center, hi)
     return lo, hi
 
 
@@ -484,7 +499,8 @@ def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0,
     unit of resampling is therefore the cluster (the prompt): each of ``n_boot`` replicates
     draws as many clusters as there are, with replacement, and recomputes the mean over all
     tokens of the drawn clusters (a cluster drawn twice counts twice). The interval is the
-    ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the replicate means. NaN values are
+    ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the replicate means (a bound that
+    passes the mean of ``values`` by float rounding only is set to it). NaN values are
     left out of the means (as ``numpy.nanmean``); vectorised as one ``(n_boot, clusters)``
     matrix of draw counts.
 
@@ -585,7 +601,7 @@ def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
                 warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
                 point = np.nanmean(v, axis=0) if len(v) else np.full(v.shape[1], np.nan)
             lo, hi = _bootstrap(v, prompts[mask], int(n_boot), np.random.default_rng(seed),
-                                level)
+                                level, center=point)
             n_tokens = int(mask.sum())
             n_prompts = int(len(np.unique(prompts[mask])))
             n_rho = np.isfinite(wide["rho"][mask]).sum(axis=0)
