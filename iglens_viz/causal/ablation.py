@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from ..adapters import adapter_for
+from ..core.boundaries import segment_parts
 from ..core.capture import input_device
 from ..core.hooks import (Hooks, block_input, block_output_states, by_row, projection_input,
                           replace_block_output)
@@ -42,12 +43,9 @@ from ..core.inputs import to_input_ids
 from ..core.model_mode import eval_mode
 from ..core.readout import target_probability
 from ..core.request import TargetSpec
-from ..core.result import onset_segments
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
 from ..errors import InvalidRequestError, UnsupportedModelError
-from ..views.static import new_figure
-from ..views.token_format import plot_label
 
 __all__ = ["ABLATION_MODES", "ABLATION_PARTS", "AblationMode", "AblationPart", "AblationResult",
            "ablate"]
@@ -153,45 +151,39 @@ class AblationResult:
         ``head`` (0-based) of block ``layer``."""
         return self.drop[:, self.column(layer, head)]
 
+    def segment_columns(self, attribution) -> list[int]:
+        """The column of each segment of ``attribution`` (an
+        :class:`~iglens_viz.AttributionResult` of the same prompt): the column that ablates
+        the segment's blocks together, as :func:`~iglens_viz.core.boundaries.segment_parts`
+        maps them. An error when the prompts differ or a segment has no column."""
+        if list(np.asarray(attribution.input_ids)) != list(self.input_ids):
+            raise InvalidRequestError("the attribution and the ablation are of different "
+                                      "prompts")
+        cols = []
+        for (a, b), (part, blocks) in zip(attribution.segments,
+                                          segment_parts(attribution.boundaries)):
+            key = blocks[0] if len(blocks) == 1 else blocks
+            if key not in self.layers and len(blocks) == 1 and blocks in self.layers:
+                key = blocks
+            if part != self.part or key not in self.layers:
+                raise InvalidRequestError(f"the attribution's segment {a}→{b} has no ablation "
+                                          f"column; ablate with layers matching its boundaries "
+                                          f"{attribution.boundaries} (columns: {self.layers})")
+            cols.append(self.layers.index(key))
+        return cols
+
     def plot_vs(self, attribution, position: int, ax=None):
         """Per-block IG-Lens contribution next to the ablation drop, for one token.
 
         ``attribution`` is an :class:`~iglens_viz.AttributionResult` of the same prompt and
         target whose segments match this result's columns (every block for the default
         ``layers=None``). Returns the matplotlib Figure (built without pyplot). Only for
-        ``part="block"`` results: the attribution's segments are whole blocks.
+        ``part="block"`` results: the attribution's segments are whole blocks. See
+        :func:`iglens_viz.views.causal.plot_ablation_vs`.
         """
-        if self.part != "block":
-            raise InvalidRequestError(f"plot_vs compares whole-block ablations with IG-Lens "
-                                      f"segments; this result ablated part={self.part!r} "
-                                      f"(columns {self.column_labels}): plot drop_at(...) "
-                                      f"against the matching share yourself, or ablate with "
-                                      f"part='block'")
-        cols = _segment_columns(self, attribution)
-        t = int(position)
-        if not -len(self.tokens) <= t < len(self.tokens):
-            raise IndexError(f"position {position} is out of range for {len(self.tokens)} tokens")
-        contrib = np.asarray(attribution.contributions)[t]
-        drop = self.drop[t, cols]
-        if ax is None:
-            ax = new_figure(max(4.0, 0.28 * len(drop) + 2), 3.2).add_subplot()
-        fig = ax.figure
-        x = np.arange(len(drop))
-        width = 0.4
-        ax.bar(x - width / 2, contrib, width, label="IG-Lens contribution", color="#3b6fb6")
-        ax.bar(x + width / 2, drop, width, label="ablation drop", color="#d9822b")
-        ax.axhline(0.0, color="0.3", lw=0.8)
-        labels = attribution.segment_labels
-        ax.set_xticks(x, labels, rotation=90 if len(x) > 12 else 0, fontsize=8)
-        ax.set_xlabel("block")
-        ax.set_ylabel("Δ probability")
-        ax.set_title(f"position {t % len(self.tokens)}: {plot_label(self.tokens[t])} → "
-                     f"{plot_label(self.target_tokens[t])}", fontsize=9, usetex=False)
-        onset = int(onset_segments(contrib[None])[0])
-        if onset >= 0:
-            ax.axvspan(onset - 0.5, onset + 0.5, color="0.85", zorder=0, label="onset")
-        ax.legend(fontsize=8)
-        return fig
+        from ..views.causal import plot_ablation_vs
+
+        return plot_ablation_vs(self, attribution, position, ax=ax)
 
 
 def _label(layer):
@@ -210,23 +202,6 @@ def _blocks_text(label) -> str:
     if blocks == list(range(blocks[0], blocks[-1] + 1)):
         return f"{blocks[0]}\u2013{blocks[-1]}"
     return "+".join(str(b) for b in label)
-
-
-def _segment_columns(result: AblationResult, attribution) -> list[int]:
-    """Columns of ``result`` for the segments of ``attribution``; an error if they differ."""
-    if list(np.asarray(attribution.input_ids)) != list(result.input_ids):
-        raise InvalidRequestError("the attribution and the ablation are of different prompts")
-    cols = []
-    for a, b in attribution.segments:
-        key = b if b == a + 1 else tuple(range(a + 1, b + 1))
-        if key not in result.layers and b == a + 1 and (b,) in result.layers:
-            key = (b,)
-        if key not in result.layers:
-            raise InvalidRequestError(f"the attribution's segment {a}→{b} has no ablation column; "
-                             f"ablate with layers matching its boundaries "
-                             f"{attribution.boundaries} (columns: {result.layers})")
-        cols.append(result.layers.index(key))
-    return cols
 
 
 def _parse_layers(layers, n: int, part: str = "block") -> tuple[list, list[frozenset[int]]]:

@@ -33,7 +33,6 @@ from ..core.stats import spearman
 from ..core.targets import NO_TARGET
 from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
-from ..views.static import new_figure
 from .ablation import AblationMode
 from .segments import segment_drops, segment_parts
 
@@ -111,28 +110,10 @@ class ValidationResult:
     def plot(self, ax=None):
         """Scatter of contribution vs ablation drop for every (token, segment), coloured by
         monotone / non-monotone trajectory. Returns the matplotlib Figure (built without
-        pyplot)."""
-        if ax is None:
-            ax = new_figure(4.8, 4.0).add_subplot()
-        fig = ax.figure
-        mono = self.table["monotone"].to_numpy(dtype=bool)
-        summary = self.summary()
-        for name, mask, colour in (("monotone", mono, "#3b6fb6"),
-                                   ("non-monotone", ~mono, "#d9822b")):
-            if not mask.any():
-                continue
-            row = summary.loc[name]
-            ax.scatter(self.contributions[mask].ravel(), self.drops[mask].ravel(), s=6,
-                       alpha=0.45, color=colour, linewidths=0,
-                       label=f"{name}: n={int(row.n_tokens)}, ρ̄={row.mean_spearman:.2f}, "
-                             f"hit={row.hit_rate:.0%}")
-        ax.axhline(0.0, color="0.5", lw=0.6)
-        ax.axvline(0.0, color="0.5", lw=0.6)
-        ax.set_xlabel("IG-Lens contribution")
-        ax.set_ylabel(f"ablation drop ({self.mode})")
-        ax.set_title("Contribution vs causal drop, per token and segment", fontsize=9)
-        ax.legend(fontsize=7, loc="best")
-        return fig
+        pyplot); see :func:`iglens_viz.views.causal.plot_validation`."""
+        from ..views.causal import plot_validation
+
+        return plot_validation(self, ax=ax)
 
 
 def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",

@@ -6,6 +6,9 @@
   :func:`plot_components`) and a tidy
   pandas table (:func:`to_dataframe`). matplotlib and pandas are imported only when one of
   these is first used, so the rest of the package works without them.
+* :mod:`.causal` — the figures of the causal checks (:func:`~.causal.plot_ablation_vs`,
+  :func:`~.causal.plot_validation`), behind ``AblationResult.plot_vs`` and
+  ``ValidationResult.plot``.
 """
 
 from __future__ import annotations

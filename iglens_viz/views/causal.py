@@ -1,0 +1,88 @@
+"""Figures of the causal checks: an ablation beside the attribution, and the validation scatter.
+
+The causal package computes (:class:`~iglens_viz.causal.AblationResult`,
+:class:`~iglens_viz.causal.ValidationResult`); these functions draw what it computed, and
+the results' ``plot_vs`` / ``plot`` call them, as an attribution's plots call
+:mod:`.static`. They read the results through their public fields only. Figures are built
+without pyplot, as every static view (:func:`~iglens_viz.views.static.new_figure`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.result import onset_segments
+from ..errors import InvalidRequestError
+from .static import new_figure
+from .token_format import plot_label
+
+__all__ = ["plot_ablation_vs", "plot_validation"]
+
+
+def plot_ablation_vs(ablation, attribution, position: int, ax=None):
+    """Per-block IG-Lens contribution next to the ablation drop, for one token.
+
+    ``ablation`` is an :class:`~iglens_viz.causal.AblationResult` of whole blocks
+    (``part="block"``) and ``attribution`` an :class:`~iglens_viz.AttributionResult` of the
+    same prompt and target whose segments match its columns
+    (:meth:`~iglens_viz.causal.AblationResult.segment_columns`). Returns the matplotlib Figure.
+    """
+    if ablation.part != "block":
+        raise InvalidRequestError(f"plot_vs compares whole-block ablations with IG-Lens "
+                                  f"segments; this result ablated part={ablation.part!r} "
+                                  f"(columns {ablation.column_labels}): plot drop_at(...) "
+                                  f"against the matching share yourself, or ablate with "
+                                  f"part='block'")
+    cols = ablation.segment_columns(attribution)
+    t = int(position)
+    if not -len(ablation.tokens) <= t < len(ablation.tokens):
+        raise IndexError(f"position {position} is out of range for {len(ablation.tokens)} "
+                         f"tokens")
+    contrib = np.asarray(attribution.contributions)[t]
+    drop = ablation.drop[t, cols]
+    if ax is None:
+        ax = new_figure(max(4.0, 0.28 * len(drop) + 2), 3.2).add_subplot()
+    fig = ax.figure
+    x = np.arange(len(drop))
+    width = 0.4
+    ax.bar(x - width / 2, contrib, width, label="IG-Lens contribution", color="#3b6fb6")
+    ax.bar(x + width / 2, drop, width, label="ablation drop", color="#d9822b")
+    ax.axhline(0.0, color="0.3", lw=0.8)
+    labels = attribution.segment_labels
+    ax.set_xticks(x, labels, rotation=90 if len(x) > 12 else 0, fontsize=8)
+    ax.set_xlabel("block")
+    ax.set_ylabel("Δ probability")
+    ax.set_title(f"position {t % len(ablation.tokens)}: {plot_label(ablation.tokens[t])} → "
+                 f"{plot_label(ablation.target_tokens[t])}", fontsize=9, usetex=False)
+    onset = int(onset_segments(contrib[None])[0])
+    if onset >= 0:
+        ax.axvspan(onset - 0.5, onset + 0.5, color="0.85", zorder=0, label="onset")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_validation(validation, ax=None):
+    """Scatter of contribution vs ablation drop for every (token, segment) of a
+    :class:`~iglens_viz.causal.ValidationResult`, coloured by monotone / non-monotone
+    trajectory. Returns the matplotlib Figure."""
+    if ax is None:
+        ax = new_figure(4.8, 4.0).add_subplot()
+    fig = ax.figure
+    mono = validation.table["monotone"].to_numpy(dtype=bool)
+    summary = validation.summary()
+    for name, mask, colour in (("monotone", mono, "#3b6fb6"),
+                               ("non-monotone", ~mono, "#d9822b")):
+        if not mask.any():
+            continue
+        row = summary.loc[name]
+        ax.scatter(validation.contributions[mask].ravel(), validation.drops[mask].ravel(), s=6,
+                   alpha=0.45, color=colour, linewidths=0,
+                   label=f"{name}: n={int(row.n_tokens)}, ρ̄={row.mean_spearman:.2f}, "
+                         f"hit={row.hit_rate:.0%}")
+    ax.axhline(0.0, color="0.5", lw=0.6)
+    ax.axvline(0.0, color="0.5", lw=0.6)
+    ax.set_xlabel("IG-Lens contribution")
+    ax.set_ylabel(f"ablation drop ({validation.mode})")
+    ax.set_title("Contribution vs causal drop, per token and segment", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    return fig
