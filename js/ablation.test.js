@@ -4,7 +4,7 @@ import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
 import { makeState } from "./testing/fixture.js";
 import { decodeResult, contributionRow, segmentText } from "./result.js";
 import { decodeAblation, readAblationTrait, ablationMismatch, spearman, ranks, argmax, compareAblation, rhoText } from "./ablation.js";
-import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail.js";
+import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail/ablation.js";
 import { fmtSigned } from "./format.js";
 import { createModel, mount } from "./standalone.js";
 

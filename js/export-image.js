@@ -12,7 +12,7 @@
  */
 import { s } from "./dom.js";
 import { formatToken, escapeChar } from "./tokens.js";
-import { divergingScale, sequentialScale, hexToRgb, rgbToHex, textColorFor, legendTicks, niceTicks, formatTick } from "./colorscale.js";
+import { divergingScale, hexToRgb, rgbToHex, textColorFor, legendTicks, niceTicks, formatTick } from "./colorscale.js";
 import { thinLabels, linearScale, clamp } from "./layout.js";
 import { contribution, topAt, idText } from "./result.js";
 import { cellValue, gridScale, boundaryLabel, curveValues, pinText, resultLetter } from "./figure-data.js";

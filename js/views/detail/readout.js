@@ -1,0 +1,152 @@
+/**
+ * Below and across the detail panel's charts: the crosshair and readout shared by the three
+ * charts (and chart (a)'s click, which picks the segment of the heads section), and the list
+ * of non-monotone segments and steps (text, so colour is never the only cue).
+ * @module views/detail/readout
+ */
+import { h, s, clear, listen } from "../../dom.js";
+import { formatToken } from "../../tokens.js";
+import { ruleText, stepRuleText, flagged } from "../../nonmonotone.js";
+import { topAt, segmentText, depthText } from "../../result.js";
+import { fmtProb, fmtSigned } from "../../format.js";
+
+/**
+ * @param {import("../context.js").Context} ctx
+ * @param {import("../../result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
+ * @param {import("./space.js").ChartFrame} A @param {import("./space.js").ChartFrame} B
+ * @param {import("./space.js").ChartFrame|null} C @param {ArrayLike<number>|null} drops
+ */
+export function crosshair(ctx, r, i, S, A, B, C, drops) {
+  const { M, b, k, c, lens, segFlags, x } = S;
+  /** @type {Array<() => void>} */
+  const offs = [];
+  const readout = h("div", { class: "iglens-readout", "aria-live": "off" });
+  const defaultReadout = () => {
+    clear(readout);
+    readout.appendChild(h("span", { class: "iglens-muted", text: "Hover the charts for the values at each block." }));
+  };
+  defaultReadout();
+  const guides = [A, B, C].filter(Boolean).map((F) => {
+    const line = s("line", {
+      class: "iglens-guide",
+      x1: 0,
+      x2: 0,
+      y1: M.top,
+      y2: Number(/** @type {any} */ (F).svg.getAttribute("height")) - M.bottom,
+      visibility: "hidden",
+    });
+    /** @type {any} */ (F).svg.appendChild(line);
+    return line;
+  });
+  const onMove = (/** @type {MouseEvent} */ e) => {
+    const svg = /** @type {SVGElement} */ (e.currentTarget);
+    const rect = svg.getBoundingClientRect();
+    const bx = x.invert(e.clientX - rect.left);
+    // nearest boundary
+    let jb = 0;
+    for (let j = 1; j <= k; j++) if (Math.abs(b[j] - bx) < Math.abs(b[jb] - bx)) jb = j;
+    // segment containing bx
+    let js = 0;
+    while (js < k - 1 && bx > b[js + 1]) js++;
+    const onBars = svg === A.svg;
+    const gx = onBars ? (x(b[js]) + x(b[js + 1])) / 2 : x(b[jb]);
+    for (const line of guides) {
+      line.setAttribute("x1", String(gx));
+      line.setAttribute("x2", String(gx));
+      line.setAttribute("visibility", "visible");
+    }
+    clear(readout);
+    if (onBars) {
+      readout.append(
+        h("strong", { text: segmentText(r, js) }),
+        h("span", { text: ` contribution ${fmtSigned(c[js])}` }),
+        drops ? h("span", { class: "iglens-readout-drop", text: ` \u00b7 ablation drop ${fmtSigned(drops[js])}` }) : "",
+        h("span", { class: "iglens-muted", text: ` \u00b7 ${r.targetName} ${fmtProb(lens[js])} \u2192 ${fmtProb(lens[js + 1])}` }),
+        segFlags[js] ? h("span", { class: "iglens-flag-text", text: " \u00b7 against \u0394p" }) : "",
+      );
+    } else {
+      const t = topAt(r, i, jb, 1)[0];
+      readout.append(
+        h("strong", { text: b[jb] === 0 ? "embeddings (L = 0)" : `after ${depthText(b[jb])}` }),
+        h("span", { text: ` ${r.targetName} ${fmtProb(lens[jb])}` }),
+        t ? h("span", { class: "iglens-muted", text: " \u00b7 top-1 " }) : "",
+        t ? h("span", { class: "iglens-chip", text: formatToken(t.text, { maxLen: 14 }) }) : "",
+        t ? h("span", { class: "iglens-muted", text: ` ${fmtProb(t.p)}` }) : "",
+      );
+    }
+  };
+  const onLeave = () => {
+    for (const line of guides) line.setAttribute("visibility", "hidden");
+    defaultReadout();
+  };
+  for (const F of [A, B, C]) {
+    if (!F) continue;
+    offs.push(listen(F.svg, "mousemove", onMove), listen(F.svg, "mouseleave", onLeave));
+  }
+  // a click on chart (a) picks the segment whose head shares the section below shows
+  A.svg.classList.add("iglens-chart-pick");
+  offs.push(
+    listen(A.svg, "click", (/** @type {MouseEvent} */ e) => {
+      const rect = A.svg.getBoundingClientRect();
+      const bx = x.invert(e.clientX - rect.left);
+      let js = 0;
+      while (js < k - 1 && bx > b[js + 1]) js++;
+      ctx.focusSegment(i, js);
+    }),
+  );
+  return { readout, offs };
+}
+
+/**
+ * @param {import("../../result.js").Result} r @param {import("./space.js").ChartSpace} S
+ */
+export function flagList(r, S) {
+  const { k, c, path, segFlags, stepFlags } = S;
+  const segs = flagged(segFlags);
+  const steps = [];
+  if (stepFlags) for (let j = 0; j < k; j++) for (let q = 0; q < stepFlags[j].length; q++) if (stepFlags[j][q]) steps.push([j, q]);
+  const flags = h("div", { class: "iglens-flags" });
+  const thr = r.nonmonotoneThreshold;
+  if (!segs.length && !steps.length) {
+    flags.appendChild(
+      h("span", {
+        class: "iglens-muted iglens-flag-rule",
+        text: `Monotone: no segment moves ${ruleText(thr)}` + (path ? `, and no step moves against its segment ${stepRuleText(thr)}.` : "."),
+      }),
+    );
+  } else {
+    if (segs.length) {
+      flags.appendChild(
+        h(
+          "div",
+          { class: "iglens-flag-line" },
+          h("span", { class: "iglens-flag-swatch", "aria-hidden": "true" }),
+          h("strong", { text: "Against \u0394p: " }),
+          segs.map((j) => `${c[j] < 0 ? "\u25bc" : "\u25b2"} ${r.segmentLabels[j]} (${fmtSigned(c[j])})`).join(", "),
+        ),
+      );
+    }
+    if (steps.length) {
+      const shown = steps
+        .slice(0, 12)
+        .map(([j, q]) => `${r.segmentLabels[j]} step ${q + 1}/${r.m}`)
+        .join(", ");
+      flags.appendChild(
+        h(
+          "div",
+          { class: "iglens-flag-line" },
+          h("span", { class: "iglens-flag-x", "aria-hidden": "true", text: "\u00d7" }),
+          h("strong", { text: "Steps against their segment: " }),
+          shown + (steps.length > 12 ? `, \u2026 (${steps.length} in all)` : ""),
+        ),
+      );
+    }
+    flags.appendChild(
+      h("div", {
+        class: "iglens-muted iglens-flag-rule",
+        text: `Flagged: segments that move ${ruleText(thr)}` + (path ? `; steps that move against their segment ${stepRuleText(thr)}.` : "."),
+      }),
+    );
+  }
+  return flags;
+}
