@@ -229,7 +229,8 @@ def _llama_cpp_permute(weight, n_head: int):
         .reshape(weight.shape)
 
 
-def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['content'] }}"):
+def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['content'] }}",
+                     n_layers: int = 2):
     """Write a tiny float32 Llama + byte-level BPE tokenizer as a GGUF file; return the model."""
     import gguf
     import numpy as np
@@ -238,12 +239,13 @@ def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['co
     words = ["<unk>", "<s>", "</s>", "\u0120", *"abcdefghij", "ab"]
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                         max_position_embeddings=32, tie_word_embeddings=False)
+                         num_hidden_layers=n_layers, num_attention_heads=2,
+                         num_key_value_heads=1, max_position_embeddings=32,
+                         tie_word_embeddings=False)
     model = LlamaForCausalLM(config).eval()
     sd = {k: v.numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(2)
+    w.add_block_count(n_layers)
     w.add_context_length(32)
     w.add_embedding_length(16)
     w.add_feed_forward_length(32)
@@ -265,7 +267,7 @@ def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['co
     w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
     w.add_tensor("output_norm.weight", sd["model.norm.weight"])
     w.add_tensor("output.weight", sd["lm_head.weight"])
-    for i in range(2):
+    for i in range(n_layers):
         for hf_name, gguf_name in _GGUF_NAMES.items():
             t = sd[f"model.layers.{i}.{hf_name}.weight"]
             if gguf_name in ("attn_q", "attn_k"):

@@ -23,8 +23,16 @@ def wants_chat(chat, text_or_ids, tokenizer) -> bool:
 
 def chat_prompt_ids(tokenizer, message: str) -> list[int]:
     """Token ids of ``message`` as one user turn, ready for the assistant's answer."""
-    text = tokenizer.apply_chat_template([{"role": "user", "content": message}],
-                                         tokenize=False, add_generation_prompt=True)
+    import jinja2
+
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": message}],
+                                             tokenize=False, add_generation_prompt=True)
+    except jinja2.TemplateError as err:
+        where = getattr(tokenizer, "name_or_path", "") or "the tokenizer"
+        raise InvalidRequestError(
+            f"the chat template of {where} failed: {type(err).__name__}: {err}; fix its "
+            "chat_template.jinja (or tokenizer_config.json), or pass chat=False") from err
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 

@@ -2,20 +2,25 @@
 
 The conversion is written into a temporary folder beside the target and renamed into place
 when done. Its last file, ``iglens_source.json``, records the size and SHA-256 checksum of
-every file in the folder. Every load compares the sizes (under a millisecond), so a truncated
-or missing file is noticed and the model is converted again, with a note on stderr. Checksums
-are *not* recomputed on every load: hashing the ~540 MB takes about 0.4 s even from a warm
-disk cache on a CPU with SHA extensions (more without them, or from a cold disk), against
-~3 s for a first load in a process and ~0.6 s for a repeated one, while the failures met in
-practice (a killed process, a full disk, an interrupted copy) change sizes. They are compared
-when loading the folder fails anyway (a mismatch then means: convert again), and on demand
-with :func:`verify_default_model`. A temporary folder left behind by a killed conversion
-(``.<name>.tmp-*``) is removed on the next load of the default model, once the process that
-wrote it is gone (checked on the same host) or nothing in it has changed for an hour.
+every file in the folder. Every load checks that every file still has those bytes: the sizes
+always, and the checksum of each file whose size, modification time, change time or inode
+differs from when its checksum last matched (recorded in ``.iglens_verified.json``). So a
+file rewritten in place (zeroed, random bytes, one digit changed) is hashed and found, while
+an unchanged folder costs one ``stat`` per file: hashing the 538 MB of weights takes 0.4 s of
+CPU with SHA extensions and several seconds on a busy or slow machine, against ~3 s for a
+first load in a process. Only damage that changes no file's metadata (bit rot under the file
+system) goes unseen on load; all checksums are compared again when loading the folder fails,
+and on demand with :func:`verify_default_model`. A damaged folder is converted again.
+
+A temporary folder left behind by a killed conversion (``.<name>.tmp-*``) is removed on the
+next load of the default model, once the process named in its owner file is gone (checked on
+the same host), or, with no owner file, once nothing in it changed for two minutes, or once
+nothing in it changed for an hour.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,7 +34,12 @@ from pathlib import Path
 _MARKER = "iglens_source.json"   # written last inside the cache folder: proof it is complete
 _MARKER_FORMAT = 2               # 2: the marker lists every file with its size and sha256
 _OWNER = ".iglens_owner.json"    # inside a temporary conversion folder: the process writing it
+_VERIFIED = ".iglens_verified.json"   # the stat of each file when its sha256 last matched
+_OWN_FILES = (_MARKER, _OWNER, _VERIFIED)   # iglens_viz's bookkeeping, not listed in the marker
 _STALE_TMP_S = 3600              # a temporary conversion folder unchanged this long is abandoned
+# A conversion writes its owner file right after creating its folder, so a folder without one
+# that has not changed for this long was left by a killed process (or an older iglens_viz).
+_NO_OWNER_STALE_S = 120
 
 
 # --------------------------------------------------------------------------- cache location
@@ -57,7 +67,8 @@ def cache_dir() -> Path:
 # --------------------------------------------------------------------------- marker: sizes and checksums
 
 def _sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    """Hex SHA-256 of a file, read in 1 MiB chunks (SHA-256 beats BLAKE2b where the CPU has
+    SHA extensions: 1.7 s against 3.6 s for the 538 MB weights on a busy 2-core machine)."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -65,29 +76,95 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _stat_key(st: os.stat_result) -> list[int]:
+    """What changes when a file is rewritten: size, mtime, ctime (not settable) and inode."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+# Checksums proven in this process, for a cache folder where the record cannot be written.
+_PROVEN: dict[tuple[str, tuple[int, ...]], str] = {}
+
+
+def _read_verified(folder: Path) -> dict:
+    """The record of checksums already proven in ``folder``; empty when absent or unreadable."""
+    try:
+        record = json.loads((folder / _VERIFIED).read_text())
+    except (OSError, ValueError):
+        return {}
+    files = record.get("files") if isinstance(record, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def _write_verified(folder: Path, files: dict) -> None:
+    """Replace the record of proven checksums atomically; a read-only folder is no error."""
+    tmp = folder / f"{_VERIFIED}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        tmp.write_text(json.dumps({"files": files}))
+        os.replace(tmp, folder / _VERIFIED)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
 def _write_marker(folder: Path, gguf_path: Path) -> None:
     """Write ``iglens_source.json`` (last): the source, and every file's size and sha256.
 
-    The files are also made readable by everyone (0o644), as the folder is (0o755).
+    The files are also made readable by everyone (0o644), as the folder is (0o755). The owner
+    file stays until the folder is renamed into place, so a process killed while this hashes
+    leaves a folder that the next load knows to be abandoned.
     """
-    (folder / _OWNER).unlink(missing_ok=True)
-    files = {}
+    files, verified = {}, {}
     for path in sorted(folder.iterdir()):
-        if path.name == _MARKER or not path.is_file():
+        if path.name in _OWN_FILES or not path.is_file():
             continue
         path.chmod(0o644)
-        files[path.name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+        digest = _sha256(path)
+        files[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
+        verified[path.name] = {"stat": _stat_key(path.stat()), "sha256": digest}
     marker = {"format": _MARKER_FORMAT, "source": str(gguf_path),
               "source_bytes": gguf_path.stat().st_size,
               "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "files": files}
+    _write_verified(folder, verified)
     (folder / _MARKER).write_text(json.dumps(marker, indent=2))
 
 
-def _cache_problem(folder: Path, gguf_path: Path, *, checksums: bool = False) -> str | None:
+def _checksum_problem(folder: Path, files: dict, checksums: str) -> str | None:
+    """Compare checksums: every file (``"all"``) or those changed since last proven."""
+    proven = _read_verified(folder) if checksums == "changed" else {}
+    updated, changed = {}, False
+    for name, record in sorted(files.items()):
+        path = folder / name
+        try:
+            key = _stat_key(path.stat())
+            seen = proven.get(name)
+            memo = _PROVEN.get((str(path.absolute()), tuple(key)))
+            if checksums == "changed" and (
+                    (isinstance(seen, dict) and seen.get("stat") == key
+                     and seen.get("sha256") == record.get("sha256"))
+                    or memo == record.get("sha256")):
+                updated[name] = {"stat": key, "sha256": record.get("sha256")}
+                continue
+            digest = _sha256(path)
+            after = _stat_key(path.stat())
+        except OSError as err:
+            return f"{name} cannot be read ({err.strerror or err})"
+        if digest != record.get("sha256"):
+            return f"{name} does not match the sha256 checksum recorded when it was written"
+        if after == key:                 # not rewritten while it was read
+            updated[name] = {"stat": key, "sha256": digest}
+            _PROVEN[(str(path.absolute()), tuple(key))] = digest
+        changed = True
+    if changed:
+        _write_verified(folder, updated)
+    return None
+
+
+def _cache_problem(folder: Path, gguf_path: Path, *, checksums: str = "changed") -> str | None:
     """Why ``folder`` is not a finished, intact conversion of ``gguf_path``; ``None`` if it is.
 
-    Compares every file's size with the marker (cheap); with ``checksums=True`` also its
-    SHA-256 (reads every byte, ~0.4 s for the default model).
+    Compares every file's size with the marker, then its SHA-256 checksum: ``checksums`` is
+    ``"changed"`` (every load: only files whose size, mtime, ctime or inode differ from when
+    their checksum last matched), ``"all"`` (reads every byte) or ``"sizes"`` (no checksum).
     """
     try:
         marker = json.loads((folder / _MARKER).read_text())
@@ -109,8 +186,9 @@ def _cache_problem(folder: Path, gguf_path: Path, *, checksums: bool = False) ->
     except OSError:
         pass                               # the source is only needed to convert again
     for name, record in sorted(files.items()):
-        if Path(name).name != name or not isinstance(record, dict) \
-                or not isinstance(record.get("bytes"), int):
+        if Path(name).name != name or name in _OWN_FILES or not isinstance(record, dict) \
+                or not isinstance(record.get("bytes"), int) \
+                or not isinstance(record.get("sha256"), str):
             return f"its {_MARKER} is malformed"
         try:
             size = (folder / name).stat().st_size
@@ -118,14 +196,9 @@ def _cache_problem(folder: Path, gguf_path: Path, *, checksums: bool = False) ->
             return f"{name} is missing"
         if size != record.get("bytes"):
             return f"{name} has {size:,} bytes instead of {record['bytes']:,}"
-    if checksums:
-        for name, record in sorted(files.items()):
-            try:
-                if _sha256(folder / name) != record.get("sha256"):
-                    return f"{name} does not match the sha256 checksum recorded when it was written"
-            except OSError as err:
-                return f"{name} cannot be read ({err.strerror or err})"
-    return None
+    if checksums == "sizes":
+        return None
+    return _checksum_problem(folder, files, checksums)
 
 
 
@@ -148,7 +221,8 @@ def _is_abandoned(tmp: Path, now: float) -> bool:
     """True for a temporary conversion folder no process is writing any more.
 
     Its owner file names the process; it is abandoned when that process is gone (checked on
-    the same host only), or when nothing in it changed for :data:`_STALE_TMP_S` seconds.
+    the same host only), when it has no owner file and nothing in it changed for
+    :data:`_NO_OWNER_STALE_S` seconds, or when nothing changed for :data:`_STALE_TMP_S`.
     """
     try:
         newest = max([tmp.stat().st_mtime] + [p.stat().st_mtime for p in tmp.iterdir()])
@@ -158,9 +232,14 @@ def _is_abandoned(tmp: Path, now: float) -> bool:
         return True
     try:
         owner = json.loads((tmp / _OWNER).read_text())
+    except FileNotFoundError:            # just made, or its writer was killed long ago
+        return now - newest > _NO_OWNER_STALE_S
+    except (OSError, ValueError):
+        return False
+    try:
         return owner["host"] == socket.gethostname() and not _pid_alive(int(owner["pid"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return False                     # no owner file yet: a conversion just starting
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _remove_stale_tmp(target: Path) -> list[Path]:

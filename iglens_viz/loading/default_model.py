@@ -14,6 +14,7 @@ import errno
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -38,6 +39,14 @@ _DEFAULT_N_BLOCKS = 30
 # OSError numbers that mean "this folder cannot be written", not "the source file is bad".
 _STORAGE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM")
                    if hasattr(errno, n)}
+_FULL_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n)}
+# The same, said by a writer that is not Python's (safetensors' Rust writer raises
+# SafetensorError "I/O error: No space left on device (os error 28)", not OSError).
+_FULL_TEXT = re.compile(r"No space left on device|Disk quota exceeded|not enough space on the "
+                        r"disk|StorageFull|QuotaExceeded|os error (?:"
+                        + "|".join(map(str, sorted(_FULL_ERRNOS))) + r")\b")
+# Bytes a conversion writes: measured 541.6 MB (538.1 MB of float32 weights, 3.5 MB tokenizer).
+_CONVERTED_BYTES = 545_000_000
 
 
 # --------------------------------------------------------------------------- location
@@ -105,12 +114,51 @@ def _make_world_readable(folder: Path) -> None:
     folder.chmod(0o755)
 
 
+def _free_bytes(folder: Path) -> int | None:
+    """Free bytes on the disk holding ``folder`` (or its nearest existing parent); None: unknown."""
+    for place in (folder, *folder.parents):
+        try:
+            return shutil.disk_usage(place).free
+        except OSError:
+            continue
+    return None
+
+
+def _disk_full(err: BaseException) -> bool:
+    """Whether ``err`` (or an error it came from) says the disk or the quota is full."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:
+            return True
+        if _FULL_TEXT.search(str(err)):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def _disk_full_error(folder: Path, what: str | None = None) -> ModelLoadError:
+    """The error for a disk too full to hold the converted default model: how much, where."""
+    env = os.environ.get("IGLENS_CACHE")
+    source = f" (from IGLENS_CACHE={env!r})" if env else ""
+    free = _free_bytes(folder)
+    has = f"; the disk holding it has {free / 1e6:,.0f} MB free" if free is not None else ""
+    said = f" ({what})" if what else ""
+    return ModelLoadError(
+        f"The disk is full: converting the default model into {folder}{source} needs about "
+        f"{_CONVERTED_BYTES / 1e6:,.0f} MB there{has}{said}. Free some space on that disk, "
+        "or set IGLENS_CACHE to a folder on a disk with room, e.g. IGLENS_CACHE=/other/disk/"
+        "iglens-cache; the next load converts it then.")
+
+
 def _storage_error(folder: Path, err: OSError) -> ModelLoadError:
     """The error for a cache folder that cannot be written (read-only, a file, full disk)."""
     env = os.environ.get("IGLENS_CACHE")
     source = f" (from IGLENS_CACHE={env!r})" if env else ""
     what = err.strerror or str(err)
     path = f" ({err.filename})" if getattr(err, "filename", None) else ""
+    if _disk_full(err):
+        return _disk_full_error(folder, f"{what}{path}")
     return ModelLoadError(
         f"Cannot write the converted default model into {folder}{source}: {what}{path}. "
         f"The iglens_viz cache is {cache_dir()}; it must be a writable folder with about "
@@ -126,6 +174,12 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_tmp(target)
+    except OSError as err:
+        raise _storage_error(target.parent, err) from err
+    free = _free_bytes(target.parent)
+    if free is not None and free < _CONVERTED_BYTES:
+        raise _disk_full_error(target.parent)
+    try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     except OSError as err:
         raise _storage_error(target.parent, err) from err
@@ -146,6 +200,8 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
                 raise _storage_error(target.parent, err) from err
             raise _conversion_error(gguf_path, err) from err
         except Exception as err:     # noqa: BLE001 - transformers/gguf failing on the file
+            if _disk_full(err):
+                raise _disk_full_error(target.parent, _original(err, 1)) from err
             raise _conversion_error(gguf_path, err) from err
         try:
             _write_marker(tmp, gguf_path)
@@ -156,6 +212,8 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
             except OSError:
                 if _cache_problem(target, gguf_path) is not None:
                     raise                # not a concurrent conversion that won the race
+            else:
+                (target / _OWNER).unlink(missing_ok=True)
         except OSError as err:
             raise _storage_error(target.parent, err) from err
     finally:
@@ -186,8 +244,8 @@ def _convert_or_explain(folder: Path, gguf_path: Path, problem: str) -> None:
             raise
         raise ModelLoadError(
             f"The cached default model in {folder} is incomplete or damaged ({problem}), and "
-            f"converting it again failed: {err}\nDelete that folder and try again:\n"
-            f"    {folder}") from err
+            f"converting it again failed: {err}\nDelete that folder, {folder}; the next load "
+            "converts it again.") from err
 
 
 
@@ -206,7 +264,8 @@ def _check_default(model: Any, folder: Path) -> None:
 def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
     """Load the embedded SmolLM2-135M-Instruct, converting the GGUF file on first use.
 
-    Sizes are checked on every load; checksums only when loading the folder fails.
+    Every load checks sizes, and checksums of the files changed since their last check (see
+    :mod:`.cache`); every checksum when loading the folder fails. Damage means: convert again.
     """
     gguf_path = default_gguf_path()
     folder = default_model_dir()
@@ -219,7 +278,7 @@ def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
         model, tokenizer = _from_pretrained(str(folder), load_kwargs, {"local_files_only": True},
                                             folder)
     except ModelLoadError as err:
-        problem = _cache_problem(folder, gguf_path, checksums=True)
+        problem = _cache_problem(folder, gguf_path, checksums="all")
         if problem is None:
             raise ModelLoadError(
                 f"{err}\n(The cached default model in {folder} matches the sizes and checksums "
@@ -237,13 +296,15 @@ def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
 def verify_default_model(*, checksums: bool = True) -> Path:
     """Check the converted default model against the sizes and checksums recorded at conversion.
 
-    :func:`load_model` compares sizes on every load; this also compares the SHA-256 checksums
-    (reads every byte: about 0.4 s for the ~540 MB). Nothing is converted or changed.
+    :func:`load_model` compares sizes on every load, and the SHA-256 checksums of the files
+    whose size, times or inode changed since their checksum last matched; this compares every
+    checksum (reads every byte: 0.4 s of CPU for the ~540 MB, more on a slow disk), which also
+    finds damage that changed no file's metadata. Nothing is converted or changed.
 
     Parameters
     ----------
     checksums:
-        Also compare checksums (default); ``False`` compares sizes only, as every load does.
+        Compare every checksum (default); ``False`` compares sizes only.
 
     Returns
     -------
@@ -257,9 +318,9 @@ def verify_default_model(*, checksums: bool = True) -> Path:
     """
     gguf_path = default_gguf_path()
     folder = default_model_dir()
-    problem = _cache_problem(folder, gguf_path, checksums=checksums)
+    problem = _cache_problem(folder, gguf_path, checksums="all" if checksums else "sizes")
     if problem is not None:
         raise ModelLoadError(f"The cached default model in {folder} is not intact: {problem}. "
-                             "load_model() converts it again (or delete that folder).")
+                             "The next load_model() converts it again (or delete that folder).")
     return folder
 

@@ -143,7 +143,42 @@ def _from_pretrained(name: str, model_kwargs: dict, tok_kwargs: dict,
         tokenizer = AutoTokenizer.from_pretrained(name, **tok_kwargs)
     except Exception as err:       # noqa: BLE001
         raise _tokenizer_error(name, local, err) from err
+    _check_chat_template(tokenizer, name, local)
     return model.eval(), tokenizer
+
+
+def _chat_template_file(name: str, local: Path | None) -> str:
+    """Where a tokenizer's chat template was read from, as the error messages name it."""
+    if local is not None:
+        for file in ("chat_template.jinja", "chat_template.json", "tokenizer_config.json"):
+            if (local / file).is_file():
+                return str(local / file)
+    return f"the tokenizer of {name!r}"
+
+
+def _check_chat_template(tokenizer: Any, name: str, local: Path | None) -> None:
+    """Compile the tokenizer's chat template(s) now, so a broken one is named at load time.
+
+    Compiled as ``apply_chat_template`` does (transformers caches the result, so nothing is
+    done twice); without transformers' compiler (another version) nothing is checked.
+    """
+    templates = getattr(tokenizer, "chat_template", None)
+    if not templates:
+        return
+    try:
+        import jinja2
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+    except ImportError:
+        return
+    for template in templates.values() if isinstance(templates, dict) else [templates]:
+        try:
+            _compile_jinja_template(template)
+        except jinja2.TemplateError as err:
+            line = f" (line {err.lineno})" if getattr(err, "lineno", None) else ""
+            raise ModelLoadError(
+                f"The chat template in {_chat_template_file(name, local)} is not a valid Jinja "
+                f"template: {_original(err, 2)}{line}. Fix that file, or delete it to load the "
+                "model without a chat template.") from err
 
 
 def _split_gguf(name_or_path: str | None, gguf_file: str | None) -> tuple[str | None, str | None]:
