@@ -7,7 +7,8 @@ import { decodeComponents, segmentMatrix, cellName, shortName } from "./componen
 import { divergingScale } from "./colorscale.js";
 import { fmtSigned } from "./format.js";
 import { formatToken } from "./tokens.js";
-import { NAN_COLOR, NO_SPLIT_HINT } from "./views/components.js";
+import { NO_SPLIT_HINT } from "./views/components.js";
+import { NAN_COLOR } from "./palette.js";
 import { render } from "./app.js";
 import { createModel, mount } from "./standalone.js";
 

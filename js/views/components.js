@@ -15,9 +15,8 @@ import { divergingScale, textColorFor } from "../colorscale.js";
 import { contribution, contributionRow, idText, segmentText } from "../result.js";
 import { segmentMatrix, shortName, cellName } from "../components.js";
 import { fmtSigned } from "../format.js";
+import { NAN_COLOR } from "../palette.js";
 
-/** NaN cells: the heatmap's neutral grey. */
-export const NAN_COLOR = { light: "#dcdcdc", dark: "#3a3f45" };
 
 /** Static pages without a split: how to get one. */
 export const NO_SPLIT_HINT = "attribute with components=True to see head shares";
