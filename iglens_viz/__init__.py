@@ -10,6 +10,7 @@ where the views live, so ``result.widget()`` and ``result.to_html()`` work while
 never imports them.
 """
 
+from ._version import __version__
 from .adapters import supported_families
 from .causal import ablate, validate_onset
 from .core import AttributionRequest, AttributionResult, IGLens, attribute
@@ -34,7 +35,6 @@ __all__ = ["AttributionRequest", "AttributionResult", "IGLens", "IGLensError",
            "InvalidRequestError", "ModelLoadError", "ModelOutputError", "ReadoutMismatchError",
            "Study", "UnsupportedModelError", "ablate", "attribute", "compare", "load_model",
            "study", "supported_families", "validate_onset"]
-__version__ = "0.1.0"
 
 
 def __getattr__(name):

@@ -237,6 +237,41 @@ def test_no_import_cycle_between_packages():
     assert cycles == [], {p: sorted(graph[p]) for p in cycles}
 
 
+def test_one_version_source():
+    """pyproject.toml reads the version from iglens_viz/_version.py (hatch); __version__ is
+    it, and the front end's package.json carries the same."""
+    import tomllib
+
+    import iglens_viz
+    from iglens_viz._version import __version__
+
+    root = PACKAGE.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"]
+    assert "version" in project["project"]["dynamic"]
+    assert project["tool"]["hatch"]["version"]["path"] == "iglens_viz/_version.py"
+    assert iglens_viz.__version__ == __version__
+    package_json = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    assert package_json["version"] == __version__
+
+
+def test_no_import_cycle_between_packages():
+    graph = _package_imports()
+    assert "iglens_viz.widget" not in graph.get("iglens_viz.core", set())
+    assert "iglens_viz.export" not in graph.get("iglens_viz.widget", set()) or \
+        "iglens_viz.widget" not in graph.get("iglens_viz.export", set())
+
+    def reach(start, seen):
+        for nxt in graph.get(start, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                reach(nxt, seen)
+        return seen
+
+    cycles = [p for p in graph if p in reach(p, set())]
+    assert cycles == [], {p: sorted(graph[p]) for p in cycles}
+
+
 def test_every_imported_distribution_is_declared():
     """Regression: tqdm was imported but not declared in pyproject.toml."""
     import tomllib
