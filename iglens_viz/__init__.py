@@ -28,6 +28,7 @@ for _name, _target in {
     "widget": "iglens_viz.widget.widget:IGLensWidget",
     "show": "iglens_viz.widget.widget:show",
     "to_html": "iglens_viz.export.html:to_html",
+    "ablate_segments": "iglens_viz.causal.segments:ablate_segments",  # the widget's check
 }.items():
     register(_name, _target)
 

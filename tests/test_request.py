@@ -215,26 +215,36 @@ def _package_imports() -> dict[str, set[str]]:
             else:
                 continue
             target_package = ".".join(target.split(".")[:2])
-            if target_package != package and target_package != "iglens_viz":
+            if target_package != package:  # the façade ("iglens_viz") counts like the rest
                 graph.setdefault(package, set()).add(target_package)
     return graph
 
 
-def test_no_import_cycle_between_packages():
+FLOORS = (
+    ("iglens_viz.errors", "iglens_viz._version"),
+    ("iglens_viz.adapters", "iglens_viz.loading"),
+    ("iglens_viz.core",),
+    ("iglens_viz.views", "iglens_viz.protocol"),
+    ("iglens_viz.export", "iglens_viz.widget"),
+    ("iglens_viz.causal", "iglens_viz.studies"),
+    ("iglens_viz.cli",),
+    ("iglens_viz", "iglens_viz.__main__"),  # the façade and the entry point, above all
+)
+"""The import floors, lowest first: a package imports from its own floor (without a cycle)
+and the floors below, never from above. The façade is the top floor, so no subpackage
+imports it (the version lives in the leaf ``_version``)."""
+
+
+def test_packages_import_only_their_floor_and_below():
+    floor = {package: level for level, packages in enumerate(FLOORS) for package in packages}
     graph = _package_imports()
-    assert "iglens_viz.widget" not in graph.get("iglens_viz.core", set())
-    assert "iglens_viz.export" not in graph.get("iglens_viz.widget", set()) or \
-        "iglens_viz.widget" not in graph.get("iglens_viz.export", set())
-
-    def reach(start, seen):
-        for nxt in graph.get(start, ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                reach(nxt, seen)
-        return seen
-
-    cycles = [p for p in graph if p in reach(p, set())]
-    assert cycles == [], {p: sorted(graph[p]) for p in cycles}
+    named = set(graph) | {t for targets in graph.values() for t in targets}
+    assert named - set(floor) == set(), "a package without a floor: add it to FLOORS"
+    upward = sorted(f"{p} (floor {floor[p]}) imports {t} (floor {floor[t]})"
+                    for p, targets in graph.items() for t in targets if floor[t] > floor[p])
+    assert upward == []
+    assert not any("iglens_viz" in targets for p, targets in graph.items()
+                   if p != "iglens_viz.__main__"), "a subpackage imports the façade"
 
 
 def test_one_version_source():

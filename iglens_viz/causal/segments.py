@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.boundaries import segment_parts
+from ..core.inputs import is_position_index
 from ..errors import InvalidRequestError
 from .ablation import ablate
 
@@ -34,13 +35,6 @@ class SegmentAblation(NamedTuple):
     target_id: int
     contrast_id: int | None
     seconds: float
-
-
-def is_position_index(value) -> bool:
-    """Whether ``value`` can index a position: an int (or integral float) ≥ 0, not a bool."""
-    return not isinstance(value, bool) and (
-        isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
-        and value >= 0
 
 
 def segment_drops(model, tokenizer, ids, target, plan, *, mode: str = "zero",

@@ -10,6 +10,13 @@ from .request import normalize_prompt
 _CONTEXT_ATTRS = ("max_position_embeddings", "n_positions", "n_ctx", "seq_length")
 
 
+def is_position_index(value) -> bool:
+    """Whether ``value`` can index a position: an int (or integral float) ≥ 0, not a bool."""
+    return not isinstance(value, bool) and (
+        isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
+        and value >= 0
+
+
 def context_length(config) -> int | None:
     """The longest input the model accepts, from its config (None when it does not say)."""
     for name in _CONTEXT_ATTRS:

@@ -27,9 +27,10 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from ..causal.segments import ablate_segments, is_position_index
 from ..core.components import component_segments
 from ..core.estimators import progress_hook
+from ..core.extensions import provider
+from ..core.inputs import is_position_index
 from ..errors import IGLensError, InvalidRequestError
 from ..protocol import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state, result_payload
 from ..protocol.payload import ablation_payload, components_payload, path_payload
@@ -543,8 +544,9 @@ def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict
     """The causal check of one token as the protocol's ``ablation`` dict
     (:func:`iglens_viz.protocol.payload.ablation_payload`): the drop of the lens value f at
     ``position`` when each segment of ``result`` is ablated; see
-    :func:`iglens_viz.causal.segments.ablate_segments`."""
-    done = ablate_segments(lens.model, lens.tokenizer, result, position, mode=mode)
+    :func:`iglens_viz.causal.segments.ablate_segments` (the causal package sits above the
+    widget: the package's top level registers it, as it registers the views for the core)."""
+    done = provider("ablate_segments")(lens.model, lens.tokenizer, result, position, mode=mode)
     return ablation_payload(done.position, done.drops, done.clean, result.segment_labels,
                             parts=done.parts, target_id=done.target_id,
                             contrast_id=done.contrast_id, target_name=result.target_name,
