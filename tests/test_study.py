@@ -227,6 +227,8 @@ def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, cap
     assert ig.agreement_lo <= ig.agreement <= ig.agreement_hi
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "| ig_lens |" in report and "best constant" in report
+    # The model by its display name, not its folder's full path (issue 18, defect 8).
+    assert report.startswith(f"# IG-Lens study: {Path(tiny_model_dir).name}\n")
     for figure in ("onsets.png", "methods_zero.png", "drop_vs_contribution_resample.png"):
         assert f"({figure})" in report and (out / figure).read_bytes()[:4] == b"\x89PNG"
     printed = capsys.readouterr().out

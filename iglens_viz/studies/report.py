@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.result import display_name
 from ..export.files import OutputFileError, write_atomic
+from ..views.token_format import visible_text
 from .scoring import headline
 
 __all__ = ["plot_methods", "plot_onsets", "plot_drop_vs_contribution", "write_report"]
@@ -158,7 +160,10 @@ def write_report(study, folder, summary=None) -> Path:
     summary = study.summary() if summary is None else summary
     meta = study.metadata
     table = study.table
-    lines = [f"# IG-Lens study: {meta.get('model', '')}", "",
+    # metadata's "model" is the config's name_or_path (resume checks compare it): the
+    # heading shows its display name, control and bidi characters as visible escapes.
+    model = visible_text(display_name(str(meta.get("model", ""))), keep="")
+    lines = [f"# IG-Lens study: {model}", "",
              f"{meta.get('n_prompts', '?')} prompts ({meta.get('prompts', '')}), "
              f"{table.groupby(['prompt', 'position']).ngroups} tokens, "
              f"{int(table['block'].max())} blocks; ablation modes: "
