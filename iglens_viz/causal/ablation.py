@@ -40,11 +40,11 @@ from ..core.capture import input_device
 from ..core.hooks import (Hooks, block_input, block_output_states, by_row, projection_input,
                           replace_block_output)
 from ..core.inputs import to_input_ids
+from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
 from ..core.model_mode import eval_mode
 from ..core.readout import target_probability
 from ..core.request import TargetSpec
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
-from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
 from ..errors import InvalidRequestError, UnsupportedModelError
 
 __all__ = ["ABLATION_MODES", "ABLATION_PARTS", "AblationMode", "AblationPart", "AblationResult",

@@ -19,9 +19,9 @@ from torch import nn
 
 from ..core.capture import input_device, padded_batch
 from ..core.hooks import Hooks, block_input, block_output_states, replace_block_output
+from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows, block_plan
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
-from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows, block_plan
 
 __all__ = ["AblationJob", "ablated_probabilities"]
 

@@ -17,7 +17,6 @@ from ..adapters import ModelAdapter
 from .hooks import Hooks, block_input, block_output_states, by_row
 from .model_mode import eval_mode
 
-
 CHECKED_POSITIONS = 8
 """Positions per sequence at which the model computes its own logits (see :class:`Capture`)."""
 
