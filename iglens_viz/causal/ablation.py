@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -151,7 +151,7 @@ class AblationResult:
         ``head`` (0-based) of block ``layer``."""
         return self.drop[:, self.column(layer, head)]
 
-    def segment_columns(self, attribution) -> list[int]:
+    def segment_columns(self, attribution: Any) -> list[int]:
         """The column of each segment of ``attribution`` (an
         :class:`~iglens_viz.AttributionResult` of the same prompt): the column that ablates
         the segment's blocks together, as :func:`~iglens_viz.core.boundaries.segment_parts`

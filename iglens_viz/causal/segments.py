@@ -9,14 +9,14 @@ and head can newly read — stands beside the segment's total effect through lat
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 from ..core.boundaries import segment_parts
 from ..core.inputs import is_position_index
 from ..errors import InvalidRequestError
-from .ablation import ablate
+from .ablation import AblationMode, AblationPart, ablate
 
 __all__ = ["SegmentAblation", "ablate_segments", "is_position_index", "segment_drops",
            "segment_parts"]
@@ -37,7 +37,8 @@ class SegmentAblation(NamedTuple):
     seconds: float
 
 
-def segment_drops(model, tokenizer, ids, target, plan, *, mode: str = "zero",
+def segment_drops(model: Any, tokenizer: Any, ids: Any, target: Any,
+                  plan: list[tuple[str, tuple[int, ...]]], *, mode: AblationMode = "zero",
                   batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(clean (T,), drops (T, k))``: the target probability of the unablated model and its
     drop when each segment of ``plan`` (:func:`segment_parts`) is ablated, one batched
@@ -45,15 +46,17 @@ def segment_drops(model, tokenizer, ids, target, plan, *, mode: str = "zero",
     drops = clean = None
     for part in dict.fromkeys(what for what, _ in plan):
         cols = [j for j, (what, _) in enumerate(plan) if what == part]
-        res = ablate(model, tokenizer, ids, target=target, mode=mode, part=part,
+        res = ablate(model, tokenizer, ids, target=target, mode=mode,
+                     part=cast(AblationPart, part),
                      layers=[_layer(plan[j][1]) for j in cols], batch_size=batch_size)
         if drops is None:
             clean, drops = res.clean_probs, np.empty((len(res.clean_probs), len(plan)))
         drops[:, cols] = res.drop
+    assert clean is not None and drops is not None, "a plan has at least one segment"
     return clean, drops
 
 
-def _layer(blocks: tuple[int, ...]):
+def _layer(blocks: tuple[int, ...]) -> int | tuple[int, ...]:
     """The ``layers=`` entry of a segment's blocks: the block alone, or the group."""
     return blocks[0] if len(blocks) == 1 else blocks
 

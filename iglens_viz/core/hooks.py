@@ -13,6 +13,9 @@ look like (a tensor in transformers 5, a tuple in 4.x; the input positional or t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -28,14 +31,16 @@ class Hooks:
     block ends, also when it raises (as TransformerLens's ``hooks()`` context manager)."""
 
     def __init__(self):
-        self._handles: list = []
+        self._handles: list[Any] = []
 
-    def after(self, module: nn.Module, hook, *, with_kwargs: bool = False) -> None:
+    def after(self, module: nn.Module, hook: Callable[..., Any], *,
+              with_kwargs: bool = False) -> None:
         """A forward hook: ``hook(module, args, output)`` (``args, kwargs, output`` with
         ``with_kwargs``) runs after ``module``; a value it returns replaces the output."""
         self._handles.append(module.register_forward_hook(hook, with_kwargs=with_kwargs))
 
-    def before(self, module: nn.Module, hook, *, with_kwargs: bool = False) -> None:
+    def before(self, module: nn.Module, hook: Callable[..., Any], *,
+               with_kwargs: bool = False) -> None:
         """A forward pre-hook: ``hook(module, args)`` (``args, kwargs`` with
         ``with_kwargs``) runs before ``module``; a value it returns replaces the input."""
         self._handles.append(module.register_forward_pre_hook(hook, with_kwargs=with_kwargs))
@@ -49,11 +54,11 @@ class Hooks:
     def __enter__(self) -> Hooks:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.remove()
 
 
-def block_output_states(value) -> torch.Tensor:
+def block_output_states(value: Any) -> torch.Tensor:
     """The hidden states in a decoder block's output (a tensor in transformers 5, a tuple
     in 4.x)."""
     if isinstance(value, torch.Tensor):
@@ -63,7 +68,7 @@ def block_output_states(value) -> torch.Tensor:
     raise TypeError(_BLOCK_OUTPUT.format(kind=type(value).__name__))
 
 
-def replace_block_output(output, hidden: torch.Tensor):
+def replace_block_output(output: Any, hidden: torch.Tensor) -> Any:
     """``output`` with its hidden states replaced, keeping the block's return structure."""
     if isinstance(output, torch.Tensor):
         return hidden
@@ -74,7 +79,7 @@ def replace_block_output(output, hidden: torch.Tensor):
     raise TypeError(_BLOCK_OUTPUT.format(kind=type(output).__name__))
 
 
-def block_input(args, kwargs) -> torch.Tensor:
+def block_input(args: tuple, kwargs: dict) -> torch.Tensor:
     """A decoder block's input hidden states, from a ``with_kwargs`` hook's arguments."""
     if args:
         return args[0]
@@ -91,7 +96,8 @@ def by_row(x: torch.Tensor, rows: int) -> torch.Tensor:
     return x.reshape(rows, -1, x.shape[-1])
 
 
-def projection_input(args, kwargs):
+def projection_input(args: tuple, kwargs: dict
+                     ) -> tuple[torch.Tensor, Callable[[torch.Tensor], tuple[tuple, dict]]]:
     """The output projection's input and a function that puts a replacement in its place."""
     if args:
         return args[0], lambda new: ((new, *args[1:]), kwargs)

@@ -10,7 +10,7 @@ from .request import normalize_prompt
 _CONTEXT_ATTRS = ("max_position_embeddings", "n_positions", "n_ctx", "seq_length")
 
 
-def is_position_index(value) -> bool:
+def is_position_index(value: object) -> bool:
     """Whether ``value`` can index a position: an int (or integral float) ≥ 0, not a bool."""
     return not isinstance(value, bool) and (
         isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \

@@ -10,13 +10,14 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import InvalidRequestError
 
 __all__ = ["argmax_rows", "average_ranks", "spearman", "spearman_rows"]
 
 
-def argmax_rows(x) -> np.ndarray:
+def argmax_rows(x: ArrayLike) -> np.ndarray:
     """Per row of ``x`` ``(N, k)``, the index of the largest finite value (the lowest index
     on ties); -1 when the row has no finite value."""
     x = np.asarray(x, dtype=np.float64)
@@ -43,7 +44,7 @@ def average_ranks(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return np.where(ok, ranks, 0.0)
 
 
-def spearman_rows(a, b) -> np.ndarray:
+def spearman_rows(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Spearman rank correlation of each row of ``a`` with the same row of ``b`` ``(N, k)``.
 
     Computed over the pairs finite in both, with average ranks for ties (as
@@ -70,7 +71,7 @@ def spearman_rows(a, b) -> np.ndarray:
     return np.where((n >= 2) & (den > 0), rho, np.nan)
 
 
-def spearman(a, b) -> float:
+def spearman(a: ArrayLike, b: ArrayLike) -> float:
     """Spearman rank correlation of two equal-length vectors (average ranks for ties).
 
     NaN when fewer than two finite pairs remain or either vector is constant.

@@ -9,6 +9,8 @@ without pyplot, as every static view (:func:`~iglens_viz.views.static.new_figure
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..core.result import onset_segments
@@ -19,7 +21,7 @@ from .token_format import plot_label
 __all__ = ["plot_ablation_vs", "plot_validation"]
 
 
-def plot_ablation_vs(ablation, attribution, position: int, ax=None):
+def plot_ablation_vs(ablation: Any, attribution: Any, position: int, ax: Any = None) -> Any:
     """Per-block IG-Lens contribution next to the ablation drop, for one token.
 
     ``ablation`` is an :class:`~iglens_viz.causal.AblationResult` of whole blocks
@@ -61,7 +63,7 @@ def plot_ablation_vs(ablation, attribution, position: int, ax=None):
     return fig
 
 
-def plot_validation(validation, ax=None):
+def plot_validation(validation: Any, ax: Any = None) -> Any:
     """Scatter of contribution vs ablation drop for every (token, segment) of a
     :class:`~iglens_viz.causal.ValidationResult`, coloured by monotone / non-monotone
     trajectory. Returns the matplotlib Figure."""
