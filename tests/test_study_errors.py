@@ -149,6 +149,15 @@ def test_a_254_byte_output_name_is_written(tiny_model_dir, tmp_path):
     assert longest.read_bytes() == b"ok"
 
 
+def test_a_name_too_long_fails_before_the_model_loads(tiny_model_dir, tmp_path, capsys,
+                                                      loads):
+    target = tmp_path / ("c" * 251 + ".json")
+    assert main(["w3 w5 w7", "--model", tiny_model_dir, "--no-chat", "--json",
+                 str(target)]) == 2
+    assert "its name is 256 bytes, longer than the 255" in error_line(capsys)
+    assert loads == [] and list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------------- prompt files
 
 def test_prompts_file_that_is_not_utf8_is_one_line(tiny_model_dir, tmp_path, capsys, loads):
@@ -174,6 +183,9 @@ def test_csv_prompts_use_the_header(model, tokenizer, tmp_path):
     path.write_text("text,answer\nw3 w5,\n", encoding="utf-8")
     with pytest.raises(IGLensError, match="p.csv:1: a CSV prompts file needs a header row "
                                           "with a 'prompt' column .* its header is text,answer"):
+        load_study_prompts(path)
+    path.write_text('prompt\n"w3 w5\n', encoding="utf-8")  # a quote never closed
+    with pytest.raises(IGLensError, match="p.csv:2: not valid CSV"):
         load_study_prompts(path)
 
 

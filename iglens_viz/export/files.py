@@ -24,28 +24,52 @@ def _writable(folder: Path) -> bool:
 
 
 def check_output_path(path) -> Path:
-    """``path`` as a Path, or :class:`OutputFileError` when it is a folder, or its folder does
-    not exist or is not writable (so a command can refuse a bad path before doing any
-    work)."""
+    """``path`` as a Path, or :class:`OutputFileError` when it is a folder, its folder does
+    not exist or is not writable, or its name is too long for the file system (so a command
+    can refuse a bad path before doing any work)."""
     path = Path(path)
+    try:
+        _check_output_path(path)
+    except OSError as err:  # a stat that fails otherwise than "no such file"
+        raise OutputFileError(f"cannot write {path}: {err.strerror or err}") from None
+    return path
+
+
+def _check_output_path(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise OutputFileError(f"cannot write {path}: the folder {path.parent} does not exist")
+    try:
+        longest = os.pathconf(path.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):  # no such limit to ask for here
+        longest = 255
+    size = len(path.name.encode("utf-8", "surrogateescape"))
+    if size > longest:  # before any stat of it, which would fail with ENAMETOOLONG
+        raise OutputFileError(f"cannot write {path}: its name is {size} bytes, longer than "
+                              f"the {longest} this file system allows; choose a shorter one")
     if path.is_dir():
         raise OutputFileError(f"{path} is a folder; give a file name such as "
                               f"{path / ('iglens' + (path.suffix or '.out'))}")
-    if not path.parent.is_dir():
-        raise OutputFileError(f"cannot write {path}: the folder {path.parent} does not exist")
     if not _writable(path.parent):
         raise OutputFileError(f"cannot write {path}: the folder {path.parent} is not "
                               f"writable; choose another path")
-    return path
 
 
 def check_output_folder(folder, files: tuple[str, ...] = ()) -> Path:
     """``folder`` as a Path, or :class:`OutputFileError` when it cannot become a writable
     folder: it is a file, it is not writable, or it does not exist and its nearest existing
-    parent is a file or not writable. ``files`` (names inside ``folder``, or inside its
-    subfolders such as ``parts/x``) must not be folders; a subfolder among them (a name
-    ending in ``/``) must be a writable folder if it exists. Nothing is created."""
+    parent is a file or not writable. ``files`` (names inside ``folder``) must not be
+    folders; a subfolder among them (a name ending in ``/``) must be a writable folder if it
+    exists. Nothing is created."""
     folder = Path(folder)
+    try:
+        _check_output_folder(folder, files)
+    except OSError as err:  # a stat that fails otherwise than "no such file"
+        raise OutputFileError(f"cannot use the folder {folder}: "
+                              f"{err.strerror or err}") from None
+    return folder
+
+
+def _check_output_folder(folder: Path, files: tuple[str, ...]) -> None:
     if folder.exists() and not folder.is_dir():
         raise OutputFileError(f"{folder} is a file, not a folder; give a folder path")
     if folder.is_dir():
@@ -72,7 +96,6 @@ def check_output_folder(folder, files: tuple[str, ...] = ()) -> Path:
         elif path.is_dir():
             raise OutputFileError(f"{path} is a folder where the file {name} goes; move it "
                                   f"away or choose another folder")
-    return folder
 
 
 def write_atomic(path, data: str | bytes) -> Path:
@@ -80,7 +103,7 @@ def write_atomic(path, data: str | bytes) -> Path:
     ``path`` at the end, so a reader never sees half a file and a failure leaves no trace.
 
     Raises :class:`OutputFileError` when ``path`` is a folder, its folder does not exist or
-    is not writable.
+    is not writable, or its name is too long (see :func:`check_output_path`).
     """
     path = check_output_path(path)
     folder = path.parent

@@ -12,7 +12,7 @@ prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
 from __future__ import annotations
 
 from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
-from .run import STUDY_MODES, Study, study
+from .run import STUDY_MODES, Study, StudyFolderError, study
 
-__all__ = ["BUILTIN_SETS", "STUDY_MODES", "Study", "StudyPrompt", "builtin_set",
-           "load_study_prompts", "study"]
+__all__ = ["BUILTIN_SETS", "STUDY_MODES", "Study", "StudyFolderError", "StudyPrompt",
+           "builtin_set", "load_study_prompts", "study"]

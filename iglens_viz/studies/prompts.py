@@ -134,7 +134,7 @@ def _read_text(path: Path) -> str:
 
 def _from_csv(path: Path, text: str) -> list[StudyPrompt]:
     """Rows of a CSV file with a header: ``prompt`` and an optional ``target`` column."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
         header = [name.strip() for name in (reader.fieldnames or [])]
         if "prompt" not in header:
@@ -151,7 +151,8 @@ def _from_csv(path: Path, text: str) -> list[StudyPrompt]:
             prompts.append(_from_item({"prompt": row["prompt"] or "",
                                        "target": target if target else None}, where))
     except csv.Error as err:
-        raise InvalidRequestError(f"{path.name}:{reader.line_num}: not valid CSV "
+        # line_num counts the lines read whole; the error is in the next one
+        raise InvalidRequestError(f"{path.name}:{reader.line_num + 1}: not valid CSV "
                                   f"({err})") from None
     return prompts
 
