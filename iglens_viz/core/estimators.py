@@ -141,8 +141,13 @@ def segment_gradients(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor,
         with torch.no_grad():
             _, direction, points, pair, step = buffers.segment_rows(h_a, h_b, alphas,
                                                                     n_alphas, flat)
-        points = points.detach().requires_grad_(True)
-        with torch.enable_grad():  # Readout.probability's analytic head gradient
+        # Autograd runs even inside the caller's torch.inference_mode(): there, new tensors
+        # are inference tensors, which cannot require grad or be saved for backward, so
+        # the chunk's points are cloned out of inference mode (a [rows, d] copy).
+        with torch.inference_mode(False), torch.enable_grad():
+            points = (points.clone() if points.is_inference() else points.detach())
+            points.requires_grad_(True)
+            # Readout.probability's analytic head gradient; autograd through the norm
             values = readout.probability(points, _at(ids, pair), _at(contrast, pair),
                                          block_columns=cols)
             (grad,) = torch.autograd.grad(values.sum(), points)

@@ -12,6 +12,7 @@ one from its keyword arguments and :meth:`IGLens.run` runs it; the result keeps 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -19,7 +20,7 @@ import torch
 from torch import nn
 
 from ..adapters import adapter_for
-from ..errors import InvalidRequestError, ReadoutMismatchError  # noqa: F401 (re-exported)
+from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  # noqa: F401
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .capture import Capture, capture_batch, capture_states, joined
 from .components import component_names, component_shares
@@ -30,7 +31,7 @@ from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
 from .result import AttributionResult, display_name, onset_segments
-from .selfcheck import check_model_states, check_readout
+from .selfcheck import check_model_states, check_readout, check_readout_map
 from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
 
@@ -47,13 +48,17 @@ class IGLens:
     tokenizer:
         Its tokenizer (needed for text prompts, string targets and token text).
     dtype:
-        Readout precision, ``torch.float32`` (default) or ``torch.float64``. States of
-        bf16/fp16 models are upcast before the readout.
+        Readout precision, ``torch.float32`` (default) or ``torch.float64`` (or the names
+        ``"float32"``, ``"float64"``). States of bf16/fp16 models are upcast before the
+        readout; a float16/bfloat16 readout is refused (it would be too coarse for the
+        vocabulary's logsumexp and the contributions).
     top_k:
         Number of lens tokens kept at every (layer, position).
     memory_budget:
         Bytes allowed for one block of ``[rows × vocabulary columns]`` logits, their
-        temporaries and (for bf16/fp16 models) the head block upcast for them.
+        temporaries and (for bf16/fp16 models) the head block upcast for them. A budget
+        below one row's readout tile (:func:`min_memory_budget`, e.g. ``256`` meant as
+        256 MB) is raised to it, with a warning.
     cache_size:
         How many input sequences to keep traces (and generated answers) for.
     name:
@@ -62,7 +67,8 @@ class IGLens:
         :func:`~iglens_viz.core.result.display_name`.
     """
 
-    def __init__(self, model: nn.Module, tokenizer=None, *, dtype: torch.dtype = torch.float32,
+    def __init__(self, model: nn.Module, tokenizer=None, *,
+                 dtype: torch.dtype | str = torch.float32,
                  top_k: int = 5, memory_budget: int = DEFAULT_MEMORY_BUDGET,
                  cache_size: int = 4, name: str | None = None):
         for field, value, least in (("top_k", top_k, 0), ("memory_budget", memory_budget, 1),
@@ -75,9 +81,10 @@ class IGLens:
         self.tokenizer = tokenizer
         self.name = display_name(model, name)  # results carry it as model_name
         self.adapter = adapter_for(model)
+        require_materialized(model)
         self.readout = Readout(self.adapter, dtype)
         self.top_k = int(top_k)
-        self.memory_budget = int(memory_budget)
+        self.memory_budget = _budget_with_floor(int(memory_budget), self.readout, model)
         self.cache_size = int(cache_size)
         self._cache: OrderedDict[tuple[int, ...], Trace] = OrderedDict()
         # Generated answers, keyed by (prompt ids, max_new_tokens); bounded like the traces.
@@ -223,11 +230,12 @@ class IGLens:
         # The model's own output must be finite, and the readout of h_n must reproduce it at
         # every position.
         what = type(self.model).__name__
-        check_model_states(states, what)
+        check_model_states(states, what, self.readout, captured.logits.dtype)
         map_ = readout_map(self.readout, states, top_k, self.memory_budget)
         check_readout(self.readout, map_[0][-1], captured.unembed_input, captured.checked,
                       captured.logits, what=what, adapter_name=self.adapter.family.name,
                       width=states.shape[-1], budget_bytes=self.memory_budget)
+        check_readout_map(self.readout, map_[0], map_[1], what)
         return map_
 
     def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
@@ -507,6 +515,67 @@ class IGLens:
             component_shares=None if shares is None else numpy(shares),
             component_names=None if shares is None else self.component_names,
         )
+
+
+# One row's readout tile: the narrowest vocabulary block the readout's CPU tiles use
+# (readout._MIN_TILE_COLUMNS), with the logits-sized temporaries of a gradient pass
+# (estimators._GRADIENT_COPIES) and about five state-wide vectors per row.
+_FLOOR_COLUMNS = 512
+_FLOOR_COPIES = 4
+_FLOOR_ROW_VECTORS = 5
+
+
+def min_memory_budget(readout: Readout, width: int = 0) -> int:
+    """The smallest ``memory_budget`` an :class:`IGLens` runs with: bytes for one row's
+    readout tile, ``min(V, 512)`` vocabulary columns of logits and their temporaries (plus
+    the head rows of those columns when a bf16/fp16 head is upcast) and a few per-row
+    vectors of ``width`` (the residual width d; d' when 0).
+
+    Below it every row would stream the vocabulary a few columns at a time, and a call
+    takes hours instead of seconds.
+    """
+    itemsize = torch.finfo(readout.dtype).bits // 8
+    columns = min(readout.vocab_size, _FLOOR_COLUMNS)
+    per_column = _FLOOR_COPIES + readout.head_block_width
+    return itemsize * (columns * per_column
+                       + _FLOOR_ROW_VECTORS * max(int(width), readout.feature_size))
+
+
+def _budget_with_floor(budget: int, readout: Readout, model: nn.Module) -> int:
+    """``budget``, or :func:`min_memory_budget` with a warning when it is below that."""
+    width = getattr(getattr(model, "config", None), "hidden_size", 0)
+    floor = min_memory_budget(readout, width if isinstance(width, int) else 0)
+    if budget >= floor:
+        return budget
+    meant = (f"; if you meant {budget} MB, pass memory_budget={budget} * 2**20"
+             if budget < 2**16 else "")
+    warnings.warn(f"memory_budget={budget} bytes is below one readout row's tile "
+                  f"({floor} bytes for this model's {readout.vocab_size}-token vocabulary in "
+                  f"{readout.dtype}); using {floor}. The budget is in bytes{meant}",
+                  UserWarning, stacklevel=3)
+    return floor
+
+
+def require_materialized(model: nn.Module) -> None:
+    """:class:`~iglens_viz.errors.ModelLoadError` when some weight of ``model`` is on the
+    ``meta`` device (built under ``torch.device("meta")`` or ``init_empty_weights()``, never
+    loaded) and no accelerate hook brings it in for the forward pass (offloading does)."""
+    hooked: list[str] = []
+    for name, module in model.named_modules():
+        if getattr(module, "_hf_hook", None) is not None:
+            hooked.append(name)
+            continue
+        if any(name == h or name.startswith(h + ".") or h == "" for h in hooked):
+            continue
+        for tensor_name, tensor in [*module.named_parameters(recurse=False),
+                                    *module.named_buffers(recurse=False)]:
+            if tensor is not None and tensor.is_meta:
+                where = f"{name}.{tensor_name}" if name else tensor_name
+                raise ModelLoadError(
+                    f"the model's weights are not materialised ({where} is on the meta "
+                    f"device): load it with from_pretrained(...) outside "
+                    f"init_empty_weights() / torch.device('meta'), or build it on a real "
+                    f"device")
 
 
 def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:

@@ -13,11 +13,14 @@ def eval_mode(model: nn.Module):
 
     Every forward pass iglens_viz runs on a user's model (capture, generation, ablation)
     goes through this, so a model left in training mode is measured without dropout and
-    handed back as it was.
+    handed back as it was: every submodule gets its own ``training`` flag back, so a model
+    whose parts were in different modes (a frozen, eval-mode encoder inside a model being
+    trained, say) is restored part by part, not set to one mode throughout.
     """
-    was_training = model.training
+    modes = [(module, module.training) for module in model.modules()]
     model.eval()
     try:
         yield model
     finally:
-        model.train(was_training)
+        for module, training in modes:
+            module.training = training

@@ -30,6 +30,7 @@ from torch import nn
 
 from ..adapters import ModelAdapter, execution_device
 from ..adapters.families import NORM_LAYERNORM, NORM_RMS, NORM_RMS_PLUS_ONE
+from ..errors import InvalidRequestError
 from .memory import rows_within
 
 _FALLBACK_L2 = 512 * 2**10
@@ -129,6 +130,42 @@ def tile_plan(n_rows: int, vocab_size: int, width: int, dtype: torch.dtype,
     return rows, cols
 
 
+READOUT_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+"""The readout precisions, by name (``"float"`` and ``"double"`` are accepted too)."""
+_DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "double": "float64", "fp64": "float64"}
+_DIGITS = {torch.float16: 3, torch.bfloat16: 2}
+
+
+def readout_dtype(dtype) -> torch.dtype:
+    """``torch.float32`` or ``torch.float64`` from a torch dtype, a numpy dtype or a name
+    (``"float32"``, ``"torch.float64"``, ``"double"``, …).
+
+    Raises :class:`~iglens_viz.errors.InvalidRequestError` for anything else; for float16 /
+    bfloat16 it says why: the readout's logsumexp over the vocabulary and its differences of
+    probabilities need float32 at least (a bf16/fp16 model is read out in float32, its
+    states upcast, without being asked).
+    """
+    given = dtype
+    if isinstance(dtype, str):
+        name = dtype.strip().lower().removeprefix("torch.")
+        name = _DTYPE_ALIASES.get(name, name)
+        dtype = READOUT_DTYPES.get(name, getattr(torch, name, None))
+    elif not isinstance(dtype, torch.dtype):
+        name = str(getattr(dtype, "name", None) or getattr(dtype, "__name__", ""))
+        dtype = READOUT_DTYPES.get(name, getattr(torch, name, None) if name else None)
+    if dtype in (torch.float32, torch.float64):
+        return dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        raise InvalidRequestError(
+            f"the readout dtype must be float32 or float64, not {dtype}: the readout is "
+            f"computed in float32 at least ({dtype} keeps {_DIGITS[dtype]} significant digits, "
+            f"too few for a logsumexp over the vocabulary and the small differences of "
+            f"probabilities that are the contributions); a {dtype} model's states are upcast "
+            f"to float32 anyway, so leave dtype at its default")
+    raise InvalidRequestError(f"the readout dtype must be torch.float32 or torch.float64 "
+                              f"(or the text 'float32' / 'float64'), not {given!r}")
+
+
 class Scan(NamedTuple):
     """What one streamed pass over the vocabulary gives per row (see :meth:`Readout.scan`)."""
 
@@ -155,11 +192,13 @@ def _copy_param(module: nn.Module | None, name: str, device, dtype=None) -> torc
     """``module.name`` on ``device`` (in ``dtype``, or its own dtype when None).
 
     ``.to()`` returns the same storage when nothing changes: no copy for a parameter that
-    already has the device and dtype.
+    already has the device and dtype. A copy is made outside inference mode (a normal
+    tensor, even when the lens is built inside ``torch.inference_mode()``), so the Riemann
+    gradients can use it in autograd.
     """
     if module is None:
         return None
-    with _materialized(module):
+    with _materialized(module), torch.inference_mode(False):
         tensor = getattr(module, name, None)
         if tensor is None:
             return None
@@ -204,9 +243,8 @@ class Readout:
     with a dot product per row instead of a full vocabulary matmul.
     """
 
-    def __init__(self, adapter: ModelAdapter, dtype: torch.dtype = torch.float32):
-        if dtype not in (torch.float32, torch.float64):
-            raise ValueError(f"readout dtype must be torch.float32 or torch.float64, not {dtype}")
+    def __init__(self, adapter: ModelAdapter, dtype: torch.dtype | str = torch.float32):
+        dtype = readout_dtype(dtype)
         self.dtype = dtype
         self.device = execution_device(adapter.head)
         self.norm_kind = adapter.family.norm_kind
@@ -255,7 +293,11 @@ class Readout:
                              self.device, max_rows=cols)[0]
             for c0 in range(0, self.vocab_size, cols):
                 block = self.head_block(slice(c0, c0 + cols))
-                row_norm = max(row_norm, float(block.norm(dim=-1).max()))
+                # (accumulated in float64 where the device has it: the squares of a
+                # weight beyond 1.8e19 overflow float32, and the bound would be inf)
+                wide = self.dtype if self.device.type == "mps" else torch.float64
+                row_norm = max(row_norm, float(torch.linalg.vector_norm(
+                    block, dim=-1, dtype=wide).max()))
                 low, high = torch.aminmax(block)  # max |W| without a |W| temporary
                 abs_max = max(abs_max, float(-low), float(high))
             bias = 0.0 if self.head_bias is None else float(self.head_bias.abs().max())

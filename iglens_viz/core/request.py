@@ -16,6 +16,7 @@ the request, with the same error class, :class:`~iglens_viz.errors.InvalidReques
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -228,7 +229,16 @@ class AttributionRequest:
     # ------------------------------------------------------------------ building
 
     def replace(self, **changes) -> AttributionRequest:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again); an unknown field name is an
+        :class:`~iglens_viz.errors.InvalidRequestError` naming the valid ones."""
+        names = [f.name for f in dataclasses.fields(self)]
+        unknown = [name for name in changes if name not in names]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidRequestError(
+                f"AttributionRequest has no field {', '.join(map(repr, unknown))}{hint}; the "
+                f"fields are {', '.join(names)}")
         return dataclasses.replace(self, **changes)
 
     @classmethod

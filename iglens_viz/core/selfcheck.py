@@ -69,7 +69,12 @@ to 3.4e-3 (SmolLM2).
 
 A float32/float64 model over tolerance raises :class:`ReadoutMismatchError`; a bf16/fp16 model
 gets a warning with the measured gap. NaN or Inf in the model's own states, head input or
-logits is not the readout's fault and raises :class:`ModelOutputError` instead.
+logits is not the readout's fault and raises :class:`ModelOutputError` instead; so do states
+too large for the final norm to square (:func:`norm_limit`: the model's own norm overflows
+to inf there) and a readout map whose logits are inf/NaN or so large that the readout dtype
+rounds them by more than 1 (a weight of 1e30, say): no probability means anything there.
+The tolerance's magnitudes are taken in float64, so a large but finite model never gets an
+infinite (vacuous) or NaN tolerance.
 """
 
 from __future__ import annotations
@@ -88,24 +93,96 @@ LAMBDA = 4.0
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
+# The self-check's logit comparison streams the vocabulary at least this many columns at a
+# time where the budget allows (fewer rows per block instead); the lens's smallest budget
+# (lens.min_memory_budget) fits one row of this width.
+_SPREAD_COLUMNS = 512
+
 
 def unit_roundoff(dtype: torch.dtype) -> float:
     """u = eps / 2: the largest relative error of rounding one value to ``dtype``."""
     return torch.finfo(dtype).eps / 2
 
 
-def check_model_states(states: torch.Tensor, what: str) -> None:
-    """ModelOutputError when the captured states ``[n+1, T, d]`` hold NaN or Inf."""
-    for layer in range(states.shape[0]):
+def norm_limit(dtype: torch.dtype, width: int) -> float:
+    """The largest |h_i| a final norm can square and average over ``width`` entries in
+    ``dtype`` without overflow: sqrt(finfo.max / width)."""
+    return math.sqrt(torch.finfo(dtype).max / max(1, width))
+
+
+def check_model_states(states: torch.Tensor, what: str, readout: Readout | None = None,
+                       model_dtype: torch.dtype | None = None) -> None:
+    """ModelOutputError when the captured states ``[n+1, T, d]`` hold NaN or Inf, or (given
+    the ``readout``) values so large that the final norm's mean of squares overflows: in
+    the readout dtype for every state, and for h_n also in the dtype the model's own norm
+    computes in (float32, unless a float64 model with a LayerNorm), whose output is then
+    degenerate (an overflowed RMS is inf, its scale 0: every logit 0)."""
+    n_states = states.shape[0]
+    for layer in range(n_states):
         finite = torch.isfinite(states[layer])
         if not bool(finite.all()):
             position = int((~finite).any(-1).nonzero()[0])
-            where = "the embeddings (h_0)" if layer == 0 else f"block {layer} (h_{layer})"
             raise ModelOutputError(
-                f"{what}'s forward pass produced NaN/Inf in the output of {where}, first at "
-                f"position {position}: its weights hold NaN/Inf or its dtype overflowed "
-                f"(try float32 or bfloat16). This is the model's own output, not the adapter "
-                f"or the readout")
+                f"{what}'s forward pass produced NaN/Inf in the output of {_where(layer)}, "
+                f"first at position {position}: its weights hold NaN/Inf or its dtype "
+                f"overflowed (try float32 or bfloat16). This is the model's own output, not "
+                f"the adapter or the readout")
+    if readout is None or not readout.has_norm:
+        return
+    width = states.shape[-1]
+    model_norm = torch.float64 if model_dtype == torch.float64 and \
+        readout.norm_kind not in (NORM_RMS, NORM_RMS_PLUS_ONE) else torch.float32
+    largest = states.abs().amax(-1)  # [n+1, T]
+    for layer in range(n_states):
+        last = layer == n_states - 1
+        dtypes = [readout.dtype] + ([model_norm] if last else [])
+        dtype = min(dtypes, key=lambda d: torch.finfo(d).max)
+        limit = norm_limit(dtype, width)
+        over = largest[layer] > limit
+        if bool(over.any()):
+            position = int(over.nonzero()[0])
+            wider = "" if last or readout.dtype == torch.float64 else \
+                ", or read out in float64: dtype=torch.float64"
+            raise ModelOutputError(
+                f"{what}'s residual stream reaches |h| = "
+                f"{float(largest[layer, position]):.1e} in the output of {_where(layer)}, "
+                f"position {position}, beyond {limit:.1e}, where the final norm's mean of "
+                f"squares overflows {dtype} to inf: the model produces inf/NaN there and no "
+                f"probability can be read; its weights hold extreme values (check them{wider})")
+
+
+def _where(layer: int) -> str:
+    return "the embeddings (h_0)" if layer == 0 else f"block {layer} (h_{layer})"
+
+
+def check_readout_map(readout: Readout, features: torch.Tensor,
+                      log_normalizer: torch.Tensor, what: str) -> None:
+    """ModelOutputError where the readout map (``[S, T, d']`` features and ``[S, T]``
+    log-normalisers of finite states) is NaN/Inf: the final norm's or the head's weights
+    make logits beyond the readout dtype's range."""
+    finite = torch.isfinite(features).all(-1) & torch.isfinite(log_normalizer)
+    wider = ", or read out in float64 (dtype=torch.float64)" \
+        if readout.dtype != torch.float64 else ""
+    if not bool(finite.all()):
+        row, position = (int(i) for i in (~finite).nonzero()[0])
+        raise ModelOutputError(
+            f"the readout of {what}'s states is inf/NaN in {readout.dtype} at row {row} of "
+            f"{features.shape[0]}, position {position}: the model produces logits beyond "
+            f"that range there; its final norm or head weights hold extreme values (check "
+            f"them{wider})")
+    # Logits of magnitude L are rounded by about eps·L: beyond 1/eps, log p carries an error
+    # above 1 (a factor e in p), and no probability is meaningful (nor the model's own).
+    eps = torch.finfo(readout.dtype).eps
+    size = log_normalizer.abs()
+    coarse = size * eps > 1
+    if bool(coarse.any()):
+        row, position = (int(i) for i in coarse.nonzero()[0])
+        raise ModelOutputError(
+            f"{what}'s logits reach {float(size[row, position]):.1e} (row {row} of "
+            f"{features.shape[0]}, position {position}), where {readout.dtype} rounds them by "
+            f"~{float(size[row, position]) * eps:.0e}: the model produces inf/NaN-scale "
+            f"values and no probability can be read from them; its final norm or head "
+            f"weights hold extreme values (check them)")
 
 
 def check_readout(readout: Readout, features: torch.Tensor, unembed_input: torch.Tensor,
@@ -150,21 +227,24 @@ class _Check:
                              "norm's output)", "the final norm's weights")
         self._require_finite(self.model_logits, self.checked, "logits",
                              "its weights (the head or the final norm)")
+        self._require_finite_readout()
         stats = self.readout.head_stats(self.block_columns)
         bound = 2 * stats.row_norm * (self.ours - self.theirs).norm(dim=-1)
         in_logits = ~(bound <= self.tolerance(features_only=True))  # NaN: compare logits
         in_logits[self.checked] = True
         rows = in_logits.nonzero()[:, 0]
         spread, largest = self._logit_spread(rows)
-        broken = ~torch.isfinite(spread)
         tol = self.tolerance(largest, rows)
-        ratio = torch.where(broken, torch.full_like(spread, math.inf), spread / tol)
-        worst = int(ratio.argmax())
-        if ratio[worst] <= 1:
+        self._require_finite_bounds(rows, spread, largest, tol)
+        # spread <= tol passes (0 <= 0 too); the ratio (inf where tol is 0) orders failures.
+        fails = spread > tol
+        if not bool(fails.any()):
             return
+        ratio = torch.where(fails, spread / tol, torch.zeros_like(spread))
+        worst = int(ratio.argmax())
         t = int(rows[worst])
         log_gap, prob_gap = self._gaps(t)
-        bad = int((ratio > 1).sum())
+        bad = int(fails.sum())
         message = (f"readout self-check: f(h_n) differs from {self.what}'s own output at "
                    f"{bad} of {T} positions; worst at position {t}: log-probabilities "
                    f"differ by up to {log_gap:.2e} (the logit differences spread over "
@@ -187,6 +267,33 @@ class _Check:
                 f"({self.model_dtype}) overflowed. This is the model's own output, not the "
                 f"{self.adapter_name} adapter or the readout")
 
+    def _require_finite_readout(self) -> None:
+        """ModelOutputError unless the readout's own features of h_n are finite (the model's
+        are, as checked before): its final norm or projection weights are too large for
+        the readout dtype."""
+        finite = torch.isfinite(self.ours).all(-1)
+        if not bool(finite.all()):
+            position = int(torch.arange(finite.numel())[~finite.cpu()][0])
+            raise ModelOutputError(
+                f"readout self-check: the final norm of {self.what}'s last state is inf/NaN "
+                f"in {self.readout.dtype} at position {position}: the model produces values "
+                f"beyond that range there (its final norm weights hold extreme values: "
+                f"check them, or read out in float64)")
+
+    def _require_finite_bounds(self, rows, spread, largest, tol) -> None:
+        """ModelOutputError where the logits' spread or their rounding bound is not finite:
+        the logits are too large for the readout dtype (a weight of 1e30, say), and no
+        comparison means anything there."""
+        bad = ~(torch.isfinite(spread) & torch.isfinite(tol) & torch.isfinite(largest))
+        if not bool(bad.any()):
+            return
+        i = int(bad.nonzero()[0])
+        raise ModelOutputError(
+            f"readout self-check: {self.what}'s logits at position {int(rows[i])} are too "
+            f"large to compare in {self.readout.dtype} (largest |logit| "
+            f"{float(largest[i]):.1e}): the model produces inf/NaN-sized values there; its "
+            f"weights (head or final norm) hold extreme values: check them")
+
     def _reference(self, rows: torch.Tensor, columns: slice, head: torch.Tensor | None = None
                    ) -> torch.Tensor:
         """The model's logits at ``rows`` (positions), in the readout dtype: its own where it
@@ -201,14 +308,30 @@ class _Check:
     def _logit_spread(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """gap_t and L_t (the model's largest |logit|) at positions ``rows``, streamed over
         vocabulary blocks within the memory budget (our logits, the reference, their
-        difference and the head rows, per block)."""
+        difference and the head rows, per block). Rows go in chunks small enough for blocks
+        of ``_SPREAD_COLUMNS`` columns (where the budget allows), so a small budget and many
+        rows never stream the vocabulary a few columns at a time."""
+        itemsize = torch.finfo(self.readout.dtype).bits // 8
+        cells = max(1, self.budget_bytes // itemsize)
+        head_width = self.readout.head_block_width  # an upcast head block, per column
+        min_cols = min(self.readout.vocab_size, _SPREAD_COLUMNS)
+        chunk = max(1, (cells - min_cols * head_width) // (3 * min_cols))
+        parts = [self._logit_spread_rows(rows[r0:r0 + chunk], cells)
+                 for r0 in range(0, rows.numel(), chunk)]
+        if not parts:
+            empty = torch.empty(0, device=self.readout.device, dtype=self.readout.dtype)
+            return empty, empty
+        return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+    def _logit_spread_rows(self, rows: torch.Tensor, cells: int
+                           ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`_logit_spread` of one chunk of rows, in blocks of ``cells`` elements."""
         options = dict(device=self.readout.device, dtype=self.readout.dtype)
         low = torch.full((rows.numel(),), math.inf, **options)
         high = torch.full((rows.numel(),), -math.inf, **options)
         largest = torch.zeros(rows.numel(), **options)
-        itemsize = torch.finfo(self.readout.dtype).bits // 8
         per_column = 3 * rows.numel() + self.readout.head_block_width  # + an upcast head block
-        cols = max(1, self.budget_bytes // (itemsize * per_column))
+        cols = max(1, cells // per_column)
         ours = self.ours[rows]
         for c0 in range(0, self.readout.vocab_size, cols):
             columns = slice(c0, c0 + cols)
@@ -229,6 +352,11 @@ class _Check:
         readout = self.readout
         stats = readout.head_stats(self.block_columns)
         z = self.ours if rows is None else self.ours[rows]
+        # Magnitudes in float64 (where the device has it): ‖z‖ of features beyond 1e19
+        # overflows float32, which would make the bound inf and the check vacuous.
+        wide = readout.dtype if readout.device.type == "mps" else torch.float64
+        z = z.to(wide)
+        largest = None if largest is None else largest.to(wide)
         z_norm = z.norm(dim=-1)
         sum_bound = z_norm * stats.row_norm + stats.bias
         input_bound = torch.minimum(z_norm * stats.abs_max, z.abs().amax(-1) * stats.row_norm)

@@ -21,8 +21,10 @@ import base64
 import hashlib
 import html
 import json
+import os
 import re
 
+from ..errors import InvalidRequestError
 from ..protocol import initial_state, result_payload, to_base64_state
 from ..protocol import bundle
 from ..views.token_format import visible_text
@@ -183,6 +185,9 @@ def to_html(obj, path=None, *, title: str | None = None, selected: int | None = 
     """
     from .._version import __version__
 
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidRequestError(f"to_html's path must be a str or os.PathLike (e.g. "
+                                  f"'iglens.html'), not {type(path).__name__} {path!r}")
     js, css = _bundle_text()
     state = page_state(obj, selected=selected, color_by=color_by)
     if title is None:

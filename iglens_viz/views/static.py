@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.boundaries import is_sublayer
 from ..core.trajectory import NONMONOTONE_THRESHOLD, non_monotone
+from ..errors import InvalidRequestError
 from .token_format import plot_label
 
 DEFAULT_CMAP = "RdBu_r"
@@ -309,6 +310,40 @@ def _has_top1(result) -> bool:
     return top_ids is not None and np.ndim(top_ids) == 3 and np.shape(top_ids)[-1] > 0
 
 
+class PositionTypeError(InvalidRequestError, TypeError):
+    """A position that is not an integer (also a ``TypeError``)."""
+
+
+class PositionRangeError(InvalidRequestError, IndexError):
+    """A position outside the result's tokens (also an ``IndexError``)."""
+
+
+def _token_position(result, i) -> int:
+    """``i`` as a position in [0, T) that has a target, or an InvalidRequestError naming
+    the positions that would work."""
+    T = len(result.tokens)
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        raise PositionTypeError(f"plot_token needs an integer position in [-{T}, {T}), not "
+                                f"{type(i).__name__} {i!r}")
+    if not -T <= int(i) < T:
+        raise PositionRangeError(f"position {int(i)} is out of range: the result has {T} "
+                                 f"positions; pick one in [-{T}, {T})")
+    i = int(i) % T
+    has = (np.asarray(result.target_ids) >= 0) & np.isfinite(np.asarray(result.delta_p))
+    if not has[i]:
+        ok = np.flatnonzero(has)
+        if not ok.size:
+            where = "no position has one"
+        elif ok[-1] - ok[0] + 1 == ok.size:
+            where = f"positions {ok[0]}–{ok[-1]} have one"
+        else:
+            where = "positions " + ", ".join(str(p) for p in ok[:8]) + \
+                (", …" if ok.size > 8 else "") + " have one"
+        raise InvalidRequestError(f"position {i} has no target (with target='next' the last "
+                                  f"position has none): {where}")
+    return i
+
+
 def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESHOLD,
                max_label_len: int = 12):
     """Detail figure for position ``i``.
@@ -338,10 +373,7 @@ def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESH
     -------
     The :class:`matplotlib.figure.Figure`.
     """
-    i = _check_position(result, i)
-    if int(result.target_ids[i]) < 0 or not np.isfinite(result.delta_p[i]):
-        raise ValueError(f"position {i} has no target (with target='next' the last position "
-                         f"has none); pick another position")
+    i = _token_position(result, i)
     flags = non_monotone(result, i, threshold)
     b = result.boundaries
     head = position_label(result, i, max_len=max_label_len)
