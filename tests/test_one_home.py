@@ -18,11 +18,10 @@ def test_hooks_are_removed_also_when_the_forward_pass_raises():
     def boom(mod, args, output):
         raise RuntimeError("boom")
 
-    with pytest.raises(RuntimeError, match="boom"):
-        with Hooks() as hooks:
-            hooks.before(module, lambda mod, args: seen.append("before"))
-            hooks.after(module, boom)
-            module(torch.zeros(1, 2))
+    with pytest.raises(RuntimeError, match="boom"), Hooks() as hooks:
+        hooks.before(module, lambda mod, args: seen.append("before"))
+        hooks.after(module, boom)
+        module(torch.zeros(1, 2))
     assert seen == ["before"]
     assert not module._forward_hooks and not module._forward_pre_hooks
     module(torch.zeros(1, 2))  # nothing left to raise
