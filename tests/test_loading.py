@@ -527,7 +527,7 @@ def test_marker_records_size_and_sha256_of_every_file(fake_default):
     calls, folder = fake_default
     load_model()
     files = _marker(folder)["files"]
-    on_disk = sorted(p.name for p in folder.iterdir() if p.name != cache._MARKER)
+    on_disk = sorted(p.name for p in folder.iterdir() if p.name not in cache._OWN_FILES)
     assert sorted(files) == on_disk and "model.safetensors" in on_disk
     for name, record in files.items():
         data = (folder / name).read_bytes()

@@ -100,6 +100,7 @@ def _write_verified(folder: Path, files: dict) -> None:
     tmp = folder / f"{_VERIFIED}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
         tmp.write_text(json.dumps({"files": files}))
+        tmp.chmod(0o644)
         os.replace(tmp, folder / _VERIFIED)
     except OSError:
         with contextlib.suppress(OSError):

@@ -127,13 +127,14 @@ def _free_bytes(folder: Path) -> int | None:
 def _disk_full(err: BaseException) -> bool:
     """Whether ``err`` (or an error it came from) says the disk or the quota is full."""
     seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:
+    link: BaseException | None = err
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, OSError) and link.errno in _FULL_ERRNOS:
             return True
-        if _FULL_TEXT.search(str(err)):
+        if _FULL_TEXT.search(str(link)):
             return True
-        err = err.__cause__ or err.__context__
+        link = link.__cause__ or link.__context__
     return False
 
 
