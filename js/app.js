@@ -40,17 +40,14 @@ export function detectTheme(el) {
 }
 
 /**
- * anywidget render hook.
- * @param {{model: import("./views/context.js").Model, el: HTMLElement}} props
- * @returns {() => void} cleanup
+ * The widget's parts, built and placed under `root`.
+ * @param {import("./views/context.js").Context} ctx @param {HTMLElement} root
  */
-export function render({ model, el }) {
-  const root = h("div", { class: "iglens-root" });
-  el.appendChild(root);
-  const ctx = createContext(model, root);
-
+function buildParts(ctx, root) {
   const help = createHelp();
   const titleMeta = h("span", { class: "iglens-meta" });
+  /** @type {{heatmap: ReturnType<typeof createHeatmap>, detail: ReturnType<typeof createDetail>}|null} */
+  let redraw = null;
   const head = h(
     "header",
     { class: "iglens-head" },
@@ -58,7 +55,12 @@ export function render({ model, el }) {
     h("span", { class: "iglens-title", text: "IG-Lens" }),
     titleMeta,
     h("span", { class: "iglens-spacer" }),
-    presentButton(),
+    presentButton(root, () => {
+      if (!redraw) return;
+      redraw.heatmap.full();
+      redraw.detail.render();
+      redraw.heatmap.updateSelection(true);
+    }),
     help.button,
   );
   const controls = createControls(ctx);
@@ -66,82 +68,97 @@ export function render({ model, el }) {
   const strip = createStrip(ctx);
   const heatmap = createHeatmap(ctx);
   const detail = createDetail(ctx);
+  redraw = { heatmap, detail };
   const views = createViews(ctx, heatmap); // tabs: heatmap | grid | compare, and the export buttons
   const main = h("div", { class: "iglens-main" }, views.el, detail.el);
   root.append(head, help.panel, controls.el, notice, strip.el, main);
+  return { help, titleMeta, controls, notice, strip, heatmap, detail, views, main };
+}
 
-  /** Presentation mode: text of at least 14 px everywhere (a projector), toggled in the header. */
-  function presentButton() {
-    const b = h(
-      "button",
-      {
-        type: "button",
-        class: "iglens-present-toggle",
-        "data-action": "present",
-        "aria-pressed": "false",
-        title: "Presentation mode: larger text for a projector",
-      },
-      h("span", { text: "Aa" }),
-      h("span", { class: "iglens-present-label", text: "present" }),
-    );
-    b.addEventListener("click", () => {
-      const on = !root.classList.contains("iglens-present");
-      root.classList.toggle("iglens-present", on);
-      b.setAttribute("aria-pressed", on ? "true" : "false");
-      heatmap.full();
-      detail.render();
-      heatmap.updateSelection(true);
-    });
-    return b;
+/** @typedef {ReturnType<typeof buildParts>} Parts */
+
+/**
+ * Presentation mode: text of at least 14 px everywhere (a projector), toggled in the header.
+ * @param {HTMLElement} root @param {() => void} redraw
+ */
+function presentButton(root, redraw) {
+  const b = h(
+    "button",
+    {
+      type: "button",
+      class: "iglens-present-toggle",
+      "data-action": "present",
+      "aria-pressed": "false",
+      title: "Presentation mode: larger text for a projector",
+    },
+    h("span", { text: "Aa" }),
+    h("span", { class: "iglens-present-label", text: "present" }),
+  );
+  b.addEventListener("click", () => {
+    const on = !root.classList.contains("iglens-present");
+    root.classList.toggle("iglens-present", on);
+    b.setAttribute("aria-pressed", on ? "true" : "false");
+    redraw();
+  });
+  return b;
+}
+
+/** The header's line about the result, the notice, what is hidden without one. @param {import("./views/context.js").Context} ctx @param {Parts} p */
+function showMeta(ctx, p) {
+  const r = ctx.result;
+  /** @type {string[]} */
+  const parts = [];
+  if (r) {
+    if (r.modelName) parts.push(r.modelName);
+    parts.push(`${r.nBlocks} blocks`);
+    parts.push(`${r.T} positions`);
+    // the controls' text through the token formatter: leading spaces show as \u2423
+    const tok = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
+    parts.push(`target: ${tok(r.controls.target)}` + (r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""));
+    if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
+    parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
   }
+  // one span per part: a narrow header wraps between parts instead of cutting one
+  p.titleMeta.replaceChildren(...parts.map((part, q) => h("span", { class: "iglens-meta-part", text: (q ? " \u00b7 " : "") + part })));
+  p.help.update(r);
+  p.notice.hidden = !!r;
+  p.notice.textContent = r ? "" : ctx.resultError ? `Could not read the result: ${ctx.resultError}` : "No attribution to show yet.";
+  p.strip.el.hidden = !r;
+  p.main.hidden = !r;
+}
 
-  function meta() {
-    const r = ctx.result;
-    /** @type {string[]} */
-    const parts = [];
-    if (r) {
-      if (r.modelName) parts.push(r.modelName);
-      parts.push(`${r.nBlocks} blocks`);
-      parts.push(`${r.T} positions`);
-      // the controls' text through the token formatter: leading spaces show as \u2423
-      const tok = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
-      parts.push(`target: ${tok(r.controls.target)}` + (r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""));
-      if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
-      parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
-    }
-    // one span per part: a narrow header wraps between parts instead of cutting one
-    titleMeta.replaceChildren(...parts.map((p, q) => h("span", { class: "iglens-meta-part", text: (q ? " \u00b7 " : "") + p })));
-    help.update(r);
-    notice.hidden = !!r;
-    notice.textContent = r ? "" : ctx.resultError ? `Could not read the result: ${ctx.resultError}` : "No attribution to show yet.";
-    strip.el.hidden = !r;
-    main.hidden = !r;
+/** Light or dark under root now; true when that changed. @param {HTMLElement} root @param {import("./views/context.js").Context} ctx */
+function applyTheme(root, ctx) {
+  const theme = detectTheme(root);
+  root.classList.toggle("iglens-dark", theme === "dark");
+  root.style.colorScheme = theme;
+  if (theme !== ctx.theme) {
+    ctx.theme = theme;
+    return true;
   }
+  return false;
+}
 
-  function applyTheme() {
-    const theme = detectTheme(root);
-    root.classList.toggle("iglens-dark", theme === "dark");
-    root.style.colorScheme = theme;
-    if (theme !== ctx.theme) {
-      ctx.theme = theme;
-      return true;
-    }
-    return false;
-  }
+/** @param {HTMLElement} root */
+function layoutMode(root) {
+  const w = root.clientWidth;
+  root.classList.toggle("iglens-wide", w >= 940);
+  root.classList.toggle("iglens-narrow", w > 0 && w < 560);
+}
 
-  function layoutMode() {
-    const w = root.clientWidth;
-    root.classList.toggle("iglens-wide", w >= 940);
-    root.classList.toggle("iglens-narrow", w > 0 && w < 560);
-  }
-
-  // model → views -----------------------------------------------------------------------
+/**
+ * model → views: the handler of each trait the views follow.
+ * @param {import("./views/context.js").Context} ctx @param {import("./views/context.js").Model} model @param {Parts} p
+ * @returns {Array<[string, () => void]>}
+ */
+function traitHandlers(ctx, model, p) {
+  const { strip, heatmap, views, detail, controls } = p;
   const onResult = () => {
     ctx.result = loadResult(ctx, model.get("result"));
     loadComponents(ctx);
     loadAblation(ctx);
     ctx.segmentFocus = { index: -1, j: -1 };
-    meta();
+    showMeta(ctx, p);
     strip.build();
     controls.prefill();
     heatmap.full();
@@ -179,9 +196,7 @@ export function render({ model, el }) {
     detail.render();
   };
   const onPath = () => detail.render();
-  const onFocus = () => detail.updateComponents();
-  ctx.focusListeners.add(onFocus);
-  const handlers = /** @type {Array<[string, () => void]>} */ ([
+  return [
     ["change:result", onResult],
     ["change:selected", onSelection],
     ["change:hovered", onHover],
@@ -194,28 +209,17 @@ export function render({ model, el }) {
     ["change:error", onControls],
     ["change:progress", onControls],
     ["change:path", onPath],
-  ]);
-  for (const [ev, fn] of handlers) model.on(ev, fn);
+  ];
+}
 
-  // first paint ----------------------------------------------------------------------------
-  applyTheme();
-  layoutMode();
-  meta();
-  strip.recolor();
-  heatmap.full();
-  views.full();
-  detail.render();
-
-  const rethemeAll = () => {
-    if (applyTheme()) {
-      strip.recolor();
-      heatmap.full();
-      views.full();
-      detail.render();
-    }
-  };
-
-  // resize + theme changes -------------------------------------------------------------------
+/**
+ * Resize + theme changes: lay out again when the width changes (and on the first attach,
+ * read the real background), re-theme when the page's theme changes.
+ * @param {HTMLElement} root @param {Parts} p @param {() => void} rethemeAll
+ * @returns {() => void} cleanup
+ */
+function observePage(root, p, rethemeAll) {
+  const { strip, heatmap, views, detail } = p;
   let lastW = -1;
   let opened = false;
   /** @type {ResizeObserver|null} */
@@ -231,7 +235,7 @@ export function render({ model, el }) {
         const first = lastW <= 0;
         lastW = w;
         if (w === 0) return; // detached or hidden: nothing to lay out until it is back
-        layoutMode();
+        layoutMode(root);
         if (first) rethemeAll(); // attached to the page now: the real background is known
         heatmap.resize(); // back in the page after a detach: redrawn at the view's own scroll offset
         if (!opened && w > 0) {
@@ -263,6 +267,49 @@ export function render({ model, el }) {
     mq = null;
   }
   mq?.addEventListener?.("change", rethemeAll);
+  return () => {
+    ro?.disconnect();
+    mo?.disconnect();
+    mq?.removeEventListener?.("change", rethemeAll);
+    if (rafId && typeof cancelAnimationFrame === "function") cancelAnimationFrame(rafId);
+  };
+}
+
+/**
+ * anywidget render hook.
+ * @param {{model: import("./views/context.js").Model, el: HTMLElement}} props
+ * @returns {() => void} cleanup
+ */
+export function render({ model, el }) {
+  const root = h("div", { class: "iglens-root" });
+  el.appendChild(root);
+  const ctx = createContext(model, root);
+  const p = buildParts(ctx, root);
+  const { strip, heatmap, views, detail } = p;
+
+  const onFocus = () => detail.updateComponents();
+  ctx.focusListeners.add(onFocus);
+  const handlers = traitHandlers(ctx, model, p);
+  for (const [ev, fn] of handlers) model.on(ev, fn);
+
+  // first paint ----------------------------------------------------------------------------
+  applyTheme(root, ctx);
+  layoutMode(root);
+  showMeta(ctx, p);
+  strip.recolor();
+  heatmap.full();
+  views.full();
+  detail.render();
+
+  const rethemeAll = () => {
+    if (applyTheme(root, ctx)) {
+      strip.recolor();
+      heatmap.full();
+      views.full();
+      detail.render();
+    }
+  };
+  const unobserve = observePage(root, p, rethemeAll);
 
   const offs = [
     // Escape anywhere in the widget clears the selection (inputs stop their own keys).
@@ -278,18 +325,15 @@ export function render({ model, el }) {
     for (const [ev, fn] of handlers) model.off(ev, fn);
     ctx.focusListeners.delete(onFocus);
     offs.forEach((off) => off());
-    ro?.disconnect();
-    mo?.disconnect();
-    mq?.removeEventListener?.("change", rethemeAll);
-    if (rafId && typeof cancelAnimationFrame === "function") cancelAnimationFrame(rafId);
+    unobserve();
     ctx.flush();
     ctx.dispose();
     strip.destroy();
     heatmap.destroy();
     views.destroy();
     detail.destroy();
-    controls.destroy();
-    help.destroy();
+    p.controls.destroy();
+    p.help.destroy();
     root.remove();
   };
 }

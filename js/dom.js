@@ -118,3 +118,15 @@ export function fitText(c, text, maxW) {
 export function keyValue(k, v) {
   return h("div", { class: "iglens-tt-row" }, h("span", { class: "iglens-tt-k", text: k }), h("span", { class: "iglens-tt-v", text: v }));
 }
+
+/**
+ * A canvas's 2D context, or null where canvases cannot draw (jsdom, a lost context).
+ * @param {HTMLCanvasElement} canvas @returns {CanvasRenderingContext2D|null}
+ */
+export function context2d(canvas) {
+  try {
+    return canvas.getContext("2d");
+  } catch {
+    return null;
+  }
+}

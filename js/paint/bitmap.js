@@ -6,6 +6,7 @@
  * `contributionBitmap` wraps it in an offscreen canvas.
  * @module paint/bitmap
  */
+import { context2d } from "../dom.js";
 
 /**
  * @typedef {object} Cells what the painter reads of a result
@@ -69,12 +70,7 @@ export function contributionBitmap(r, scale, nan, rowDiv = null) {
   const c = document.createElement("canvas");
   c.width = Math.max(1, r.k);
   c.height = Math.max(1, r.T);
-  let cx = null;
-  try {
-    cx = c.getContext("2d");
-  } catch {
-    cx = null;
-  }
+  const cx = context2d(c);
   if (!cx) return null;
   const img = cx.createImageData(c.width, c.height);
   paintContributions(img.data, r, scale, nan, rowDiv);

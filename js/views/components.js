@@ -17,7 +17,6 @@ import { segmentMatrix, shortName, cellName } from "../components.js";
 import { fmtSigned } from "../format.js";
 import { NAN_COLOR } from "../palette.js";
 
-
 /** Static pages without a split: how to get one. */
 export const NO_SPLIT_HINT = "attribute with components=True to see head shares";
 

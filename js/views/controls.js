@@ -35,10 +35,8 @@ export function makeRequest(v) {
   };
 }
 
-/**
- * @param {import("./context.js").Context} ctx
- */
-export function createControls(ctx) {
+/** The form's fields, the Apply button, progress, cancel and the error line. */
+function controlsDom() {
   const target = h("input", {
     name: "target",
     type: "text",
@@ -127,6 +125,14 @@ export function createControls(ctx) {
     h("div", { class: "iglens-progress-row" }, status, progress, cancel),
     error,
   );
+  return { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, form, el };
+}
+
+/**
+ * @param {import("./context.js").Context} ctx
+ */
+export function createControls(ctx) {
+  const { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, form, el } = controlsDom();
 
   function prefill() {
     const r = ctx.result;

@@ -14,7 +14,7 @@
  * (top-k list, tooltip, note); the values and scales come from `figure-data.js`.
  * @module views/grid
  */
-import { h, clear, listen } from "../dom.js";
+import { h, clear, listen, context2d } from "../dom.js";
 import { clamp } from "../layout.js";
 import { formatToken } from "../tokens.js";
 import { topAt } from "../result.js";
@@ -71,6 +71,87 @@ function gridDom(mode) {
 }
 
 /**
+ * Size the grid's elements for the scroller's width; returns the geometry.
+ * @param {ReturnType<typeof gridDom>} d @param {import("../result.js").Result} r
+ * @param {(typeof GRID_COLORS)[number]} mode
+ */
+function layoutGrid(d, r, mode) {
+  const { scroller, el, canvas } = d;
+  const g = gridGeometry({ T: r.T, rows: r.k + 1, width: scroller.clientWidth || el.clientWidth || 640 });
+  const dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
+  scroller.style.height = `${g.viewH + (g.contentW > g.viewW ? 12 : 0)}px`;
+  d.stage.style.width = `${g.viewW}px`;
+  d.stage.style.height = `${g.viewH}px`;
+  // the spacer sits under the sticky stage: its width is the scroll width, its height
+  // (with the stage's) the scroll height
+  d.spacer.style.width = `${g.contentW}px`;
+  d.spacer.style.height = `${Math.max(1, g.contentH - g.viewH)}px`;
+  canvas.width = Math.round(g.viewW * dpr);
+  canvas.height = Math.round(g.viewH * dpr);
+  canvas.style.width = `${g.viewW}px`;
+  canvas.style.height = `${g.viewH}px`;
+  canvas.setAttribute("aria-label", `Logit-lens grid of ${r.T} positions by ${r.k + 1} boundaries; arrow keys move the selection`);
+  d.note.textContent = gridNote(r, g, mode);
+  return g;
+}
+
+/** Place the tooltip next to the pointer, inside the grid. @param {HTMLElement} tooltip @param {HTMLElement} el @param {MouseEvent} e */
+function placeTooltip(tooltip, el, e) {
+  const box = el.getBoundingClientRect();
+  const tw = tooltip.offsetWidth || 220;
+  let x = e.clientX - box.left + 14;
+  if (x + tw > box.width - 4) x = e.clientX - box.left - tw - 14;
+  tooltip.style.left = `${clamp(x, 0, Math.max(0, box.width - tw))}px`;
+  tooltip.style.top = `${Math.max(0, e.clientY - box.top + 14)}px`;
+}
+
+/**
+ * The formatted top-1 label of cell (i, j), cached by cell index.
+ * @param {Map<number, string>} labels @param {import("../result.js").Result} r @param {number} i @param {number} j
+ */
+function cellLabel(labels, r, i, j) {
+  const key = i * (r.k + 1) + j;
+  let s = labels.get(key);
+  if (s === undefined) {
+    const t = topAt(r, i, j, 1)[0];
+    s = t ? formatToken(t.text, { maxLen: 8 }) : "";
+    labels.set(key, s);
+  }
+  return s;
+}
+
+/**
+ * The legend of a colouring.
+ * @param {HTMLElement} legend @param {import("../result.js").Result|null} r
+ * @param {import("../colorscale.js").Scale|null} sc @param {(typeof GRID_COLORS)[number]} mode
+ */
+function gridLegend(legend, r, sc, mode) {
+  if (!r || !sc) {
+    clear(legend);
+    return;
+  }
+  drawLegend(legend, sc, mode === "contribution" ? `contribution to ${r.targetName}` : "top-1 probability");
+}
+
+/**
+ * The pointer moved from cell `prev` to `next`: preview its position, show its tooltip.
+ * @param {import("./context.js").Context} ctx @param {ReturnType<typeof gridDom>} d
+ * @param {{pos: number, row: number}|null} prev @param {{pos: number, row: number}|null} next @param {MouseEvent} e
+ */
+function hoverCell(ctx, d, prev, next, e) {
+  const changed = !prev !== !next || (prev && next && (prev.pos !== next.pos || prev.row !== next.row));
+  if (changed) ctx.hover(next ? next.pos : -1);
+  const r = ctx.result;
+  if (!r || !next) d.tooltip.hidden = true;
+  else {
+    fillTooltip(d.tooltip, r, next);
+    d.tooltip.hidden = false;
+    placeTooltip(d.tooltip, d.el, e);
+  }
+  d.canvas.style.cursor = next ? "pointer" : "default";
+}
+
+/**
  * @param {import("./context.js").Context} ctx
  */
 export function createGrid(ctx) {
@@ -91,55 +172,20 @@ export function createGrid(ctx) {
   const labels = new Map();
   let visible = /** @type {[number, number]|null} */ (null);
 
-  const ctx2d = () => {
-    try {
-      return canvas.getContext("2d");
-    } catch {
-      return null;
-    }
-  };
   const scale = () => (ctx.result ? gridScale(ctx.result, mode, ctx.theme) : null);
 
-  function layout() {
-    const r = ctx.result;
-    if (!r) {
-      g = null;
-      return;
-    }
-    g = gridGeometry({ T: r.T, rows: r.k + 1, width: scroller.clientWidth || el.clientWidth || 640 });
+  const layout = () => {
+    g = ctx.result ? layoutGrid(d, ctx.result, mode) : null;
     dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
-    scroller.style.height = `${g.viewH + (g.contentW > g.viewW ? 12 : 0)}px`;
-    d.stage.style.width = `${g.viewW}px`;
-    d.stage.style.height = `${g.viewH}px`;
-    // the spacer sits under the sticky stage: its width is the scroll width, its height
-    // (with the stage's) the scroll height
-    d.spacer.style.width = `${g.contentW}px`;
-    d.spacer.style.height = `${Math.max(1, g.contentH - g.viewH)}px`;
-    canvas.width = Math.round(g.viewW * dpr);
-    canvas.height = Math.round(g.viewH * dpr);
-    canvas.style.width = `${g.viewW}px`;
-    canvas.style.height = `${g.viewH}px`;
-    canvas.setAttribute("aria-label", `Logit-lens grid of ${r.T} positions by ${r.k + 1} boundaries; arrow keys move the selection`);
-    d.note.textContent = gridNote(r, g, mode);
-  }
+  };
 
   /** @param {number} i @param {number} j */
-  function label(i, j) {
-    const r = /** @type {import("../result.js").Result} */ (ctx.result);
-    const key = i * (r.k + 1) + j;
-    let s = labels.get(key);
-    if (s === undefined) {
-      const t = topAt(r, i, j, 1)[0];
-      s = t ? formatToken(t.text, { maxLen: 8 }) : "";
-      labels.set(key, s);
-    }
-    return s;
-  }
+  const label = (i, j) => cellLabel(labels, /** @type {import("../result.js").Result} */ (ctx.result), i, j);
 
   function draw() {
     frame = 0;
     const r = ctx.result;
-    const c = ctx2d();
+    const c = context2d(canvas);
     if (!c || !g || !r) return;
     const sl = scroller.scrollLeft;
     const st = scroller.scrollTop;
@@ -149,8 +195,7 @@ export function createGrid(ctx) {
     visible = cols;
     el.setAttribute("data-first-column", cols ? String(cols[0]) : "");
     el.setAttribute("data-last-column", cols ? String(cols[1]) : "");
-    const sc = /** @type {import("../colorscale.js").Scale} */ (scale());
-    paintGrid(c, g, r, pal, { sl, st, cols, rows, mode, scale: sc, label });
+    paintGrid(c, g, r, pal, { sl, st, cols, rows, mode, scale: gridScale(r, mode, ctx.theme), label });
     paintGridMarks(c, g, pal, { sl, st, hovered: ctx.hovered(), selected: ctx.selected(), picked });
   }
 
@@ -159,38 +204,13 @@ export function createGrid(ctx) {
     frame = typeof requestAnimationFrame === "function" ? requestAnimationFrame(draw) : (setTimeout(draw, 16), 1);
   }
 
-  function legendUpdate() {
-    const r = ctx.result;
-    const sc = scale();
-    if (!r || !sc) {
-      clear(d.legend);
-      return;
-    }
-    drawLegend(d.legend, sc, mode === "contribution" ? `contribution to ${r.targetName}` : "top-1 probability");
-  }
+  const legendUpdate = () => gridLegend(d.legend, ctx.result, scale(), mode);
 
   /** @param {MouseEvent} e */
   function locate(e) {
     if (!g) return null;
     const rect = canvas.getBoundingClientRect();
     return gridHit(g, e.clientX - rect.left, e.clientY - rect.top, scroller.scrollLeft, scroller.scrollTop);
-  }
-
-  /** @param {MouseEvent} e */
-  function showTooltip(e) {
-    const r = ctx.result;
-    if (!r || !hit) {
-      tooltip.hidden = true;
-      return;
-    }
-    fillTooltip(tooltip, r, hit);
-    tooltip.hidden = false;
-    const box = el.getBoundingClientRect();
-    const tw = tooltip.offsetWidth || 220;
-    let x = e.clientX - box.left + 14;
-    if (x + tw > box.width - 4) x = e.clientX - box.left - tw - 14;
-    tooltip.style.left = `${clamp(x, 0, Math.max(0, box.width - tw))}px`;
-    tooltip.style.top = `${Math.max(0, e.clientY - box.top + 14)}px`;
   }
 
   /** @param {(typeof GRID_COLORS)[number]} next */
@@ -226,11 +246,8 @@ export function createGrid(ctx) {
         return;
       }
       const next = locate(e);
-      const changed = !hit !== !next || (hit && next && (hit.pos !== next.pos || hit.row !== next.row));
+      hoverCell(ctx, d, hit, next, e);
       hit = next;
-      if (changed) ctx.hover(next ? next.pos : -1);
-      showTooltip(e);
-      canvas.style.cursor = next ? "pointer" : "default";
     },
     leave() {
       hit = null;

@@ -12,7 +12,7 @@
  * note, jump search); the cells come from `paint/bitmap.js`, the colours from `palette.js`.
  * @module views/heatmap
  */
-import { h, clear, listen } from "../dom.js";
+import { h, clear, listen, context2d } from "../dom.js";
 import { heatmapGeometry, hitTest, visibleRows, scrollToRow, clamp } from "../layout.js";
 import { divergingScale } from "../colorscale.js";
 import { readPalette, defaultPalette, nanRgb } from "../palette.js";
@@ -150,14 +150,15 @@ function placeTooltip(tooltip, el, e) {
   tooltip.style.top = `${Math.max(0, y)}px`;
 }
 
-/** @param {HTMLCanvasElement} c */
-const ctx2d = (c) => {
-  try {
-    return c.getContext("2d");
-  } catch {
-    return null;
-  }
-};
+/**
+ * The row of the overview under the pointer (-1 without a result).
+ * @param {HTMLCanvasElement} minimap @param {import("../result.js").Result|null} r @param {MouseEvent} e
+ */
+function minimapRow(minimap, r, e) {
+  if (!r) return -1;
+  const rect = minimap.getBoundingClientRect();
+  return clamp(Math.floor(((e.clientY - rect.top) / Math.max(1, rect.height)) * r.T), 0, r.T - 1);
+}
 
 /**
  * The colour limit of the cells: the whole prompt's largest |contribution|, each row's own,
@@ -232,7 +233,7 @@ function heatmapCanvas(ctx, d, colouring) {
   function draw() {
     frame = 0;
     const r = ctx.result;
-    const c = ctx2d(canvas);
+    const c = context2d(canvas);
     if (!c || !g || !r) return;
     syncScroll();
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -276,7 +277,7 @@ function heatmapCanvas(ctx, d, colouring) {
 
   function paintOverlay() {
     const r = ctx.result;
-    const c = ctx2d(overlay);
+    const c = context2d(overlay);
     if (!c || !g || !r) return;
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     drawOverlay(c, g, r, pal, { top, hovered: ctx.hovered(), selected: ctx.selected(), hit });
@@ -285,7 +286,7 @@ function heatmapCanvas(ctx, d, colouring) {
   function paintMinimap() {
     const r = ctx.result;
     if (!minimapW || !g || !r) return;
-    const c = ctx2d(minimap);
+    const c = context2d(minimap);
     if (!c) return;
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     drawMinimap(c, r, pal, { w: minimapW, h: g.viewH, bitmap, visible: visibleRows(g, top), selected: ctx.selected() });
@@ -349,12 +350,7 @@ function heatmapCanvas(ctx, d, colouring) {
       scrollTo(i * g.rowH - (g.viewH - g.headerH) / 2 + g.rowH / 2);
     },
     /** The row of the overview under the pointer. @param {MouseEvent} e */
-    minimapRow(e) {
-      const r = ctx.result;
-      if (!r || !g) return -1;
-      const rect = minimap.getBoundingClientRect();
-      return clamp(Math.floor(((e.clientY - rect.top) / Math.max(1, rect.height)) * r.T), 0, r.T - 1);
-    },
+    minimapRow: (e) => (g ? minimapRow(minimap, ctx.result, e) : -1),
     cancel() {
       if (frame && typeof cancelAnimationFrame === "function") cancelAnimationFrame(frame);
     },

@@ -76,10 +76,8 @@ export function describePosition(r, i) {
   );
 }
 
-/**
- * @param {import("./context.js").Context} ctx
- */
-export function createStrip(ctx) {
+/** The strip's elements. @param {import("./context.js").Context} ctx */
+function stripDom(ctx) {
   const select = h("select", { class: "iglens-colorby", name: "color_by", "aria-label": "Colour tokens by" });
   for (const key of COLOR_BY) select.appendChild(h("option", { value: key, text: colorLabels(ctx.result)[key] }));
   const legend = createLegend("iglens-strip-legend");
@@ -109,6 +107,139 @@ export function createStrip(ctx) {
   const nmItems = h("div", { class: "iglens-nonmono-items", role: "list" });
   const nmList = h("details", { class: "iglens-nonmono-list" }, nmSummary, nmRule, nmItems);
   el.appendChild(nmList);
+  return { el, select, legend, list, nmSummary, nmRule, nmItems, nmList };
+}
+
+/**
+ * The token chips of a result (and the answer divider, line breaks after newlines).
+ * @param {import("../result.js").Result} r @returns {{frag: DocumentFragment, items: HTMLElement[]}}
+ */
+function tokenChips(r) {
+  /** @type {HTMLElement[]} */
+  const items = [];
+  const frag = document.createDocumentFragment();
+  for (let i = 0; i < r.T; i++) {
+    if (i === r.answerStart && i > 0) {
+      frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
+      frag.appendChild(
+        h(
+          "span",
+          { class: "iglens-answer-divider", role: "separator", "aria-label": "the positions that predict the generated answer follow" },
+          h("span", { text: "answer" }),
+        ),
+      );
+    }
+    const tok = r.tokens[i];
+    const chip = h("span", {
+      class:
+        "iglens-token" +
+        (i >= r.answerStart ? " iglens-token-answer" : "") +
+        (r.hasTarget[i] ? "" : " iglens-token-none") +
+        (r.nonmono.flags[i] ? " iglens-token-nonmono" : ""),
+      "data-token-index": i,
+      role: "option",
+      tabindex: -1,
+      "aria-selected": "false",
+      "data-nonmonotone": r.nonmono.flags[i] ? "" : null,
+      title: describePosition(r, i),
+    });
+    for (const part of formatTokenParts(tok, { maxLen: 32 })) {
+      if (part.mark) chip.appendChild(h("span", { class: "iglens-ws", text: part.text }));
+      else chip.appendChild(document.createTextNode(part.text));
+    }
+    items.push(chip);
+    frag.appendChild(chip);
+    if (typeof tok === "string" && tok.endsWith("\n")) frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
+  }
+  return { frag, items };
+}
+
+/**
+ * The jump list of non-monotone tokens.
+ * @param {ReturnType<typeof stripDom>} d @param {import("../result.js").Result} r
+ */
+function buildNonmono(d, r) {
+  const { nmSummary, nmRule, nmItems, nmList } = d;
+  clear(nmItems);
+  const pos = r.nonmono.positions;
+  nmSummary.textContent = `Non-monotone tokens: ${pos.length} of ${r.T}` + (pos.length ? " \u2014 click to list and jump" : "");
+  nmList.setAttribute("data-count", String(pos.length));
+  nmRule.textContent =
+    `A token is non-monotone when a segment moves ${ruleText(r.nonmonotoneThreshold)}` +
+    (r.pathProbs ? `, or an interpolation step moves against its segment ${stepRuleText(r.nonmonotoneThreshold)}` : "") +
+    ". Marked with an orange corner here and an orange mark in the heatmap's row labels.";
+  nmItems.setAttribute("data-built", "false");
+  if (nmList.open) fillNonmono(nmItems, r);
+}
+
+/**
+ * The list's buttons, built when the list is first opened (long prompts open fast).
+ * @param {HTMLElement} nmItems @param {import("../result.js").Result} r
+ */
+function fillNonmono(nmItems, r) {
+  if (nmItems.getAttribute("data-built") === "true") return;
+  nmItems.setAttribute("data-built", "true");
+  const pos = r.nonmono.positions;
+  const cap = 300;
+  for (const i of pos.slice(0, cap)) {
+    const tgt = r.targetTokens[i] || idText(r, r.targetIds[i]);
+    nmItems.appendChild(
+      h(
+        "button",
+        { type: "button", class: "iglens-jump-item", role: "listitem", "data-jump": i, title: describePosition(r, i) },
+        h("span", { class: "iglens-pos", text: `[${i}]` }),
+        " ",
+        formatToken(r.tokens[i], { maxLen: 14 }),
+        " \u2192 ",
+        formatToken(tgt, { maxLen: 14 }),
+      ),
+    );
+  }
+  if (pos.length > cap) nmItems.appendChild(h("span", { class: "iglens-muted", text: `\u2026 and ${pos.length - cap} more` }));
+}
+
+/**
+ * The token a key moves the selection to (null: not a moving key; Escape is handled apart).
+ * @param {string} key @param {number} cur the selected (or focused) token, -1 for none
+ * @param {number} T tokens @param {number} focused the token with the keyboard focus, -1 for none
+ * @returns {number|null}
+ */
+function keyTarget(key, cur, T, focused) {
+  if (key === "ArrowRight" || key === "ArrowDown") return cur < 0 ? 0 : Math.min(T - 1, cur + 1);
+  if (key === "ArrowLeft" || key === "ArrowUp") return cur < 0 ? 0 : Math.max(0, cur - 1);
+  if (key === "Home") return 0;
+  if (key === "End") return T - 1;
+  if (key === "Enter" || key === " ") return focused >= 0 ? focused : cur;
+  return null;
+}
+
+/**
+ * Colour the chips by a quantity; returns its scale and legend title.
+ * @param {HTMLElement[]} items @param {import("../result.js").Result} r
+ * @param {(typeof COLOR_BY)[number]} by @param {"light"|"dark"} theme
+ */
+function colourChips(items, r, by, theme) {
+  const { scale, value, title } = stripScale(r, by, theme);
+  for (let i = 0; i < items.length; i++) {
+    const rgb = scale.rgb(value(i));
+    const st = items[i].style;
+    if (rgb) {
+      st.backgroundColor = `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`;
+      st.color = textColorFor(rgb);
+    } else {
+      st.backgroundColor = "";
+      st.color = "";
+    }
+  }
+  return { scale, title };
+}
+
+/**
+ * @param {import("./context.js").Context} ctx
+ */
+export function createStrip(ctx) {
+  const d = stripDom(ctx);
+  const { el, select, legend, list, nmItems, nmList } = d;
 
   /** @type {HTMLElement[]} */
   let items = [];
@@ -125,83 +256,15 @@ export function createStrip(ctx) {
     if (!r) return;
     const labels = colorLabels(r);
     for (const option of select.options) option.textContent = labels[/** @type {(typeof COLOR_BY)[number]} */ (option.value)];
-    const frag = document.createDocumentFragment();
-    for (let i = 0; i < r.T; i++) {
-      if (i === r.answerStart && i > 0) {
-        frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
-        frag.appendChild(
-          h(
-            "span",
-            { class: "iglens-answer-divider", role: "separator", "aria-label": "the positions that predict the generated answer follow" },
-            h("span", { text: "answer" }),
-          ),
-        );
-      }
-      const tok = r.tokens[i];
-      const chip = h("span", {
-        class:
-          "iglens-token" +
-          (i >= r.answerStart ? " iglens-token-answer" : "") +
-          (r.hasTarget[i] ? "" : " iglens-token-none") +
-          (r.nonmono.flags[i] ? " iglens-token-nonmono" : ""),
-        "data-token-index": i,
-        role: "option",
-        tabindex: -1,
-        "aria-selected": "false",
-        "data-nonmonotone": r.nonmono.flags[i] ? "" : null,
-        title: describePosition(r, i),
-      });
-      for (const part of formatTokenParts(tok, { maxLen: 32 })) {
-        if (part.mark) chip.appendChild(h("span", { class: "iglens-ws", text: part.text }));
-        else chip.appendChild(document.createTextNode(part.text));
-      }
-      items.push(chip);
-      frag.appendChild(chip);
-      if (typeof tok === "string" && tok.endsWith("\n")) frag.appendChild(h("span", { class: "iglens-break", "aria-hidden": "true" }));
-    }
+    const chips = tokenChips(r);
+    const frag = chips.frag;
+    items = chips.items;
     list.appendChild(frag);
-    buildNonmono(r);
+    buildNonmono(d, r);
     focusIndex = Math.max(0, ctx.selected());
     if (items[focusIndex]) items[focusIndex].tabIndex = 0;
     recolor();
     updateSelection(false);
-  }
-
-  /** The jump list of non-monotone tokens. @param {import("../result.js").Result} r */
-  function buildNonmono(r) {
-    clear(nmItems);
-    const pos = r.nonmono.positions;
-    nmSummary.textContent = `Non-monotone tokens: ${pos.length} of ${r.T}` + (pos.length ? " \u2014 click to list and jump" : "");
-    nmList.setAttribute("data-count", String(pos.length));
-    nmRule.textContent =
-      `A token is non-monotone when a segment moves ${ruleText(r.nonmonotoneThreshold)}` +
-      (r.pathProbs ? `, or an interpolation step moves against its segment ${stepRuleText(r.nonmonotoneThreshold)}` : "") +
-      ". Marked with an orange corner here and an orange mark in the heatmap's row labels.";
-    nmItems.setAttribute("data-built", "false");
-    if (nmList.open) fillNonmono(r);
-  }
-
-  /** The list's buttons, built when the list is first opened (long prompts open fast). @param {import("../result.js").Result} r */
-  function fillNonmono(r) {
-    if (nmItems.getAttribute("data-built") === "true") return;
-    nmItems.setAttribute("data-built", "true");
-    const pos = r.nonmono.positions;
-    const cap = 300;
-    for (const i of pos.slice(0, cap)) {
-      const tgt = r.targetTokens[i] || idText(r, r.targetIds[i]);
-      nmItems.appendChild(
-        h(
-          "button",
-          { type: "button", class: "iglens-jump-item", role: "listitem", "data-jump": i, title: describePosition(r, i) },
-          h("span", { class: "iglens-pos", text: `[${i}]` }),
-          " ",
-          formatToken(r.tokens[i], { maxLen: 14 }),
-          " \u2192 ",
-          formatToken(tgt, { maxLen: 14 }),
-        ),
-      );
-    }
-    if (pos.length > cap) nmItems.appendChild(h("span", { class: "iglens-muted", text: `\u2026 and ${pos.length - cap} more` }));
   }
 
   /** Scroll the strip (not the page) to the selected token. */
@@ -218,18 +281,7 @@ export function createStrip(ctx) {
     }
     const by = COLOR_BY.includes(ctx.model.get("color_by")) ? ctx.model.get("color_by") : "p_final";
     if (select.value !== by) select.value = by;
-    const { scale, value, title } = stripScale(r, by, ctx.theme);
-    for (let i = 0; i < items.length; i++) {
-      const rgb = scale.rgb(value(i));
-      const st = items[i].style;
-      if (rgb) {
-        st.backgroundColor = `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`;
-        st.color = textColorFor(rgb);
-      } else {
-        st.backgroundColor = "";
-        st.color = "";
-      }
-    }
+    const { scale, title } = colourChips(items, r, by, ctx.theme);
     drawLegend(legend, scale, title, by === "onset" ? r.segmentLabels : null);
   }
 
@@ -276,7 +328,7 @@ export function createStrip(ctx) {
   const offs = [
     listen(select, "change", () => ctx.setTrait("color_by", select.value)),
     listen(nmList, "toggle", () => {
-      if (nmList.open && ctx.result) fillNonmono(ctx.result);
+      if (nmList.open && ctx.result) fillNonmono(nmItems, ctx.result);
     }),
     listen(nmItems, "click", (e) => {
       const b = e.target instanceof Element ? e.target.closest("[data-jump]") : null;
@@ -296,13 +348,8 @@ export function createStrip(ctx) {
       const r = ctx.result;
       if (!r) return;
       const cur = ctx.selected() >= 0 ? ctx.selected() : indexOf(e.target) >= 0 ? indexOf(e.target) : -1;
-      let next = null;
-      if (e.key === "ArrowRight" || e.key === "ArrowDown") next = cur < 0 ? 0 : Math.min(r.T - 1, cur + 1);
-      else if (e.key === "ArrowLeft" || e.key === "ArrowUp") next = cur < 0 ? 0 : Math.max(0, cur - 1);
-      else if (e.key === "Home") next = 0;
-      else if (e.key === "End") next = r.T - 1;
-      else if (e.key === "Enter" || e.key === " ") next = indexOf(e.target) >= 0 ? indexOf(e.target) : cur;
-      else if (e.key === "Escape") {
+      const next = keyTarget(e.key, cur, r.T, indexOf(e.target));
+      if (e.key === "Escape") {
         ctx.select(-1);
         e.preventDefault();
         e.stopPropagation();

@@ -12,6 +12,9 @@ import { createGrid } from "./grid.js";
 import { createCompare } from "./compare.js";
 import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines } from "../export-image.js";
 
+/** How long "saved …" stays beside the export buttons. */
+const SAVED_MS = 5000;
+
 const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Compare" };
 
 /**
@@ -21,15 +24,10 @@ const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Comp
  */
 
 /**
- * @param {import("./context.js").Context} ctx
- * @param {HeatmapLike} heatmap the existing heatmap view (created by app.js)
+ * The tabs, the export buttons and their status, over the slot of the views.
+ * @param {import("./context.js").Context} ctx @param {HTMLElement[]} viewEls
  */
-export function createViews(ctx, heatmap) {
-  heatmap.el.setAttribute("data-view", "heatmap"); // like the grid's and the compare view's roots
-  const grid = createGrid(ctx);
-  const compare = createCompare(ctx);
-  /** @type {Record<string, {el: HTMLElement, full: () => void, resize?: () => void, updateSelection?: (scroll: boolean) => void}>} */
-  const views = { heatmap, grid, compare };
+function switcherDom(ctx, viewEls) {
   const tabs = VIEWS.map((name) =>
     h("button", {
       type: "button",
@@ -59,8 +57,48 @@ export function createViews(ctx, heatmap) {
     status,
     ...exportButtons,
   );
-  const slot = h("div", { class: "iglens-view-slot" }, heatmap.el, grid.el, compare.el);
+  const slot = h("div", { class: "iglens-view-slot" }, ...viewEls);
   const el = h("div", { class: "iglens-views" }, bar, slot);
+  return { tabs, status, exportButtons, el };
+}
+
+/**
+ * What exporting view `name` draws, and the figure's title.
+ * @param {string} name @param {import("../result.js").Result} r
+ * @param {ReturnType<typeof createGrid>} grid @param {ReturnType<typeof createCompare>} compare
+ * @param {"light"|"dark"} theme @param {number} sel the selected position
+ * @returns {{draw: (make: any) => any, title: string}}
+ */
+function figureFor(name, r, grid, compare, theme, sel) {
+  /** @type {(make: any) => any} */
+  let draw;
+  let title = titleLines(r, name).join(" \u00b7 ");
+  if (name === "grid") {
+    const cols = grid.visible() ?? [Math.max(0, sel - 6), Math.min(r.T - 1, Math.max(0, sel - 6) + 15)];
+    draw = (make) => gridFigure(make, r, { theme, columns: cols, mode: grid.mode(), selected: sel });
+    title = titleLines(r, "logit-lens grid").join(" \u00b7 ");
+  } else if (name === "compare") {
+    const cmp = compare.comparison();
+    draw = (make) => compareFigure(make, cmp, { theme, pins: compare.pins(), y: compare.yMode(), selected: sel });
+    title = titleLines(r, cmp.multi ? "comparison" : "pinned tokens").join(" \u00b7 ");
+  } else {
+    draw = (make) => heatmapFigure(make, r, { theme, rows: heatmapRows(r.T, sel), selected: sel });
+    title = titleLines(r, "layer heatmap").join(" \u00b7 ");
+  }
+  return { draw, title };
+}
+
+/**
+ * @param {import("./context.js").Context} ctx
+ * @param {HeatmapLike} heatmap the existing heatmap view (created by app.js)
+ */
+export function createViews(ctx, heatmap) {
+  heatmap.el.setAttribute("data-view", "heatmap"); // like the grid's and the compare view's roots
+  const grid = createGrid(ctx);
+  const compare = createCompare(ctx);
+  /** @type {Record<string, {el: HTMLElement, full: () => void, resize?: () => void, updateSelection?: (scroll: boolean) => void}>} */
+  const views = { heatmap, grid, compare };
+  const { tabs, status, exportButtons, el } = switcherDom(ctx, [heatmap.el, grid.el, compare.el]);
   /** which views must rebuild before they are shown */
   const stale = new Set(["grid", "compare"]);
   let current = "";
@@ -88,6 +126,16 @@ export function createViews(ctx, heatmap) {
     }
   }
 
+  let sayTimer = /** @type {ReturnType<typeof setTimeout>|null} */ (null);
+  /** The export's status (its full text also as the title: a narrow bar cuts it); cleared after `ms`. @param {string} text @param {number} [ms] */
+  function say(text, ms = 0) {
+    if (sayTimer) clearTimeout(sayTimer);
+    sayTimer = null;
+    status.textContent = text;
+    status.title = text;
+    if (ms > 0) sayTimer = setTimeout(() => say(""), ms);
+  }
+
   /** The shown view as a figure, downloaded. @param {"png"|"svg"} kind */
   async function exportView(kind) {
     const r = ctx.result;
@@ -95,29 +143,15 @@ export function createViews(ctx, heatmap) {
     const name = active();
     const theme = ctx.theme;
     const sel = ctx.selected();
-    /** @type {(make: any) => any} */
-    let draw;
-    let title = titleLines(r, name).join(" \u00b7 ");
-    if (name === "grid") {
-      const cols = grid.visible() ?? [Math.max(0, sel - 6), Math.min(r.T - 1, Math.max(0, sel - 6) + 15)];
-      draw = (make) => gridFigure(make, r, { theme, columns: cols, mode: grid.mode(), selected: sel });
-      title = titleLines(r, "logit-lens grid").join(" \u00b7 ");
-    } else if (name === "compare") {
-      const cmp = compare.comparison();
-      draw = (make) => compareFigure(make, cmp, { theme, pins: compare.pins(), y: compare.yMode(), selected: sel });
-      title = titleLines(r, cmp.multi ? "comparison" : "pinned tokens").join(" \u00b7 ");
-    } else {
-      draw = (make) => heatmapFigure(make, r, { theme, rows: heatmapRows(r.T, sel), selected: sel });
-      title = titleLines(r, "layer heatmap").join(" \u00b7 ");
-    }
-    status.textContent = "exporting\u2026";
+    const { draw, title } = figureFor(name, r, grid, compare, theme, sel);
+    say("exporting\u2026");
     try {
       const blob = await renderFigure(kind, draw, title);
       const file = figureFileName(name, r.modelName || r.family, kind);
       download(blob, file, ctx.root);
-      status.textContent = `saved ${file}`;
+      say(`saved ${file}`, SAVED_MS);
     } catch (err) {
-      status.textContent = `could not export: ${err instanceof Error ? err.message : String(err)}`;
+      say(`could not export: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
@@ -186,6 +220,7 @@ export function createViews(ctx, heatmap) {
       ctx.model.off("change:pinned", onPins);
       ctx.model.off("change:comparison", onComparison);
       offs.forEach((off) => off());
+      if (sayTimer) clearTimeout(sayTimer);
       grid.destroy();
       compare.destroy();
     },

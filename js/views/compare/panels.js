@@ -4,7 +4,7 @@
  * marked; a click pins a row, hover reads it out.
  * @module views/compare/panels
  */
-import { h, listen } from "../../dom.js";
+import { h, listen, context2d } from "../../dom.js";
 import { clamp } from "../../layout.js";
 import { formatToken } from "../../tokens.js";
 import { fmtProb } from "../../format.js";
@@ -80,12 +80,7 @@ export function comparePanel(cmp, rr, pw, scale, nan, m, on) {
   canvas.height = Math.round(gridH * dpr);
   canvas.style.width = `${cw}px`;
   canvas.style.height = `${gridH}px`;
-  let c = null;
-  try {
-    c = canvas.getContext("2d");
-  } catch {
-    c = null;
-  }
+  const c = context2d(canvas);
   if (c) {
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     paintPanel(c, r, rr, contributionBitmap(r, scale, nan), { rowH, gridH, labelW, cw }, m);
