@@ -209,6 +209,9 @@ def test_damaged_metadata_is_named_before_the_model_loads(tiny_model_dir, tmp_pa
             study(model, tokenizer, prompts, modes=("zero",), out=out, progress=False)
         with pytest.raises(StudyFolderError, match="metadata.json is damaged"):
             Study.load(out)
+    meta.unlink()  # deleted, its parts can no longer be told from another study's
+    with pytest.raises(StudyFolderError, match="holds parts of a study but no metadata.json"):
+        study(model, tokenizer, prompts, modes=("zero",), out=out, progress=False)
 
 
 def test_metadata_is_written_atomically(model, tokenizer, tmp_path, monkeypatch):

@@ -103,8 +103,9 @@ class Study:
             raise StudyFolderError(f"{folder} holds no study (no metadata.json)")
         tables, damaged = _read_part_files(folder)
         if damaged:
-            raise StudyFolderError(f"the part {damaged[0]} is damaged ({damaged[1]}); rerun "
-                                   f"the study with out={str(folder)!r} to redo it")
+            path, reason = damaged[0]
+            raise StudyFolderError(f"the part {path} is damaged ({reason}); rerun the study "
+                                   f"with out={str(folder)!r} to redo it")
         return cls(_concat(tables), metadata)
 
 
@@ -133,21 +134,24 @@ def _part_files(folder: Path) -> list[Path]:
 
 
 def _read_part_files(folder: Path):
-    """The tables of the readable parts, and ``(path, reason)`` of the first damaged one (or
-    None). A part is written whole or not at all, so a damaged one was damaged afterwards:
-    truncated by a full disk or a copy, or not a part at all."""
+    """The tables of the readable parts, and ``(path, reason)`` of each damaged one. A part
+    is written whole or not at all, so a damaged one was damaged afterwards: truncated by a
+    full disk or a copy, or not a part at all."""
     import pandas as pd
 
-    tables = []
+    tables, damaged = [], []
     for path in _part_files(folder):
         try:
             table = pd.read_parquet(path)
         except Exception as err:  # pyarrow raises several types for a bad file
-            return tables, (path, f"{type(err).__name__}: {str(err).splitlines()[0][:120]}")
+            first = (str(err).splitlines() or [""])[0][:120]
+            damaged.append((path, f"{type(err).__name__}: {first}"))
+            continue
         if not {"prompt", "position", "segment"} <= set(table.columns):
-            return tables, (path, "not a part of a study: no prompt/position/segment columns")
+            damaged.append((path, "not a part of a study: no prompt/position/segment columns"))
+            continue
         tables.append(table)
-    return tables, None
+    return tables, damaged
 
 
 def _concat(tables):
@@ -159,7 +163,8 @@ def _concat(tables):
 def _read_parts(folder: Path):
     tables, damaged = _read_part_files(folder)
     if damaged:
-        raise StudyFolderError(f"the part {damaged[0]} is damaged ({damaged[1]})")
+        path, reason = damaged[0]
+        raise StudyFolderError(f"the part {path} is damaged ({reason})")
     return _concat(tables)
 
 
@@ -518,7 +523,6 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
 
     A damaged part (one that cannot be read back) is renamed ``<part>.damaged`` and its
     prompts are redone, as those of a missing part are; a warning names it."""
-    check_output_folder(folder, OUTPUT_FILES)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "parts").mkdir(exist_ok=True)
@@ -538,11 +542,8 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
                                    f"so they cannot be checked against this one; use a new "
                                    f"folder")
         write_atomic(meta_path, json.dumps(metadata, indent=1))
-    while True:
-        tables, damaged = _read_part_files(folder)
-        if damaged is None:
-            break
-        path, reason = damaged
+    tables, damaged = _read_part_files(folder)
+    for path, reason in damaged:
         aside = path.with_name(path.name + ".damaged")
         try:
             path.replace(aside)
@@ -551,7 +552,7 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
                                    f"moved aside ({err.strerror or err}); delete it to redo "
                                    f"its prompts") from None
         warnings.warn(f"the part {path} is damaged ({reason}); moved to {aside.name}, its "
-                      f"prompts are redone", stacklevel=3)
+                      f"prompts are redone", stacklevel=2)
     table = _concat(tables)
     return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
 
