@@ -40,15 +40,16 @@ export function fmtSigned(v) {
 }
 
 /**
- * A probability (or lens value): 3 decimals, or exponent form below 0.001.
+ * A probability (or lens value) for a person to read: 3 decimals; below 0.001 (a block-0
+ * probability such as 3.7e-33) "< 0.001" (or "> −0.001" for a tiny negative difference).
  * @param {number} p
  */
 export function fmtProb(p) {
   if (!Number.isFinite(p)) return "\u2013";
   if (p === 0) return "0";
   const a = Math.abs(p);
-  const body = a >= 1e-3 ? a.toFixed(3) : a.toExponential(1);
-  return (p < 0 ? MINUS : "") + body;
+  if (a < 1e-3) return p < 0 ? `> ${MINUS}0.001` : "< 0.001";
+  return (p < 0 ? MINUS : "") + a.toFixed(3);
 }
 
 /**
