@@ -167,7 +167,7 @@ def test_output_to_a_folder_is_refused_before_anything_is_written(tiny_model_dir
 
 def test_outputs_are_written_atomically(tiny_model_dir, tmp_path, monkeypatch):
     """A failure while writing leaves the old file whole and no temporary file behind."""
-    import iglens_viz.export.files as files
+    import iglens_viz.files as files
 
     out = tmp_path / "out.json"
     out.write_text("old")

@@ -221,7 +221,7 @@ def _package_imports() -> dict[str, set[str]]:
 
 
 FLOORS = (
-    ("iglens_viz.errors", "iglens_viz._version"),
+    ("iglens_viz.errors", "iglens_viz._version", "iglens_viz.files"),
     ("iglens_viz.adapters", "iglens_viz.loading"),
     ("iglens_viz.core",),
     ("iglens_viz.views", "iglens_viz.protocol"),

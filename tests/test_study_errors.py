@@ -14,7 +14,7 @@ import pytest
 
 from iglens_viz import IGLensError, study
 from iglens_viz.cli import commands, main
-from iglens_viz.export.files import OutputFileError, write_atomic
+from iglens_viz.files import OutputFileError, write_atomic
 from iglens_viz.studies.prompts import load_study_prompts
 from iglens_viz.studies.run import Study, StudyFolderError
 
@@ -215,7 +215,7 @@ def test_damaged_metadata_is_named_before_the_model_loads(tiny_model_dir, tmp_pa
 
 
 def test_metadata_is_written_atomically(model, tokenizer, tmp_path, monkeypatch):
-    import iglens_viz.export.files as files
+    import iglens_viz.files as files
 
     def full_disk(src, dst):
         raise OSError(28, "No space left on device")

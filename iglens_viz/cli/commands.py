@@ -156,7 +156,7 @@ def _study_parser() -> argparse.ArgumentParser:
 def run_study(argv: list[str]) -> int:
     """``iglens study PROMPTS --out DIR``: the study, its summary and its report."""
     args = _study_parser().parse_args(argv)
-    from ..export.files import check_output_folder, write_atomic
+    from ..files import check_output_folder, write_atomic
     from ..studies import load_study_prompts, study
     from ..studies.run import OUTPUT_FILES, STUDY_MODES, read_metadata, write_table
     from ..studies.scoring import headline
@@ -209,7 +209,7 @@ def _load(name, dtype=None, device=None):
 
 def _check_outputs(*paths: Path | None) -> None:
     """Refuse bad output paths before any work is done (and before any file is written)."""
-    from ..export.files import check_output_path
+    from ..files import check_output_path
 
     for path in paths:
         if path is not None:
@@ -237,7 +237,7 @@ def run_attribute(argv: list[str]) -> int:
     from rich.text import Text
 
     from ..core import AttributionRequest, IGLens
-    from ..export.files import write_atomic
+    from ..files import write_atomic
 
     generate = args.generate if args.generate is not None else (0 if args.no_chat else 16)
     request = AttributionRequest.from_controls(
@@ -286,7 +286,7 @@ def run_validate(argv: list[str]) -> int:
     """``iglens validate [options]``: onset vs ablation over the shipped prompts."""
     args = _validate_parser().parse_args(argv)
     from ..causal import load_prompts, validate_onset
-    from ..export.files import write_atomic
+    from ..files import write_atomic
 
     prompts = load_prompts(args.category)
     if args.limit is not None:

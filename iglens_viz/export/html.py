@@ -28,7 +28,7 @@ from ..errors import InvalidRequestError
 from ..protocol import initial_state, result_payload, to_base64_state
 from ..protocol import bundle
 from ..views.token_format import visible_text
-from .files import write_atomic
+from ..files import write_atomic
 
 __all__ = ["CSP", "page_state", "to_html"]
 

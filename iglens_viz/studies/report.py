@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.result import display_name
-from ..export.files import OutputFileError, write_atomic
+from ..files import OutputFileError, write_atomic
 from ..views.token_format import visible_text
 from .scoring import headline
 

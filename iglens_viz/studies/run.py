@@ -43,7 +43,7 @@ from ..core.readout import target_probability
 from ..core.trace import block_plan
 from ..core.trajectory import is_monotone
 from ..errors import IGLensError, InvalidRequestError
-from ..export.files import OutputFileError, check_output_folder, write_atomic
+from ..files import OutputFileError, check_output_folder, write_atomic
 from .prompts import StudyPrompt, load_study_prompts
 
 __all__ = ["OUTPUT_FILES", "STUDY_MODES", "Study", "StudyFolderError", "study"]

@@ -525,13 +525,10 @@ def _running_kernel():
 
     Asked through IPython's API, not the ``get_ipython`` builtin: IPython installs that only
     while a cell runs, and the page's requests arrive in comm handlers outside any cell."""
-    if "IPython" not in sys.modules:
-        return None  # nothing imported IPython: no shell, let alone a kernel
-    try:
-        from IPython.core.getipython import get_ipython
-    except ImportError:
-        return None
-    return getattr(get_ipython(), "kernel", None)
+    # Looked up, not imported: if nothing imported IPython, there is no shell, let alone a
+    # kernel (and IPython stays an optional dependency).
+    get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
+    return getattr(get_ipython(), "kernel", None) if callable(get_ipython) else None
 
 
 class InvalidTraitError(InvalidRequestError, traitlets.TraitError):

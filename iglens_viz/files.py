@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import IGLensError
+from .errors import IGLensError
 
 __all__ = ["OutputFileError", "check_output_folder", "check_output_path", "write_atomic"]
 
