@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_CONFIGS, random_ids, tiny_model, tiny_tokenizer
+from tiny_models import FAMILY_CONFIGS, VOCAB, random_ids, tiny_model, tiny_tokenizer
 from tolerances import readout_size, readout_tol
 
 import iglens_viz
@@ -140,6 +140,19 @@ def test_a_weight_of_1e30_says_the_model_produces_inf_nan(family, name):
     text = _one_line(err)
     assert "NaN" in text and "weights" in text
     assert "tolerance nan" not in text and "tolerance 0" not in text
+
+
+def test_an_exact_readout_with_zero_tolerance_passes():
+    """A final norm of weight 0: every logit is exactly 0 on both sides (spread 0, tolerance
+    0). The self-check used to divide 0 by 0 and report "differs at 0 of 8 positions,
+    tolerance 0.0e+00"; the model's uniform output is read out exactly."""
+    model = tiny_model("llama")
+    with torch.no_grad():
+        model.model.norm.weight.zero_()
+    result = IGLens(model).attribute(IDS)
+    np.testing.assert_allclose(result.lens_probs, 1 / VOCAB, rtol=4 * torch.finfo(
+        torch.float32).eps)
+    np.testing.assert_array_equal(result.contributions, 0)
 
 
 def test_large_but_meaningful_weights_still_pass(llama):
