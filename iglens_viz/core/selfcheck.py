@@ -132,20 +132,21 @@ def check_model_states(states: torch.Tensor, what: str, readout: Readout | None 
     width = states.shape[-1]
     model_norm = torch.float64 if model_dtype == torch.float64 and \
         readout.norm_kind not in (NORM_RMS, NORM_RMS_PLUS_ONE) else torch.float32
-    largest = states.abs().amax(-1)  # [n+1, T]
     for layer in range(n_states):
         last = layer == n_states - 1
         dtypes = [readout.dtype] + ([model_norm] if last else [])
         dtype = min(dtypes, key=lambda d: torch.finfo(d).max)
         limit = norm_limit(dtype, width)
-        over = largest[layer] > limit
+        low, high = torch.aminmax(states[layer], dim=-1)  # max |h| without an |h| copy
+        largest = torch.maximum(-low, high)
+        over = largest > limit
         if bool(over.any()):
             position = int(over.nonzero()[0])
             wider = "" if last or readout.dtype == torch.float64 else \
                 ", or read out in float64: dtype=torch.float64"
             raise ModelOutputError(
                 f"{what}'s residual stream reaches |h| = "
-                f"{float(largest[layer, position]):.1e} in the output of {_where(layer)}, "
+                f"{float(largest[position]):.1e} in the output of {_where(layer)}, "
                 f"position {position}, beyond {limit:.1e}, where the final norm's mean of "
                 f"squares overflows {dtype} to inf: the model produces inf/NaN there and no "
                 f"probability can be read; its weights hold extreme values (check them{wider})")
