@@ -41,10 +41,12 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not real_model and not browser and not packaging"
 
 # Guard rails, configured in pyproject.toml: ruff (lint, then the formatter as a check; it
-# writes nothing) and mypy over iglens_viz/.
-lint: $(STAMP)
+# writes nothing) and mypy over iglens_viz/; for js/, tsc over the JSDoc, prettier as a check
+# and the function-length limit (package.json's lint script).
+lint: $(STAMP) js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	npm run lint
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
