@@ -56,8 +56,9 @@ def main() -> int:
     report: dict[str, object] = {}
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=args.chromium,
-                                    args=["--no-sandbox", "--allow-file-access-from-files"])
+        browser = p.chromium.launch(
+            executable_path=args.chromium, args=["--no-sandbox", "--allow-file-access-from-files"]
+        )
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -98,7 +99,9 @@ def main() -> int:
 
         # 3. timings: 512 tokens x 30 blocks, and 1,000 x 40 with a path
         for T, blocks, steps, budget in ((512, 30, 1, 300), (1000, 40, 4, None)):
-            page.goto(f"{HARNESS}?theme=light&T={T}&blocks={blocks}&steps={steps}&answer={T - 60}&perf=1")
+            page.goto(
+                f"{HARNESS}?theme=light&T={T}&blocks={blocks}&steps={steps}&answer={T - 60}&perf=1"
+            )
             page.wait_for_selector("body[data-ready='1']")
             text = page.locator("#perf").inner_text()
             first = float(text.split("to second frame: ")[1].split(" ms")[0])
@@ -109,7 +112,9 @@ def main() -> int:
             if budget is not None and first > budget:
                 failures.append(f"{key}: first render {first:.0f} ms > {budget} ms")
             if clicks.get("click_median_ms", 0) > 50:
-                failures.append(f"{key}: click → detail median {clicks['click_median_ms']:.0f} ms > 50 ms")
+                failures.append(
+                    f"{key}: click → detail median {clicks['click_median_ms']:.0f} ms > 50 ms"
+                )
             if "error" in clicks:
                 failures.append(f"{key}: {clicks['error']}")
             path = out / f"widget-{T}x{blocks}.png"
