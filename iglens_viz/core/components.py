@@ -110,10 +110,20 @@ class _Writes:
         return torch.cat([head_dots, mlp_dot[:, None], rest[:, None]], dim=-1)
 
 
-def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boundaries,
-                     positions: torch.Tensor, ids: torch.Tensor,
-                     contrast: torch.Tensor | None, *, estimator: str, steps: int,
-                     path: torch.Tensor | None, budget: int) -> torch.Tensor:
+def component_shares(
+    readout: Readout,
+    adapter: ModelAdapter,
+    trace: Trace,
+    boundaries,
+    positions: torch.Tensor,
+    ids: torch.Tensor,
+    contrast: torch.Tensor | None,
+    *,
+    estimator: str,
+    steps: int,
+    path: torch.Tensor | None,
+    budget: int,
+) -> torch.Tensor:
     """``[P, n, C]`` each (position, block, component)'s share of its segment's contribution.
 
     ``positions`` ``[P]`` are the positions to split, ``ids``/``contrast`` their targets
@@ -126,9 +136,10 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
     names = component_names(adapter)
     C = len(names)
     # [k, n]: does segment j hold block L's attention half / its MLP half?
-    attn_mask, mlp_mask = (torch.as_tensor(half[None, :] == np.arange(k)[:, None],
-                                           device=readout.device)
-                           for half in _half_segments(boundaries, n))
+    attn_mask, mlp_mask = (
+        torch.as_tensor(half[None, :] == np.arange(k)[:, None], device=readout.device)
+        for half in _half_segments(boundaries, n)
+    )
     writes = _Writes(readout, adapter, trace)
     rows = trace.rows(boundaries)
     h = trace.states[:, positions.to(trace.states.device)]  # [S, P, d]
@@ -150,9 +161,9 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
     # Each (block, component) lies in one segment: a position's shares fit in one [n, C].
     shares = torch.zeros(len(positions), n, C, device=readout.device, dtype=wide)
     eps = torch.finfo(readout.dtype).eps * h_a.shape[-1]
-    for pair, step, grad, _ in segment_gradients(readout, h_a, h_b, per_pair(ids),
-                                                 per_pair(contrast),
-                                                 midpoints(steps, readout), budget):
+    for pair, step, grad, _ in segment_gradients(
+        readout, h_a, h_b, per_pair(ids), per_pair(contrast), midpoints(steps, readout), budget
+    ):
         pair = pair.to(readout.device)
         seg, pos = segment_of_pair[pair], position_of_pair[pair]
         in_attn, in_mlp = attn_mask[seg], mlp_mask[seg]  # [R, n]
@@ -165,8 +176,9 @@ def component_shares(readout: Readout, adapter: ModelAdapter, trace: Trace, boun
         present = torch.where(is_head_or_rest, in_attn[..., None], in_mlp[..., None])
         dots = torch.where(present, dots, torch.zeros_like(dots))
         if prediction_aware:
-            dots = _idgi_weights(dots.to(wide), present, eps) * \
-                step_change[pair, step][:, None, None]
+            dots = (
+                _idgi_weights(dots.to(wide), present, eps) * step_change[pair, step][:, None, None]
+            )
         shares.index_add_(0, pair // k, dots.to(wide))
     return shares if prediction_aware else shares / steps
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from .readout import Readout, tile_plan
 from .memory import block_plan
+from .readout import Readout, tile_plan
 
 # Logits-sized temporaries alive in one block: the logits, their exponentials, and (for the
 # gradient) the exponentials times post'.
@@ -26,8 +26,9 @@ _PATH_COPIES = 3
 _GRADIENT_COPIES = 4
 
 
-_PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = \
-    contextvars.ContextVar("iglens_progress", default=None)
+_PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
+    "iglens_progress", default=None
+)
 
 
 @contextlib.contextmanager
@@ -46,18 +47,30 @@ def progress_hook(report: Callable[[int, int], None]):
         _PROGRESS.reset(token)
 
 
-def _point_chunks(h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: int,
-                  copies: int) -> Iterator[tuple[slice, int]]:
+def _point_chunks(
+    h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: int, copies: int
+) -> Iterator[tuple[slice, int]]:
     """Chunks of the flattened (pair, α) rows and the vocabulary block width to use."""
     n_points = h_a.shape[0] * n_alphas
     # Per row: start, direction, point, features and their gradient: ~5 vectors of width d.
     width = max(h_a.shape[-1], readout.feature_size)
-    rows, cols = block_plan(n_points, readout.vocab_size, readout.dtype, budget, copies,
-                            head_width=readout.head_block_width, row_width=5 * width)
+    rows, cols = block_plan(
+        n_points,
+        readout.vocab_size,
+        readout.dtype,
+        budget,
+        copies,
+        head_width=readout.head_block_width,
+        row_width=5 * width,
+    )
     # ... and no more rows than one cache-sized tile of the readout's scan, so a chunk's
     # points, features and logits tile stay in cache (and are the same buffers every chunk)
-    rows = min(rows, tile_plan(n_points, readout.vocab_size, width, readout.dtype,
-                               readout.device, rows, cols)[0])
+    rows = min(
+        rows,
+        tile_plan(n_points, readout.vocab_size, width, readout.dtype, readout.device, rows, cols)[
+            0
+        ],
+    )
     # (the chunks are the memory plan's, hook or not: the same sums in the same order)
     report = _PROGRESS.get()
     for start in range(0, n_points, rows):
@@ -80,11 +93,12 @@ class _PointBuffers:
         operations as ``a + α · (b − a)`` written out, so the same rounding)."""
         index = torch.arange(flat.start, flat.stop, device=h_a.device)
         pair, step = index // n_alphas, index % n_alphas
-        a, direction, points = self.rows[:, :index.numel()]
+        a, direction, points = self.rows[:, : index.numel()]
         _gather(h_a, pair, a)
         torch.sub(_gather(h_b, pair, direction), a, out=direction)
-        torch.mul(direction, alphas[step.to(alphas.device)][:, None].to(points.device),
-                  out=points).add_(a)
+        torch.mul(
+            direction, alphas[step.to(alphas.device)][:, None].to(points.device), out=points
+        ).add_(a)
         return a, direction, points, pair, step
 
 
@@ -95,9 +109,15 @@ def _gather(states: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> tor
     return out.copy_(states[index])
 
 
-def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
-                contrast: torch.Tensor | None, alphas: torch.Tensor, budget: int
-                ) -> torch.Tensor:
+def path_values(
+    readout: Readout,
+    h_a: torch.Tensor,
+    h_b: torch.Tensor,
+    ids: torch.Tensor,
+    contrast: torch.Tensor | None,
+    alphas: torch.Tensor,
+    budget: int,
+) -> torch.Tensor:
     """f at ``h_a + α (h_b − h_a)``: ``h_a, h_b`` are ``[P, d]``, ids ``[P]``; returns ``[P, S]``."""
     n_pairs, n_alphas = h_a.shape[0], alphas.numel()
     out = torch.empty(n_pairs * n_alphas, device=readout.device, dtype=readout.dtype)
@@ -108,8 +128,9 @@ def path_values(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: tor
             if buffers is None:
                 buffers = _PointBuffers(h_a, flat.stop - flat.start, readout.dtype)
             _, _, points, pair, _ = buffers.segment_rows(h_a, h_b, alphas, n_alphas, flat)
-            out[flat] = readout.probability(points, _at(ids, pair), _at(contrast, pair),
-                                            block_columns=cols)
+            out[flat] = readout.probability(
+                points, _at(ids, pair), _at(contrast, pair), block_columns=cols
+            )
     return out.reshape(n_pairs, n_alphas)
 
 
@@ -118,11 +139,16 @@ def midpoints(steps: int, readout: Readout) -> torch.Tensor:
     return ((torch.arange(steps, dtype=readout.dtype) + 0.5) / steps).to(readout.device)
 
 
-def segment_gradients(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor,
-                      ids: torch.Tensor, contrast: torch.Tensor | None, alphas: torch.Tensor,
-                      budget: int, copies: int = _GRADIENT_COPIES
-                      ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                          torch.Tensor]]:
+def segment_gradients(
+    readout: Readout,
+    h_a: torch.Tensor,
+    h_b: torch.Tensor,
+    ids: torch.Tensor,
+    contrast: torch.Tensor | None,
+    alphas: torch.Tensor,
+    budget: int,
+    copies: int = _GRADIENT_COPIES,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """∇f at ``h_a + α (h_b − h_a)`` for every (pair, α), chunk by chunk.
 
     Yields ``(pair, step, gradient, direction)`` for the chunk's rows: the pair and α index
@@ -139,31 +165,41 @@ def segment_gradients(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor,
         if buffers is None:
             buffers = _PointBuffers(h_a, flat.stop - flat.start, readout.dtype)
         with torch.no_grad():
-            _, direction, points, pair, step = buffers.segment_rows(h_a, h_b, alphas,
-                                                                    n_alphas, flat)
+            _, direction, points, pair, step = buffers.segment_rows(
+                h_a, h_b, alphas, n_alphas, flat
+            )
         # Autograd runs even inside the caller's torch.inference_mode(): there, new tensors
         # are inference tensors, which cannot require grad or be saved for backward, so
         # the chunk's points are cloned out of inference mode (a [rows, d] copy).
         with torch.inference_mode(False), torch.enable_grad():
-            points = (points.clone() if points.is_inference() else points.detach())
+            points = points.clone() if points.is_inference() else points.detach()
             points.requires_grad_(True)
             # Readout.probability's analytic head gradient; autograd through the norm
-            values = readout.probability(points, _at(ids, pair), _at(contrast, pair),
-                                         block_columns=cols)
+            values = readout.probability(
+                points, _at(ids, pair), _at(contrast, pair), block_columns=cols
+            )
             (grad,) = torch.autograd.grad(values.sum(), points)
         yield pair, step, grad, direction
 
 
-def riemann_totals(readout: Readout, h_a: torch.Tensor, h_b: torch.Tensor, ids: torch.Tensor,
-                   contrast: torch.Tensor | None, steps: int, budget: int) -> torch.Tensor:
+def riemann_totals(
+    readout: Readout,
+    h_a: torch.Tensor,
+    h_b: torch.Tensor,
+    ids: torch.Tensor,
+    contrast: torch.Tensor | None,
+    steps: int,
+    budget: int,
+) -> torch.Tensor:
     """Midpoint-rule Integrated Gradients of f along each segment: ``[P]``.
 
     ``(1/m) Σ_s ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a)``, with the gradients of
     :func:`segment_gradients`.
     """
     out = torch.zeros(h_a.shape[0], device=readout.device, dtype=readout.dtype)
-    for pair, _, grad, direction in segment_gradients(readout, h_a, h_b, ids, contrast,
-                                                      midpoints(steps, readout), budget):
+    for pair, _, grad, direction in segment_gradients(
+        readout, h_a, h_b, ids, contrast, midpoints(steps, readout), budget
+    ):
         out.index_add_(0, pair.to(out.device), (grad * direction).sum(-1))
     return out / steps
 

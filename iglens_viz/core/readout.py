@@ -91,10 +91,16 @@ def cache_sizes() -> tuple[int, int]:
     return l2, l3
 
 
-def tile_plan(n_rows: int, vocab_size: int, width: int, dtype: torch.dtype,
-              device: torch.device | str = "cpu", max_rows: int | None = None,
-              max_columns: int | None = None, min_columns: int = _MIN_TILE_COLUMNS
-              ) -> tuple[int, int]:
+def tile_plan(
+    n_rows: int,
+    vocab_size: int,
+    width: int,
+    dtype: torch.dtype,
+    device: torch.device | str = "cpu",
+    max_rows: int | None = None,
+    max_columns: int | None = None,
+    min_columns: int = _MIN_TILE_COLUMNS,
+) -> tuple[int, int]:
     """(rows, columns) of one logits tile of the streamed readout.
 
     On a CPU the tile is sized from the machine's caches, not from the memory budget: its
@@ -114,8 +120,7 @@ def tile_plan(n_rows: int, vocab_size: int, width: int, dtype: torch.dtype,
     dozen small operations, with the matmuls alone equally fast (115–130 GFLOP/s) for all.
     """
     max_rows = n_rows if max_rows is None else max(1, min(n_rows, int(max_rows)))
-    max_columns = vocab_size if max_columns is None else max(1, min(vocab_size,
-                                                                  int(max_columns)))
+    max_columns = vocab_size if max_columns is None else max(1, min(vocab_size, int(max_columns)))
     if torch.device(device).type != "cpu":
         return max(1, max_rows), max_columns
     itemsize = torch.finfo(dtype).bits // 8
@@ -161,9 +166,12 @@ def readout_dtype(dtype) -> torch.dtype:
             f"computed in float32 at least ({dtype} keeps {_DIGITS[dtype]} significant digits, "
             f"too few for a logsumexp over the vocabulary and the small differences of "
             f"probabilities that are the contributions); a {dtype} model's states are upcast "
-            f"to float32 anyway, so leave dtype at its default")
-    raise InvalidRequestError(f"the readout dtype must be torch.float32 or torch.float64 "
-                              f"(or the text 'float32' / 'float64'), not {given!r}")
+            f"to float32 anyway, so leave dtype at its default"
+        )
+    raise InvalidRequestError(
+        f"the readout dtype must be torch.float32 or torch.float64 "
+        f"(or the text 'float32' / 'float64'), not {given!r}"
+    )
 
 
 class Scan(NamedTuple):
@@ -289,23 +297,24 @@ class Readout:
         if getattr(self, "_head_stats", None) is None:
             row_norm = abs_max = 0.0
             cols = self.vocab_size if block_columns is None else max(1, int(block_columns))
-            cols = tile_plan(cols, self.vocab_size, self.feature_size, self.dtype,
-                             self.device, max_rows=cols)[0]
+            cols = tile_plan(
+                cols, self.vocab_size, self.feature_size, self.dtype, self.device, max_rows=cols
+            )[0]
             for c0 in range(0, self.vocab_size, cols):
                 block = self.head_block(slice(c0, c0 + cols))
                 # (accumulated in float64 where the device has it: the squares of a
                 # weight beyond 1.8e19 overflow float32, and the bound would be inf)
                 wide = self.dtype if self.device.type == "mps" else torch.float64
-                row_norm = max(row_norm, float(torch.linalg.vector_norm(
-                    block, dim=-1, dtype=wide).max()))
+                row_norm = max(
+                    row_norm, float(torch.linalg.vector_norm(block, dim=-1, dtype=wide).max())
+                )
                 low, high = torch.aminmax(block)  # max |W| without a |W| temporary
                 abs_max = max(abs_max, float(-low), float(high))
             bias = 0.0 if self.head_bias is None else float(self.head_bias.abs().max())
             self._head_stats = HeadStats(row_norm, abs_max, bias)
         return self._head_stats
 
-    def features(self, h: torch.Tensor, frozen_scale: torch.Tensor | None = None
-                 ) -> torch.Tensor:
+    def features(self, h: torch.Tensor, frozen_scale: torch.Tensor | None = None) -> torch.Tensor:
         """Final norm (and OPT's projection) of states ``h[..., d]`` in the readout dtype.
 
         ``frozen_scale`` (``[..., 1]``, broadcastable) replaces the norm's own scale
@@ -316,12 +325,16 @@ class Readout:
         if self.has_norm:
             if self.norm_kind == NORM_LAYERNORM:
                 if frozen_scale is None:
-                    x = F.layer_norm(x, x.shape[-1:], self.norm_weight, self.norm_bias,
-                                     self.norm_eps)
+                    x = F.layer_norm(
+                        x, x.shape[-1:], self.norm_weight, self.norm_bias, self.norm_eps
+                    )
                 else:
                     x = (x - x.mean(-1, keepdim=True)) * frozen_scale
-                    x = x * self.norm_weight + self.norm_bias if self.norm_bias is not None \
+                    x = (
+                        x * self.norm_weight + self.norm_bias
+                        if self.norm_bias is not None
                         else x * self.norm_weight
+                    )
             else:
                 x = x * (self.norm_scale(x) if frozen_scale is None else frozen_scale)
                 if self.norm_kind == NORM_RMS:
@@ -359,9 +372,14 @@ class Readout:
             return None
         return 1.0 - (logits / self.softcap).square()
 
-    def logits_from_features(self, z: torch.Tensor, columns: slice = slice(None),
-                             head: torch.Tensor | None = None, *,
-                             out: torch.Tensor | None = None) -> torch.Tensor:
+    def logits_from_features(
+        self,
+        z: torch.Tensor,
+        columns: slice = slice(None),
+        head: torch.Tensor | None = None,
+        *,
+        out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Post-processed logits ``[..., V]`` from features ``[..., d']`` (or some columns).
 
         Every full-vocabulary readout streams through here one block of columns at a time;
@@ -400,9 +418,14 @@ class Readout:
         flat = z.reshape(-1, z.shape[-1])
         return self.scan(flat, max_columns=block_columns).log_normalizer.reshape(z.shape[:-1])
 
-    def probability(self, h: torch.Tensor, ids: torch.Tensor,
-                    contrast: torch.Tensor | None = None, *,
-                    block_columns: int | None = None) -> torch.Tensor:
+    def probability(
+        self,
+        h: torch.Tensor,
+        ids: torch.Tensor,
+        contrast: torch.Tensor | None = None,
+        *,
+        block_columns: int | None = None,
+    ) -> torch.Tensor:
         """f(h): probability of ``ids`` (minus that of ``contrast``) at states ``h[..., d]``.
 
         Streams the vocabulary in blocks of ``block_columns`` columns (all at once when None)
@@ -419,10 +442,15 @@ class Readout:
             return self.probability_and_gradient(z, ids, contrast, block_columns)[0]
         return _Probability.apply(z, self, ids, contrast, block_columns)
 
-    def probability_and_gradient(self, z: torch.Tensor, ids: torch.Tensor,
-                                 contrast: torch.Tensor | None = None,
-                                 block_columns: int | None = None, *, gradient: bool = False
-                                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def probability_and_gradient(
+        self,
+        z: torch.Tensor,
+        ids: torch.Tensor,
+        contrast: torch.Tensor | None = None,
+        block_columns: int | None = None,
+        *,
+        gradient: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``f = p_ids − p_contrast`` at features ``z[..., d']`` and, if asked, ``∂f/∂z``.
 
         One pass over vocabulary blocks. With ``l = post(u)``, ``u = W z + b`` and
@@ -463,17 +491,25 @@ class Readout:
         rows = self.head_weight[ids].to(self.dtype)  # a gathered copy: scaled in place
         return rows.mul_(scale[:, None])
 
-    def _stream(self, z: torch.Tensor, block_columns: int | None, gradient: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _stream(
+        self, z: torch.Tensor, block_columns: int | None, gradient: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """logsumexp of the logits of ``z[R, d']`` over vocabulary blocks of at most
         ``block_columns`` (and, with ``gradient``, ``Σ_v softmax_v · post'_v · W_v``,
         ``[R, d']``)."""
         done = self.scan(z, gradient=gradient, max_columns=block_columns)
         return done.log_normalizer, done.weighted
 
-    def scan(self, z: torch.Tensor, top_k: int = 0, *, gradient: bool = False,
-             online: bool = True, max_rows: int | None = None,
-             max_columns: int | None = None) -> Scan:
+    def scan(
+        self,
+        z: torch.Tensor,
+        top_k: int = 0,
+        *,
+        gradient: bool = False,
+        online: bool = True,
+        max_rows: int | None = None,
+        max_columns: int | None = None,
+    ) -> Scan:
         """One streamed pass over the vocabulary for features ``z[R, d']``.
 
         The ``[R × V]`` logits are never held: they are made one tile of rows × vocabulary
@@ -496,33 +532,34 @@ class Readout:
         n, width = z.shape
         vocab = self.vocab_size
         k = min(max(0, int(top_k)), vocab)
-        rows, cols = tile_plan(n, vocab, width, self.dtype, self.device, max_rows,
-                               max_columns)
+        rows, cols = tile_plan(n, vocab, width, self.dtype, self.device, max_rows, max_columns)
         options = {"device": self.device, "dtype": self.dtype}
         lse = torch.empty(n, **options)
         top_values = torch.empty(n, k, **options) if k else None
         top_ids = torch.empty(n, k, device=self.device, dtype=torch.long) if k else None
         weighted = torch.empty(n, width, **options) if gradient else None
         tile = torch.empty(min(rows, n) * min(cols, vocab), **options)
-        slopes = (torch.empty_like(tile) if gradient and self.softcap is not None else None)
+        slopes = torch.empty_like(tile) if gradient and self.softcap is not None else None
         vectors = torch.empty(4, min(rows, n), **options)
         filtered = self.device.type == "cpu"
         for r0 in range(0, n, rows):
-            z_rows = z[r0:r0 + rows]
+            z_rows = z[r0 : r0 + rows]
             m = z_rows.shape[0]
             block_max, shift, new_shift, total = (v[:m] for v in vectors)
-            acc = None if weighted is None else weighted[r0:r0 + m]
+            acc = None if weighted is None else weighted[r0 : r0 + m]
             run_values = run_ids = None
             for c0 in range(0, vocab, cols):
                 columns = slice(c0, min(vocab, c0 + cols))
                 w = columns.stop - c0
                 head = self.head_block(columns)
-                logits = self.logits_from_features(z_rows, columns, head,
-                                                   out=tile[:m * w].view(m, w))
+                logits = self.logits_from_features(
+                    z_rows, columns, head, out=tile[: m * w].view(m, w)
+                )
                 torch.amax(logits, -1, out=block_max)
                 if k:
-                    run_values, run_ids = _fold_top(logits, block_max, c0, k, run_values,
-                                                    run_ids, filtered)
+                    run_values, run_ids = _fold_top(
+                        logits, block_max, c0, k, run_values, run_ids, filtered
+                    )
                 first = c0 == 0
                 if not online:  # torch.logsumexp of the tile, then logaddexp
                     torch.nan_to_num(block_max, 0.0, 0.0, 0.0, out=shift)
@@ -533,12 +570,11 @@ class Readout:
                     else:
                         torch.logaddexp(total, part, out=total)
                     continue
-                new_max = block_max if first else torch.maximum(shift, block_max,
-                                                                 out=new_shift)
+                new_max = block_max if first else torch.maximum(shift, block_max, out=new_shift)
                 torch.nan_to_num(new_max, 0.0, 0.0, 0.0, out=new_shift)
                 slope = None
                 if slopes is not None:  # post'(u) = 1 − (l / cap)², from the logits
-                    slope = slopes[:m * w].view(m, w)
+                    slope = slopes[: m * w].view(m, w)
                     torch.div(logits, self.softcap, out=slope).square_().neg_().add_(1.0)
                 e = _exp_shifted_(logits, new_shift)
                 if first:
@@ -559,12 +595,12 @@ class Readout:
             if online:
                 if acc is not None:
                     acc.div_(total[:, None])
-                torch.add(shift, total.log_(), out=lse[r0:r0 + m])
+                torch.add(shift, total.log_(), out=lse[r0 : r0 + m])
             else:
-                lse[r0:r0 + m] = total
+                lse[r0 : r0 + m] = total
             if k:
-                top_values[r0:r0 + m] = run_values
-                top_ids[r0:r0 + m] = run_ids
+                top_values[r0 : r0 + m] = run_values
+                top_ids[r0 : r0 + m] = run_ids
         return Scan(lse, top_values, top_ids, weighted)
 
 
@@ -582,9 +618,15 @@ def _exp_shifted_(logits: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
     return logits.sub_(shift[:, None]).mul_(_LOG2_E).exp2_()
 
 
-def _fold_top(logits: torch.Tensor, block_max: torch.Tensor, c0: int, k: int,
-              values: torch.Tensor | None, ids: torch.Tensor | None, filtered: bool
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def _fold_top(
+    logits: torch.Tensor,
+    block_max: torch.Tensor,
+    c0: int,
+    k: int,
+    values: torch.Tensor | None,
+    ids: torch.Tensor | None,
+    filtered: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The running top-k (``values``, ``ids``, ``[R, k]``, or None before the first tile)
     merged with the tile ``logits[R, C]`` of columns ``c0 …`` (``block_max`` its row maxima).
 
@@ -601,8 +643,9 @@ def _fold_top(logits: torch.Tensor, block_max: torch.Tensor, c0: int, k: int,
         if n_hot < logits.shape[0]:
             top, where = logits.index_select(0, hot).topk(min(k, logits.shape[-1]), dim=-1)
             where += c0
-            top, where = _merge_top(values.index_select(0, hot), ids.index_select(0, hot),
-                                    top, where, k)
+            top, where = _merge_top(
+                values.index_select(0, hot), ids.index_select(0, hot), top, where, k
+            )
             values.index_copy_(0, hot, top)
             ids.index_copy_(0, hot, where)
             return values, ids
@@ -626,8 +669,9 @@ class _Probability(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z, readout, ids, contrast, block_columns):
-        value, grad = readout.probability_and_gradient(z, ids, contrast, block_columns,
-                                                       gradient=True)
+        value, grad = readout.probability_and_gradient(
+            z, ids, contrast, block_columns, gradient=True
+        )
         ctx.save_for_backward(grad)
         return value
 

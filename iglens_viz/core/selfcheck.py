@@ -110,8 +110,12 @@ def norm_limit(dtype: torch.dtype, width: int) -> float:
     return math.sqrt(torch.finfo(dtype).max / max(1, width))
 
 
-def check_model_states(states: torch.Tensor, what: str, readout: Readout | None = None,
-                       model_dtype: torch.dtype | None = None) -> None:
+def check_model_states(
+    states: torch.Tensor,
+    what: str,
+    readout: Readout | None = None,
+    model_dtype: torch.dtype | None = None,
+) -> None:
     """ModelOutputError when the captured states ``[n+1, T, d]`` hold NaN or Inf, or (given
     the ``readout``) values so large that the final norm's mean of squares overflows: in
     the readout dtype for every state, and for h_n also in the dtype the model's own norm
@@ -126,12 +130,16 @@ def check_model_states(states: torch.Tensor, what: str, readout: Readout | None 
                 f"{what}'s forward pass produced NaN/Inf in the output of {_where(layer)}, "
                 f"first at position {position}: its weights hold NaN/Inf or its dtype "
                 f"overflowed (try float32 or bfloat16). This is the model's own output, not "
-                f"the adapter or the readout")
+                f"the adapter or the readout"
+            )
     if readout is None or not readout.has_norm:
         return
     width = states.shape[-1]
-    model_norm = torch.float64 if model_dtype == torch.float64 and \
-        readout.norm_kind not in (NORM_RMS, NORM_RMS_PLUS_ONE) else torch.float32
+    model_norm = (
+        torch.float64
+        if model_dtype == torch.float64 and readout.norm_kind not in (NORM_RMS, NORM_RMS_PLUS_ONE)
+        else torch.float32
+    )
     for layer in range(n_states):
         last = layer == n_states - 1
         dtypes = [readout.dtype] + ([model_norm] if last else [])
@@ -142,35 +150,42 @@ def check_model_states(states: torch.Tensor, what: str, readout: Readout | None 
         over = largest > limit
         if bool(over.any()):
             position = int(over.nonzero()[0])
-            wider = "" if last or readout.dtype == torch.float64 else \
-                ", or read out in float64: dtype=torch.float64"
+            wider = (
+                ""
+                if last or readout.dtype == torch.float64
+                else ", or read out in float64: dtype=torch.float64"
+            )
             raise ModelOutputError(
                 f"{what}'s residual stream reaches |h| = "
                 f"{float(largest[position]):.1e} in the output of {_where(layer)}, "
                 f"position {position}, beyond {limit:.1e}, where the final norm's mean of "
                 f"squares overflows {dtype} to inf: the model produces inf/NaN there and no "
-                f"probability can be read; its weights hold extreme values (check them{wider})")
+                f"probability can be read; its weights hold extreme values (check them{wider})"
+            )
 
 
 def _where(layer: int) -> str:
     return "the embeddings (h_0)" if layer == 0 else f"block {layer} (h_{layer})"
 
 
-def check_readout_map(readout: Readout, features: torch.Tensor,
-                      log_normalizer: torch.Tensor, what: str) -> None:
+def check_readout_map(
+    readout: Readout, features: torch.Tensor, log_normalizer: torch.Tensor, what: str
+) -> None:
     """ModelOutputError where the readout map (``[S, T, d']`` features and ``[S, T]``
     log-normalisers of finite states) is NaN/Inf: the final norm's or the head's weights
     make logits beyond the readout dtype's range."""
     finite = torch.isfinite(features).all(-1) & torch.isfinite(log_normalizer)
-    wider = ", or read out in float64 (dtype=torch.float64)" \
-        if readout.dtype != torch.float64 else ""
+    wider = (
+        ", or read out in float64 (dtype=torch.float64)" if readout.dtype != torch.float64 else ""
+    )
     if not bool(finite.all()):
         row, position = (int(i) for i in (~finite).nonzero()[0])
         raise ModelOutputError(
             f"the readout of {what}'s states is inf/NaN in {readout.dtype} at row {row} of "
             f"{features.shape[0]}, position {position}: the model produces logits beyond "
             f"that range there; its final norm or head weights hold extreme values (check "
-            f"them{wider})")
+            f"them{wider})"
+        )
     # Logits of magnitude L are rounded by about eps·L: beyond 1/eps, log p carries an error
     # above 1 (a factor e in p), and no probability is meaningful (nor the model's own).
     eps = torch.finfo(readout.dtype).eps
@@ -183,12 +198,22 @@ def check_readout_map(readout: Readout, features: torch.Tensor,
             f"{features.shape[0]}, position {position}), where {readout.dtype} rounds them by "
             f"~{float(size[row, position]) * eps:.0e}: the model produces inf/NaN-scale "
             f"values and no probability can be read from them; its final norm or head "
-            f"weights hold extreme values (check them)")
+            f"weights hold extreme values (check them)"
+        )
 
 
-def check_readout(readout: Readout, features: torch.Tensor, unembed_input: torch.Tensor,
-                  checked: torch.Tensor, model_logits: torch.Tensor, *, what: str,
-                  adapter_name: str, width: int, budget_bytes: int) -> None:
+def check_readout(
+    readout: Readout,
+    features: torch.Tensor,
+    unembed_input: torch.Tensor,
+    checked: torch.Tensor,
+    model_logits: torch.Tensor,
+    *,
+    what: str,
+    adapter_name: str,
+    width: int,
+    budget_bytes: int,
+) -> None:
     """Raise, warn or return: the readout's features of h_n (``[T, d']``) against the
     model's own head input (``[T, d']``) and its logits (``[k, V]``) at positions
     ``checked`` (``[k]``), as the module docstring describes. ``width`` is d."""
@@ -196,16 +221,37 @@ def check_readout(readout: Readout, features: torch.Tensor, unembed_input: torch
         raise ReadoutMismatchError(
             f"readout self-check: the readout gives {readout.vocab_size} logits but the "
             f"model gives {model_logits.shape[-1]}; the {adapter_name} adapter does not fit "
-            f"{what}")
-    _Check(readout, features, unembed_input, checked, model_logits, what=what,
-           adapter_name=adapter_name, width=width, budget_bytes=budget_bytes).run()
+            f"{what}"
+        )
+    _Check(
+        readout,
+        features,
+        unembed_input,
+        checked,
+        model_logits,
+        what=what,
+        adapter_name=adapter_name,
+        width=width,
+        budget_bytes=budget_bytes,
+    ).run()
 
 
 class _Check:
     """One self-check (see :func:`check_readout`)."""
 
-    def __init__(self, readout, features, unembed_input, checked, model_logits, *, what,
-                 adapter_name, width, budget_bytes):
+    def __init__(
+        self,
+        readout,
+        features,
+        unembed_input,
+        checked,
+        model_logits,
+        *,
+        what,
+        adapter_name,
+        width,
+        budget_bytes,
+    ):
         self.readout = readout
         self.what = what
         self.adapter_name = adapter_name
@@ -224,10 +270,15 @@ class _Check:
 
     def run(self) -> None:
         T = self.ours.shape[0]
-        self._require_finite(self.theirs, torch.arange(T), "in its head's input (the final "
-                             "norm's output)", "the final norm's weights")
-        self._require_finite(self.model_logits, self.checked, "logits",
-                             "its weights (the head or the final norm)")
+        self._require_finite(
+            self.theirs,
+            torch.arange(T),
+            "in its head's input (the final norm's output)",
+            "the final norm's weights",
+        )
+        self._require_finite(
+            self.model_logits, self.checked, "logits", "its weights (the head or the final norm)"
+        )
         self._require_finite_readout()
         stats = self.readout.head_stats(self.block_columns)
         bound = 2 * stats.row_norm * (self.ours - self.theirs).norm(dim=-1)
@@ -246,19 +297,24 @@ class _Check:
         t = int(rows[worst])
         log_gap, prob_gap = self._gaps(t)
         bad = int(fails.sum())
-        message = (f"readout self-check: f(h_n) differs from {self.what}'s own output at "
-                   f"{bad} of {T} positions; worst at position {t}: log-probabilities "
-                   f"differ by up to {log_gap:.2e} (the logit differences spread over "
-                   f"{float(spread[worst]):.2e}, tolerance {float(tol[worst]):.1e} for a "
-                   f"{self.model_dtype} model read out in {self.readout.dtype}), probabilities "
-                   f"by up to {prob_gap:.2e} ({self.adapter_name} adapter)")
+        message = (
+            f"readout self-check: f(h_n) differs from {self.what}'s own output at "
+            f"{bad} of {T} positions; worst at position {t}: log-probabilities "
+            f"differ by up to {log_gap:.2e} (the logit differences spread over "
+            f"{float(spread[worst]):.2e}, tolerance {float(tol[worst]):.1e} for a "
+            f"{self.model_dtype} model read out in {self.readout.dtype}), probabilities "
+            f"by up to {prob_gap:.2e} ({self.adapter_name} adapter)"
+        )
         if self.model_dtype not in HALF_DTYPES:
             raise ReadoutMismatchError(message + "; the adapter does not match this model")
-        warnings.warn(message + f"; some gap is expected for a {self.model_dtype} model, but "
-                      f"not this much", stacklevel=5)
+        warnings.warn(
+            message + f"; some gap is expected for a {self.model_dtype} model, but not this much",
+            stacklevel=5,
+        )
 
-    def _require_finite(self, values: torch.Tensor, positions: torch.Tensor, output: str,
-                        weights: str) -> None:
+    def _require_finite(
+        self, values: torch.Tensor, positions: torch.Tensor, output: str, weights: str
+    ) -> None:
         """ModelOutputError unless every row of the model's own ``values`` is finite."""
         finite = torch.isfinite(values).all(-1)
         if not bool(finite.all()):
@@ -266,7 +322,8 @@ class _Check:
                 f"{self.what}'s forward pass produced NaN/Inf {output}, first at position "
                 f"{int(positions.cpu()[~finite.cpu()][0])}: {weights} hold NaN/Inf or its dtype "
                 f"({self.model_dtype}) overflowed. This is the model's own output, not the "
-                f"{self.adapter_name} adapter or the readout")
+                f"{self.adapter_name} adapter or the readout"
+            )
 
     def _require_finite_readout(self) -> None:
         """ModelOutputError unless the readout's own features of h_n are finite (the model's
@@ -279,7 +336,8 @@ class _Check:
                 f"readout self-check: the final norm of {self.what}'s last state is inf/NaN "
                 f"in {self.readout.dtype} at position {position}: the model produces values "
                 f"beyond that range there (its final norm weights hold extreme values: "
-                f"check them, or read out in float64)")
+                f"check them, or read out in float64)"
+            )
 
     def _require_finite_bounds(self, rows, spread, largest, tol) -> None:
         """ModelOutputError where the logits' spread or their rounding bound is not finite:
@@ -293,15 +351,17 @@ class _Check:
             f"readout self-check: {self.what}'s logits at position {int(rows[i])} are too "
             f"large to compare in {self.readout.dtype} (largest |logit| "
             f"{float(largest[i]):.1e}): the model produces inf/NaN-sized values there; its "
-            f"weights (head or final norm) hold extreme values: check them")
+            f"weights (head or final norm) hold extreme values: check them"
+        )
 
-    def _reference(self, rows: torch.Tensor, columns: slice, head: torch.Tensor | None = None
-                   ) -> torch.Tensor:
+    def _reference(
+        self, rows: torch.Tensor, columns: slice, head: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The model's logits at ``rows`` (positions), in the readout dtype: its own where it
         computed them (checked positions), else ``post(head(z̃))`` of its head input.
         ``head`` is ``head_block(columns)`` when the caller holds it."""
         out = self.readout.logits_from_features(self.theirs[rows], columns, head)
-        hit = (rows[:, None] == self.checked[None, :])
+        hit = rows[:, None] == self.checked[None, :]
         where, which = hit.nonzero(as_tuple=True)
         out[where] = self.model_logits[which, columns].to(out.dtype)
         return out
@@ -317,15 +377,18 @@ class _Check:
         head_width = self.readout.head_block_width  # an upcast head block, per column
         min_cols = min(self.readout.vocab_size, _SPREAD_COLUMNS)
         chunk = max(1, (cells - min_cols * head_width) // (3 * min_cols))
-        parts = [self._logit_spread_rows(rows[r0:r0 + chunk], cells)
-                 for r0 in range(0, rows.numel(), chunk)]
+        parts = [
+            self._logit_spread_rows(rows[r0 : r0 + chunk], cells)
+            for r0 in range(0, rows.numel(), chunk)
+        ]
         if not parts:
             empty = torch.empty(0, device=self.readout.device, dtype=self.readout.dtype)
             return empty, empty
         return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
-    def _logit_spread_rows(self, rows: torch.Tensor, cells: int
-                           ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _logit_spread_rows(
+        self, rows: torch.Tensor, cells: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`_logit_spread` of one chunk of rows, in blocks of ``cells`` elements."""
         options = dict(device=self.readout.device, dtype=self.readout.dtype)
         low = torch.full((rows.numel(),), math.inf, **options)
@@ -346,8 +409,13 @@ class _Check:
             largest = torch.maximum(largest, torch.maximum(-block_low, block_high))
         return high - low, largest
 
-    def tolerance(self, largest: torch.Tensor | None = None, rows: torch.Tensor | None = None,
-                  *, features_only: bool = False) -> torch.Tensor:
+    def tolerance(
+        self,
+        largest: torch.Tensor | None = None,
+        rows: torch.Tensor | None = None,
+        *,
+        features_only: bool = False,
+    ) -> torch.Tensor:
         """tol_t of the module docstring at positions ``rows`` (all when None), given L_t
         (``largest``); with ``features_only``, its terms before the head (no L_t)."""
         readout = self.readout
@@ -369,13 +437,14 @@ class _Check:
             return 2 * u * largest + LAMBDA * u * input_bound + (d + d_head) * u_acc * sum_bound
 
         u_model = unit_roundoff(self.model_dtype)
-        u_model_acc = unit_roundoff(torch.float32) if self.model_dtype in HALF_DTYPES \
-            else u_model
+        u_model_acc = unit_roundoff(torch.float32) if self.model_dtype in HALF_DTYPES else u_model
         if readout.norm_kind in (NORM_RMS, NORM_RMS_PLUS_ONE):  # the model's norm: float32
             u_model = max(u_model, unit_roundoff(torch.float32))
             u_model_acc = max(u_model_acc, unit_roundoff(torch.float32))
-        return 2 * (side(u_model, u_model_acc) + side(unit_roundoff(readout.dtype),
-                                                      unit_roundoff(readout.dtype)))
+        return 2 * (
+            side(u_model, u_model_acc)
+            + side(unit_roundoff(readout.dtype), unit_roundoff(readout.dtype))
+        )
 
     def _gaps(self, t: int) -> tuple[float, float]:
         """max_v |Δ log p_tv| and max_v |Δp_tv| at one position (only when reporting)."""
@@ -384,8 +453,12 @@ class _Check:
         row = torch.tensor([t], device=self.readout.device)
         z = self.ours[t]
         ours_lse = float(self.readout.log_normalizer(z, cols))
-        theirs_all = torch.cat([self._reference(row, slice(c0, c0 + cols))[0]
-                                for c0 in range(0, self.readout.vocab_size, cols)])
+        theirs_all = torch.cat(
+            [
+                self._reference(row, slice(c0, c0 + cols))[0]
+                for c0 in range(0, self.readout.vocab_size, cols)
+            ]
+        )
         theirs_lse = float(torch.logsumexp(theirs_all.to(dtype), -1))
         log_gap = prob_gap = 0.0
         for c0 in range(0, self.readout.vocab_size, cols):
