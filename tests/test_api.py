@@ -7,13 +7,18 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiny_models import (
+    VOCAB,
+    model_logits,
+    random_ids,
+    reference_lens_probs,
+    tiny_model,
+    tiny_tokenizer,
+)
+from tolerances import half_readout_tol, midpoint_tol, readout_size, readout_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens, InvalidRequestError
-
-from tiny_models import (VOCAB, model_logits, random_ids, reference_lens_probs, tiny_model,
-                         tiny_tokenizer)
-from tolerances import (half_readout_tol, midpoint_tol, readout_size, readout_tol, sum_tol)
 
 IDS = random_ids(10, seed=3)
 
@@ -62,12 +67,15 @@ def test_result_fields(lens, llama, size):
     probs = torch.softmax(model_logits(llama, IDS), -1)
     values, ids = probs.topk(K, dim=-1)
     np.testing.assert_array_equal(result.top_ids[:, -1], ids.numpy())
-    np.testing.assert_allclose(result.top_probs[:, -1], values.numpy(),
-                               atol=readout_tol(size))  # norm+head recomputed
+    np.testing.assert_allclose(
+        result.top_probs[:, -1], values.numpy(), atol=readout_tol(size)
+    )  # norm+head recomputed
     # The onset is the last block of the largest-contribution segment.
     np.testing.assert_array_equal(result.onset, np.argmax(result.contributions, axis=1) + 1)
-    assert len(result.top_tokens[0][0]) == K and result.top_tokens[0][-1][0] == \
-        f"w{result.top_ids[0, -1, 0]}"
+    assert (
+        len(result.top_tokens[0][0]) == K
+        and result.top_tokens[0][-1][0] == f"w{result.top_ids[0, -1, 0]}"
+    )
 
 
 def test_int_string_and_sequence_targets(lens, llama, size):
@@ -84,20 +92,22 @@ def test_int_string_and_sequence_targets(lens, llama, size):
 def test_contrast_attributes_probability_difference(lens, llama, size):
     result = lens.attribute(IDS, target="next", contrast=11)
     targets = torch.as_tensor(np.where(result.target_ids < 0, 0, result.target_ids))
-    expected = (reference_lens_probs(llama, IDS, targets)
-                - reference_lens_probs(llama, IDS, torch.full_like(IDS, 11))).T.numpy()
+    expected = (
+        reference_lens_probs(llama, IDS, targets)
+        - reference_lens_probs(llama, IDS, torch.full_like(IDS, 11))
+    ).T.numpy()
     # A difference of two recomputed probabilities: twice the readout tolerance.
     np.testing.assert_allclose(result.lens_probs[:-1], expected[:-1], atol=2 * readout_tol(size))
     k = result.contributions.shape[1]
-    np.testing.assert_allclose(result.contributions[:-1].sum(1), result.delta_p[:-1],
-                               atol=sum_tol(torch.float32, 2 * k))  # 2k float32 probabilities
+    np.testing.assert_allclose(
+        result.contributions[:-1].sum(1), result.delta_p[:-1], atol=sum_tol(torch.float32, 2 * k)
+    )  # 2k float32 probabilities
     np.testing.assert_array_equal(result.contrast_ids, np.full(IDS.numel(), 11))
     steps = 64
     riemann = lens.attribute(IDS, target="next", contrast=11, estimator="riemann", steps=steps)
     # The midpoint rule's discretisation bound, from f's third derivative along a fine
     # float64 path, plus the rounding of the exact totals it is compared with.
-    fine = IGLens(llama, dtype=torch.float64).attribute(IDS, target="next", contrast=11,
-                                                         steps=256)
+    fine = IGLens(llama, dtype=torch.float64).attribute(IDS, target="next", contrast=11, steps=256)
     tol = midpoint_tol(fine.path_probs[:-1], steps) + 2 * readout_tol(size)  # per segment
     assert np.all(np.abs(riemann.contributions[:-1] - result.contributions[:-1]) <= tol)
 
@@ -122,8 +132,9 @@ def test_float64_readout_matches_float32(llama, size):
     r64 = iglens_viz.attribute(llama, None, IDS, dtype=torch.float64)
     np.testing.assert_allclose(r64.lens_probs, r32.lens_probs, atol=readout_tol(size))
     k = r64.contributions.shape[1]
-    np.testing.assert_allclose(r64.contributions.sum(1), r64.delta_p,
-                               atol=sum_tol(torch.float64, k))  # k float64 differences
+    np.testing.assert_allclose(
+        r64.contributions.sum(1), r64.delta_p, atol=sum_tol(torch.float64, k)
+    )  # k float64 differences
 
 
 def test_bfloat16_model_is_read_out_in_float32():
@@ -141,8 +152,9 @@ def test_bfloat16_model_is_read_out_in_float32():
     tol = half_readout_tol(readout_size(model, IDS), torch.bfloat16)
     np.testing.assert_allclose(result.final_probs, expected, atol=tol)
     k = result.contributions.shape[1]
-    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p,
-                               atol=sum_tol(torch.float32, k))
+    np.testing.assert_allclose(
+        result.contributions.sum(1), result.delta_p, atol=sum_tol(torch.float32, k)
+    )
 
 
 def test_accelerate_cpu_offload_gives_same_result(llama):
@@ -182,24 +194,30 @@ def test_post_norm_opt_is_supported():
     result = iglens_viz.attribute(model, None, IDS)
     probs = torch.softmax(model_logits(model, IDS), -1)
     expected = probs[torch.arange(IDS.numel()), torch.as_tensor(result.target_ids)].numpy()
-    np.testing.assert_allclose(result.final_probs, expected,
-                               atol=readout_tol(readout_size(model, IDS)))  # norm+head
+    np.testing.assert_allclose(
+        result.final_probs, expected, atol=readout_tol(readout_size(model, IDS))
+    )  # norm+head
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_property_random_boundaries_steps_targets(lens, data):
     n = lens.n_blocks
     inner = data.draw(st.lists(st.integers(1, n - 1), unique=True, max_size=n - 1))
     bounds = [0, *sorted(inner), n]
     steps = data.draw(st.integers(1, 6))
-    target = data.draw(st.one_of(st.just("predicted"), st.just("next"),
-                                 st.integers(0, VOCAB - 1),
-                                 st.lists(st.integers(0, VOCAB - 1), min_size=IDS.numel(),
-                                          max_size=IDS.numel())))
+    target = data.draw(
+        st.one_of(
+            st.just("predicted"),
+            st.just("next"),
+            st.integers(0, VOCAB - 1),
+            st.lists(st.integers(0, VOCAB - 1), min_size=IDS.numel(), max_size=IDS.numel()),
+        )
+    )
     estimator = data.draw(st.sampled_from(["prediction_aware", "riemann"]))
-    result = lens.attribute(IDS, target=target, boundaries=bounds, steps=steps,
-                            estimator=estimator)
+    result = lens.attribute(IDS, target=target, boundaries=bounds, steps=steps, estimator=estimator)
     full = lens.attribute(IDS, target=target)
     ok = result.target_ids >= 0
     k = len(bounds) - 1
@@ -207,8 +225,9 @@ def test_property_random_boundaries_steps_targets(lens, data):
     # The same rows of the same cached map: the same numbers.
     np.testing.assert_array_equal(result.lens_probs[ok], full.lens_probs[ok][:, bounds])
     if estimator == "prediction_aware":
-        np.testing.assert_allclose(result.contributions[ok].sum(1), result.delta_p[ok],
-                                   atol=sum_tol(torch.float32, k))  # k differences
+        np.testing.assert_allclose(
+            result.contributions[ok].sum(1), result.delta_p[ok], atol=sum_tol(torch.float32, k)
+        )  # k differences
     if steps > 1:
         assert result.path_probs.shape == (IDS.numel(), k, steps + 1)
         assert np.all((result.path_probs[ok] >= 0) & (result.path_probs[ok] <= 1))
@@ -218,47 +237,55 @@ def test_property_random_boundaries_steps_targets(lens, data):
 
 # --- bad input -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad, match", [
-    ("", "empty"),
-    ("  \n\t", "empty \\(only whitespace\\)"),
-    ([], "empty"),
-    (torch.zeros(2, 3, dtype=torch.long), "one sequence"),
-    ([0.5, 1.5], "integers"),
-    ([VOCAB + 3], "out of range"),
-    ([3, -1], ">= 0"),
-    (list(range(40)) * 2, "context is 64"),
-    (3.0, "string, a sequence"),
-])
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ("", "empty"),
+        ("  \n\t", "empty \\(only whitespace\\)"),
+        ([], "empty"),
+        (torch.zeros(2, 3, dtype=torch.long), "one sequence"),
+        ([0.5, 1.5], "integers"),
+        ([VOCAB + 3], "out of range"),
+        ([3, -1], ">= 0"),
+        (list(range(40)) * 2, "context is 64"),
+        (3.0, "string, a sequence"),
+    ],
+)
 def test_bad_prompts(lens, bad, match):
     with pytest.raises(InvalidRequestError, match=match):
         lens.attribute(bad)
 
 
 def test_multi_token_target_string_shows_its_tokenisation(lens):
-    with pytest.raises(InvalidRequestError,
-                       match=r"not a single token: it tokenises to 2 tokens \['w1', 'w2'\]"):
+    with pytest.raises(
+        InvalidRequestError, match=r"not a single token: it tokenises to 2 tokens \['w1', 'w2'\]"
+    ):
         lens.attribute(IDS, target="w1 w2")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(boundaries=[0, 3, 2, 4]), "strictly increasing"),
-    (dict(boundaries=[0, 2, 9]), "end at n=4"),
-    (dict(boundaries=[1, 4]), "start at 0"),
-    (dict(boundaries="0,2,x"), "not 'all', 'every:5'"),
-    (dict(boundaries=[0, 1.5, 4]), "must be integers"),
-    (dict(boundaries=np.array([0.0, 2.0, 4.0])), "must be integers"),
-    (dict(estimator="simpson"), "unknown estimator"),
-    (dict(steps=0), "steps must be an integer from 1 to 1000"),
-    (dict(steps=2.5), "steps must be an integer from 1 to 1000"),
-    (dict(steps=10_000_000), "steps must be an integer from 1 to 1000"),
-    (dict(target=VOCAB), "out of range"),
-    (dict(target=[1, 2]), "one id per position"),
-    (dict(target=None), "target must be"),
-    (dict(target=""), "empty string"),
-    (dict(contrast=-5), "contrast token id must be >= 0"),
-    (dict(chat="yes"), "chat must be"),
-    (dict(max_new_tokens=-1), "max_new_tokens must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(boundaries=[0, 3, 2, 4]), "strictly increasing"),
+        (dict(boundaries=[0, 2, 9]), "end at n=4"),
+        (dict(boundaries=[1, 4]), "start at 0"),
+        (dict(boundaries="0,2,x"), "not 'all', 'every:5'"),
+        (dict(boundaries=[0, 1.5, 4]), "must be integers"),
+        (dict(boundaries=np.array([0.0, 2.0, 4.0])), "must be integers"),
+        (dict(estimator="simpson"), "unknown estimator"),
+        (dict(steps=0), "steps must be an integer from 1 to 1000"),
+        (dict(steps=2.5), "steps must be an integer from 1 to 1000"),
+        (dict(steps=10_000_000), "steps must be an integer from 1 to 1000"),
+        (dict(target=VOCAB), "out of range"),
+        (dict(target=[1, 2]), "one id per position"),
+        (dict(target=None), "target must be"),
+        (dict(target=""), "empty string"),
+        (dict(contrast=-5), "contrast token id must be >= 0"),
+        (dict(chat="yes"), "chat must be"),
+        (dict(max_new_tokens=-1), "max_new_tokens must be"),
+    ],
+)
 def test_bad_arguments(lens, kwargs, match):
     with pytest.raises(InvalidRequestError, match=match):
         lens.attribute(IDS, **kwargs)
@@ -267,8 +294,15 @@ def test_bad_arguments(lens, kwargs, match):
 def test_encoder_only_model_is_refused():
     import transformers as tf
 
-    bert = tf.BertForMaskedLM(tf.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1,
-                                            num_attention_heads=2, intermediate_size=32))
+    bert = tf.BertForMaskedLM(
+        tf.BertConfig(
+            vocab_size=50,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+        )
+    )
     with pytest.raises(TypeError, match="not a causal language model.*Supported families"):
         iglens_viz.attribute(bert, None, [1, 2, 3])
 
@@ -277,8 +311,11 @@ def test_unknown_causal_architecture_is_refused_with_guidance():
     import transformers as tf
 
     model = tf.BloomForCausalLM(tf.BloomConfig(vocab_size=50, hidden_size=16, n_layer=1, n_head=2))
-    with pytest.raises(TypeError, match=r"BloomForCausalLM \(model_type='bloom'\) is not in the "
-                                        r"adapter table.*families\.py"):
+    with pytest.raises(
+        TypeError,
+        match=r"BloomForCausalLM \(model_type='bloom'\) is not in the "
+        r"adapter table.*families\.py",
+    ):
         iglens_viz.attribute(model, None, [1, 2, 3])
 
 
@@ -292,6 +329,7 @@ def test_wrong_adapter_is_caught_by_the_self_check(llama, monkeypatch):
 
 # --- chat template and generated answers ------------------------------------------------
 
+
 def test_generation_attributes_prompt_and_answer_in_one_pass(llama):
     prompt = IDS[:6]
     lens = IGLens(llama)
@@ -304,8 +342,9 @@ def test_generation_attributes_prompt_and_answer_in_one_pass(llama):
     np.testing.assert_array_equal(result.input_ids, ids.numpy())
     np.testing.assert_array_equal(result.answer_positions, [5, 6, 7, 8])
     np.testing.assert_array_equal(result.target_ids[5:9], ids[6:].numpy())
-    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p,
-                               atol=sum_tol(torch.float32, lens.n_blocks))  # n differences
+    np.testing.assert_allclose(
+        result.contributions.sum(1), result.delta_p, atol=sum_tol(torch.float32, lens.n_blocks)
+    )  # n differences
     assert IGLens(llama).attribute(prompt).answer_positions.size == 0
 
 

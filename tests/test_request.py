@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-import re
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import tiny_model, tiny_tokenizer
+from tolerances import sum_tol
 
 from iglens_viz import AttributionRequest, IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core import parse_boundaries, segment_label
 from iglens_viz.core.request import MAX_STEPS, PER_POSITION
-
-from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import sum_tol
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 PACKAGE = Path(__file__).resolve().parent.parent / "iglens_viz"
@@ -31,10 +30,15 @@ def lens():
 
 # ------------------------------------------------------------------------------ the object
 
+
 def test_normalised_forms_and_immutability():
-    r = AttributionRequest(np.array([3, 5, 7]), target=np.int64(4),
-                           contrast=torch.tensor([1, 2, -1]), boundaries=[0, np.int64(2), 4],
-                           steps="3")
+    r = AttributionRequest(
+        np.array([3, 5, 7]),
+        target=np.int64(4),
+        contrast=torch.tensor([1, 2, -1]),
+        boundaries=[0, np.int64(2), 4],
+        steps="3",
+    )
     assert r.prompt == (3, 5, 7) and r.target == 4 and isinstance(r.target, int)
     assert r.contrast == (1, 2, -1) and r.boundaries == (0, 2, 4) and r.steps == 3
     assert AttributionRequest("x", boundaries=" Every:05 ").boundaries == "every:5"
@@ -42,40 +46,51 @@ def test_normalised_forms_and_immutability():
     assert AttributionRequest("x", boundaries=None).boundaries == "all"
     with pytest.raises(AttributeError):
         r.steps = 4  # frozen
-    assert hash(r) == hash(AttributionRequest((3, 5, 7), target=4, contrast=[1, 2, -1],
-                                              boundaries="0,2,4", steps=3))
+    assert hash(r) == hash(
+        AttributionRequest((3, 5, 7), target=4, contrast=[1, 2, -1], boundaries="0,2,4", steps=3)
+    )
 
 
 def test_json_round_trip():
-    r = AttributionRequest((1, 2, 3), target=[4, 5, -1], contrast=" Paris",
-                           boundaries="every:2", estimator="riemann", steps=7, chat=False,
-                           max_new_tokens=0)
+    r = AttributionRequest(
+        (1, 2, 3),
+        target=[4, 5, -1],
+        contrast=" Paris",
+        boundaries="every:2",
+        estimator="riemann",
+        steps=7,
+        chat=False,
+        max_new_tokens=0,
+    )
     data = json.loads(json.dumps(r.to_dict()))
     assert AttributionRequest(**data) == r
 
 
-@pytest.mark.parametrize("fields, match", [
-    (dict(prompt=""), "the prompt is empty"),
-    (dict(prompt=" \n"), "only whitespace"),
-    (dict(prompt=[1, -2]), ">= 0"),
-    (dict(prompt=b"abc"), "bytes"),
-    (dict(target=-1), "target token id must be >= 0"),
-    (dict(target=np.int32(-7)), "target token id must be >= 0"),
-    (dict(target=[1, -2]), "-1 marks a position without a target"),
-    (dict(target=""), "empty string"),
-    (dict(target=True), "target must be"),
-    (dict(contrast=-1), "contrast token id must be >= 0"),
-    (dict(boundaries=[0, 1.5, 3]), "must be integers"),
-    (dict(boundaries=[0, True, 3]), "must be integers"),
-    (dict(boundaries="every:0"), "K >= 1"),
-    (dict(boundaries="0;3"), "not 'all'"),
-    (dict(estimator="RIEMANN"), "unknown estimator"),
-    (dict(steps=MAX_STEPS + 1), f"from 1 to {MAX_STEPS}"),
-    (dict(steps=True), "steps"),
-    (dict(chat="maybe"), "chat must be"),
-    (dict(chat=True, prompt=[1, 2]), "needs the user message as a string"),
-    (dict(max_new_tokens=1.5), "max_new_tokens"),
-])
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        (dict(prompt=""), "the prompt is empty"),
+        (dict(prompt=" \n"), "only whitespace"),
+        (dict(prompt=[1, -2]), ">= 0"),
+        (dict(prompt=b"abc"), "bytes"),
+        (dict(target=-1), "target token id must be >= 0"),
+        (dict(target=np.int32(-7)), "target token id must be >= 0"),
+        (dict(target=[1, -2]), "-1 marks a position without a target"),
+        (dict(target=""), "empty string"),
+        (dict(target=True), "target must be"),
+        (dict(contrast=-1), "contrast token id must be >= 0"),
+        (dict(boundaries=[0, 1.5, 3]), "must be integers"),
+        (dict(boundaries=[0, True, 3]), "must be integers"),
+        (dict(boundaries="every:0"), "K >= 1"),
+        (dict(boundaries="0;3"), "not 'all'"),
+        (dict(estimator="RIEMANN"), "unknown estimator"),
+        (dict(steps=MAX_STEPS + 1), f"from 1 to {MAX_STEPS}"),
+        (dict(steps=True), "steps"),
+        (dict(chat="maybe"), "chat must be"),
+        (dict(chat=True, prompt=[1, 2]), "needs the user message as a string"),
+        (dict(max_new_tokens=1.5), "max_new_tokens"),
+    ],
+)
 def test_invalid_fields(fields, match):
     fields = {"prompt": "w1 w2", **fields}
     with pytest.raises(InvalidRequestError, match=match) as info:
@@ -86,14 +101,29 @@ def test_invalid_fields(fields, match):
 def test_from_controls_reads_text_fields():
     """The CLI flags and the widget's controls are parsed by one function."""
     r = AttributionRequest.from_controls(
-        "hi", {"target": "12", "contrast": " Paris", "boundaries": " every:3 ",
-               "estimator": " riemann ", "steps": "4", "_n": 9}, chat="auto",
-        max_new_tokens=5)
-    assert (r.target, r.contrast, r.boundaries, r.estimator, r.steps) == \
-        (12, " Paris", "every:3", "riemann", 4)
+        "hi",
+        {
+            "target": "12",
+            "contrast": " Paris",
+            "boundaries": " every:3 ",
+            "estimator": " riemann ",
+            "steps": "4",
+            "_n": 9,
+        },
+        chat="auto",
+        max_new_tokens=5,
+    )
+    assert (r.target, r.contrast, r.boundaries, r.estimator, r.steps) == (
+        12,
+        " Paris",
+        "every:3",
+        "riemann",
+        4,
+    )
     assert r.chat == "auto" and r.max_new_tokens == 5
-    empty = AttributionRequest.from_controls("hi", {"target": "", "contrast": "",
-                                                    "boundaries": "", "steps": ""})
+    empty = AttributionRequest.from_controls(
+        "hi", {"target": "", "contrast": "", "boundaries": "", "steps": ""}
+    )
     assert empty == AttributionRequest("hi")
     assert AttributionRequest.from_controls("hi", {"target": "next"}).target == "next"
     assert AttributionRequest.from_controls("hi", {"target": 7.0}).target == 7
@@ -105,10 +135,16 @@ def test_from_controls_reads_text_fields():
 
 
 def test_controls_reproduce_the_request():
-    r = AttributionRequest("hi", target=" Paris", contrast=5, boundaries=[0, 2, 4],
-                           estimator="riemann", steps=3)
-    assert r.controls() == {"target": " Paris", "contrast": "5", "boundaries": "0,2,4",
-                            "estimator": "riemann", "steps": 3}
+    r = AttributionRequest(
+        "hi", target=" Paris", contrast=5, boundaries=[0, 2, 4], estimator="riemann", steps=3
+    )
+    assert r.controls() == {
+        "target": " Paris",
+        "contrast": "5",
+        "boundaries": "0,2,4",
+        "estimator": "riemann",
+        "steps": 3,
+    }
     assert r.with_controls(r.controls()) == r
     per_position = AttributionRequest("hi", target=[1, 2])
     assert per_position.controls()["target"] == PER_POSITION
@@ -123,8 +159,10 @@ def test_boundary_forms_resolve_alike():
     assert [segment_label(0, 1), segment_label(3, 7)] == ["1", "4–7"]
 
 
-@pytest.mark.parametrize("spec", [np.array([[0, 2], [3, 4]]), np.array([[0, 2, 4]]),
-                                  np.array(4), [[0, 2], [4]], [0, (2,), 4]])
+@pytest.mark.parametrize(
+    "spec",
+    [np.array([[0, 2], [3, 4]]), np.array([[0, 2, 4]]), np.array(4), [[0, 2], [4]], [0, (2,), 4]],
+)
 def test_boundaries_that_are_not_one_dimensional_are_refused(spec):
     """Regression: a 2-D array was flattened ([[0, 2], [3, 4]] read as [0, 2, 3, 4])."""
     with pytest.raises(IGLensError, match="boundaries must be a 1-D list of ints"):
@@ -135,17 +173,22 @@ def test_boundaries_that_are_not_one_dimensional_are_refused(spec):
 
 # ------------------------------------------------------------------------------ on the lens
 
+
 def test_result_keeps_its_request_and_replays_it(lens):
     result = lens.attribute(PROMPT, target="next", boundaries="every:2", steps=2)
-    assert result.request == AttributionRequest(PROMPT, target="next", boundaries="every:2",
-                                                steps=2)
+    assert result.request == AttributionRequest(
+        PROMPT, target="next", boundaries="every:2", steps=2
+    )
     assert result.boundaries == [0, 2, 4] and result.estimator == "prediction_aware"
     again = lens.run(result.request)
     np.testing.assert_array_equal(again.contributions, result.contributions)
     other = lens.run(result.request.replace(boundaries="all"))
     # Pairs of float64 differences of the same lens values: three roundings per sum.
-    np.testing.assert_allclose(other.contributions[:-1].reshape(6 - 1, 2, 2).sum(-1),
-                               result.contributions[:-1], atol=sum_tol(torch.float64, 3))
+    np.testing.assert_allclose(
+        other.contributions[:-1].reshape(6 - 1, 2, 2).sum(-1),
+        result.contributions[:-1],
+        atol=sum_tol(torch.float64, 3),
+    )
     with pytest.raises(InvalidRequestError, match="AttributionRequest"):
         lens.run({"prompt": PROMPT})
 
@@ -154,7 +197,7 @@ def test_predicted_is_the_generated_token_for_target_and_contrast(lens):
     """Along a generated answer, "predicted" means the generated token (one rule, both
     arguments)."""
     result = lens.attribute(PROMPT, max_new_tokens=3, contrast="predicted", target=3)
-    answer = result.input_ids[result.prompt_length:]
+    answer = result.input_ids[result.prompt_length :]
     np.testing.assert_array_equal(result.contrast_ids[result.answer_positions], answer)
 
 
@@ -187,11 +230,15 @@ def test_every_user_error_is_an_iglens_error(lens):
 
 # ------------------------------------------------------------------------------ structure
 
+
 def test_core_does_not_import_the_widget():
-    code = ("import sys, iglens_viz.core; "
-            "print(sorted(m for m in sys.modules if m.startswith(('iglens_viz.', 'anywidget'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=300)
+    code = (
+        "import sys, iglens_viz.core; "
+        "print(sorted(m for m in sys.modules if m.startswith(('iglens_viz.', 'anywidget'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
     loaded = eval(out.stdout)
     assert "iglens_viz.core.lens" in loaded
     for above in ("iglens_viz.widget", "iglens_viz.export", "iglens_viz.protocol", "anywidget"):
@@ -208,7 +255,7 @@ def _package_imports() -> dict[str, set[str]]:
         here = parts[:-1] if rel.name != "__init__" else parts
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level:
-                base = here[:len(here) - node.level + 1]
+                base = here[: len(here) - node.level + 1]
                 target = ".".join([*base, *(node.module or "").split(".")]).strip(".")
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("iglens_viz"):
                 target = node.module
@@ -240,11 +287,16 @@ def test_packages_import_only_their_floor_and_below():
     graph = _package_imports()
     named = set(graph) | {t for targets in graph.values() for t in targets}
     assert named - set(floor) == set(), "a package without a floor: add it to FLOORS"
-    upward = sorted(f"{p} (floor {floor[p]}) imports {t} (floor {floor[t]})"
-                    for p, targets in graph.items() for t in targets if floor[t] > floor[p])
+    upward = sorted(
+        f"{p} (floor {floor[p]}) imports {t} (floor {floor[t]})"
+        for p, targets in graph.items()
+        for t in targets
+        if floor[t] > floor[p]
+    )
     assert upward == []
-    assert not any("iglens_viz" in targets for p, targets in graph.items()
-                   if p != "iglens_viz.__main__"), "a subpackage imports the façade"
+    assert not any(
+        "iglens_viz" in targets for p, targets in graph.items() if p != "iglens_viz.__main__"
+    ), "a subpackage imports the façade"
 
 
 def test_one_version_source():
@@ -268,8 +320,9 @@ def test_one_version_source():
 def test_no_import_cycle_between_packages():
     graph = _package_imports()
     assert "iglens_viz.widget" not in graph.get("iglens_viz.core", set())
-    assert "iglens_viz.export" not in graph.get("iglens_viz.widget", set()) or \
-        "iglens_viz.widget" not in graph.get("iglens_viz.export", set())
+    assert "iglens_viz.export" not in graph.get(
+        "iglens_viz.widget", set()
+    ) or "iglens_viz.widget" not in graph.get("iglens_viz.export", set())
 
     def reach(start, seen):
         for nxt in graph.get(start, ()):
@@ -286,9 +339,12 @@ def test_every_imported_distribution_is_declared():
     """Regression: tqdm was imported but not declared in pyproject.toml."""
     import tomllib
 
-    declared = {re.split(r"[<>=\[; ]", d, maxsplit=1)[0].lower().replace("-", "_")
-                for d in tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
-                ["project"]["dependencies"]}
+    declared = {
+        re.split(r"[<>=\[; ]", d, maxsplit=1)[0].lower().replace("-", "_")
+        for d in tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"][
+            "dependencies"
+        ]
+    }
     imported = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -296,8 +352,11 @@ def test_every_imported_distribution_is_declared():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 imported.add(node.module.split(".")[0])
-    third_party = {m for m in imported
-                   if m not in sys.stdlib_module_names and m not in ("iglens_viz", "__future__")}
+    third_party = {
+        m
+        for m in imported
+        if m not in sys.stdlib_module_names and m not in ("iglens_viz", "__future__")
+    }
     assert "tqdm" in third_party
     assert third_party - declared == set()
 

@@ -28,10 +28,16 @@ def _one_line(err: pytest.ExceptionInfo) -> str:
 
 # --- dtype ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("given, dtype", [("float32", torch.float32),
-                                          ("float64", torch.float64),
-                                          ("torch.float64", torch.float64),
-                                          (np.float64, torch.float64)])
+
+@pytest.mark.parametrize(
+    "given, dtype",
+    [
+        ("float32", torch.float32),
+        ("float64", torch.float64),
+        ("torch.float64", torch.float64),
+        (np.float64, torch.float64),
+    ],
+)
 def test_readout_dtype_by_name(llama, given, dtype):
     by_name = iglens_viz.attribute(llama, None, IDS, dtype=given, steps=2)
     by_dtype = iglens_viz.attribute(llama, None, IDS, dtype=dtype, steps=2)
@@ -57,6 +63,7 @@ def test_other_readout_dtypes_are_refused(llama, dtype):
 
 # --- plot_token ----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def next_result(llama):
     return IGLens(llama).attribute(IDS, target="next")
@@ -81,6 +88,7 @@ def test_plot_token_out_of_range_and_not_an_integer(next_result):
 
 # --- to_html -------------------------------------------------------------------------------
 
+
 def test_to_html_path_that_is_not_a_path(next_result, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InvalidRequestError, match="str or os.PathLike.*not int 12345") as err:
@@ -90,6 +98,7 @@ def test_to_html_path_that_is_not_a_path(next_result, tmp_path, monkeypatch):
 
 
 # --- request.replace -----------------------------------------------------------------------
+
 
 def test_request_replace_with_an_unknown_field(next_result):
     request = next_result.request
@@ -105,6 +114,7 @@ def test_request_replace_with_an_unknown_field(next_result):
 
 # --- a model whose weights are not materialised ----------------------------------------------
 
+
 def test_meta_device_model():
     config_cls, model_cls, kwargs = FAMILY_CONFIGS["llama"]
     with torch.device("meta"):
@@ -118,6 +128,7 @@ def test_meta_device_model():
 
 # --- extreme weights -----------------------------------------------------------------------
 
+
 def _with_weight(family: str, name: str, value: float = 1e30):
     model = tiny_model(family)
     with torch.no_grad():
@@ -125,14 +136,17 @@ def _with_weight(family: str, name: str, value: float = 1e30):
     return model
 
 
-@pytest.mark.parametrize("family, name", [
-    ("llama", "model.layers.0.mlp.down_proj.weight"),  # the stream overflows the final norm
-    ("mistral", "model.layers.0.self_attn.o_proj.weight"),
-    ("llama", "lm_head.weight"),  # logits of 1e29: float32 rounds them by 1e22
-    ("gpt2", "transformer.ln_f.weight"),
-    ("opt", "model.decoder.project_out.weight"),
-    ("gpt2", "transformer.h.0.mlp.c_fc.weight"),  # NaN in the stream itself
-])
+@pytest.mark.parametrize(
+    "family, name",
+    [
+        ("llama", "model.layers.0.mlp.down_proj.weight"),  # the stream overflows the final norm
+        ("mistral", "model.layers.0.self_attn.o_proj.weight"),
+        ("llama", "lm_head.weight"),  # logits of 1e29: float32 rounds them by 1e22
+        ("gpt2", "transformer.ln_f.weight"),
+        ("opt", "model.decoder.project_out.weight"),
+        ("gpt2", "transformer.h.0.mlp.c_fc.weight"),  # NaN in the stream itself
+    ],
+)
 def test_a_weight_of_1e30_says_the_model_produces_inf_nan(family, name):
     model = _with_weight(family, name)
     with pytest.raises(ModelOutputError) as err:
@@ -150,8 +164,9 @@ def test_an_exact_readout_with_zero_tolerance_passes():
     with torch.no_grad():
         model.model.norm.weight.zero_()
     result = IGLens(model).attribute(IDS)
-    np.testing.assert_allclose(result.lens_probs, 1 / VOCAB, rtol=4 * torch.finfo(
-        torch.float32).eps)
+    np.testing.assert_allclose(
+        result.lens_probs, 1 / VOCAB, rtol=4 * torch.finfo(torch.float32).eps
+    )
     np.testing.assert_array_equal(result.contributions, 0)
 
 
@@ -163,25 +178,32 @@ def test_large_but_meaningful_weights_still_pass(llama):
         model.lm_head.weight.mul_(1e3)
     result = IGLens(model).attribute(IDS)
     assert np.isfinite(result.lens_probs).all()
-    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p, rtol=0,
-                               atol=result.contributions.shape[1] * torch.finfo(torch.float32).eps)
+    np.testing.assert_allclose(
+        result.contributions.sum(1),
+        result.delta_p,
+        rtol=0,
+        atol=result.contributions.shape[1] * torch.finfo(torch.float32).eps,
+    )
 
 
 # --- inference mode --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("family, model_dtype, readout_dtype", [
-    ("llama", torch.float32, torch.float32),
-    ("llama", torch.float32, torch.float64),  # parameters copied by the readout
-    ("llama", torch.bfloat16, torch.float32),  # the norm upcast, the head upcast per block
-    ("gpt2", torch.float32, torch.float32),
-])
+
+@pytest.mark.parametrize(
+    "family, model_dtype, readout_dtype",
+    [
+        ("llama", torch.float32, torch.float32),
+        ("llama", torch.float32, torch.float64),  # parameters copied by the readout
+        ("llama", torch.bfloat16, torch.float32),  # the norm upcast, the head upcast per block
+        ("gpt2", torch.float32, torch.float32),
+    ],
+)
 def test_riemann_and_components_under_inference_mode(family, model_dtype, readout_dtype):
     model = tiny_model(family, dtype=model_dtype)
     kwargs = dict(estimator="riemann", steps=3, components=True)
     with torch.no_grad():
         expected = IGLens(model, dtype=readout_dtype).attribute(IDS, **kwargs)
-        pa_expected = IGLens(model, dtype=readout_dtype).attribute(IDS, steps=3,
-                                                                   components=True)
+        pa_expected = IGLens(model, dtype=readout_dtype).attribute(IDS, steps=3, components=True)
     with torch.inference_mode():  # the lens built inside, too
         lens = IGLens(model, dtype=readout_dtype)
         result = lens.attribute(IDS, **kwargs)
@@ -191,8 +213,9 @@ def test_riemann_and_components_under_inference_mode(family, model_dtype, readou
     np.testing.assert_array_equal(result.contributions, expected.contributions)
     np.testing.assert_array_equal(result.component_shares, expected.component_shares)
     np.testing.assert_array_equal(pa.component_shares, pa_expected.component_shares)
-    np.testing.assert_allclose(terms.sum(1), expected.contributions[2], rtol=0,
-                               atol=3 * torch.finfo(readout_dtype).eps)
+    np.testing.assert_allclose(
+        terms.sum(1), expected.contributions[2], rtol=0, atol=3 * torch.finfo(readout_dtype).eps
+    )
     # A trace cached under inference mode serves a later call outside it.
     again = lens.attribute(IDS, **kwargs)
     np.testing.assert_array_equal(again.component_shares, expected.component_shares)
@@ -200,14 +223,18 @@ def test_riemann_and_components_under_inference_mode(family, model_dtype, readou
 
 # --- memory budget ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("budget", [1, 256])
 def test_tiny_memory_budget_is_raised_to_one_row_with_a_warning(budget):
     model = tiny_model("llama", vocab_size=4096)
     readout = IGLens(model).readout
     floor = min_memory_budget(readout, model.config.hidden_size)
     assert floor >= 4 * 512 * 4  # 512 float32 columns and their temporaries, at least
-    with pytest.warns(UserWarning, match=rf"memory_budget={budget} bytes is below.*using "
-                                         rf"{floor}.*memory_budget={budget} \* 2\*\*20"):
+    with pytest.warns(
+        UserWarning,
+        match=rf"memory_budget={budget} bytes is below.*using "
+        rf"{floor}.*memory_budget={budget} \* 2\*\*20",
+    ):
         lens = IGLens(model, memory_budget=budget)
     assert lens.memory_budget == floor
     widths = []
@@ -239,6 +266,7 @@ def test_memory_budget_at_the_floor_does_not_warn(llama):
 
 # --- train/eval modes ------------------------------------------------------------------------
 
+
 def _modes(model):
     return {name: module.training for name, module in model.named_modules()}
 
@@ -256,6 +284,4 @@ def test_mixed_train_eval_modes_are_restored_module_by_module():
     assert _modes(model) == before
     # Measured without dropout either way: the same as the model in eval mode.
     reference = IGLens(tiny_model("llama").eval()).attribute(IDS)
-    np.testing.assert_array_equal(IGLens(model).attribute(IDS).lens_probs,
-                                  reference.lens_probs)
-
+    np.testing.assert_array_equal(IGLens(model).attribute(IDS).lens_probs, reference.lens_probs)

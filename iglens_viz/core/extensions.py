@@ -28,6 +28,8 @@ def provider(name: str) -> Any:
     try:
         module, attribute = _PROVIDERS[name].split(":")
     except KeyError:
-        raise LookupError(f"nothing provides {name!r}: import iglens_viz (its top level "
-                          f"registers the views) before using it") from None
+        raise LookupError(
+            f"nothing provides {name!r}: import iglens_viz (its top level "
+            f"registers the views) before using it"
+        ) from None
     return getattr(importlib.import_module(module), attribute)

@@ -12,9 +12,11 @@ _CONTEXT_ATTRS = ("max_position_embeddings", "n_positions", "n_ctx", "seq_length
 
 def is_position_index(value: object) -> bool:
     """Whether ``value`` can index a position: an int (or integral float) ≥ 0, not a bool."""
-    return not isinstance(value, bool) and (
-        isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
+    return (
+        not isinstance(value, bool)
+        and (isinstance(value, int) or (isinstance(value, float) and value.is_integer()))
         and value >= 0
+    )
 
 
 def context_length(config) -> int | None:
@@ -37,16 +39,14 @@ def to_input_ids(text_or_ids, tokenizer, config, vocab_size: int) -> torch.Tenso
     prompt = normalize_prompt(text_or_ids)
     if isinstance(prompt, str):
         if tokenizer is None:
-            raise InvalidRequestError("a text prompt needs a tokenizer; pass one or give "
-                                      "token ids")
+            raise InvalidRequestError("a text prompt needs a tokenizer; pass one or give token ids")
         prompt = tokenizer(prompt)["input_ids"]
         if not prompt:
             raise InvalidRequestError("the prompt tokenises to no tokens")
     ids = torch.as_tensor(prompt, dtype=torch.long)
     bad = ids[ids >= vocab_size]
     if bad.numel():
-        raise InvalidRequestError(f"token ids out of range [0, {vocab_size}): "
-                                  f"{bad[:5].tolist()}")
+        raise InvalidRequestError(f"token ids out of range [0, {vocab_size}): {bad[:5].tolist()}")
     check_context(ids.numel(), config)
     return ids
 
@@ -60,6 +60,9 @@ def check_context(n_tokens: int, config, *, generating: int = 0) -> None:
         raise InvalidRequestError(
             f"the prompt has {n_tokens} tokens and {generating} new tokens were asked for, "
             f"but the model's context is {limit}; ask for at most "
-            f"{max(limit - n_tokens, 0)} new tokens or shorten the prompt")
-    raise InvalidRequestError(f"the prompt has {n_tokens} tokens but the model's context is "
-                              f"{limit}; shorten it or keep its last {limit} tokens")
+            f"{max(limit - n_tokens, 0)} new tokens or shorten the prompt"
+        )
+    raise InvalidRequestError(
+        f"the prompt has {n_tokens} tokens but the model's context is "
+        f"{limit}; shorten it or keep its last {limit} tokens"
+    )

@@ -67,16 +67,24 @@ class IGLens:
         :func:`~iglens_viz.core.result.display_name`.
     """
 
-    def __init__(self, model: nn.Module, tokenizer=None, *,
-                 dtype: torch.dtype | str = torch.float32,
-                 top_k: int = 5, memory_budget: int = DEFAULT_MEMORY_BUDGET,
-                 cache_size: int = 4, name: str | None = None):
-        for field, value, least in (("top_k", top_k, 0), ("memory_budget", memory_budget, 1),
-                                    ("cache_size", cache_size, 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                    or value < least:
-                raise InvalidRequestError(f"{field} must be an integer >= {least}, got "
-                                          f"{value!r}")
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer=None,
+        *,
+        dtype: torch.dtype | str = torch.float32,
+        top_k: int = 5,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        cache_size: int = 4,
+        name: str | None = None,
+    ):
+        for field, value, least in (
+            ("top_k", top_k, 0),
+            ("memory_budget", memory_budget, 1),
+            ("cache_size", cache_size, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise InvalidRequestError(f"{field} must be an integer >= {least}, got {value!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.name = display_name(model, name)  # results carry it as model_name
@@ -103,8 +111,7 @@ class IGLens:
 
     def input_ids(self, text_or_ids) -> torch.Tensor:
         """The validated ``[T]`` token ids of a prompt (string, id list or tensor)."""
-        return to_input_ids(text_or_ids, self.tokenizer, self.model.config,
-                            self.readout.vocab_size)
+        return to_input_ids(text_or_ids, self.tokenizer, self.model.config, self.readout.vocab_size)
 
     def prepare(self, request: AttributionRequest) -> tuple[torch.Tensor, int]:
         """The ids a request attributes and the prompt's length.
@@ -141,8 +148,7 @@ class IGLens:
         while len(cache) > self.cache_size:
             cache.popitem(last=False)
 
-    def trace(self, text_or_ids, *, sublayers: bool = False, components: bool = False
-              ) -> Trace:
+    def trace(self, text_or_ids, *, sublayers: bool = False, components: bool = False) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row.
 
         ``sublayers`` keeps h_L.attn between every attention and MLP (and reads it out);
@@ -172,9 +178,15 @@ class IGLens:
             sublayers = sublayers or cached.sublayers
             mids = mids or cached.mid_states is not None
             heads = heads or cached.head_inputs is not None
-        captured = capture_states(self.model, self.adapter, ids, device=self.readout.device,
-                                  dtype=self.readout.dtype, sublayers=sublayers or mids,
-                                  heads=heads)
+        captured = capture_states(
+            self.model,
+            self.adapter,
+            ids,
+            device=self.readout.device,
+            dtype=self.readout.dtype,
+            sublayers=sublayers or mids,
+            heads=heads,
+        )
         states, mid_states = captured.states, None
         if mids and not sublayers:  # h_L.attn for the split only: kept, not read out
             states, mid_states = states[0::2].contiguous(), states[1::2].contiguous()
@@ -183,8 +195,15 @@ class IGLens:
             map_ = (cached.features, cached.log_normalizer, cached.top_ids, cached.top_logprobs)
         else:
             map_ = self._checked_map(states, captured, top_k)
-        trace = Trace(ids, states, *map_, sublayers=sublayers, mid_states=mid_states,
-                      head_inputs=captured.head_inputs, attn_writes=captured.attn_writes)
+        trace = Trace(
+            ids,
+            states,
+            *map_,
+            sublayers=sublayers,
+            mid_states=mid_states,
+            head_inputs=captured.head_inputs,
+            attn_writes=captured.attn_writes,
+        )
         self._remember(self._cache, key, trace)
         return trace
 
@@ -207,8 +226,13 @@ class IGLens:
             if cached is None or cached.top_k < min(top_k, self.readout.vocab_size):
                 todo.append(i)
         if todo:
-            captured = capture_batch(self.model, self.adapter, [ids[i] for i in todo],
-                                     device=self.readout.device, dtype=self.readout.dtype)
+            captured = capture_batch(
+                self.model,
+                self.adapter,
+                [ids[i] for i in todo],
+                device=self.readout.device,
+                dtype=self.readout.dtype,
+            )
             lengths = [ids[i].numel() for i in todo]
             states = torch.cat([c.states for c in captured], dim=1)
             try:
@@ -232,17 +256,33 @@ class IGLens:
         what = type(self.model).__name__
         check_model_states(states, what, self.readout, captured.logits.dtype)
         map_ = readout_map(self.readout, states, top_k, self.memory_budget)
-        check_readout(self.readout, map_[0][-1], captured.unembed_input, captured.checked,
-                      captured.logits, what=what, adapter_name=self.adapter.family.name,
-                      width=states.shape[-1], budget_bytes=self.memory_budget)
+        check_readout(
+            self.readout,
+            map_[0][-1],
+            captured.unembed_input,
+            captured.checked,
+            captured.logits,
+            what=what,
+            adapter_name=self.adapter.family.name,
+            width=states.shape[-1],
+            budget_bytes=self.memory_budget,
+        )
         check_readout_map(self.readout, map_[0], map_[1], what)
         return map_
 
-    def attribute(self, text_or_ids, *, target: TargetSpec = "predicted",
-                  contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
-                  steps: int = 1, estimator: Estimator = "prediction_aware",
-                  chat: ChatMode = False, max_new_tokens: int = 0,
-                  components: bool = False) -> AttributionResult:
+    def attribute(
+        self,
+        text_or_ids,
+        *,
+        target: TargetSpec = "predicted",
+        contrast: TargetSpec | None = None,
+        boundaries: BoundarySpec = None,
+        steps: int = 1,
+        estimator: Estimator = "prediction_aware",
+        chat: ChatMode = False,
+        max_new_tokens: int = 0,
+        components: bool = False,
+    ) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
 
         Parameters
@@ -289,10 +329,19 @@ class IGLens:
         InvalidRequestError
             Any argument is invalid for this model (the message says what would work).
         """
-        return self.run(AttributionRequest(
-            text_or_ids, target=target, contrast=contrast, boundaries=boundaries, steps=steps,
-            estimator=estimator, chat=chat, max_new_tokens=max_new_tokens,
-            components=components))
+        return self.run(
+            AttributionRequest(
+                text_or_ids,
+                target=target,
+                contrast=contrast,
+                boundaries=boundaries,
+                steps=steps,
+                estimator=estimator,
+                chat=chat,
+                max_new_tokens=max_new_tokens,
+                components=components,
+            )
+        )
 
     def run(self, request: AttributionRequest) -> AttributionResult:
         """Run an :class:`AttributionRequest` (see :meth:`attribute` for its fields).
@@ -301,18 +350,25 @@ class IGLens:
         ``lens.run(result.request.replace(target="next"))``.
         """
         if not isinstance(request, AttributionRequest):
-            raise InvalidRequestError(f"run() takes an AttributionRequest, not "
-                                      f"{type(request).__name__}; use attribute() for a prompt")
+            raise InvalidRequestError(
+                f"run() takes an AttributionRequest, not "
+                f"{type(request).__name__}; use attribute() for a prompt"
+            )
         bounds = request.boundary_list(self.n_blocks)
         ids, prompt_length = self.prepare(request)
         trace = self.trace(ids, sublayers=is_sublayer(bounds), components=request.components)
         vocab = self.readout.vocab_size
         predicted = _predicted_ids(trace, prompt_length)
-        target_ids = resolve_targets(request.target, trace.input_ids, predicted,
-                                     self.tokenizer, vocab)
-        contrast_ids = None if request.contrast is None else resolve_targets(
-            request.contrast, trace.input_ids, predicted, self.tokenizer, vocab,
-            what="contrast")
+        target_ids = resolve_targets(
+            request.target, trace.input_ids, predicted, self.tokenizer, vocab
+        )
+        contrast_ids = (
+            None
+            if request.contrast is None
+            else resolve_targets(
+                request.contrast, trace.input_ids, predicted, self.tokenizer, vocab, what="contrast"
+            )
+        )
         if contrast_ids is not None:
             check_contrast(target_ids, contrast_ids)
         missing = target_ids == NO_TARGET
@@ -338,13 +394,33 @@ class IGLens:
         path = self._path(pairs, lens, steps)
         shares = None
         if request.components:
-            shares = self._shares(trace, bounds, torch.arange(T), y, c, request.estimator,
-                                  steps, _path_or_ends(path, lens))
-        return self._result(request, trace, bounds, target_ids, contrast_ids, missing, lens,
-                            contributions, None if steps == 1 else path, prompt_length, shares)
+            shares = self._shares(
+                trace,
+                bounds,
+                torch.arange(T),
+                y,
+                c,
+                request.estimator,
+                steps,
+                _path_or_ends(path, lens),
+            )
+        return self._result(
+            request,
+            trace,
+            bounds,
+            target_ids,
+            contrast_ids,
+            missing,
+            lens,
+            contributions,
+            None if steps == 1 else path,
+            prompt_length,
+            shares,
+        )
 
-    def components(self, result: AttributionResult, positions=None, *,
-                   steps: int | None = None) -> np.ndarray:
+    def components(
+        self, result: AttributionResult, positions=None, *, steps: int | None = None
+    ) -> np.ndarray:
         """Split ``result``'s contributions at ``positions`` over heads, MLPs and remainders.
 
         Returns ``(P, n, C)`` shares (NaN at a position without a target), indexed like
@@ -362,19 +438,29 @@ class IGLens:
             raise InvalidRequestError("components() needs a result produced by an IGLens")
         T = len(result.input_ids)
         picked = np.arange(T) if positions is None else np.atleast_1d(np.asarray(positions))
-        if picked.dtype.kind not in "iu" or picked.ndim != 1 or \
-                ((picked < -T) | (picked >= T)).any():
-            raise InvalidRequestError(f"positions must be integers in [-{T}, {T}), got "
-                                      f"{positions!r}")
+        if (
+            picked.dtype.kind not in "iu"
+            or picked.ndim != 1
+            or ((picked < -T) | (picked >= T)).any()
+        ):
+            raise InvalidRequestError(
+                f"positions must be integers in [-{T}, {T}), got {positions!r}"
+            )
         picked = picked % T
-        trace = self.trace(result.input_ids, sublayers=is_sublayer(result.boundaries),
-                           components=True)
+        trace = self.trace(
+            result.input_ids, sublayers=is_sublayer(result.boundaries), components=True
+        )
         if trace.input_ids.tolist() != list(result.input_ids):  # pragma: no cover - guard
             raise InvalidRequestError("the result is of another prompt than this lens saw")
 
         def ids_at(ids):
-            return None if ids is None else torch.as_tensor(
-                np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked]))
+            return (
+                None
+                if ids is None
+                else torch.as_tensor(
+                    np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked])
+                )
+            )
 
         steps = request.steps if steps is None else request.replace(steps=steps).steps
         lens = torch.as_tensor(result.lens_probs[picked], device=self.readout.device)
@@ -384,14 +470,23 @@ class IGLens:
         else:
             pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
             path = self._path(pairs, torch.nan_to_num(lens), steps)
-        shares = self._shares(trace, result.boundaries, torch.as_tensor(picked), y, c,
-                              request.estimator, steps, _path_or_ends(path, lens))
+        shares = self._shares(
+            trace,
+            result.boundaries,
+            torch.as_tensor(picked),
+            y,
+            c,
+            request.estimator,
+            steps,
+            _path_or_ends(path, lens),
+        )
         out = shares.detach().cpu().numpy().astype(np.float64)
         out[np.asarray(result.target_ids)[picked] < 0] = np.nan
         return out
 
-    def with_components(self, result: AttributionResult, positions=None, *,
-                        steps: int | None = None) -> AttributionResult:
+    def with_components(
+        self, result: AttributionResult, positions=None, *, steps: int | None = None
+    ) -> AttributionResult:
         """A copy of ``result`` whose component split holds :meth:`components` at
         ``positions`` (NaN elsewhere), so ``.components``, ``plot_components`` and the
         exported page show it."""
@@ -399,11 +494,18 @@ class IGLens:
         shares = self.components(result, picked, steps=steps)
         dense = np.full((len(result.input_ids), *shares.shape[1:]), np.nan)
         dense[np.atleast_1d(picked)] = shares
-        return dataclasses.replace(result, component_shares=dense,
-                                   component_names=self.component_names)
+        return dataclasses.replace(
+            result, component_shares=dense, component_names=self.component_names
+        )
 
-    def interior_path(self, result: AttributionResult, position: int, *,
-                      steps: int | None = None, terms: bool = False):
+    def interior_path(
+        self,
+        result: AttributionResult,
+        position: int,
+        *,
+        steps: int | None = None,
+        terms: bool = False,
+    ):
         """f along every segment of ``result`` at one ``position``: ``(k, m+1)`` float64,
         at α = 0, 1/m, …, 1 (the ends are ``result.lens_probs[position]``).
 
@@ -420,20 +522,29 @@ class IGLens:
         if not isinstance(request, AttributionRequest):
             raise InvalidRequestError("interior_path() needs a result produced by an IGLens")
         T = len(result.input_ids)
-        if isinstance(position, bool) or not isinstance(position, (int, np.integer)) \
-                or not -T <= int(position) < T:
-            raise InvalidRequestError(f"position must be an integer in [-{T}, {T}), got "
-                                      f"{position!r}")
+        if (
+            isinstance(position, bool)
+            or not isinstance(position, (int, np.integer))
+            or not -T <= int(position) < T
+        ):
+            raise InvalidRequestError(
+                f"position must be an integer in [-{T}, {T}), got {position!r}"
+            )
         position = int(position) % T
         if result.target_ids[position] < 0:
-            raise InvalidRequestError(f"position {position} has no target (with target "
-                                      f"'next', the last position has none)")
+            raise InvalidRequestError(
+                f"position {position} has no target (with target "
+                f"'next', the last position has none)"
+            )
         steps = max(2, request.steps) if steps is None else request.replace(steps=steps).steps
         trace = self.trace(result.input_ids, sublayers=is_sublayer(result.boundaries))
         picked = np.asarray([position])
         y = torch.as_tensor(np.asarray(result.target_ids)[picked])
-        c = None if result.contrast_ids is None else torch.as_tensor(
-            np.asarray(result.contrast_ids)[picked])
+        c = (
+            None
+            if result.contrast_ids is None
+            else torch.as_tensor(np.asarray(result.contrast_ids)[picked])
+        )
         pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
         lens = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
         k = lens.shape[1] - 1
@@ -446,7 +557,8 @@ class IGLens:
             return path
         out = torch.zeros(k * steps, dtype=torch.float64)
         for pair, step, grad, direction in segment_gradients(
-                self.readout, *pairs, midpoints(steps, self.readout), self.memory_budget):
+            self.readout, *pairs, midpoints(steps, self.readout), self.memory_budget
+        ):
             values = (grad * direction).sum(-1).double().cpu() / steps
             out.index_put_((pair.cpu() * steps + step.cpu(),), values)
         return path, out.reshape(k, steps).numpy()
@@ -459,14 +571,25 @@ class IGLens:
         P, k = lens.shape[0], lens.shape[1] - 1
         alphas = torch.arange(1, steps, dtype=self.readout.dtype) / steps
         interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
-        return torch.cat([lens[:, :-1, None], interior.reshape(P, k, -1).double(),
-                          lens[:, 1:, None]], dim=-1)
+        return torch.cat(
+            [lens[:, :-1, None], interior.reshape(P, k, -1).double(), lens[:, 1:, None]], dim=-1
+        )
 
     def _shares(self, trace, bounds, positions, y, c, estimator, steps, path):
         """Component shares ``[P, n, C]`` of ``positions`` (``y``, ``c``, ``path``: theirs)."""
-        return component_shares(self.readout, self.adapter, trace, bounds, positions, y, c,
-                                estimator=estimator, steps=steps, path=path,
-                                budget=self.memory_budget)
+        return component_shares(
+            self.readout,
+            self.adapter,
+            trace,
+            bounds,
+            positions,
+            y,
+            c,
+            estimator=estimator,
+            steps=steps,
+            path=path,
+            budget=self.memory_budget,
+        )
 
     def widget(self, text_or_ids, **attribute_kwargs):
         """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
@@ -475,8 +598,20 @@ class IGLens:
         """
         return provider("show")(self, None, text_or_ids, **attribute_kwargs)
 
-    def _result(self, request, trace, bounds, target_ids, contrast_ids, missing, lens,
-                contributions, path, prompt_length, shares=None) -> AttributionResult:
+    def _result(
+        self,
+        request,
+        trace,
+        bounds,
+        target_ids,
+        contrast_ids,
+        missing,
+        lens,
+        contributions,
+        path,
+        prompt_length,
+        shares=None,
+    ) -> AttributionResult:
         def numpy(x):
             out = x.detach().cpu().numpy().astype(np.float64)
             out[missing] = np.nan
@@ -537,8 +672,9 @@ def min_memory_budget(readout: Readout, width: int = 0) -> int:
     itemsize = torch.finfo(readout.dtype).bits // 8
     columns = min(readout.vocab_size, _FLOOR_COLUMNS)
     per_column = _FLOOR_COPIES + readout.head_block_width
-    return itemsize * (columns * per_column
-                       + _FLOOR_ROW_VECTORS * max(int(width), readout.feature_size))
+    return itemsize * (
+        columns * per_column + _FLOOR_ROW_VECTORS * max(int(width), readout.feature_size)
+    )
 
 
 def _budget_with_floor(budget: int, readout: Readout, model: nn.Module) -> int:
@@ -547,12 +683,16 @@ def _budget_with_floor(budget: int, readout: Readout, model: nn.Module) -> int:
     floor = min_memory_budget(readout, width if isinstance(width, int) else 0)
     if budget >= floor:
         return budget
-    meant = (f"; if you meant {budget} MB, pass memory_budget={budget} * 2**20"
-             if budget < 2**16 else "")
-    warnings.warn(f"memory_budget={budget} bytes is below one readout row's tile "
-                  f"({floor} bytes for this model's {readout.vocab_size}-token vocabulary in "
-                  f"{readout.dtype}); using {floor}. The budget is in bytes{meant}",
-                  UserWarning, stacklevel=3)
+    meant = (
+        f"; if you meant {budget} MB, pass memory_budget={budget} * 2**20" if budget < 2**16 else ""
+    )
+    warnings.warn(
+        f"memory_budget={budget} bytes is below one readout row's tile "
+        f"({floor} bytes for this model's {readout.vocab_size}-token vocabulary in "
+        f"{readout.dtype}); using {floor}. The budget is in bytes{meant}",
+        UserWarning,
+        stacklevel=3,
+    )
     return floor
 
 
@@ -567,15 +707,18 @@ def require_materialized(model: nn.Module) -> None:
             continue
         if any(name == h or name.startswith(h + ".") or h == "" for h in hooked):
             continue
-        for tensor_name, tensor in [*module.named_parameters(recurse=False),
-                                    *module.named_buffers(recurse=False)]:
+        for tensor_name, tensor in [
+            *module.named_parameters(recurse=False),
+            *module.named_buffers(recurse=False),
+        ]:
             if tensor is not None and tensor.is_meta:
                 where = f"{name}.{tensor_name}" if name else tensor_name
                 raise ModelLoadError(
                     f"the model's weights are not materialised ({where} is on the meta "
                     f"device): load it with from_pretrained(...) outside "
                     f"init_empty_weights() / torch.device('meta'), or build it on a real "
-                    f"device")
+                    f"device"
+                )
 
 
 def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
@@ -583,7 +726,7 @@ def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     along a generated answer, where it is the token that was actually generated (greedy
     decoding with a KV cache can break near-ties differently from one full pass)."""
     predicted = trace.predicted.cpu().clone()
-    predicted[prompt_length - 1:-1] = trace.input_ids[prompt_length:]
+    predicted[prompt_length - 1 : -1] = trace.input_ids[prompt_length:]
     return predicted
 
 
@@ -592,8 +735,7 @@ def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor
     return path if path is not None else torch.stack([lens[:, :-1], lens[:, 1:]], dim=-1)
 
 
-def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None,
-                   positions=None):
+def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None, positions=None):
     """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [P·k, d]``
     (every position, or ``positions``; ``y``, ``c`` are theirs)."""
     rows = trace.rows(bounds)
@@ -608,12 +750,23 @@ def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None
     return h_a.reshape(T * k, -1), h_b.reshape(T * k, -1), per_pair(y), per_pair(c)
 
 
-def attribute(model: nn.Module, tokenizer, text_or_ids, *, target: TargetSpec = "predicted",
-              contrast: TargetSpec | None = None, boundaries: BoundarySpec = None,
-              steps: int = 1, estimator: Estimator = "prediction_aware",
-              chat: ChatMode = False, max_new_tokens: int = 0, components: bool = False,
-              top_k: int = 5, dtype: torch.dtype = torch.float32,
-              name: str | None = None) -> AttributionResult:
+def attribute(
+    model: nn.Module,
+    tokenizer,
+    text_or_ids,
+    *,
+    target: TargetSpec = "predicted",
+    contrast: TargetSpec | None = None,
+    boundaries: BoundarySpec = None,
+    steps: int = 1,
+    estimator: Estimator = "prediction_aware",
+    chat: ChatMode = False,
+    max_new_tokens: int = 0,
+    components: bool = False,
+    top_k: int = 5,
+    dtype: torch.dtype = torch.float32,
+    name: str | None = None,
+) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
 
     ``top_k`` lens tokens are kept at every boundary; ``dtype`` is the readout precision;
@@ -623,6 +776,14 @@ def attribute(model: nn.Module, tokenizer, text_or_ids, *, target: TargetSpec = 
     an :class:`IGLens` once: it caches the forward pass.
     """
     lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
-    return lens.attribute(text_or_ids, target=target, contrast=contrast, boundaries=boundaries,
-                          steps=steps, estimator=estimator, chat=chat,
-                          max_new_tokens=max_new_tokens, components=components)
+    return lens.attribute(
+        text_or_ids,
+        target=target,
+        contrast=contrast,
+        boundaries=boundaries,
+        steps=steps,
+        estimator=estimator,
+        chat=chat,
+        max_new_tokens=max_new_tokens,
+        components=components,
+    )

@@ -27,8 +27,17 @@ import numpy as np
 from ..errors import InvalidRequestError
 from .boundaries import BoundarySpec, normalize_boundaries, resolve_boundaries
 
-__all__ = ["ESTIMATORS", "MAX_STEPS", "PER_POSITION", "AttributionRequest", "ChatMode",
-           "Estimator", "TargetSpec", "normalize_prompt", "normalize_target"]
+__all__ = [
+    "ESTIMATORS",
+    "MAX_STEPS",
+    "PER_POSITION",
+    "AttributionRequest",
+    "ChatMode",
+    "Estimator",
+    "TargetSpec",
+    "normalize_prompt",
+    "normalize_target",
+]
 
 Estimator = Literal["prediction_aware", "riemann"]
 """``"prediction_aware"`` (exact: totals are first differences of f) or ``"riemann"``
@@ -67,22 +76,24 @@ def _id_tuple(values, what: str, *, allow_none_marker: bool) -> tuple[int, ...]:
     array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values)
     if array.dtype == object and array.size and all(_is_int(v) for v in array.ravel()):
         huge = next(int(v) for v in array.ravel() if abs(v) >= 2**63)  # not even int64
-        raise InvalidRequestError(f"{what} ids out of range: {huge} is beyond any vocabulary "
-                                  f"(token ids are 0..V-1)")
+        raise InvalidRequestError(
+            f"{what} ids out of range: {huge} is beyond any vocabulary (token ids are 0..V-1)"
+        )
     if array.dtype == object or array.dtype.kind not in "iu":
         got = "values of mixed types" if array.dtype == object else array.dtype
         raise InvalidRequestError(f"{what} ids must be integers, got {got}")
     if array.ndim == 2 and array.shape[0] == 1:
         array = array[0]
     if array.ndim != 1:
-        raise InvalidRequestError(f"{what} ids must be 1-D or [1, T]; got shape {array.shape} "
-                                  f"(attribute one sequence at a time)")
+        raise InvalidRequestError(
+            f"{what} ids must be 1-D or [1, T]; got shape {array.shape} "
+            f"(attribute one sequence at a time)"
+        )
     floor = _NO_TARGET if allow_none_marker else 0
     bad = array[array < floor]
     if bad.size:
         allowed = " (-1 marks a position without a target)" if allow_none_marker else ""
-        raise InvalidRequestError(f"{what} ids must be >= {floor}{allowed}; got "
-                                  f"{bad[:5].tolist()}")
+        raise InvalidRequestError(f"{what} ids must be >= {floor}{allowed}; got {bad[:5].tolist()}")
     return tuple(int(i) for i in array)
 
 
@@ -91,14 +102,18 @@ def normalize_prompt(prompt) -> str | tuple[int, ...]:
     if isinstance(prompt, str):
         if not prompt.strip():
             raise InvalidRequestError(
-                "the prompt is empty" + (" (only whitespace)" if prompt else "") +
-                ": pass some text or a list of token ids")
+                "the prompt is empty"
+                + (" (only whitespace)" if prompt else "")
+                + ": pass some text or a list of token ids"
+            )
         return prompt
     if isinstance(prompt, (bytes, bytearray)):
         raise InvalidRequestError("the prompt is bytes: decode it to a string first")
     if not isinstance(prompt, (Sequence, np.ndarray)) and not hasattr(prompt, "detach"):
-        raise InvalidRequestError(f"the prompt must be a string, a sequence of token ids or a "
-                                  f"tensor, not {type(prompt).__name__}")
+        raise InvalidRequestError(
+            f"the prompt must be a string, a sequence of token ids or a "
+            f"tensor, not {type(prompt).__name__}"
+        )
     ids = _id_tuple(prompt, "token", allow_none_marker=False) if len(prompt) else ()
     if not ids:
         raise InvalidRequestError("the prompt is empty: it has no tokens")
@@ -110,8 +125,10 @@ def normalize_target(spec, what: str = "target"):
     int id >= 0, a non-empty token string, or a tuple of ids (-1: no target there)."""
     if isinstance(spec, str):
         if spec == "":
-            raise InvalidRequestError(f"the {what} is an empty string: pass 'predicted', "
-                                      f"'next', a token id or one token such as ' Paris'")
+            raise InvalidRequestError(
+                f"the {what} is an empty string: pass 'predicted', "
+                f"'next', a token id or one token such as ' Paris'"
+            )
         return spec
     if _is_int(spec):
         if int(spec) < 0:
@@ -121,9 +138,11 @@ def normalize_target(spec, what: str = "target"):
         if isinstance(spec, (bytes, bytearray)):
             raise InvalidRequestError(f"the {what} is bytes: decode it to a string first")
         return _id_tuple(spec, what, allow_none_marker=True)
-    raise InvalidRequestError(f"{what} must be 'predicted', 'next', a token id, a "
-                              f"single-token string or one id per position; got "
-                              f"{type(spec).__name__}")
+    raise InvalidRequestError(
+        f"{what} must be 'predicted', 'next', a token id, a "
+        f"single-token string or one id per position; got "
+        f"{type(spec).__name__}"
+    )
 
 
 def _target_from_text(text, what: str, *, optional: bool):
@@ -140,8 +159,7 @@ def _target_from_text(text, what: str, *, optional: bool):
     if _is_int(text):
         return normalize_target(int(text), what)
     if not isinstance(text, str):
-        raise InvalidRequestError(f"{what} must be text or a token id, not "
-                                  f"{type(text).__name__}")
+        raise InvalidRequestError(f"{what} must be text or a token id, not {type(text).__name__}")
     if text in ("predicted", "next"):
         return text
     if _TOKEN_ID_TEXT.fullmatch(text):
@@ -158,13 +176,15 @@ def _target_text(value) -> str:
 
 
 def _steps(value) -> int:
-    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
-        value = int(value)
-    elif isinstance(value, float) and value.is_integer():
+    if (
+        isinstance(value, str)
+        and _INTEGER_TEXT.fullmatch(value)
+        or isinstance(value, float)
+        and value.is_integer()
+    ):
         value = int(value)
     if not _is_int(value) or not 1 <= int(value) <= MAX_STEPS:
-        raise InvalidRequestError(f"steps must be an integer from 1 to {MAX_STEPS}, got "
-                                  f"{value!r}")
+        raise InvalidRequestError(f"steps must be an integer from 1 to {MAX_STEPS}, got {value!r}")
     return int(value)
 
 
@@ -205,25 +225,27 @@ class AttributionRequest:
 
         set_("prompt", normalize_prompt(self.prompt))
         set_("target", normalize_target(self.target, "target"))
-        set_("contrast", None if self.contrast is None
-             else normalize_target(self.contrast, "contrast"))
+        set_(
+            "contrast",
+            None if self.contrast is None else normalize_target(self.contrast, "contrast"),
+        )
         set_("boundaries", normalize_boundaries(self.boundaries))
         if self.estimator not in ESTIMATORS:
-            raise InvalidRequestError(f"unknown estimator {self.estimator!r}; choose one of "
-                                      f"{', '.join(ESTIMATORS)}")
+            raise InvalidRequestError(
+                f"unknown estimator {self.estimator!r}; choose one of {', '.join(ESTIMATORS)}"
+            )
         set_("steps", _steps(self.steps))
         if self.chat not in (True, False, "auto") or isinstance(self.chat, np.bool_):
             raise InvalidRequestError(f"chat must be 'auto', True or False, not {self.chat!r}")
         if self.chat is True and not isinstance(self.prompt, str):
-            raise InvalidRequestError("chat=True needs the user message as a string, not "
-                                      "token ids")
+            raise InvalidRequestError("chat=True needs the user message as a string, not token ids")
         if not _is_int(self.max_new_tokens) or self.max_new_tokens < 0:
-            raise InvalidRequestError(f"max_new_tokens must be an integer >= 0, got "
-                                      f"{self.max_new_tokens!r}")
+            raise InvalidRequestError(
+                f"max_new_tokens must be an integer >= 0, got {self.max_new_tokens!r}"
+            )
         set_("max_new_tokens", int(self.max_new_tokens))
         if not isinstance(self.components, (bool, np.bool_)):
-            raise InvalidRequestError(f"components must be True or False, not "
-                                      f"{self.components!r}")
+            raise InvalidRequestError(f"components must be True or False, not {self.components!r}")
         set_("components", bool(self.components))
 
     # ------------------------------------------------------------------ building
@@ -238,7 +260,8 @@ class AttributionRequest:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise InvalidRequestError(
                 f"AttributionRequest has no field {', '.join(map(repr, unknown))}{hint}; the "
-                f"fields are {', '.join(names)}")
+                f"fields are {', '.join(names)}"
+            )
         return dataclasses.replace(self, **changes)
 
     @classmethod
@@ -259,8 +282,10 @@ class AttributionRequest:
         :data:`PER_POSITION` keeps this request's per-position ids.
         """
         if not isinstance(controls, Mapping):
-            raise InvalidRequestError(f"the controls must be a mapping of field names to "
-                                      f"text, got {type(controls).__name__}")
+            raise InvalidRequestError(
+                f"the controls must be a mapping of field names to "
+                f"text, got {type(controls).__name__}"
+            )
         target = controls.get("target")
         if isinstance(target, str) and target == PER_POSITION and isinstance(self.target, tuple):
             target = self.target
@@ -268,15 +293,15 @@ class AttributionRequest:
             target = _target_from_text(target, "target", optional=False)
         estimator = controls.get("estimator") or "prediction_aware"
         if not isinstance(estimator, str):
-            raise InvalidRequestError(f"estimator must be text, got "
-                                      f"{type(estimator).__name__}")
+            raise InvalidRequestError(f"estimator must be text, got {type(estimator).__name__}")
         steps = controls.get("steps")
         return self.replace(
             target=target,
             contrast=_target_from_text(controls.get("contrast"), "contrast", optional=True),
             boundaries=controls.get("boundaries") or "all",
             estimator=estimator.strip(),
-            steps=1 if steps is None or steps == "" else steps)
+            steps=1 if steps is None or steps == "" else steps,
+        )
 
     # ------------------------------------------------------------------ reading
 
@@ -293,11 +318,17 @@ class AttributionRequest:
 
     def controls(self) -> dict:
         """The text fields that reproduce this request in the widget's controls."""
-        return {"target": _target_text(self.target), "contrast": _target_text(self.contrast),
-                "boundaries": self.boundary_text, "estimator": self.estimator,
-                "steps": self.steps}
+        return {
+            "target": _target_text(self.target),
+            "contrast": _target_text(self.contrast),
+            "boundaries": self.boundary_text,
+            "estimator": self.estimator,
+            "steps": self.steps,
+        }
 
     def to_dict(self) -> dict:
         """JSON-ready fields (tuples become lists); ``AttributionRequest(**d)`` rebuilds it."""
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in dataclasses.fields(self)
+        }

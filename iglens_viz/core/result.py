@@ -9,13 +9,12 @@ from pathlib import PurePath
 
 import numpy as np
 
+from ..errors import InvalidRequestError
 from .boundaries import depth_list, segment_labels
 from .components import component_segments
 from .extensions import provider
-from ..errors import InvalidRequestError
 from .request import AttributionRequest
 from .stats import argmax_rows
-
 
 _HUB_CACHE_FOLDER = re.compile(r"models--(.+?)--(.+)")  # huggingface_hub's cache layout
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -39,8 +38,11 @@ def display_name(model=None, name: str | None = None) -> str:
     config = getattr(model, "config", model)
     raw = model if isinstance(model, str) else getattr(config, "name_or_path", "")
     raw = str(raw or "").strip()
-    if not raw or "/" not in raw.replace("\\", "/") or (
-            _HUB_ID.fullmatch(raw) and not os.path.isdir(raw)):
+    if (
+        not raw
+        or "/" not in raw.replace("\\", "/")
+        or (_HUB_ID.fullmatch(raw) and not os.path.isdir(raw))
+    ):
         return raw
     parts = PurePath(raw.replace("\\", "/")).parts
     for i, part in enumerate(parts):
@@ -210,23 +212,28 @@ class AttributionResult:
         self._require_components()
         shares = np.asarray(self.component_shares, dtype=np.float64)
         T, n, C = shares.shape
-        position, block, comp = (a.ravel() for a in np.meshgrid(
-            np.arange(T), np.arange(n), np.arange(C), indexing="ij"))
+        position, block, comp = (
+            a.ravel() for a in np.meshgrid(np.arange(T), np.arange(n), np.arange(C), indexing="ij")
+        )
         keep = np.isfinite(shares.ravel())
         segment = self.component_segments[block, comp]
-        return pd.DataFrame({
-            "position": position[keep],
-            "segment": segment[keep],
-            "block": block[keep] + 1,
-            "component": np.asarray(self.component_names, dtype=object)[comp[keep]],
-            "share": shares.ravel()[keep],
-        })
+        return pd.DataFrame(
+            {
+                "position": position[keep],
+                "segment": segment[keep],
+                "block": block[keep] + 1,
+                "component": np.asarray(self.component_names, dtype=object)[comp[keep]],
+                "share": shares.ravel()[keep],
+            }
+        )
 
     def _require_components(self) -> None:
         if self.component_shares is None:
-            raise AttributeError("this result has no component split: attribute with "
-                                 "components=True, or use lens.components(result, positions) "
-                                 "for a few positions")
+            raise AttributeError(
+                "this result has no component split: attribute with "
+                "components=True, or use lens.components(result, positions) "
+                "for a few positions"
+            )
 
     def to_dict(self) -> dict:
         """Every field and derived array as JSON-ready lists (NaN becomes None)."""
