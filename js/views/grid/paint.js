@@ -48,7 +48,11 @@ export function paintGrid(c, g, r, pal, f) {
   paintBands(c, g, r, pal, f);
 }
 
-/** The visible cells and their labels. @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal @param {GridFrame} f */
+/**
+ * The visible cells and their labels.
+ * @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g
+ * @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal @param {GridFrame} f
+ */
 function paintCells(c, g, r, pal, f) {
   const cols = /** @type {[number, number]} */ (f.cols);
   const rows = /** @type {[number, number]} */ (f.rows);
@@ -78,7 +82,11 @@ function paintCells(c, g, r, pal, f) {
   c.restore();
 }
 
-/** The header (input tokens) and footer (targets). @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal @param {GridFrame} f */
+/**
+ * The header (input tokens) and footer (targets).
+ * @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g
+ * @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal @param {GridFrame} f
+ */
 function paintBands(c, g, r, pal, f) {
   const bottom = g.viewH - g.footerH;
   c.fillStyle = pal.bg;
