@@ -65,10 +65,30 @@ class Sizes:
     repeats: int
 
 
-FULL = Sizes(hidden=1024, blocks=16, heads=16, intermediate=2816, vocab=65_536, prompt=128,
-             captum_prompt=16, captum_positions=2, memory_prompt=1024, repeats=5)
-QUICK = Sizes(hidden=256, blocks=4, heads=4, intermediate=704, vocab=8192, prompt=32,
-              captum_prompt=16, captum_positions=2, memory_prompt=256, repeats=2)
+FULL = Sizes(
+    hidden=1024,
+    blocks=16,
+    heads=16,
+    intermediate=2816,
+    vocab=65_536,
+    prompt=128,
+    captum_prompt=16,
+    captum_positions=2,
+    memory_prompt=1024,
+    repeats=5,
+)
+QUICK = Sizes(
+    hidden=256,
+    blocks=4,
+    heads=4,
+    intermediate=704,
+    vocab=8192,
+    prompt=32,
+    captum_prompt=16,
+    captum_positions=2,
+    memory_prompt=256,
+    repeats=2,
+)
 
 CAPTUM_STEPS = 50  # LayerIntegratedGradients' default n_steps
 MAP_GOAL = 1.25
@@ -78,14 +98,19 @@ BUSY_SHARE = 0.10  # other processes' CPU share above which the summary flags no
 
 # ----------------------------------------------------------------------------- setup
 
+
 def build_model(sizes: Sizes, seed: int = 0) -> LlamaForCausalLM:
     """A Llama-shaped causal LM with random weights, in eval mode."""
     torch.manual_seed(seed)
     config = LlamaConfig(
-        hidden_size=sizes.hidden, num_hidden_layers=sizes.blocks,
-        num_attention_heads=sizes.heads, num_key_value_heads=sizes.heads,
-        intermediate_size=sizes.intermediate, vocab_size=sizes.vocab,
-        max_position_embeddings=max(1024, sizes.prompt, sizes.memory_prompt))
+        hidden_size=sizes.hidden,
+        num_hidden_layers=sizes.blocks,
+        num_attention_heads=sizes.heads,
+        num_key_value_heads=sizes.heads,
+        intermediate_size=sizes.intermediate,
+        vocab_size=sizes.vocab,
+        max_position_embeddings=max(1024, sizes.prompt, sizes.memory_prompt),
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -110,8 +135,9 @@ def reset_peak_rss() -> bool:
         return False
 
 
-def interleaved_seconds(contenders: dict[str, Callable[[], object]], repeats: int
-                        ) -> dict[str, list[float]]:
+def interleaved_seconds(
+    contenders: dict[str, Callable[[], object]], repeats: int
+) -> dict[str, list[float]]:
     """Wall times of each contender over ``repeats`` rounds, after one untimed warm-up round.
 
     Each round runs every contender once, in turn, so a busy spell on a shared machine hits
@@ -148,9 +174,11 @@ def cpu_seconds() -> tuple[float, float] | None:
     except (OSError, ValueError):
         return None
     busy = (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
-    own = sum(getattr(resource.getrusage(who), field)
-              for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-              for field in ("ru_utime", "ru_stime"))
+    own = sum(
+        getattr(resource.getrusage(who), field)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for field in ("ru_utime", "ru_stime")
+    )
     return busy, own
 
 
@@ -178,6 +206,7 @@ def say_machine(busy: float | None) -> None:
 
 # ----------------------------------------------------------------------------- the contenders
 
+
 def full_map(model: LlamaForCausalLM, ids: torch.Tensor) -> iglens_viz.AttributionResult:
     """IG-Lens full map with a fresh ``IGLens``, so the forward pass is always included."""
     return iglens_viz.IGLens(model, None).attribute(ids)
@@ -190,8 +219,7 @@ def floor(model: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor:
     The readout is norm → head → logsumexp over all (n+1)·T hidden states at once. (The last
     HF hidden state is already normalised, so this norms it twice; the cost is what counts.)
     """
-    out = model(input_ids=ids[None], use_cache=False, output_hidden_states=True,
-                logits_to_keep=1)
+    out = model(input_ids=ids[None], use_cache=False, output_hidden_states=True, logits_to_keep=1)
     rows = torch.stack(out.hidden_states).reshape(-1, model.config.hidden_size)
     return torch.logsumexp(model.lm_head(model.model.norm(rows)), dim=-1)
 
@@ -208,8 +236,9 @@ def naive_logit_lens(model: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor
     return torch.stack(probs)
 
 
-def captum_layer_ig(model: LlamaForCausalLM, ids: torch.Tensor, targets, positions,
-                    n_steps: int = CAPTUM_STEPS) -> list[float]:
+def captum_layer_ig(
+    model: LlamaForCausalLM, ids: torch.Tensor, targets, positions, n_steps: int = CAPTUM_STEPS
+) -> list[float]:
     """Captum LayerIntegratedGradients over every block at ``positions``, the cheapest way
     Captum runs on a residual stack: one call per block, the positions batched in it.
 
@@ -239,7 +268,8 @@ def captum_layer_ig(model: LlamaForCausalLM, ids: torch.Tensor, targets, positio
     sums = torch.zeros(len(positions), dtype=torch.float64)
     for block in model.model.layers:
         attributions = LayerIntegratedGradients(probability, block).attribute(
-            inputs, baselines=baseline, n_steps=n_steps)
+            inputs, baselines=baseline, n_steps=n_steps
+        )
         sums += attributions.reshape(len(positions), -1).sum(-1).double()
     return sums.tolist()
 
@@ -257,7 +287,8 @@ def captum_all_layers_error(model: LlamaForCausalLM, ids: torch.Tensor, target: 
         warnings.simplefilter("ignore")
         try:
             LayerIntegratedGradients(probability, list(model.model.layers)).attribute(
-                ids[None], baselines=torch.zeros_like(ids[None]), n_steps=2)
+                ids[None], baselines=torch.zeros_like(ids[None]), n_steps=2
+            )
         except RuntimeError as err:
             return f"raises RuntimeError: {str(err).splitlines()[0]}"
     return "ran (this Captum version allows it)"
@@ -265,20 +296,29 @@ def captum_all_layers_error(model: LlamaForCausalLM, ids: torch.Tensor, target: 
 
 # ----------------------------------------------------------------------------- measurements
 
+
 def measure_speed(model: LlamaForCausalLM, sizes: Sizes) -> dict:
     """Full map, floor and naive loop at T = ``sizes.prompt``, interleaved; paired ratios."""
     ids = random_ids(sizes.vocab, sizes.prompt)
-    times = interleaved_seconds({"full map": lambda: full_map(model, ids),
-                                 "floor": lambda: floor(model, ids),
-                                 "naive loop": lambda: naive_logit_lens(model, ids)},
-                                sizes.repeats)
+    times = interleaved_seconds(
+        {
+            "full map": lambda: full_map(model, ids),
+            "floor": lambda: floor(model, ids),
+            "naive loop": lambda: naive_logit_lens(model, ids),
+        },
+        sizes.repeats,
+    )
     for name, runs in times.items():
-        say(f"  {name:<10} median {statistics.median(runs) * 1e3:8.0f} ms  "
-            f"runs {[round(t * 1e3) for t in runs]} ms")
+        say(
+            f"  {name:<10} median {statistics.median(runs) * 1e3:8.0f} ms  "
+            f"runs {[round(t * 1e3) for t in runs]} ms"
+        )
     pairs = {"map_vs_floor": ("full map", "floor"), "naive_vs_map": ("naive loop", "full map")}
-    return {"median": {name: statistics.median(runs) for name, runs in times.items()},
-            **{key: paired_ratio(times, *pair) for key, pair in pairs.items()},
-            **{f"{key}_min": min_ratio(times, *pair) for key, pair in pairs.items()}}
+    return {
+        "median": {name: statistics.median(runs) for name, runs in times.items()},
+        **{key: paired_ratio(times, *pair) for key, pair in pairs.items()},
+        **{f"{key}_min": min_ratio(times, *pair) for key, pair in pairs.items()},
+    }
 
 
 def measure_captum(model: LlamaForCausalLM, sizes: Sizes) -> dict:
@@ -286,20 +326,30 @@ def measure_captum(model: LlamaForCausalLM, sizes: Sizes) -> dict:
     T, P = sizes.captum_prompt, min(sizes.captum_positions, sizes.captum_prompt)
     ids = random_ids(sizes.vocab, T, seed=2)
     ours = statistics.median(
-        interleaved_seconds({"full map": lambda: full_map(model, ids)}, sizes.repeats)["full map"])
+        interleaved_seconds({"full map": lambda: full_map(model, ids)}, sizes.repeats)["full map"]
+    )
     say(f"  full map   median {ours * 1e3:8.0f} ms  (T={T})")
     targets = full_map(model, ids).target_ids  # the same predicted tokens for both tools
     positions = torch.linspace(0, T - 1, P).round().long().tolist()
-    say(f"  Captum, every block in one LayerIG call: "
-        f"{captum_all_layers_error(model, ids, int(targets[-1]))}")
+    say(
+        f"  Captum, every block in one LayerIG call: "
+        f"{captum_all_layers_error(model, ids, int(targets[-1]))}"
+    )
     captum_layer_ig(model, ids, targets, positions[:1], n_steps=2)  # warm-up, cheap
     start = time.perf_counter()
     captum_layer_ig(model, ids, targets, positions)
     measured = time.perf_counter() - start
-    say(f"  Captum     {measured:8.1f} s  for position(s) {positions} × {sizes.blocks} blocks "
-        f"= {sizes.blocks} LayerIG calls of {P} rows, n_steps={CAPTUM_STEPS}")
-    return {"ours": ours, "measured": measured, "total": measured * T / P, "positions": P,
-            "prompt": T}
+    say(
+        f"  Captum     {measured:8.1f} s  for position(s) {positions} × {sizes.blocks} blocks "
+        f"= {sizes.blocks} LayerIG calls of {P} rows, n_steps={CAPTUM_STEPS}"
+    )
+    return {
+        "ours": ours,
+        "measured": measured,
+        "total": measured * T / P,
+        "positions": P,
+        "prompt": T,
+    }
 
 
 def memory_child(sizes: Sizes) -> dict:
@@ -317,8 +367,7 @@ def memory_child(sizes: Sizes) -> dict:
     start = time.perf_counter()
     full_map(model, ids)
     seconds = time.perf_counter() - start
-    return {"baseline": baseline, "peak": peak_rss_bytes(), "seconds": seconds,
-            "reset": reset}
+    return {"baseline": baseline, "peak": peak_rss_bytes(), "seconds": seconds, "reset": reset}
 
 
 def measure_memory(sizes: Sizes) -> dict:
@@ -326,21 +375,30 @@ def measure_memory(sizes: Sizes) -> dict:
 
     Run it before this process grows: a child's ``ru_maxrss`` can start from its parent's.
     """
-    command = [sys.executable, os.path.abspath(__file__), "--memory-child",
-               json.dumps(dataclasses.asdict(sizes)), "--threads", str(torch.get_num_threads())]
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--memory-child",
+        json.dumps(dataclasses.asdict(sizes)),
+        "--threads",
+        str(torch.get_num_threads()),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"memory subprocess failed:\n{done.stderr}")
     child = json.loads(done.stdout.strip().splitlines()[-1])
     child["extra"] = max(0, child["peak"] - child["baseline"])
     child["all_logits"] = (sizes.blocks + 1) * sizes.memory_prompt * sizes.vocab * 4  # float32
-    say(f"  peak after the forward pass alone {child['baseline'] / MB:,.0f} MB, after attribute "
+    say(
+        f"  peak after the forward pass alone {child['baseline'] / MB:,.0f} MB, after attribute "
         f"{child['peak'] / MB:,.0f} MB (T={sizes.memory_prompt}; attribute took "
-        f"{child['seconds']:.1f} s)")
+        f"{child['seconds']:.1f} s)"
+    )
     return child
 
 
 # ----------------------------------------------------------------------------- report
+
 
 def machine_info() -> str:
     """Cores, CPU, threads and library versions, one line."""
@@ -352,9 +410,11 @@ def machine_info() -> str:
             cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
     except (OSError, StopIteration):
         pass
-    return (f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__} with "
-            f"{torch.get_num_threads()} threads, transformers {transformers.__version__}, "
-            f"captum {captum.__version__}, Python {platform.python_version()}")
+    return (
+        f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__} with "
+        f"{torch.get_num_threads()} threads, transformers {transformers.__version__}, "
+        f"captum {captum.__version__}, Python {platform.python_version()}"
+    )
 
 
 def table(rows: list[tuple[str, str, str, bool | None]]) -> list[str]:
@@ -367,8 +427,16 @@ def table(rows: list[tuple[str, str, str, bool | None]]) -> list[str]:
     return lines
 
 
-def summary(sizes: Sizes, params: int, speed: dict, captum: dict, memory: dict, mode: str,
-            others: float | None, wall: float) -> str:
+def summary(
+    sizes: Sizes,
+    params: int,
+    speed: dict,
+    captum: dict,
+    memory: dict,
+    mode: str,
+    others: float | None,
+    wall: float,
+) -> str:
     """The final report: each figure with its goal, and how it was measured."""
     n, T = sizes.blocks, sizes.prompt
     ms = {name: f"{t * 1e3:,.0f} ms" for name, t in speed["median"].items()}
@@ -379,13 +447,25 @@ def summary(sizes: Sizes, params: int, speed: dict, captum: dict, memory: dict, 
         return f"{speed[key]:.2f}× (min {speed[key + '_min']:.2f}×)"
 
     rows = [
-        (f"full map / floor (T={T})", ratio("map_vs_floor"), f"≤ {MAP_GOAL}×",
-         map_ratio <= MAP_GOAL),
+        (
+            f"full map / floor (T={T})",
+            ratio("map_vs_floor"),
+            f"≤ {MAP_GOAL}×",
+            map_ratio <= MAP_GOAL,
+        ),
         (f"naive loop / full map (T={T})", ratio("naive_vs_map"), "> 1×", naive_ratio > 1),
-        (f"Captum LayerIG / full map (T={captum['prompt']})",
-         f"{captum_ratio:,.0f}× (extrapolated)", "> 1×", captum_ratio > 1),
-        (f"peak extra memory (T={sizes.memory_prompt})", f"{memory['extra'] / MB:,.0f} MB",
-         "≤ 1 GB", memory["extra"] <= MEMORY_GOAL),
+        (
+            f"Captum LayerIG / full map (T={captum['prompt']})",
+            f"{captum_ratio:,.0f}× (extrapolated)",
+            "> 1×",
+            captum_ratio > 1,
+        ),
+        (
+            f"peak extra memory (T={sizes.memory_prompt})",
+            f"{memory['extra'] / MB:,.0f} MB",
+            "≤ 1 GB",
+            memory["extra"] <= MEMORY_GOAL,
+        ),
         ("  all-at-once logits, computed", f"{memory['all_logits'] / MB:,.0f} MB", "", None),
     ]
     if others is None:
@@ -393,50 +473,67 @@ def summary(sizes: Sizes, params: int, speed: dict, captum: dict, memory: dict, 
     else:
         busy = f"{others:.0%} of the CPUs during the run" + (
             f" — BUSY (over {BUSY_SHARE:.0%}): timings are noisy, rerun on a quiet machine"
-            if others > BUSY_SHARE else "")
-    return "\n".join([
-        "",
-        f"== IG-Lens attribute benchmark ({mode} mode) ==",
-        f"machine: {machine_info()}",
-        f"others:  other processes used {busy}",
-        f"model:   Llama-shaped, random weights, float32: d={sizes.hidden}, {n} blocks, "
-        f"{sizes.heads} heads, ffn {sizes.intermediate}, vocab {sizes.vocab:,} "
-        f"({params / 1e6:.0f}M parameters)",
-        "",
-        *table(rows),
-        "",
-        f"Speed: {sizes.repeats} interleaved rounds after a warm-up round; ratios are medians "
-        f"of per-round ratios (min: ratio of the fastest runs); a naive-loop ratio > 1 means "
-        f"the full map is faster. Medians: full map {ms['full map']}, floor {ms['floor']} "
-        f"(forward + one norm/head/logsumexp of all {(n + 1) * T} rows), naive loop "
-        f"{ms['naive loop']}.",
-        f"Captum: EXTRAPOLATED linearly from {captum['positions']} of {captum['prompt']} "
-        f"positions (all {n} blocks, n_steps={CAPTUM_STEPS}): {captum['measured']:.1f} s "
-        f"measured → {captum['total']:,.0f} s for all {captum['prompt']} positions, vs "
-        f"{captum['ours'] * 1e3:,.0f} ms for the full map.",
-        f"Memory: fresh process, ru_maxrss after attribute − after one plain forward pass "
-        f"(all positions' logits, as a user's own forward call computes them"
-        f"{'; peak reset after the model build' if memory['reset'] else ''}); "
-        f"all-at-once = (n+1)·T·V·4 B = {memory['all_logits'] / GB:.2f} GB "
-        f"({memory['all_logits'] / 2**30:.2f} GiB), not run.",
-        f"Total wall time: {wall:.0f} s.",
-    ])
+            if others > BUSY_SHARE
+            else ""
+        )
+    return "\n".join(
+        [
+            "",
+            f"== IG-Lens attribute benchmark ({mode} mode) ==",
+            f"machine: {machine_info()}",
+            f"others:  other processes used {busy}",
+            f"model:   Llama-shaped, random weights, float32: d={sizes.hidden}, {n} blocks, "
+            f"{sizes.heads} heads, ffn {sizes.intermediate}, vocab {sizes.vocab:,} "
+            f"({params / 1e6:.0f}M parameters)",
+            "",
+            *table(rows),
+            "",
+            f"Speed: {sizes.repeats} interleaved rounds after a warm-up round; ratios are medians "
+            f"of per-round ratios (min: ratio of the fastest runs); a naive-loop ratio > 1 means "
+            f"the full map is faster. Medians: full map {ms['full map']}, floor {ms['floor']} "
+            f"(forward + one norm/head/logsumexp of all {(n + 1) * T} rows), naive loop "
+            f"{ms['naive loop']}.",
+            f"Captum: EXTRAPOLATED linearly from {captum['positions']} of {captum['prompt']} "
+            f"positions (all {n} blocks, n_steps={CAPTUM_STEPS}): {captum['measured']:.1f} s "
+            f"measured → {captum['total']:,.0f} s for all {captum['prompt']} positions, vs "
+            f"{captum['ours'] * 1e3:,.0f} ms for the full map.",
+            f"Memory: fresh process, ru_maxrss after attribute − after one plain forward pass "
+            f"(all positions' logits, as a user's own forward call computes them"
+            f"{'; peak reset after the model build' if memory['reset'] else ''}); "
+            f"all-at-once = (n+1)·T·V·4 B = {memory['all_logits'] / GB:.2f} GB "
+            f"({memory['all_logits'] / 2**30:.2f} GiB), not run.",
+            f"Total wall time: {wall:.0f} s.",
+        ]
+    )
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes for a smoke run (d=256, 4 blocks, vocab 8192, T=32, "
-                             "2 repeats)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed rounds per figure (median taken); default 5, or 2 with "
-                             "--quick")
-    parser.add_argument("--captum-positions", type=int, default=None,
-                        help="positions Captum is timed on before extrapolating (default 2; "
-                             "each adds about a minute on 2 cores in full mode)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch.set_num_threads (default: leave torch's default)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes for a smoke run (d=256, 4 blocks, vocab 8192, T=32, 2 repeats)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed rounds per figure (median taken); default 5, or 2 with --quick",
+    )
+    parser.add_argument(
+        "--captum-positions",
+        type=int,
+        default=None,
+        help="positions Captum is timed on before extrapolating (default 2; "
+        "each adds about a minute on 2 cores in full mode)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch.set_num_threads (default: leave torch's default)",
+    )
     parser.add_argument("--memory-child", metavar="SIZES_JSON", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -464,8 +561,18 @@ def main(argv=None) -> None:
     say("speed: Captum LayerIntegratedGradients vs full map")
     captum = measure_captum(model, sizes)
     wall = time.perf_counter() - start
-    print(summary(sizes, params, speed, captum, memory, "quick" if args.quick else "full",
-                  others_cpu_share(cpu_start, wall), wall))
+    print(
+        summary(
+            sizes,
+            params,
+            speed,
+            captum,
+            memory,
+            "quick" if args.quick else "full",
+            others_cpu_share(cpu_start, wall),
+            wall,
+        )
+    )
 
 
 if __name__ == "__main__":

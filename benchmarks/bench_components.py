@@ -34,9 +34,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_attribute import (cpu_seconds, interleaved_seconds,  # noqa: E402
-                             min_ratio, others_cpu_share, paired_ratio, say,
-                             say_machine)
+from bench_attribute import (
+    cpu_seconds,
+    interleaved_seconds,  # noqa: E402
+    min_ratio,
+    others_cpu_share,
+    paired_ratio,
+    say,
+    say_machine,
+)
 
 import iglens_viz  # noqa: E402
 from iglens_viz.core.request import AttributionRequest  # noqa: E402
@@ -48,14 +54,18 @@ QUICK_PROMPT = "The capital of France is"
 def prepared_ids(lens: iglens_viz.IGLens, quick: bool) -> tuple[torch.Tensor, int]:
     """The token ids the README's example attributes (chat template + generated answer), and
     the first answer position."""
-    request = (AttributionRequest(QUICK_PROMPT) if quick else
-               AttributionRequest(PROMPT, chat=True, max_new_tokens=16))
+    request = (
+        AttributionRequest(QUICK_PROMPT)
+        if quick
+        else AttributionRequest(PROMPT, chat=True, max_new_tokens=16)
+    )
     ids, prompt_length = lens.prepare(request)
     return ids, max(prompt_length - 1, 0)
 
 
 def contenders(model, tokenizer, ids, position) -> dict:
     """Name → a function that does the work once, from a fresh lens."""
+
     def fresh():
         return iglens_viz.IGLens(model, tokenizer)
 
@@ -83,8 +93,9 @@ def contenders(model, tokenizer, ids, position) -> dict:
         "sub-layer map": attribute(boundaries="sublayer"),
         "block map + components (m=1)": attribute(components=True),
         "sub-layer map + components (m=1)": attribute(boundaries="sublayer", components=True),
-        "sub-layer map + components (m=8)": attribute(boundaries="sublayer", components=True,
-                                                      steps=8),
+        "sub-layer map + components (m=8)": attribute(
+            boundaries="sublayer", components=True, steps=8
+        ),
         "one token, later clicks (m=1)": click(warm=True),
         "_first click": first_click,
     }
@@ -98,8 +109,10 @@ def main(argv=None) -> None:
     model, tokenizer = iglens_viz.load_model()
     lens = iglens_viz.IGLens(model, tokenizer)
     ids, position = prepared_ids(lens, args.quick)
-    say(f"default model, T = {ids.numel()} tokens, token timed for a click: position "
-        f"{position}; {args.repeats} interleaved rounds after a warm-up")
+    say(
+        f"default model, T = {ids.numel()} tokens, token timed for a click: position "
+        f"{position}; {args.repeats} interleaved rounds after a warm-up"
+    )
     work = contenders(model, tokenizer, ids, position)
     first = work.pop("_first click")
     first_times = []

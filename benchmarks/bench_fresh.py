@@ -56,6 +56,7 @@ BUSY_SHARE = 0.10
 
 # ----------------------------------------------------------------------------- child side
 
+
 def load(model_name: str, layers: int, cache_dir: str):
     """The model, in eval mode, its parameters materialised in this process's memory (so no
     contender pays the first touch of memory-mapped weights)."""
@@ -88,9 +89,16 @@ def build_llama(cache_dir: str, layers: int) -> None:
     path = llama_path(cache_dir, layers)
     if os.path.exists(os.path.join(path, "config.json")):
         return
-    config = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_attention_heads=32,
-                         num_key_value_heads=8, vocab_size=128_256, tie_word_embeddings=True,
-                         num_hidden_layers=layers, max_position_embeddings=2048)
+    config = LlamaConfig(
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128_256,
+        tie_word_embeddings=True,
+        num_hidden_layers=layers,
+        max_position_embeddings=2048,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).eval().save_pretrained(path)
 
@@ -110,8 +118,9 @@ def nnsight_recipe(model, ids):
     lm = NNsight(model)
     with torch.no_grad():
         with lm.trace(ids[None]):
-            states = nnsight.save([lm.model.embed_tokens.output]
-                                  + [layer.output for layer in lm.model.layers])
+            states = nnsight.save(
+                [lm.model.embed_tokens.output] + [layer.output for layer in lm.model.layers]
+            )
             logits = lm.output.logits.save()
         targets = logits[0].argmax(-1)
         probs = []
@@ -149,20 +158,23 @@ def prepare(model, contender: str, ids):
     if contender == "matmul floor":
         features = readout.features(states.reshape(-1, states.shape[-1]))
         n, vocab = features.shape[0], readout.vocab_size
-        rows, cols = block_plan(n, vocab, readout.dtype, DEFAULT_MEMORY_BUDGET,
-                                head_width=readout.head_block_width)
-        rows, cols = tile_plan(n, vocab, features.shape[-1], readout.dtype, readout.device,
-                               rows, cols)
+        rows, cols = block_plan(
+            n, vocab, readout.dtype, DEFAULT_MEMORY_BUDGET, head_width=readout.head_block_width
+        )
+        rows, cols = tile_plan(
+            n, vocab, features.shape[-1], readout.dtype, readout.device, rows, cols
+        )
         head = readout.head_weight
         tile = torch.empty(rows * cols, dtype=readout.dtype)
 
         @torch.no_grad()
         def floor():
             for r0 in range(0, n, rows):
-                z = features[r0:r0 + rows]
+                z = features[r0 : r0 + rows]
                 for c0 in range(0, vocab, cols):
                     w = min(cols, vocab - c0)
-                    torch.mm(z, head[c0:c0 + w].t(), out=tile[:z.shape[0] * w].view(-1, w))
+                    torch.mm(z, head[c0 : c0 + w].t(), out=tile[: z.shape[0] * w].view(-1, w))
+
         return floor
     raise ValueError(contender)
 
@@ -188,9 +200,13 @@ def child(spec: dict) -> dict:
     fn()
     own = time.process_time() - own
     wall = time.perf_counter() - start
-    return {"wall": wall, "cpu": own, "others": others_cpu_share(start_cpu, wall),
-            "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
-            "threads": torch.get_num_threads()}
+    return {
+        "wall": wall,
+        "cpu": own,
+        "others": others_cpu_share(start_cpu, wall),
+        "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+        "threads": torch.get_num_threads(),
+    }
 
 
 def peak_rss_bytes() -> int:
@@ -203,6 +219,7 @@ def peak_rss_bytes() -> int:
         return int(line.split()[1]) * 1024
     except (OSError, StopIteration, ValueError):
         from bench_attribute import peak_rss_bytes as fallback
+
         return fallback()
 
 
@@ -223,12 +240,17 @@ def memory(model, ids) -> dict:
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     iglens_viz.IGLens(model, None).attribute(ids)
-    return {"baseline": baseline, "peak": peak_rss_bytes(), "reset": reset,
-            "seconds": time.perf_counter() - start,
-            "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults}
+    return {
+        "baseline": baseline,
+        "peak": peak_rss_bytes(),
+        "reset": reset,
+        "seconds": time.perf_counter() - start,
+        "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+    }
 
 
 # ----------------------------------------------------------------------------- parent side
+
 
 def run_child(spec: dict) -> dict:
     command = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)]
@@ -254,17 +276,24 @@ def measure(args, model: str, prompt: int) -> dict[str, list[dict]]:
     runs: dict[str, list[dict]] = {name: [] for name in args.contenders}
     names = list(args.contenders)
     for round_ in range(args.rounds):
-        order = names[round_ % len(names):] + names[:round_ % len(names)]
+        order = names[round_ % len(names) :] + names[: round_ % len(names)]
         for name in order:
-            spec = {"model": model, "prompt": prompt, "contender": name,
-                    "layers": args.llama_layers, "cache_dir": args.cache_dir,
-                    "threads": args.threads}
+            spec = {
+                "model": model,
+                "prompt": prompt,
+                "contender": name,
+                "layers": args.llama_layers,
+                "cache_dir": args.cache_dir,
+                "threads": args.threads,
+            }
             result = run_child(spec)
             result["load"] = loadavg()
             runs[name].append(result)
-            say(f"  {model} T={prompt} round {round_ + 1} {name:<13} {result['wall']:7.2f} s "
+            say(
+                f"  {model} T={prompt} round {round_ + 1} {name:<13} {result['wall']:7.2f} s "
                 f"(cpu {result['cpu']:6.2f} s, {result['faults']:>9,} page faults, others "
-                f"{100 * (result['others'] or 0):3.0f}% of the CPUs, load {result['load']})")
+                f"{100 * (result['others'] or 0):3.0f}% of the CPUs, load {result['load']})"
+            )
     return runs
 
 
@@ -277,35 +306,52 @@ def paired(runs, a: str, b: str) -> float | None:
 
 def report(results: dict, memories: dict, args, wall: float) -> str:
     lines = ["", "== IG-Lens fresh-process benchmark ==", machine_line(args), ""]
-    header = (f"{'model':<9}{'T':>5}  " + "".join(f"{name:>14}" for name in args.contenders)
-              + f"{'readout/mm':>12}{'loop/map':>10}{'nnsight/map':>13}{'others':>8}")
-    lines.append("median wall seconds of one call in a fresh process; ratios: medians of "
-                 "per-round ratios")
+    header = (
+        f"{'model':<9}{'T':>5}  "
+        + "".join(f"{name:>14}" for name in args.contenders)
+        + f"{'readout/mm':>12}{'loop/map':>10}{'nnsight/map':>13}{'others':>8}"
+    )
+    lines.append(
+        "median wall seconds of one call in a fresh process; ratios: medians of per-round ratios"
+    )
     lines.append(header)
     for (model, prompt), runs in results.items():
-        cells = "".join(f"{statistics.median(r['wall'] for r in runs[n]):14.2f}"
-                        for n in args.contenders)
-        ratios = [paired(runs, "readout", "matmul floor"), paired(runs, "hand loop", "iglens"),
-                  paired(runs, "nnsight", "iglens")]
+        cells = "".join(
+            f"{statistics.median(r['wall'] for r in runs[n]):14.2f}" for n in args.contenders
+        )
+        ratios = [
+            paired(runs, "readout", "matmul floor"),
+            paired(runs, "hand loop", "iglens"),
+            paired(runs, "nnsight", "iglens"),
+        ]
         others = max((r["others"] or 0) for rs in runs.values() for r in rs)
-        lines.append(f"{model:<9}{prompt:>5}  {cells}"
-                     + "".join(f"{x:>12.2f}" if x is not None else f"{'-':>12}"
-                               for x in ratios[:1])
-                     + (f"{ratios[1]:>10.2f}" if ratios[1] else f"{'-':>10}")
-                     + (f"{ratios[2]:>13.2f}" if ratios[2] else f"{'-':>13}")
-                     + f"{100 * others:>7.0f}%")
+        lines.append(
+            f"{model:<9}{prompt:>5}  {cells}"
+            + "".join(f"{x:>12.2f}" if x is not None else f"{'-':>12}" for x in ratios[:1])
+            + (f"{ratios[1]:>10.2f}" if ratios[1] else f"{'-':>10}")
+            + (f"{ratios[2]:>13.2f}" if ratios[2] else f"{'-':>13}")
+            + f"{100 * others:>7.0f}%"
+        )
     lines += ["", "page faults per call (median):"]
     for (model, prompt), runs in results.items():
-        lines.append(f"  {model} T={prompt}: " + ", ".join(
-            f"{n} {statistics.median(r['faults'] for r in runs[n]):,.0f}"
-            for n in args.contenders))
+        lines.append(
+            f"  {model} T={prompt}: "
+            + ", ".join(
+                f"{n} {statistics.median(r['faults'] for r in runs[n]):,.0f}"
+                for n in args.contenders
+            )
+        )
     for model, m in memories.items():
         extra = max(0, m["peak"] - m["baseline"])
-        lines.append(f"peak extra memory of attribute, {model}, T={args.memory_prompt}: "
-                     f"{extra / MB:,.0f} MB over one plain forward pass (attribute "
-                     f"{m['seconds']:.1f} s, {m['faults']:,} page faults)")
-    lines.append(f"'others' is the largest share of the CPUs other processes took during any "
-                 f"timed call of the row (BUSY above {BUSY_SHARE:.0%}). Total {wall:.0f} s.")
+        lines.append(
+            f"peak extra memory of attribute, {model}, T={args.memory_prompt}: "
+            f"{extra / MB:,.0f} MB over one plain forward pass (attribute "
+            f"{m['seconds']:.1f} s, {m['faults']:,} page faults)"
+        )
+    lines.append(
+        f"'others' is the largest share of the CPUs other processes took during any "
+        f"timed call of the row (BUSY above {BUSY_SHARE:.0%}). Total {wall:.0f} s."
+    )
     return "\n".join(lines)
 
 
@@ -323,16 +369,19 @@ def machine_line(args) -> str:
         pass
     try:
         import nnsight
+
         nn_version = nnsight.__version__
     except Exception:  # noqa: BLE001 - a version string only
         nn_version = "absent"
     from iglens_viz.core.readout import cache_sizes
 
     l2, l3 = cache_sizes()
-    return (f"machine: {os.cpu_count()} cores ({cpu}; L2 {l2 // 2**10} KiB, L3 "
-            f"{l3 // 2**20} MiB), torch {torch.__version__} ({args.threads or 'default'} "
-            f"threads), transformers {transformers.__version__}, nnsight {nn_version}; "
-            f"Llama-1B shape with {args.llama_layers} blocks")
+    return (
+        f"machine: {os.cpu_count()} cores ({cpu}; L2 {l2 // 2**10} KiB, L3 "
+        f"{l3 // 2**20} MiB), torch {torch.__version__} ({args.threads or 'default'} "
+        f"threads), transformers {transformers.__version__}, nnsight {nn_version}; "
+        f"Llama-1B shape with {args.llama_layers} blocks"
+    )
 
 
 def parse_args(argv=None):
@@ -342,13 +391,18 @@ def parse_args(argv=None):
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--llama-layers", type=int, default=4)
-    parser.add_argument("--memory-prompt", type=int, default=1024,
-                        help="T of the memory measurement (0: skip it)")
+    parser.add_argument(
+        "--memory-prompt", type=int, default=1024, help="T of the memory measurement (0: skip it)"
+    )
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
-                                                            "iglens_bench_models"))
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: T=32, 1 round, 1 Llama block, memory at T=64")
+    parser.add_argument(
+        "--cache-dir", default=os.path.join(tempfile.gettempdir(), "iglens_bench_models")
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: T=32, 1 round, 1 Llama block, memory at T=64",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -368,8 +422,16 @@ def main(argv=None) -> None:
     if "llama1b" in args.models:
         os.makedirs(args.cache_dir, exist_ok=True)
         say(f"building the Llama-1B-shaped model once ({args.llama_layers} blocks)")
-        run_child({"model": "llama1b", "prompt": 0, "contender": "build",  # parent stays small
-                   "layers": args.llama_layers, "cache_dir": args.cache_dir, "threads": None})
+        run_child(
+            {
+                "model": "llama1b",
+                "prompt": 0,
+                "contender": "build",  # parent stays small
+                "layers": args.llama_layers,
+                "cache_dir": args.cache_dir,
+                "threads": None,
+            }
+        )
     say(f"load average before: {loadavg()}")
     results, memories = {}, {}
     for model in args.models:
@@ -377,9 +439,14 @@ def main(argv=None) -> None:
             results[(model, prompt)] = measure(args, model, prompt)
     if args.memory_prompt:
         for model in args.models:
-            spec = {"model": model, "prompt": args.memory_prompt, "contender": "memory",
-                    "layers": args.llama_layers, "cache_dir": args.cache_dir,
-                    "threads": args.threads}
+            spec = {
+                "model": model,
+                "prompt": args.memory_prompt,
+                "contender": "memory",
+                "layers": args.llama_layers,
+                "cache_dir": args.cache_dir,
+                "threads": args.threads,
+            }
             memories[model] = run_child(spec)
             say(f"  memory {model}: {memories[model]}")
     say(f"load average after: {loadavg()}")

@@ -31,8 +31,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_attribute import (cpu_seconds, interleaved_seconds, others_cpu_share,  # noqa: E402
-                             say, say_machine)
+from bench_attribute import (
+    cpu_seconds,
+    interleaved_seconds,
+    others_cpu_share,  # noqa: E402
+    say,
+    say_machine,
+)
 
 import iglens_viz  # noqa: E402
 from iglens_viz.studies import builtin_set  # noqa: E402
@@ -44,18 +49,18 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     if args.prompts < 2:
-        parser.error("--prompts must be at least 2 (mean and resample ablation need another "
-                     "prompt)")
+        parser.error(
+            "--prompts must be at least 2 (mean and resample ablation need another prompt)"
+        )
     model, tokenizer = iglens_viz.load_model()
-    prompts = builtin_set("capitals")[:args.prompts]
+    prompts = builtin_set("capitals")[: args.prompts]
     texts = [p.text for p in prompts]
 
     def batched():
         iglens_viz.study(model, tokenizer, prompts, modes=("zero",), progress=False)
 
     def one_prompt_at_a_time():
-        iglens_viz.study(model, tokenizer, prompts, modes=("zero",), progress=False,
-                         batch_size=1)
+        iglens_viz.study(model, tokenizer, prompts, modes=("zero",), progress=False, batch_size=1)
 
     def one_at_a_time():  # the ablations alone, one forward pass per block
         for text in texts:
@@ -68,13 +73,17 @@ def main(argv=None) -> None:
     def three_modes():
         iglens_viz.study(model, tokenizer, prompts, progress=False, reference=8)
 
-    work = {"study, zero, batches of 16": batched,
-            "study, zero, one prompt each": one_prompt_at_a_time,
-            "ablate(), per prompt": batched_ablations,
-            "ablate(), one pass per block": one_at_a_time,
-            "study, three modes": three_modes}
-    say(f"default model, {len(prompts)} capital prompts, {args.repeats} interleaved rounds "
-        f"after a warm-up")
+    work = {
+        "study, zero, batches of 16": batched,
+        "study, zero, one prompt each": one_prompt_at_a_time,
+        "ablate(), per prompt": batched_ablations,
+        "ablate(), one pass per block": one_at_a_time,
+        "study, three modes": three_modes,
+    }
+    say(
+        f"default model, {len(prompts)} capital prompts, {args.repeats} interleaved rounds "
+        f"after a warm-up"
+    )
     start, wall = cpu_seconds(), time.perf_counter()
     times = interleaved_seconds(work, args.repeats)
     busy = others_cpu_share(start, time.perf_counter() - wall)
@@ -90,8 +99,7 @@ def main(argv=None) -> None:
     by_batch = ratio("study, zero, one prompt each", "study, zero, batches of 16")
     by_block = ratio("ablate(), one pass per block", "ablate(), per prompt")
     say(f"\nbatches of 16 prompts are {by_batch:.2f}× faster than one prompt at a time")
-    say(f"ablate()'s batched ablations are {by_block:.2f}× faster than one forward pass per "
-        f"block")
+    say(f"ablate()'s batched ablations are {by_block:.2f}× faster than one forward pass per block")
     say_machine(busy)
 
 

@@ -80,8 +80,9 @@ async (i) => {
 
 
 def build_page(folder: Path, T: int, n: int) -> tuple[Path, int]:
-    from iglens_viz.export import to_html
     from ui.helpers import synthetic_result
+
+    from iglens_viz.export import to_html
 
     result = synthetic_result(T=T, n=n, K=5, seed=0, vocab=49152)
     path = folder / f"bench-{T}x{n}.html"
@@ -95,13 +96,11 @@ def median(values):
 
 def run(T: int, n: int, loads: int, clicks: int) -> dict:
     from playwright.sync_api import sync_playwright
-
     from ui.helpers import PageRecorder, launch_chromium
 
     with tempfile.TemporaryDirectory() as tmp:
         path, size = build_page(Path(tmp), T, n)
-        renders, mounts, navigation, click_sync, click_updated, click_frame = ([] for _ in
-                                                                                range(6))
+        renders, mounts, navigation, click_sync, click_updated, click_frame = ([] for _ in range(6))
         with sync_playwright() as p:
             browser = launch_chromium(p)
             context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -127,12 +126,24 @@ def run(T: int, n: int, loads: int, clicks: int) -> dict:
             problems = recorder.console_errors + recorder.page_errors + recorder.network
             version = browser.version
             browser.close()
-    return dict(T=T, n=n, page_bytes=size, loads=loads, clicks=clicks, chromium=version,
-                first_render_ms=median(renders), mount_ms=median(mounts),
-                navigation_to_drawn_ms=median(navigation),
-                click_sync_ms=median(click_sync), click_sync_count=len(click_sync),
-                click_to_detail_ms=median(click_updated), click_to_frame_ms=median(click_frame),
-                first_render_all=renders, click_all=click_updated, problems=problems)
+    return dict(
+        T=T,
+        n=n,
+        page_bytes=size,
+        loads=loads,
+        clicks=clicks,
+        chromium=version,
+        first_render_ms=median(renders),
+        mount_ms=median(mounts),
+        navigation_to_drawn_ms=median(navigation),
+        click_sync_ms=median(click_sync),
+        click_sync_count=len(click_sync),
+        click_to_detail_ms=median(click_updated),
+        click_to_frame_ms=median(click_frame),
+        first_render_all=renders,
+        click_all=click_updated,
+        problems=problems,
+    )
 
 
 TAB_JS = """
@@ -155,8 +166,9 @@ async (name) => {
 
 def build_compare_page(folder: Path, T: int, n: int) -> tuple[Path, int]:
     """An exported page of ``iglens_viz.compare(a, b)``: two T × n results, one pin each."""
-    import iglens_viz
     from ui.helpers import synthetic_result
+
+    import iglens_viz
 
     a = synthetic_result(T=T, n=n, K=5, seed=0, vocab=49152)
     b = synthetic_result(T=T, n=n, K=5, seed=1, vocab=49152)
@@ -170,13 +182,14 @@ def run_views(T: int, n: int, repeats: int) -> dict:
     and compare render (tab click → pinned curves and both results' panels drawn) on a
     ``compare(a, b)`` page of two T × n results. Medians over ``repeats`` switches."""
     from playwright.sync_api import sync_playwright
-
     from ui.helpers import PageRecorder, launch_chromium
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        pages = {"grid": build_page(Path(tmp), T, n)[0],
-                 "compare": build_compare_page(Path(tmp), T, n)[0]}
+        pages = {
+            "grid": build_page(Path(tmp), T, n)[0],
+            "compare": build_compare_page(Path(tmp), T, n)[0],
+        }
         with sync_playwright() as p:
             browser = launch_chromium(p)
             context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -206,13 +219,17 @@ def report_views(args) -> dict:
     def verdict(value, goal):
         return "meets" if value <= goal else "MISSES"
 
-    print(f"  grid render (tab click -> drawn)      {v['grid_render_ms']:7.1f} ms  "
-          f"goal <= {GOAL_GRID_MS:.0f} ms: {verdict(v['grid_render_ms'], GOAL_GRID_MS)}"
-          f"   (median of {args.repeats} switches; {v['grid_sync_ms']:.1f} ms in the handler)")
-    print(f"  compare render (2 results, tab->drawn){v['compare_render_ms']:7.1f} ms  "
-          f"goal <= {GOAL_COMPARE_MS:.0f} ms: "
-          f"{verdict(v['compare_render_ms'], GOAL_COMPARE_MS)}"
-          f"   (median of {args.repeats} switches; {v['compare_sync_ms']:.1f} ms in the handler)")
+    print(
+        f"  grid render (tab click -> drawn)      {v['grid_render_ms']:7.1f} ms  "
+        f"goal <= {GOAL_GRID_MS:.0f} ms: {verdict(v['grid_render_ms'], GOAL_GRID_MS)}"
+        f"   (median of {args.repeats} switches; {v['grid_sync_ms']:.1f} ms in the handler)"
+    )
+    print(
+        f"  compare render (2 results, tab->drawn){v['compare_render_ms']:7.1f} ms  "
+        f"goal <= {GOAL_COMPARE_MS:.0f} ms: "
+        f"{verdict(v['compare_render_ms'], GOAL_COMPARE_MS)}"
+        f"   (median of {args.repeats} switches; {v['compare_sync_ms']:.1f} ms in the handler)"
+    )
     if v["view_problems"]:
         print(f"  page problems (grid/compare): {v['view_problems']}")
     return v
@@ -253,8 +270,10 @@ def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> d
     ids = [int(i) for i in rng.integers(0, min(int(lens.readout.vocab_size), 30000), T)]
     result = lens.attribute(ids)  # steps = 1: no path in the result
     w = IGLensWidget(result, lens)
-    positions = [int(p) for p in rng.choice(np.flatnonzero(result.target_ids >= 0),
-                                            repeats + 1, replace=False)]
+    positions = [
+        int(p)
+        for p in rng.choice(np.flatnonzero(result.target_ids >= 0), repeats + 1, replace=False)
+    ]
     times = []
     for n, position in enumerate(positions):
         t0 = time.perf_counter()
@@ -264,18 +283,27 @@ def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> d
             raise RuntimeError(w.path["error"])
         if n:  # the first request warms the readout
             times.append(elapsed)
-    return dict(lazy_T=T, lazy_blocks=int(lens.n_blocks), lazy_steps=steps, lazy_model=name,
-                lazy_repeats=repeats, lazy_path_ms=median(times), lazy_path_all=times)
+    return dict(
+        lazy_T=T,
+        lazy_blocks=int(lens.n_blocks),
+        lazy_steps=steps,
+        lazy_model=name,
+        lazy_repeats=repeats,
+        lazy_path_ms=median(times),
+        lazy_path_all=times,
+    )
 
 
 def report_lazy_path(args) -> dict:
     """Print the lazy per-token path row (see :func:`run_lazy_path`)."""
     v = run_lazy_path(args.tokens, args.path_steps, 3 if args.quick else 15, args.path_model)
     verdict = "meets" if v["lazy_path_ms"] <= GOAL_LAZY_PATH_MS else "MISSES"
-    print(f"  lazy interior path of one token       {v['lazy_path_ms']:7.1f} ms  "
-          f"goal <= {GOAL_LAZY_PATH_MS:.0f} ms: {verdict}   (median of {v['lazy_repeats']} "
-          f"tokens; m={v['lazy_steps']}, {v['lazy_T']} tokens x {v['lazy_blocks']} blocks, "
-          f"{v['lazy_model']}; kernel side: path_request -> path)")
+    print(
+        f"  lazy interior path of one token       {v['lazy_path_ms']:7.1f} ms  "
+        f"goal <= {GOAL_LAZY_PATH_MS:.0f} ms: {verdict}   (median of {v['lazy_repeats']} "
+        f"tokens; m={v['lazy_steps']}, {v['lazy_T']} tokens x {v['lazy_blocks']} blocks, "
+        f"{v['lazy_model']}; kernel side: path_request -> path)"
+    )
     return v
 
 
@@ -285,14 +313,23 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--loads", type=int, default=7)
     parser.add_argument("--clicks", type=int, default=25)
-    parser.add_argument("--repeats", type=int, default=9,
-                        help="tab switches timed for the grid and compare renders")
+    parser.add_argument(
+        "--repeats", type=int, default=9, help="tab switches timed for the grid and compare renders"
+    )
     parser.add_argument("--quick", action="store_true", help="3 loads, 8 clicks")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
-    parser.add_argument("--path-steps", type=int, default=8,
-                        help="interpolation steps of the lazy per-token path (default 8)")
-    parser.add_argument("--path-model", choices=("default", "tiny"), default="default",
-                        help="model of the lazy-path row (default: the embedded SmolLM2)")
+    parser.add_argument(
+        "--path-steps",
+        type=int,
+        default=8,
+        help="interpolation steps of the lazy per-token path (default 8)",
+    )
+    parser.add_argument(
+        "--path-model",
+        choices=("default", "tiny"),
+        default="default",
+        help="model of the lazy-path row (default: the embedded SmolLM2)",
+    )
     parser.add_argument("--no-path", action="store_true", help="skip the lazy-path row")
     args = parser.parse_args()
     if args.quick:
@@ -302,19 +339,27 @@ def main() -> None:
     def verdict(value, goal):
         return "meets" if value <= goal else "MISSES"
 
-    print(f"IG-Lens widget: exported page, {r['T']} tokens x {r['n']} blocks "
-          f"({r['page_bytes'] / 1e6:.2f} MB), Chromium {r['chromium']}, "
-          f"{platform.machine()} {platform.system()}")
-    print(f"  first render (script start -> drawn)  {r['first_render_ms']:7.1f} ms  "
-          f"goal <= {GOAL_RENDER_MS:.0f} ms: {verdict(r['first_render_ms'], GOAL_RENDER_MS)}"
-          f"   (median of {r['loads']} loads)")
+    print(
+        f"IG-Lens widget: exported page, {r['T']} tokens x {r['n']} blocks "
+        f"({r['page_bytes'] / 1e6:.2f} MB), Chromium {r['chromium']}, "
+        f"{platform.machine()} {platform.system()}"
+    )
+    print(
+        f"  first render (script start -> drawn)  {r['first_render_ms']:7.1f} ms  "
+        f"goal <= {GOAL_RENDER_MS:.0f} ms: {verdict(r['first_render_ms'], GOAL_RENDER_MS)}"
+        f"   (median of {r['loads']} loads)"
+    )
     print(f"    mount() alone                       {r['mount_ms']:7.1f} ms")
     print(f"    navigation start -> drawn           {r['navigation_to_drawn_ms']:7.1f} ms")
-    print(f"  click -> detail panel updated         {r['click_to_detail_ms']:7.1f} ms  "
-          f"goal <= {GOAL_CLICK_MS:.0f} ms: {verdict(r['click_to_detail_ms'], GOAL_CLICK_MS)}"
-          f"   (median of {r['clicks']} clicks)")
-    print(f"    of which synchronous in the handler {r['click_sync_ms']:7.1f} ms  "
-          f"({r['click_sync_count']}/{r['clicks']} clicks updated synchronously)")
+    print(
+        f"  click -> detail panel updated         {r['click_to_detail_ms']:7.1f} ms  "
+        f"goal <= {GOAL_CLICK_MS:.0f} ms: {verdict(r['click_to_detail_ms'], GOAL_CLICK_MS)}"
+        f"   (median of {r['clicks']} clicks)"
+    )
+    print(
+        f"    of which synchronous in the handler {r['click_sync_ms']:7.1f} ms  "
+        f"({r['click_sync_count']}/{r['clicks']} clicks updated synchronously)"
+    )
     print(f"    click -> next frame drawn           {r['click_to_frame_ms']:7.1f} ms")
     if r["problems"]:
         print(f"  page problems: {r['problems']}")

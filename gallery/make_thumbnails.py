@@ -35,8 +35,9 @@ def execute(path: Path, timeout: int = 600) -> float:
     """Run one notebook in a python3 kernel with cwd = gallery/; returns the seconds taken."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(GALLERY)}}).execute()
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(GALLERY)}}
+    ).execute()
     return time.perf_counter() - start
 
 

@@ -15,8 +15,14 @@ from .adapters import supported_families
 from .causal import ablate, validate_onset
 from .core import AttributionRequest, AttributionResult, IGLens, attribute
 from .core.extensions import register
-from .errors import (IGLensError, InvalidRequestError, ModelLoadError, ModelOutputError,
-                     ReadoutMismatchError, UnsupportedModelError)
+from .errors import (
+    IGLensError,
+    InvalidRequestError,
+    ModelLoadError,
+    ModelOutputError,
+    ReadoutMismatchError,
+    UnsupportedModelError,
+)
 from .loading import load_model
 from .studies import Study, study
 
@@ -32,10 +38,25 @@ for _name, _target in {
 }.items():
     register(_name, _target)
 
-__all__ = ["AttributionRequest", "AttributionResult", "IGLens", "IGLensError",
-           "InvalidRequestError", "ModelLoadError", "ModelOutputError", "ReadoutMismatchError",
-           "Study", "UnsupportedModelError", "ablate", "attribute", "compare", "load_model",
-           "study", "supported_families", "validate_onset"]
+__all__ = [
+    "AttributionRequest",
+    "AttributionResult",
+    "IGLens",
+    "IGLensError",
+    "InvalidRequestError",
+    "ModelLoadError",
+    "ModelOutputError",
+    "ReadoutMismatchError",
+    "Study",
+    "UnsupportedModelError",
+    "ablate",
+    "attribute",
+    "compare",
+    "load_model",
+    "study",
+    "supported_families",
+    "validate_onset",
+]
 
 
 def __getattr__(name):

@@ -15,8 +15,14 @@ the prompt is empty: pass a non-empty string or a list of token ids
 
 from __future__ import annotations
 
-__all__ = ["IGLensError", "InvalidRequestError", "ModelLoadError", "ModelOutputError",
-           "ReadoutMismatchError", "UnsupportedModelError"]
+__all__ = [
+    "IGLensError",
+    "InvalidRequestError",
+    "ModelLoadError",
+    "ModelOutputError",
+    "ReadoutMismatchError",
+    "UnsupportedModelError",
+]
 
 
 class IGLensError(Exception):

@@ -44,14 +44,19 @@ def _check_output_path(path: Path) -> None:
         longest = 255
     size = len(path.name.encode("utf-8", "surrogateescape"))
     if size > longest:  # before any stat of it, which would fail with ENAMETOOLONG
-        raise OutputFileError(f"cannot write {path}: its name is {size} bytes, longer than "
-                              f"the {longest} this file system allows; choose a shorter one")
+        raise OutputFileError(
+            f"cannot write {path}: its name is {size} bytes, longer than "
+            f"the {longest} this file system allows; choose a shorter one"
+        )
     if path.is_dir():
-        raise OutputFileError(f"{path} is a folder; give a file name such as "
-                              f"{path / ('iglens' + (path.suffix or '.out'))}")
+        raise OutputFileError(
+            f"{path} is a folder; give a file name such as "
+            f"{path / ('iglens' + (path.suffix or '.out'))}"
+        )
     if not _writable(path.parent):
-        raise OutputFileError(f"cannot write {path}: the folder {path.parent} is not "
-                              f"writable; choose another path")
+        raise OutputFileError(
+            f"cannot write {path}: the folder {path.parent} is not writable; choose another path"
+        )
 
 
 def check_output_folder(folder, files: tuple[str, ...] = ()) -> Path:
@@ -64,8 +69,7 @@ def check_output_folder(folder, files: tuple[str, ...] = ()) -> Path:
     try:
         _check_output_folder(folder, files)
     except OSError as err:  # a stat that fails otherwise than "no such file"
-        raise OutputFileError(f"cannot use the folder {folder}: "
-                              f"{err.strerror or err}") from None
+        raise OutputFileError(f"cannot use the folder {folder}: {err.strerror or err}") from None
     return folder
 
 
@@ -82,20 +86,25 @@ def _check_output_folder(folder: Path, files: tuple[str, ...]) -> None:
         if not parent.is_dir():
             raise OutputFileError(f"cannot create the folder {folder}: {parent} is a file")
         if not _writable(parent):
-            raise OutputFileError(f"cannot create the folder {folder}: {parent} is not "
-                                  f"writable; choose another folder")
+            raise OutputFileError(
+                f"cannot create the folder {folder}: {parent} is not "
+                f"writable; choose another folder"
+            )
     for name in files:
         path = folder / name
         if name.endswith("/"):
             if path.exists() and not path.is_dir():
-                raise OutputFileError(f"{path} is a file where the folder {name} goes; "
-                                      f"move it away or choose another folder")
+                raise OutputFileError(
+                    f"{path} is a file where the folder {name} goes; "
+                    f"move it away or choose another folder"
+                )
             if path.is_dir() and not _writable(path):
-                raise OutputFileError(f"the folder {path} is not writable; choose another "
-                                      f"folder")
+                raise OutputFileError(f"the folder {path} is not writable; choose another folder")
         elif path.is_dir():
-            raise OutputFileError(f"{path} is a folder where the file {name} goes; move it "
-                                  f"away or choose another folder")
+            raise OutputFileError(
+                f"{path} is a folder where the file {name} goes; move it "
+                f"away or choose another folder"
+            )
 
 
 def write_atomic(path, data: str | bytes) -> Path:

@@ -20,6 +20,7 @@ def tiny_model_dir(tmp_path_factory):
 
 # The widget tests' model, lens and forward-pass counter (test_widget, test_lazy_path).
 
+
 @pytest.fixture(scope="module")
 def llama():
     """A tiny random Llama, shared by a module's tests."""
@@ -31,8 +32,9 @@ def llama():
 @pytest.fixture
 def lens(llama):
     """A fresh lens per test (its cache starts empty) on ``llama``."""
-    from iglens_viz import IGLens
     from tiny_models import tiny_tokenizer
+
+    from iglens_viz import IGLens
 
     return IGLens(llama, tiny_tokenizer())
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny_models import (
+    FAMILY_NAMES,
+    model_logits,
+    random_ids,
+    reference_lens_probs,
+    reference_readout_logits,
+    tiny_model,
+)
+from tolerances import readout_size, readout_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens
-
-from tiny_models import (FAMILY_NAMES, model_logits, random_ids, reference_lens_probs,
-                         reference_readout_logits, tiny_model)
-from tolerances import readout_size, readout_tol, sum_tol
 
 IDS = random_ids(12)
 
@@ -81,15 +86,18 @@ def test_path_endpoints_and_interior_point(family_model, tol):
         point = h_a + (s / steps) * (h_b - h_a)
         p = torch.softmax(reference_readout_logits(model, point).double(), -1)
     assert result.path_probs[t, segment, s] == pytest.approx(
-        float(p[result.target_ids[t]]), abs=tol)  # norm+head on the same float32 point
+        float(p[result.target_ids[t]]), abs=tol
+    )  # norm+head on the same float32 point
 
 
 def test_riemann_error_shrinks_with_steps(family_model):
     name, model = family_model
     lens = IGLens(model)
     exact = lens.attribute(IDS).contributions
-    errors = [np.abs(lens.attribute(IDS, estimator="riemann", steps=m).contributions - exact).max()
-              for m in (2, 16, 128)]
+    errors = [
+        np.abs(lens.attribute(IDS, estimator="riemann", steps=m).contributions - exact).max()
+        for m in (2, 16, 128)
+    ]
     assert errors[2] < errors[1] < errors[0]
     # The midpoint rule is second order: 8x the steps cuts the error about 64x. (A rate, not
     # a tolerance: 0.25 only asks for better than first order, 1/8.)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny_models import FAMILY_CONFIGS, random_ids, reference_readout_logits, tiny_model
+from tolerances import eps, readout_size, readout_tol
 
 from iglens_viz import IGLens, InvalidRequestError, UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.core.components import component_segments
-
-from tiny_models import FAMILY_CONFIGS, random_ids, reference_readout_logits, tiny_model
-from tolerances import eps, readout_size, readout_tol
 
 PARALLEL = ("gptj", "phi")  # and GPT-NeoX with its default parallel residual
 SEQUENTIAL = sorted(set(FAMILY_CONFIGS) - set(PARALLEL) - {"gpt_neox"})
@@ -25,8 +24,14 @@ NOT_HEAD_SPLIT = ("gemma2", "gemma3_text")  # a norm after the attention's outpu
 
 # The module whose output is the attention's write as it enters the stream (the test's own
 # reading of each family's block code, independent of the library's family table).
-ATTN_WRITE = {"gpt2": "attn", "gpt_neo": "attn", "opt": "self_attn", "gpt_neox": "attention",
-              "gemma2": "post_attention_layernorm", "gemma3_text": "post_attention_layernorm"}
+ATTN_WRITE = {
+    "gpt2": "attn",
+    "gpt_neo": "attn",
+    "opt": "self_attn",
+    "gpt_neox": "attention",
+    "gemma2": "post_attention_layernorm",
+    "gemma3_text": "post_attention_layernorm",
+}
 
 
 def _first(x):
@@ -41,18 +46,27 @@ def hooked_mid_states(model, ids) -> torch.Tensor:
     inputs, writes = {}, {}
     handles = []
     for i, block in enumerate(blocks):
-        handles.append(block.register_forward_pre_hook(
-            lambda m, args, kwargs, i=i: inputs.__setitem__(
-                i, args[0] if args else kwargs["hidden_states"]), with_kwargs=True))
-        handles.append(block.get_submodule(name).register_forward_hook(
-            lambda m, args, out, i=i: writes.__setitem__(i, _first(out))))
+        handles.append(
+            block.register_forward_pre_hook(
+                lambda m, args, kwargs, i=i: inputs.__setitem__(
+                    i, args[0] if args else kwargs["hidden_states"]
+                ),
+                with_kwargs=True,
+            )
+        )
+        handles.append(
+            block.get_submodule(name).register_forward_hook(
+                lambda m, args, out, i=i: writes.__setitem__(i, _first(out))
+            )
+        )
     try:
         model(input_ids=ids[None])
     finally:
         for handle in handles:
             handle.remove()
-    return torch.stack([(inputs[i] + writes[i].reshape(inputs[i].shape))[0]
-                        for i in range(len(blocks))])
+    return torch.stack(
+        [(inputs[i] + writes[i].reshape(inputs[i].shape))[0] for i in range(len(blocks))]
+    )
 
 
 def sublayer_model(name, **kw):
@@ -61,6 +75,7 @@ def sublayer_model(name, **kw):
 
 
 # ----------------------------------------------------------------------------- sub-layers
+
 
 @pytest.mark.parametrize("name", SEQUENTIAL + ["gpt_neox"])
 def test_sublayer_lens_matches_hooked_states_and_sums_to_delta_p(name):
@@ -111,6 +126,7 @@ def test_sublayer_request_forms():
 
 # ----------------------------------------------------------------------------- shares
 
+
 def _cell_sums(result):
     """``(T, k)`` the shares summed per (position, segment), and Σ |share| per cell."""
     df = result.components
@@ -134,8 +150,7 @@ def test_shares_sum_to_the_segment_contribution(name, steps):
     model = tiny_model(name, dtype=torch.float64)
     lens = IGLens(model, None, dtype=torch.float64)
     for boundaries in {_boundaries(name), "every:2"}:
-        result = lens.attribute(random_ids(7), boundaries=boundaries, steps=steps,
-                                components=True)
+        result = lens.attribute(random_ids(7), boundaries=boundaries, steps=steps, components=True)
         sums, sizes, per_cell = _cell_sums(result)
         # Each step's change is split by weights w_c / Σ w that sum to 1 up to per_cell
         # roundings relative to Σ|w_c| / |Σ w|, i.e. relative to the cell's Σ|share|; the
@@ -152,12 +167,14 @@ def test_prediction_aware_shares_converge_to_per_component_ig():
     ids = random_ids(6)
     # The per-component integrals ∫ ∇f·d_c: a midpoint sum fine enough that its own error
     # (O(1/m²)) is far below the differences measured here.
-    reference = lens.attribute(ids, boundaries="every:2", estimator="riemann", steps=512,
-                               components=True).component_shares
+    reference = lens.attribute(
+        ids, boundaries="every:2", estimator="riemann", steps=512, components=True
+    ).component_shares
     errors = []
     for steps in (1, 4, 16):
-        shares = lens.attribute(ids, boundaries="every:2", steps=steps,
-                                components=True).component_shares
+        shares = lens.attribute(
+            ids, boundaries="every:2", steps=steps, components=True
+        ).component_shares
         errors.append(float(np.nanmax(np.abs(shares - reference))))
     print("max |prediction-aware share − per-component IG| at m = 1, 4, 16:", errors)
     assert errors[0] > errors[1] > errors[2]
@@ -167,7 +184,8 @@ def test_prediction_aware_shares_converge_to_per_component_ig():
 def test_riemann_shares_sum_to_riemann_contribution():
     model = tiny_model("gpt2", dtype=torch.float64)
     result = IGLens(model, None, dtype=torch.float64).attribute(
-        random_ids(6), estimator="riemann", steps=8, components=True)
+        random_ids(6), estimator="riemann", steps=8, components=True
+    )
     sums, sizes, per_cell = _cell_sums(result)
     tol = (per_cell + 8) * eps(torch.float64) * np.maximum(sizes, 1e-3)
     assert (np.abs(sums - result.contributions) <= tol).all()
@@ -195,12 +213,15 @@ def test_head_write_from_stored_outputs_equals_the_projection_with_one_head(name
             x = args[0].clone()
             for head in range(H):
                 if head != keep:
-                    x[..., head * width:(head + 1) * width] = 0
+                    x[..., head * width : (head + 1) * width] = 0
             return (x,)
 
-        handles = [projection.register_forward_pre_hook(zero_others),
-                   projection.register_forward_hook(
-                       lambda m, a, o: out.__setitem__("y", o.reshape(-1, o.shape[-1])))]
+        handles = [
+            projection.register_forward_pre_hook(zero_others),
+            projection.register_forward_hook(
+                lambda m, a, o: out.__setitem__("y", o.reshape(-1, o.shape[-1]))
+            ),
+        ]
         try:
             model(input_ids=ids[None])
         finally:
@@ -215,12 +236,13 @@ def test_head_write_from_stored_outputs_equals_the_projection_with_one_head(name
         hooked = projected(head) - bias
         # Ours: a dot product of d_head float32 terms; the hooked side: the projection's sum
         # over all H·d_head inputs (the others zero) plus the bias, minus the bias again.
-        scale = float((z[:, cols].abs() @ weight[:, cols].abs().T).max()) + \
-            float(bias.abs().max())
+        scale = float((z[:, cols].abs() @ weight[:, cols].abs().T).max()) + float(bias.abs().max())
         tol = (width + z.shape[-1] + 2) * eps(torch.float32) * scale
         torch.testing.assert_close(ours, hooked, rtol=0, atol=tol)
-        print(f"{name} head {head}: max |error| {float((ours - hooked).abs().max()):.1e}, "
-              f"tolerance {tol:.1e}")
+        print(
+            f"{name} head {head}: max |error| {float((ours - hooked).abs().max()):.1e}, "
+            f"tolerance {tol:.1e}"
+        )
 
 
 def test_components_for_a_few_positions_equal_the_whole_prompt_split():
@@ -248,8 +270,9 @@ def test_component_axis_and_segments():
     assert seg.shape == (r.n_blocks, 6)
     np.testing.assert_array_equal(seg[:, 4], 2 * np.arange(r.n_blocks) + 1)  # L.mlp
     np.testing.assert_array_equal(seg[:, 0], 2 * np.arange(r.n_blocks))  # L.attn
-    np.testing.assert_array_equal(component_segments([0, 2, 4], r.component_names, 4)[:, 0],
-                                  [0, 0, 1, 1])
+    np.testing.assert_array_equal(
+        component_segments([0, 2, 4], r.component_names, 4)[:, 0], [0, 0, 1, 1]
+    )
     df = r.components
     assert list(df.columns) == ["position", "segment", "block", "component", "share"]
     assert set(df[df.segment == 1].component) == {"mlp"} and set(df[df.segment == 1].block) == {1}
@@ -267,8 +290,9 @@ def test_component_axis_and_segments():
 def test_plot_components_draws_the_share_matrix():
     from iglens_viz.views import static
 
-    r = IGLens(tiny_model("llama"), None).attribute(random_ids(5), boundaries="every:2",
-                                                   components=True)
+    r = IGLens(tiny_model("llama"), None).attribute(
+        random_ids(5), boundaries="every:2", components=True
+    )
     fig = r.plot_components(3, segment=1)
     mesh = next(c for c in fig.axes[0].collections if c.get_gid() == static.GID_COMPONENTS)
     data = np.ma.filled(mesh.get_array(), np.nan).reshape(2, len(r.component_names))
@@ -287,8 +311,9 @@ def test_the_first_split_of_a_prompt_reuses_its_checked_map(monkeypatch):
     result = lens.attribute(ids)
     maps = []
     real = lens_module.readout_map
-    monkeypatch.setattr(lens_module, "readout_map",
-                        lambda *args, **kw: maps.append(1) or real(*args, **kw))
+    monkeypatch.setattr(
+        lens_module, "readout_map", lambda *args, **kw: maps.append(1) or real(*args, **kw)
+    )
     lens.components(result, [2])  # runs the model again to keep head outputs, not the map
     assert maps == [] and lens.trace(ids).head_inputs is not None
     lens.attribute(ids, boundaries="sublayer")  # h_L.attn rows need reading out: a new map
@@ -304,10 +329,12 @@ def test_a_few_positions_split_at_more_steps_than_the_result():
     coarse = lens.attribute(ids, boundaries="every:2")
     fine = lens.attribute(ids, boundaries="every:2", steps=8, components=True)
     # The same path points (α = s/8) and gradients, for two rows instead of seven.
-    np.testing.assert_allclose(lens.components(coarse, [1, 5], steps=8),
-                               fine.component_shares[[1, 5]], rtol=0,
-                               atol=64 * eps(torch.float64) * np.nanmax(
-                                   np.abs(fine.component_shares)))
+    np.testing.assert_allclose(
+        lens.components(coarse, [1, 5], steps=8),
+        fine.component_shares[[1, 5]],
+        rtol=0,
+        atol=64 * eps(torch.float64) * np.nanmax(np.abs(fine.component_shares)),
+    )
     shown = lens.with_components(coarse, [5], steps=8)
     assert np.isnan(shown.component_shares[[0, 1, 2, 3, 4, 6]]).all()
     assert set(shown.components.position) == {5}

@@ -20,10 +20,16 @@ def test_api_reference_builds(tmp_path):
     text = index.read_text(encoding="utf-8")
     assert "IGLens" in text and "attribute" in text
     # The docstrings made it in, not just the names.
-    assert "Attribute each position" in text           # IGLens.attribute
-    assert "One-shot IG-Lens attribution" in text      # iglens_viz.attribute
-    for page in ("core/lens.html", "causal.html", "core/trajectory.html", "widget.html",
-                 "export/html.html", "loading.html"):
+    assert "Attribute each position" in text  # IGLens.attribute
+    assert "One-shot IG-Lens attribution" in text  # iglens_viz.attribute
+    for page in (
+        "core/lens.html",
+        "causal.html",
+        "core/trajectory.html",
+        "widget.html",
+        "export/html.html",
+        "loading.html",
+    ):
         assert (out / "iglens_viz" / page).is_file(), page
     lens_page = (out / "iglens_viz" / "core" / "lens.html").read_text(encoding="utf-8")
     assert "ReadoutMismatchError" in lens_page

@@ -36,24 +36,34 @@ def test_notebook_is_committed_clean(path):
     assert nb["cells"][0]["cell_type"] == "markdown"
     assert f"(thumbnails/{path.stem}.png)" in first
     assert (GALLERY / "thumbnails" / f"{path.stem}.png").is_file()
-    assert (f"https://colab.research.google.com/github/{REPO_PLACEHOLDER}/blob/main/gallery/"
-            f"{path.name}") in first
-    assert f"https://mybinder.org/v2/gh/{REPO_PLACEHOLDER}/HEAD?labpath=gallery%2F{path.name}" in first
+    assert (
+        f"https://colab.research.google.com/github/{REPO_PLACEHOLDER}/blob/main/gallery/{path.name}"
+    ) in first
+    assert (
+        f"https://mybinder.org/v2/gh/{REPO_PLACEHOLDER}/HEAD?labpath=gallery%2F{path.name}" in first
+    )
 
 
 def gallery_files() -> dict[str, str]:
     """Every file under gallery/ (caches aside) and the SHA-256 of its bytes."""
-    return {str(p.relative_to(GALLERY)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(GALLERY.rglob("*")) if p.is_file()
-            and not {"__pycache__", ".ipynb_checkpoints"} & set(p.relative_to(GALLERY).parts)}
+    return {
+        str(p.relative_to(GALLERY)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(GALLERY.rglob("*"))
+        if p.is_file()
+        and not {"__pycache__", ".ipynb_checkpoints"} & set(p.relative_to(GALLERY).parts)
+    }
 
 
 def git_status(folder: Path) -> str | None:
     """``git status --porcelain`` of ``folder`` (None without git or outside a checkout)."""
     if shutil.which("git") is None:
         return None
-    out = subprocess.run(["git", "status", "--porcelain", "--", str(folder)], cwd=GALLERY,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--", str(folder)],
+        cwd=GALLERY,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout if out.returncode == 0 else None
 
 
@@ -61,8 +71,11 @@ def _output_paths(path: Path) -> str:
     """The first code cell's lines that choose where the notebook writes."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     setup = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
-    lines = [line for line in setup.splitlines()
-             if line.startswith(("OUT =", "REFRESH =", "THUMBNAILS =", "THUMBNAILS.mkdir"))]
+    lines = [
+        line
+        for line in setup.splitlines()
+        if line.startswith(("OUT =", "REFRESH =", "THUMBNAILS =", "THUMBNAILS.mkdir"))
+    ]
     assert len(lines) == 4, setup
     return "\n".join(lines)
 
@@ -73,18 +86,20 @@ def test_notebook_writes_thumbnails_only_on_purpose(path, tmp_path, monkeypatch)
     nb = json.loads(path.read_text(encoding="utf-8"))
     code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     saves = [line.strip() for src in code for line in src.splitlines() if "savefig(" in line]
-    assert saves == [f'fig{"3" if path.stem.startswith("07") else ""}.savefig(THUMBNAILS / '
-                     f'"{path.stem}.png", dpi=80, bbox_inches="tight")']
+    assert saves == [
+        f"fig{'3' if path.stem.startswith('07') else ''}.savefig(THUMBNAILS / "
+        f'"{path.stem}.png", dpi=80, bbox_inches="tight")'
+    ]
     assert all('"thumbnails"' not in src for src in code[1:])  # no other way in
     chooser = _output_paths(path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    for env, expected in [({}, tmp_path / "tmp" / "iglens_gallery" / "thumbnails"),
-                          ({"IGLENS_GALLERY_OUT": str(tmp_path / "out")},
-                           tmp_path / "out" / "thumbnails"),
-                          ({"IGLENS_WRITE_THUMBNAILS": "0"},
-                           tmp_path / "tmp" / "iglens_gallery" / "thumbnails"),
-                          ({"IGLENS_WRITE_THUMBNAILS": "1"}, tmp_path / "thumbnails")]:
+    for env, expected in [
+        ({}, tmp_path / "tmp" / "iglens_gallery" / "thumbnails"),
+        ({"IGLENS_GALLERY_OUT": str(tmp_path / "out")}, tmp_path / "out" / "thumbnails"),
+        ({"IGLENS_WRITE_THUMBNAILS": "0"}, tmp_path / "tmp" / "iglens_gallery" / "thumbnails"),
+        ({"IGLENS_WRITE_THUMBNAILS": "1"}, tmp_path / "thumbnails"),
+    ]:
         for name in ("IGLENS_GALLERY_OUT", "IGLENS_WRITE_THUMBNAILS"):
             monkeypatch.delenv(name, raising=False)
         for name, value in env.items():
@@ -114,11 +129,17 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     before, status = gallery_files(), git_status(GALLERY / "thumbnails")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(GALLERY)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(GALLERY)}}
+    )
     client.execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-              if o.get("output_type") == "error"]
+    errors = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.get("output_type") == "error"
+    ]
     assert not errors
     after = gallery_files()
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))

@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from tiny_models import FAMILY_NAMES, model_logits, random_ids, tiny_model
+from tolerances import eps, readout_size, readout_tol, softmax_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens, ModelOutputError, ReadoutMismatchError
@@ -19,9 +21,6 @@ from iglens_viz.causal.ablation import _target_probs
 from iglens_viz.core import estimators
 from iglens_viz.core.capture import capture_states, checked_positions
 from iglens_viz.core.readout import Readout
-
-from tiny_models import FAMILY_NAMES, model_logits, random_ids, tiny_model
-from tolerances import eps, readout_size, readout_tol, softmax_tol, sum_tol
 
 IDS = random_ids(10, seed=5)
 
@@ -33,6 +32,7 @@ def _wide_logits(rows: int = 16, vocab: int = 49152, seed: int = 0) -> torch.Ten
 
 
 # --- 1. softmax without log_softmax ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_ablation_target_probs_are_accurate_for_every_token(dtype):
@@ -67,8 +67,7 @@ def test_readout_probability_is_accurate_for_every_token():
         got = readout.probability(h, target).double()
         want = torch.exp(readout.target_logits(z, target).double() - lse)
         # relative to p: |Δ log p| <= tol, plus the float32 rounding of p itself
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol + eps(torch.float32),
-                                   atol=0)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol + eps(torch.float32), atol=0)
 
 
 def test_streamed_probability_and_analytic_gradient_match_autograd():
@@ -78,23 +77,27 @@ def test_streamed_probability_and_analytic_gradient_match_autograd():
         model = tiny_model(family).double()
         readout = Readout(adapter_for(model), torch.float64)
         size = readout_size(model, IDS)
-        h = torch.randn(6, model.config.hidden_size, dtype=torch.float64,
-                        generator=torch.Generator().manual_seed(2))
+        h = torch.randn(
+            6,
+            model.config.hidden_size,
+            dtype=torch.float64,
+            generator=torch.Generator().manual_seed(2),
+        )
         z = readout.features(h).detach().requires_grad_(True)
         ids, contrast = torch.tensor([0, 3, 5, 7, 11, 13]), torch.tensor([1, 2, 4, 6, 8, 9])
         p = torch.softmax(readout.logits_from_features(z), -1)
         ref = p.gather(-1, ids[:, None])[:, 0] - p.gather(-1, contrast[:, None])[:, 0]
         (ref_grad,) = torch.autograd.grad(ref.sum(), z)
         for cols in (None, 1, 10):
-            value, grad = readout.probability_and_gradient(z.detach(), ids, contrast, cols,
-                                                           gradient=True)
+            value, grad = readout.probability_and_gradient(
+                z.detach(), ids, contrast, cols, gradient=True
+            )
             blocks = 1 if cols is None else -(-readout.vocab_size // cols)
             tol = 2 * readout_tol(size, torch.float64, blocks)  # a difference of two p's
             np.testing.assert_allclose(value.numpy(), ref.detach().numpy(), rtol=0, atol=tol)
             # ∂f/∂z = Σ_v (∂f/∂l_v) post'_v W_v, Σ_v |∂f/∂l_v| <= 4: errors scale by max|W|
             w_max = float(readout.head_weight.abs().max())
-            np.testing.assert_allclose(grad.numpy(), ref_grad.numpy(), rtol=0,
-                                       atol=4 * tol * w_max)
+            np.testing.assert_allclose(grad.numpy(), ref_grad.numpy(), rtol=0, atol=4 * tol * w_max)
         # ... and through autograd, as the Riemann estimator takes it (norm included)
         hh = h.clone().requires_grad_(True)
         (g,) = torch.autograd.grad(readout.probability(hh, ids, contrast).sum(), hh)
@@ -103,11 +106,13 @@ def test_streamed_probability_and_analytic_gradient_match_autograd():
         fr = pr.gather(-1, ids[:, None])[:, 0] - pr.gather(-1, contrast[:, None])[:, 0]
         (gr,) = torch.autograd.grad(fr.sum(), hr)
         scale = float(gr.abs().max())
-        np.testing.assert_allclose(g.numpy(), gr.numpy(), rtol=0,
-                                   atol=4 * readout_tol(size, torch.float64) * max(1, scale))
+        np.testing.assert_allclose(
+            g.numpy(), gr.numpy(), rtol=0, atol=4 * readout_tol(size, torch.float64) * max(1, scale)
+        )
 
 
 # --- 2. bf16/fp16 heads stay in their dtype ---------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_head_is_not_copied(monkeypatch, dtype):
@@ -163,12 +168,17 @@ def test_float64_readout_of_a_bfloat16_model_is_exact():
     size = readout_size(model, IDS)
     lse = trace.log_normalizer[1]
     ours = trace.top_logprobs[1]
-    np.testing.assert_allclose(ours.numpy(), ref.gather(-1, trace.top_ids[1]).numpy(), rtol=0,
-                               atol=readout_tol(size, torch.float64))
+    np.testing.assert_allclose(
+        ours.numpy(),
+        ref.gather(-1, trace.top_ids[1]).numpy(),
+        rtol=0,
+        atol=readout_tol(size, torch.float64),
+    )
     assert lse.dtype == torch.float64
 
 
 # --- 3. the memory budget holds for any number of steps ----------------------------------------
+
 
 def _record_logit_blocks(monkeypatch):
     sizes = []
@@ -195,8 +205,9 @@ def test_many_steps_stay_within_the_memory_budget(monkeypatch, estimator):
     k = result.contributions.shape[1]
     assert np.isfinite(result.contributions).all()
     if estimator == "prediction_aware":
-        np.testing.assert_allclose(result.contributions.sum(1), result.delta_p, rtol=0,
-                                   atol=sum_tol(torch.float32, k))
+        np.testing.assert_allclose(
+            result.contributions.sum(1), result.delta_p, rtol=0, atol=sum_tol(torch.float32, k)
+        )
 
 
 def test_path_values_chunk_along_the_steps_axis(monkeypatch):
@@ -220,6 +231,7 @@ def test_path_values_chunk_along_the_steps_axis(monkeypatch):
 
 
 # --- 4. the self-check compares every position ---------------------------------------------
+
 
 def test_self_check_catches_a_mismatch_at_the_first_position(monkeypatch):
     model = tiny_model("llama")
@@ -282,8 +294,7 @@ def test_capture_keeps_the_head_input_everywhere_and_logits_at_a_few_positions(f
         want = model_logits(model, IDS)
     finally:
         handle.remove()
-    captured = capture_states(model, adapter, IDS, device=torch.device("cpu"),
-                              dtype=torch.float32)
+    captured = capture_states(model, adapter, IDS, device=torch.device("cpu"), dtype=torch.float32)
     checked = checked_positions(IDS.numel())
     assert torch.equal(captured.checked, checked) and len(set(checked.tolist())) == 8
     assert torch.equal(captured.unembed_input, received[0][0])

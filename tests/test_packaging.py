@@ -43,8 +43,11 @@ def _unavailable(reason: str):
 
 def _path_without_node() -> str:
     """This process's PATH without the directories that hold npm or node."""
-    keep = [d for d in os.environ.get("PATH", "").split(os.pathsep)
-            if d and not any(Path(d, exe).exists() for exe in ("npm", "node"))]
+    keep = [
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and not any(Path(d, exe).exists() for exe in ("npm", "node"))
+    ]
     return os.pathsep.join(keep)
 
 
@@ -53,17 +56,21 @@ def _env(extra_path: Path | None = None) -> dict[str, str]:
     if extra_path is not None:
         path = os.pathsep.join([str(extra_path), path])
     assert shutil.which("npm", path=path) is None and shutil.which("node", path=path) is None
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"}
+    }
     env.update(PATH=path, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
     return env
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-    assert proc.returncode == 0, (f"{args} exited {proc.returncode}\n--- stdout\n"
-                                  f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}")
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, (
+        f"{args} exited {proc.returncode}\n--- stdout\n"
+        f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+    )
     return proc.stdout
 
 
@@ -79,8 +86,11 @@ def dists(tmp_path_factory) -> dict[str, Path]:
         except ImportError:
             _unavailable(f"{module} (pip install -e '.[test]')")
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
-         cwd=out, env=_env())
+    _run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        cwd=out,
+        env=_env(),
+    )
     wheels, sdists = sorted(out.glob("*.whl")), sorted(out.glob("*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
     return {"wheel": wheels[0], "sdist": sdists[0]}
@@ -139,25 +149,63 @@ def page(dists, tiny_model_dir, tmp_path_factory) -> Path:
     venv = work / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=work, env=_env())
     python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
-    fresh_site = Path(_run([str(python), "-c", "import sysconfig; "
-                            "print(sysconfig.get_paths()['purelib'])"],
-                           cwd=work, env=_env()).strip())
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-          "--no-index", "--quiet", str(dists["wheel"])], cwd=work, env=_env())
+    fresh_site = Path(
+        _run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            cwd=work,
+            env=_env(),
+        ).strip()
+    )
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            str(dists["wheel"]),
+        ],
+        cwd=work,
+        env=_env(),
+    )
     # The dependencies from this interpreter, after the venv's own site-packages.
     ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
     (fresh_site / "zz_test_dependencies.pth").write_text("\n".join(ours) + "\n")
     env = _env(python.parent)
     # Where `import iglens_viz` and its metadata resolve (find_spec runs no package code).
-    where = json.loads(_run([str(python), "-c", "import json, importlib.metadata as m, "
-                             "importlib.util as u; print(json.dumps([u.find_spec('iglens_viz')"
-                             ".origin, str(m.distribution('iglens_viz').locate_file(''))]))"],
-                            cwd=work, env=env))
+    where = json.loads(
+        _run(
+            [
+                str(python),
+                "-c",
+                "import json, importlib.metadata as m, "
+                "importlib.util as u; print(json.dumps([u.find_spec('iglens_viz')"
+                ".origin, str(m.distribution('iglens_viz').locate_file(''))]))",
+            ],
+            cwd=work,
+            env=env,
+        )
+    )
     for path in where:
         assert Path(path).resolve().is_relative_to(fresh_site.resolve()), where
     out = work / "page.html"
-    _run([str(python.parent / "iglens"), PROMPT, "--model", tiny_model_dir, "--no-chat",
-          "--html", str(out)], cwd=work, env=env)
+    _run(
+        [
+            str(python.parent / "iglens"),
+            PROMPT,
+            "--model",
+            tiny_model_dir,
+            "--no-chat",
+            "--html",
+            str(out),
+        ],
+        cwd=work,
+        env=env,
+    )
     return out
 
 

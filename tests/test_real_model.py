@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tolerances import readout_size, readout_tol, softmax_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens
-
-from tolerances import readout_size, readout_tol, softmax_tol, sum_tol
 
 pytestmark = pytest.mark.real_model
 
@@ -40,11 +39,13 @@ def test_paris_probability_equals_the_models_own(default_model, lens, size):
     with torch.no_grad():
         probs = torch.softmax(model(ids[None]).logits[0].double(), -1)
     paris = tokenizer.encode(" Paris", add_special_tokens=False)[0]
-    np.testing.assert_allclose(result.final_probs, probs[:, paris].numpy(),
-                               atol=readout_tol(size))  # norm+head recomputed
+    np.testing.assert_allclose(
+        result.final_probs, probs[:, paris].numpy(), atol=readout_tol(size)
+    )  # norm+head recomputed
     assert result.final_probs[-1] > 0.5  # the model does know it
-    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p,
-                               atol=sum_tol(torch.float32, result.n_blocks))  # n differences
+    np.testing.assert_allclose(
+        result.contributions.sum(1), result.delta_p, atol=sum_tol(torch.float32, result.n_blocks)
+    )  # n differences
     assert result.n_blocks == 30 and result.family == "Llama / SmolLM"
 
 
@@ -58,14 +59,15 @@ def test_logit_lens_matches_hidden_states(default_model, lens, size):
         for layer in (0, 10, 21, 29):
             probs = torch.softmax(model.lm_head(model.model.norm(hidden[layer][0])).double(), -1)
             expected = probs[torch.arange(len(ids) - 1), ids[1:]].numpy()
-            np.testing.assert_allclose(result.lens_probs[:-1, layer], expected,
-                                       atol=readout_tol(size))  # norm+head recomputed
+            np.testing.assert_allclose(
+                result.lens_probs[:-1, layer], expected, atol=readout_tol(size)
+            )  # norm+head recomputed
 
 
 def test_vietnam_answer_has_non_monotone_tokens(lens):
     """The issue's teaching case: the generated answer and a build-then-undo trajectory."""
     result = lens.attribute("What is the capital of Vietnam?", chat=True, max_new_tokens=12)
-    answer = "".join(result.tokens[result.prompt_length:])
+    answer = "".join(result.tokens[result.prompt_length :])
     assert answer.startswith("The capital of Vietnam is")
     # Somewhere along the answer a segment works against the final change by > 0.1.
     rows = result.contributions[result.answer_positions]
@@ -88,8 +90,11 @@ def test_ablation_drops_match_an_independent_ablation(default_model, size):
 
     def p_paris():
         with torch.no_grad():
-            logits = model(input_ids=ids, attention_mask=torch.ones_like(ids),
-                           use_cache=False).logits[0].double()
+            logits = (
+                model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+                .logits[0]
+                .double()
+            )
         logit_max.append(float(logits.abs().max()))
         return torch.softmax(logits, -1)[:, paris].numpy()
 
@@ -98,6 +103,7 @@ def test_ablation_drops_match_an_independent_ablation(default_model, size):
     tol = softmax_tol(torch.float32, size.vocab, max(logit_max))
     np.testing.assert_allclose(result.clean_probs, clean, atol=tol)
     for column, layer in enumerate(layers):
+
         def skip(module, args, kwargs, output):  # block `layer` adds nothing
             hidden = args[0] if args else kwargs["hidden_states"]
             return hidden if isinstance(output, torch.Tensor) else (hidden, *output[1:])
@@ -121,25 +127,41 @@ def test_paris_inside_the_block(default_model, lens, size):
     inputs, writes = {}, {}
     handles = []
     for i, block in enumerate(model.model.layers):
-        handles.append(block.register_forward_pre_hook(
-            lambda m, args, kwargs, i=i: inputs.__setitem__(
-                i, args[0] if args else kwargs["hidden_states"]), with_kwargs=True))
-        handles.append(block.self_attn.register_forward_hook(
-            lambda m, args, out, i=i: writes.__setitem__(i, out[0])))
+        handles.append(
+            block.register_forward_pre_hook(
+                lambda m, args, kwargs, i=i: inputs.__setitem__(
+                    i, args[0] if args else kwargs["hidden_states"]
+                ),
+                with_kwargs=True,
+            )
+        )
+        handles.append(
+            block.self_attn.register_forward_hook(
+                lambda m, args, out, i=i: writes.__setitem__(i, out[0])
+            )
+        )
     try:
         with torch.no_grad():
             model(ids[None])
             mids = [inputs[i][0] + writes[i][0] for i in (0, 14, 29)]
-            expected = [torch.softmax(model.lm_head(model.model.norm(h)).double(), -1)
-                        [:, result.target_ids[0]].numpy() for h in mids]
+            expected = [
+                torch.softmax(model.lm_head(model.model.norm(h)).double(), -1)[
+                    :, result.target_ids[0]
+                ].numpy()
+                for h in mids
+            ]
     finally:
         for handle in handles:
             handle.remove()
     for got, layer in zip(expected, (1, 15, 30)):
-        np.testing.assert_allclose(result.lens_probs[:, 2 * layer - 1], got,
-                                   atol=readout_tol(size))  # norm+head recomputed
-    np.testing.assert_allclose(result.contributions.sum(1), result.delta_p,
-                               atol=sum_tol(torch.float32, 2 * result.n_blocks))
+        np.testing.assert_allclose(
+            result.lens_probs[:, 2 * layer - 1], got, atol=readout_tol(size)
+        )  # norm+head recomputed
+    np.testing.assert_allclose(
+        result.contributions.sum(1),
+        result.delta_p,
+        atol=sum_tol(torch.float32, 2 * result.n_blocks),
+    )
     df = result.components
     cells = df.assign(size=df.share.abs()).groupby(["position", "segment"])
     sums = cells.share.sum().unstack().to_numpy()

@@ -36,8 +36,12 @@ def _readout(family: str = "llama", vocab: int = VOCAB):
 
 
 def _features(readout: Readout, rows: int = 300, seed: int = 3) -> torch.Tensor:
-    h = torch.randn(rows, readout.norm_weight.shape[0],
-                    generator=torch.Generator().manual_seed(seed)) * 2
+    h = (
+        torch.randn(
+            rows, readout.norm_weight.shape[0], generator=torch.Generator().manual_seed(seed)
+        )
+        * 2
+    )
     return readout.features(h)
 
 
@@ -68,18 +72,21 @@ def test_scan_matches_float64_logsumexp_and_topk(family, online, tiles):
     k = 5
     got = readout.scan(z, k, online=online, max_rows=max_rows, max_columns=max_columns)
     logits, scale, logit_max = _exact(readout, z)
-    _, cols = tile_plan(z.shape[0], VOCAB, z.shape[-1], readout.dtype, readout.device,
-                        max_rows, max_columns)
+    _, cols = tile_plan(
+        z.shape[0], VOCAB, z.shape[-1], readout.dtype, readout.device, max_rows, max_columns
+    )
     blocks = -(-VOCAB // cols)
     logit_tol = _logit_tol(z.shape[-1], scale, logit_max)
     lse_tol = softmax_tol(torch.float32, VOCAB, logit_max, blocks) + logit_tol
     want_lse = torch.logsumexp(logits, -1)
-    np.testing.assert_allclose(got.log_normalizer.double().numpy(), want_lse.numpy(),
-                               rtol=0, atol=lse_tol)
+    np.testing.assert_allclose(
+        got.log_normalizer.double().numpy(), want_lse.numpy(), rtol=0, atol=lse_tol
+    )
     want_values, want_ids = logits.topk(k + 1, dim=-1)
     # values: each within one logit's error of the exact k largest
-    np.testing.assert_allclose(got.top_values.double().numpy(),
-                               want_values[:, :k].numpy(), rtol=0, atol=logit_tol)
+    np.testing.assert_allclose(
+        got.top_values.double().numpy(), want_values[:, :k].numpy(), rtol=0, atol=logit_tol
+    )
     # ids: exact wherever the exact top k + 1 are further apart than two logits' errors
     # (elsewhere rounding may swap neighbours); without a soft-cap, most rows are such rows
     # (the tiny Gemma-2's cap of 2 squeezes its largest logits together)
@@ -97,8 +104,7 @@ def test_filtered_topk_equals_the_tile_by_tile_merge(monkeypatch):
     z = _features(readout, rows=200)
     filtered = readout.scan(z, 7, max_rows=50, max_columns=256)
     real = readout_module._fold_top
-    monkeypatch.setattr(readout_module, "_fold_top",
-                        lambda *args: real(*args[:-1], False))
+    monkeypatch.setattr(readout_module, "_fold_top", lambda *args: real(*args[:-1], False))
     merged = readout.scan(z, 7, max_rows=50, max_columns=256)
     assert torch.equal(filtered.top_values, merged.top_values)
     assert torch.equal(filtered.top_ids, merged.top_ids)
@@ -120,16 +126,23 @@ def test_scan_gradient_sum_matches_float64(family):
     blocks = -(-VOCAB // 300)
     w_max = float(readout.head_weight.abs().max())
     logit_tol = _logit_tol(z.shape[-1], scale, logit_max)
-    tol = w_max * (2 * logit_tol + softmax_tol(torch.float32, VOCAB, logit_max, blocks)
-                   + math.sqrt(VOCAB) * eps(torch.float32))
+    tol = w_max * (
+        2 * logit_tol
+        + softmax_tol(torch.float32, VOCAB, logit_max, blocks)
+        + math.sqrt(VOCAB) * eps(torch.float32)
+    )
     if readout.softcap is not None:  # post' = 1 − (l/c)²: moves by 2 |l| |δl| / c²
-        tol += w_max * 2 * logit_max * logit_tol / readout.softcap ** 2
+        tol += w_max * 2 * logit_max * logit_tol / readout.softcap**2
     np.testing.assert_allclose(got.double().numpy(), want.numpy(), rtol=0, atol=tol)
 
 
 def test_tile_plan_stays_within_its_bounds_and_one_cache_sized_tile():
-    for n, vocab, width in [(15872, 49152, 576), (992, 128256, 2048), (7, 97, 32),
-                            (100_000, 256_000, 4096)]:
+    for n, vocab, width in [
+        (15872, 49152, 576),
+        (992, 128256, 2048),
+        (7, 97, 32),
+        (100_000, 256_000, 4096),
+    ]:
         for dtype in (torch.float32, torch.float64):
             rows, cols = tile_plan(n, vocab, width, dtype)
             itemsize = torch.finfo(dtype).bits // 8

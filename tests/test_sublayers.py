@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_models import FAMILY_CONFIGS, random_ids, tiny_model
 
 from iglens_viz import UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.core.capture import capture_states
-
-from tiny_models import FAMILY_CONFIGS, random_ids, tiny_model
 
 PARALLEL = {"gptj", "phi"}  # GPT-NeoX is parallel by default too: see the test below
 
@@ -25,7 +24,8 @@ def mlp_half(name: str, block, h_mid: torch.Tensor) -> torch.Tensor:
         return h_mid + block.mlp(block.ln_2(h_mid))
     if name in ("gemma2", "gemma3_text"):
         return h_mid + block.post_feedforward_layernorm(
-            block.mlp(block.pre_feedforward_layernorm(h_mid)))
+            block.mlp(block.pre_feedforward_layernorm(h_mid))
+        )
     if name == "opt":
         return h_mid + block.fc2(block.activation_fn(block.fc1(block.final_layer_norm(h_mid))))
     if name == "gpt_neox":
@@ -45,8 +45,14 @@ def mlp_tol(model, h: torch.Tensor) -> float:
 
 
 def capture(model, ids, sublayers):
-    return capture_states(model, adapter_for(model), ids, device=torch.device("cpu"),
-                          dtype=torch.float64, sublayers=sublayers)[0]
+    return capture_states(
+        model,
+        adapter_for(model),
+        ids,
+        device=torch.device("cpu"),
+        dtype=torch.float64,
+        sublayers=sublayers,
+    )[0]
 
 
 @pytest.mark.parametrize("name", sorted(set(FAMILY_CONFIGS) - PARALLEL - {"gpt_neox"}))
@@ -63,8 +69,12 @@ def test_mid_state_is_the_stream_before_the_mlp(name):
         for L in range(1, n + 1):
             # float64 throughout: only the MLP's own rounding separates the two sides.
             tol = mlp_tol(model, both[2 * L])
-            torch.testing.assert_close(mlp_half(name, blocks[L - 1], both[2 * L - 1][None])[0],
-                                       both[2 * L], rtol=0, atol=tol)
+            torch.testing.assert_close(
+                mlp_half(name, blocks[L - 1], both[2 * L - 1][None])[0],
+                both[2 * L],
+                rtol=0,
+                atol=tol,
+            )
             assert not torch.equal(both[2 * L - 1], both[2 * L - 2])  # attention wrote
 
 
@@ -73,8 +83,12 @@ def test_neox_mid_state_only_when_sequential():
     both = capture(sequential, random_ids(6), sublayers=True)
     block = adapter_for(sequential).blocks[0]
     with torch.no_grad():
-        torch.testing.assert_close(mlp_half("gpt_neox", block, both[1][None])[0], both[2],
-                                   rtol=0, atol=mlp_tol(sequential, both[2]))
+        torch.testing.assert_close(
+            mlp_half("gpt_neox", block, both[1][None])[0],
+            both[2],
+            rtol=0,
+            atol=mlp_tol(sequential, both[2]),
+        )
     with pytest.raises(UnsupportedModelError, match="in parallel"):
         capture(tiny_model("gpt_neox"), random_ids(6), sublayers=True)
 

@@ -13,41 +13,85 @@ import transformers as tf
 
 VOCAB = 97
 COMMON = dict(vocab_size=VOCAB, max_position_embeddings=64)
-LLAMA_LIKE = dict(COMMON, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                  num_attention_heads=4, num_key_value_heads=2)
+LLAMA_LIKE = dict(
+    COMMON,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 # (name, config class, model class, config kwargs)
 FAMILY_CONFIGS = {
-    "gpt2": (tf.GPT2Config, tf.GPT2LMHeadModel,
-             dict(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=3, n_head=4)),
-    "gpt_neo": (tf.GPTNeoConfig, tf.GPTNeoForCausalLM,
-                dict(COMMON, hidden_size=32, num_layers=2, num_heads=4, window_size=8,
-                     attention_types=[[["global", "local"], 1]])),
-    "gptj": (tf.GPTJConfig, tf.GPTJForCausalLM,
-             dict(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=3, n_head=4,
-                  rotary_dim=4)),
-    "gpt_neox": (tf.GPTNeoXConfig, tf.GPTNeoXForCausalLM,
-                 dict(COMMON, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                      num_attention_heads=4)),
+    "gpt2": (
+        tf.GPT2Config,
+        tf.GPT2LMHeadModel,
+        dict(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=3, n_head=4),
+    ),
+    "gpt_neo": (
+        tf.GPTNeoConfig,
+        tf.GPTNeoForCausalLM,
+        dict(
+            COMMON,
+            hidden_size=32,
+            num_layers=2,
+            num_heads=4,
+            window_size=8,
+            attention_types=[[["global", "local"], 1]],
+        ),
+    ),
+    "gptj": (
+        tf.GPTJConfig,
+        tf.GPTJForCausalLM,
+        dict(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=3, n_head=4, rotary_dim=4),
+    ),
+    "gpt_neox": (
+        tf.GPTNeoXConfig,
+        tf.GPTNeoXForCausalLM,
+        dict(
+            COMMON, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4
+        ),
+    ),
     "llama": (tf.LlamaConfig, tf.LlamaForCausalLM, LLAMA_LIKE),
     "mistral": (tf.MistralConfig, tf.MistralForCausalLM, LLAMA_LIKE),
     "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM, LLAMA_LIKE),
     "qwen3": (tf.Qwen3Config, tf.Qwen3ForCausalLM, dict(LLAMA_LIKE, head_dim=8)),
     "gemma": (tf.GemmaConfig, tf.GemmaForCausalLM, dict(LLAMA_LIKE, head_dim=8)),
-    "gemma2": (tf.Gemma2Config, tf.Gemma2ForCausalLM,
-               dict(LLAMA_LIKE, head_dim=8, final_logit_softcapping=2.0,
-                    sliding_window=16)),
-    "gemma3_text": (tf.Gemma3TextConfig, tf.Gemma3ForCausalLM,
-                    dict(LLAMA_LIKE, head_dim=8, final_logit_softcapping=3.0,
-                         sliding_window=16)),
-    "opt": (tf.OPTConfig, tf.OPTForCausalLM,
-            dict(COMMON, hidden_size=32, ffn_dim=64, num_hidden_layers=3,
-                 num_attention_heads=4, word_embed_proj_dim=16)),
-    "phi": (tf.PhiConfig, tf.PhiForCausalLM,
-            dict(COMMON, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                 num_attention_heads=4)),
-    "phi3": (tf.Phi3Config, tf.Phi3ForCausalLM,
-             dict(LLAMA_LIKE, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "gemma2": (
+        tf.Gemma2Config,
+        tf.Gemma2ForCausalLM,
+        dict(LLAMA_LIKE, head_dim=8, final_logit_softcapping=2.0, sliding_window=16),
+    ),
+    "gemma3_text": (
+        tf.Gemma3TextConfig,
+        tf.Gemma3ForCausalLM,
+        dict(LLAMA_LIKE, head_dim=8, final_logit_softcapping=3.0, sliding_window=16),
+    ),
+    "opt": (
+        tf.OPTConfig,
+        tf.OPTForCausalLM,
+        dict(
+            COMMON,
+            hidden_size=32,
+            ffn_dim=64,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            word_embed_proj_dim=16,
+        ),
+    ),
+    "phi": (
+        tf.PhiConfig,
+        tf.PhiForCausalLM,
+        dict(
+            COMMON, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4
+        ),
+    ),
+    "phi3": (
+        tf.Phi3Config,
+        tf.Phi3ForCausalLM,
+        dict(LLAMA_LIKE, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    ),
 }
 FAMILY_NAMES = sorted(FAMILY_CONFIGS)
 
@@ -107,8 +151,10 @@ def reference_lens_probs(model, ids: torch.Tensor, targets: torch.Tensor) -> tor
     """
     out = model(input_ids=ids[None], output_hidden_states=True)
     hidden = out.hidden_states
-    rows = [torch.softmax(reference_readout_logits(model, hidden[i][0]).double(), -1)
-            for i in range(len(hidden) - 1)]
+    rows = [
+        torch.softmax(reference_readout_logits(model, hidden[i][0]).double(), -1)
+        for i in range(len(hidden) - 1)
+    ]
     rows.append(torch.softmax(out.logits[0].double(), -1))
     probs = torch.stack(rows)
     return probs[:, torch.arange(ids.numel()), targets]

@@ -45,7 +45,6 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-
 from tiny_models import reference_readout_logits
 
 
@@ -70,8 +69,7 @@ class ReadoutSize(NamedTuple):
 
 
 @torch.no_grad()
-def readout_size(model, ids: torch.Tensor, extra_states: torch.Tensor | None = None
-                 ) -> ReadoutSize:
+def readout_size(model, ids: torch.Tensor, extra_states: torch.Tensor | None = None) -> ReadoutSize:
     """Width, vocabulary, S, L and R of ``model``'s readout over every layer's states of
     ``ids`` (and over ``extra_states [..., T, d]``, e.g. sub-layer states), measured with the
     model's own modules."""
@@ -94,22 +92,28 @@ def readout_size(model, ids: torch.Tensor, extra_states: torch.Tensor | None = N
     logits = z @ weight.T
     rounding = (z.square() @ weight.square().T).sqrt()
     width = max(out.hidden_states[0].shape[-1], z.shape[-1])
-    return ReadoutSize(width, weight.shape[0], float(magnitude.max()),
-                       float(logits.abs().max()), float(rounding.max()))
+    return ReadoutSize(
+        width,
+        weight.shape[0],
+        float(magnitude.max()),
+        float(logits.abs().max()),
+        float(rounding.max()),
+    )
 
 
 def softmax_tol(dtype: torch.dtype, vocab: int, logit_max: float, blocks: int = 1) -> float:
     """|Δ log p| (so |Δp|) of ``exp(l_y − logsumexp(l))`` over V logits ≤ L, in ``dtype``,
     the logsumexp streamed in ``blocks`` vocabulary blocks."""
-    return eps(dtype) * (math.ceil(math.log2(vocab)) + 1.5 * math.log(vocab) + 2.5
-                         + math.sqrt(blocks) * logit_max)
+    return eps(dtype) * (
+        math.ceil(math.log2(vocab)) + 1.5 * math.log(vocab) + 2.5 + math.sqrt(blocks) * logit_max
+    )
 
 
-def readout_tol(size: ReadoutSize, dtype: torch.dtype = torch.float32, blocks: int = 1
-                ) -> float:
+def readout_tol(size: ReadoutSize, dtype: torch.dtype = torch.float32, blocks: int = 1) -> float:
     """|Δp| between two computations of softmax(post(head(norm(h)))) on the same states."""
     return 1.5 * math.sqrt(size.width) * eps(dtype) * size.scale + softmax_tol(
-        dtype, size.vocab, size.logit_max, blocks)
+        dtype, size.vocab, size.logit_max, blocks
+    )
 
 
 def half_readout_tol(size: ReadoutSize, model_dtype: torch.dtype) -> float:
@@ -138,7 +142,8 @@ def forward_dtype(model) -> torch.dtype:
     models)."""
     dtype = next(model.parameters()).dtype
     casts = model.config.model_type == "gpt_neo" or any(
-        "RMSNorm" in type(m).__name__ for m in model.modules())
+        "RMSNorm" in type(m).__name__ for m in model.modules()
+    )
     return torch.float32 if casts and dtype == torch.float64 else dtype
 
 

@@ -32,8 +32,12 @@ def public_modules() -> list[str]:
 
 def build(output: Path = DEFAULT_OUTPUT) -> Path:
     """Render the reference into ``output``; returns the path of the package's page."""
-    pdoc.render.configure(docformat="numpy", footer_text=f"iglens_viz {iglens_viz.__version__}",
-                          search=True, show_source=True)
+    pdoc.render.configure(
+        docformat="numpy",
+        footer_text=f"iglens_viz {iglens_viz.__version__}",
+        search=True,
+        show_source=True,
+    )
     pdoc.pdoc(*public_modules(), output_directory=Path(output))
     return Path(output) / "iglens_viz.html"
 

@@ -15,8 +15,14 @@ from torch import nn
 from ..errors import UnsupportedModelError
 from .families import FAMILIES, FAMILY_BY_MODEL_TYPE, Family
 
-__all__ = ["FAMILIES", "Family", "ModelAdapter", "UnsupportedModelError", "adapter_for",
-           "supported_families"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "ModelAdapter",
+    "UnsupportedModelError",
+    "adapter_for",
+    "supported_families",
+]
 
 
 def supported_families() -> list[str]:
@@ -85,9 +91,9 @@ class ModelAdapter:
                 f"{self.family.name} blocks run attention and MLP in parallel on the same "
                 f"input, so there is no residual state between them and no sub-layer "
                 f"boundary to attribute to; attribute whole blocks instead (boundaries "
-                f"'all'), or split a block's contribution by component")
+                f"'all'), or split a block's contribution by component"
+            )
         return self.mid_modules
-
 
     def output_projection(self, block: int) -> torch.Tensor:
         """W_o of block ``block`` (0-based) as ``[d, H·d_head]``: head i writes
@@ -101,7 +107,8 @@ class ModelAdapter:
         if not self.attn_out_modules:
             raise UnsupportedModelError(
                 f"{self.family.name} has no attention output projection in the family table; "
-                f"add attn_out to its entry in iglens_viz/adapters/families.py")
+                f"add attn_out to its entry in iglens_viz/adapters/families.py"
+            )
         return self.attn_out_modules
 
 
@@ -111,15 +118,19 @@ def _not_supported_message(model: nn.Module, model_type: str | None) -> str:
     if config is not None and getattr(config, "is_encoder_decoder", False):
         why = f"{cls} is an encoder-decoder model; IG-Lens reads decoder-only causal LMs."
     elif not (cls.endswith("ForCausalLM") or cls.endswith("LMHeadModel")):
-        why = (f"{cls} is not a causal language model (expected a *ForCausalLM class, "
-               f"e.g. from AutoModelForCausalLM); encoder-only and headless models have no "
-               f"next-token distribution to attribute.")
+        why = (
+            f"{cls} is not a causal language model (expected a *ForCausalLM class, "
+            f"e.g. from AutoModelForCausalLM); encoder-only and headless models have no "
+            f"next-token distribution to attribute."
+        )
     else:
         why = f"{cls} (model_type={model_type!r}) is not in the adapter table."
-    return (f"{why} Supported families: {', '.join(supported_families())}. To add one, append a "
-            f"Family entry to iglens_viz/adapters/families.py (blocks, final norm, head paths "
-            f"and norm kind); the per-forward self-check then verifies it against the model's "
-            f"own probabilities.")
+    return (
+        f"{why} Supported families: {', '.join(supported_families())}. To add one, append a "
+        f"Family entry to iglens_viz/adapters/families.py (blocks, final norm, head paths "
+        f"and norm kind); the per-forward self-check then verifies it against the model's "
+        f"own probabilities."
+    )
 
 
 def adapter_for(model: nn.Module) -> ModelAdapter:
@@ -140,7 +151,8 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
         raise UnsupportedModelError(
             f"{type(model).__name__} looks like {family.name} but has no {family.blocks} "
             f"block list or no {family.head} linear head; this transformers version may have "
-            f"renamed them. Update the {family.name} entry in iglens_viz/adapters/families.py.")
+            f"renamed them. Update the {family.name} entry in iglens_viz/adapters/families.py."
+        )
     n_blocks = getattr(config, family.block_count_attr, None) or len(blocks)
     softcap = getattr(config, family.softcap_attr, None) if family.softcap_attr else None
     blocks = tuple(blocks)[:n_blocks]
@@ -165,7 +177,8 @@ def _in_every_block(family: Family, blocks, path: str) -> tuple[nn.Module, ...]:
         raise UnsupportedModelError(
             f"{family.name} blocks have no {path!r} module; this transformers version may "
             f"have renamed it. Update the {family.name} entry in "
-            f"iglens_viz/adapters/families.py.")
+            f"iglens_viz/adapters/families.py."
+        )
     return modules
 
 
@@ -196,11 +209,16 @@ def _attention_outputs(family: Family, config, blocks) -> dict:
     # nn.Linear stores [out, in]; GPT-2's Conv1D stores [in, out].
     width = first.in_features if isinstance(first, nn.Linear) else first.weight.shape[0]
     if width % n_heads:
-        raise UnsupportedModelError(f"{family.name}: the attention output projection's "
-                                    f"input width {width} is not a multiple of "
-                                    f"{n_heads} heads")
-    return dict(attn_out_modules=modules, n_heads=int(n_heads),
-                heads_split=not (family.attn_write_normed or _post_norm(family, config)))
+        raise UnsupportedModelError(
+            f"{family.name}: the attention output projection's "
+            f"input width {width} is not a multiple of "
+            f"{n_heads} heads"
+        )
+    return dict(
+        attn_out_modules=modules,
+        n_heads=int(n_heads),
+        heads_split=not (family.attn_write_normed or _post_norm(family, config)),
+    )
 
 
 def _write_modules(family: Family, config, blocks) -> dict:
@@ -209,9 +227,14 @@ def _write_modules(family: Family, config, blocks) -> dict:
     norm after the residual sum leaves no write that enters the stream unchanged."""
     if _post_norm(family, config):
         return {}
-    return {key: _in_every_block(family, blocks, path)
-            for key, path in (("attn_write_modules", family.attn_write),
-                              ("mlp_write_modules", family.mlp_write)) if path is not None}
+    return {
+        key: _in_every_block(family, blocks, path)
+        for key, path in (
+            ("attn_write_modules", family.attn_write),
+            ("mlp_write_modules", family.mlp_write),
+        )
+        if path is not None
+    }
 
 
 def execution_device(module: nn.Module) -> torch.device:

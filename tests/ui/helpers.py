@@ -19,9 +19,15 @@ from iglens_viz.core.request import AttributionRequest
 from iglens_viz.core.result import AttributionResult
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 
 
@@ -38,8 +44,9 @@ def launch_chromium(playwright, **kwargs):
     path = chromium_path()
     if path is None:
         raise RuntimeError("Chromium is not installed: apt-get install -y chromium")
-    return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS,
-                                      headless=True, **kwargs)
+    return playwright.chromium.launch(
+        executable_path=path, args=CHROMIUM_ARGS, headless=True, **kwargs
+    )
 
 
 @dataclass
@@ -50,7 +57,7 @@ class PageRecorder:
     page_errors: list[str] = field(default_factory=list)
     network: list[str] = field(default_factory=list)
 
-    def attach(self, page, *, allow_hosts: tuple[str, ...] = ()) -> "PageRecorder":
+    def attach(self, page, *, allow_hosts: tuple[str, ...] = ()) -> PageRecorder:
         def on_console(msg):
             if msg.type == "error":
                 self.console_errors.append(msg.text)
@@ -69,9 +76,17 @@ class PageRecorder:
         return self
 
 
-def synthetic_result(T: int = 12, n: int = 6, K: int = 5, *, tokens: list[str] | None = None,
-                     steps: int = 1, seed: int = 0, vocab: int = 500,
-                     boundaries: list[int] | None = None) -> AttributionResult:
+def synthetic_result(
+    T: int = 12,
+    n: int = 6,
+    K: int = 5,
+    *,
+    tokens: list[str] | None = None,
+    steps: int = 1,
+    seed: int = 0,
+    vocab: int = 500,
+    boundaries: list[int] | None = None,
+) -> AttributionResult:
     """A plausible attribution of T positions over n blocks, without a model.
 
     Lens probabilities wander from a small start to a final value with some non-monotone

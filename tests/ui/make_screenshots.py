@@ -52,16 +52,23 @@ def real_pages(folder: Path) -> tuple[dict[str, Path], int]:
     result, selected = _attribute(lens, PROMPT)
     # The selected token's head split, as a widget click computes it (8 steps per segment).
     result = lens.with_components(result, [selected], steps=8)
-    pages = {"widget": folder / "vietnam.html", "grid": folder / "grid.html",
-             "compare": folder / "compare.html"}
+    pages = {
+        "widget": folder / "vietnam.html",
+        "grid": folder / "grid.html",
+        "compare": folder / "compare.html",
+    }
     to_html(result, pages["widget"], selected=selected)
     grid = result.widget(selected=selected)
     grid.view = "grid"
     grid.to_html(pages["grid"])
     other, other_selected = _attribute(lens, OTHER_PROMPT)
-    iglens_viz.compare(result, other, labels=["Vietnam", "France"],
-                       pinned=[[0, selected], [1, other_selected]],
-                       selected=selected).to_html(pages["compare"])
+    iglens_viz.compare(
+        result,
+        other,
+        labels=["Vietnam", "France"],
+        pinned=[[0, selected], [1, other_selected]],
+        selected=selected,
+    ).to_html(pages["compare"])
     return pages, selected
 
 
@@ -73,10 +80,10 @@ def shoot(pages: dict[str, Path], out: Path, selected: int) -> list[Path]:
     written = []
     with sync_playwright() as p:
         browser = launch_chromium(p)
-        for (view, page_path), width, scheme in product(pages.items(), WIDTHS,
-                                                        ("light", "dark")):
-            context = browser.new_context(color_scheme=scheme, device_scale_factor=1,
-                                          viewport={"width": width, "height": 900})
+        for (view, page_path), width, scheme in product(pages.items(), WIDTHS, ("light", "dark")):
+            context = browser.new_context(
+                color_scheme=scheme, device_scale_factor=1, viewport={"width": width, "height": 900}
+            )
             page = context.new_page()
             recorder = PageRecorder().attach(page)
             page.goto(page_path.as_uri())

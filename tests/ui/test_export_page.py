@@ -15,8 +15,18 @@ from .helpers import PageRecorder, synthetic_result
 pytestmark = pytest.mark.browser
 
 PWN = "<img src=x onerror=window.__pwned=1>"
-TOKENS = ["The", " capital", " of", " Vietnam", PWN, " is", "</script><script>window.__pwned=2"
-          "</script>", " Han", "oi", "\u2028&amp;<b>bold</b>"]
+TOKENS = [
+    "The",
+    " capital",
+    " of",
+    " Vietnam",
+    PWN,
+    " is",
+    "</script><script>window.__pwned=2</script>",
+    " Han",
+    "oi",
+    "\u2028&amp;<b>bold</b>",
+]
 TIMEOUT = 30_000
 
 
@@ -42,8 +52,10 @@ def opened(page, page_url):
 
 def detail_index(page) -> str | None:
     """The detail panel's data-selected-index now (None when nothing is selected)."""
-    return page.evaluate("document.querySelector('[data-selected-index]')"
-                         "?.getAttribute('data-selected-index') ?? null")
+    return page.evaluate(
+        "document.querySelector('[data-selected-index]')"
+        "?.getAttribute('data-selected-index') ?? null"
+    )
 
 
 def test_page_renders_every_token_as_text(opened, result):
@@ -64,8 +76,12 @@ def test_page_renders_every_token_as_text(opened, result):
     assert page.evaluate("window.__pwned") is None
     assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
     assert page.evaluate("document.querySelectorAll('[onerror], [onload]').length") == 0
-    assert page.evaluate("[...document.querySelectorAll('b')]"
-                         ".filter((b) => b.textContent === 'bold').length") == 0
+    assert (
+        page.evaluate(
+            "[...document.querySelectorAll('b')].filter((b) => b.textContent === 'bold').length"
+        )
+        == 0
+    )
     assert page.evaluate("document.scripts.length") == 3
     assert page.locator("canvas.iglens-heatmap-canvas").count() == 1
     # Static export: controls hidden (no kernel to recompute).
@@ -194,12 +210,13 @@ def test_head_shares_render_for_the_selected_token(browser, tmp_path):
     shows the selected token's shares of its onset segment, as numbers the result holds."""
     import numpy as np
     import torch
-
-    from iglens_viz import IGLens
     from tiny_models import random_ids, tiny_model
 
-    result = IGLens(tiny_model("llama"), None).attribute(random_ids(6), boundaries="sublayer",
-                                                         components=True)
+    from iglens_viz import IGLens
+
+    result = IGLens(tiny_model("llama"), None).attribute(
+        random_ids(6), boundaries="sublayer", components=True
+    )
     path = tmp_path / "heads.html"
     to_html(result, path)
     page = browser.new_page()
@@ -213,11 +230,14 @@ def test_head_shares_render_for_the_selected_token(browser, tmp_path):
     shown = {}
     for i in range(cells.count()):
         cell = cells.nth(i)
-        shown[(int(cell.get_attribute("data-block")), cell.get_attribute("data-component"))] = \
+        shown[(int(cell.get_attribute("data-block")), cell.get_attribute("data-component"))] = (
             float(cell.get_attribute("data-share"))
+        )
     inside = np.argwhere(result.component_segments == segment)
-    expected = {(int(b) + 1, result.component_names[c]): result.component_shares[selected, b, c]
-                for b, c in inside}
+    expected = {
+        (int(b) + 1, result.component_names[c]): result.component_shares[selected, b, c]
+        for b, c in inside
+    }
     assert set(shown) == set(expected)
     for key, value in expected.items():  # the payload is float32: one rounding
         assert abs(shown[key] - value) <= torch.finfo(torch.float32).eps * abs(value)
@@ -229,9 +249,10 @@ def test_head_shares_render_for_the_selected_token(browser, tmp_path):
 def test_exported_causal_check_draws_the_drops(browser, tmp_path):
     """A widget's causal check travels with its export: the selected token's drop bars (the
     trait's numbers), the caption; another token's button is off with the hint."""
+    from tiny_models import random_ids, tiny_model
+
     from iglens_viz import IGLens
     from iglens_viz.widget import show
-    from tiny_models import random_ids, tiny_model
 
     w = show(IGLens(tiny_model("llama"), None), None, random_ids(6))
     check = w.causal_check(w.selected)
@@ -242,8 +263,12 @@ def test_exported_causal_check_draws_the_drops(browser, tmp_path):
     page.goto(path.as_uri())
     page.wait_for_selector('[data-series="ablation"] [data-drop]', timeout=TIMEOUT)
     bars = page.locator('[data-series="ablation"] [data-drop]')
-    shown = {int(bars.nth(i).get_attribute("data-segment")): float(bars.nth(i).get_attribute("data-drop"))
-             for i in range(bars.count())}
+    shown = {
+        int(bars.nth(i).get_attribute("data-segment")): float(
+            bars.nth(i).get_attribute("data-drop")
+        )
+        for i in range(bars.count())
+    }
     assert shown == dict(enumerate(check["drops"]))  # the same JSON numbers, exactly
     assert page.locator("[data-action=ablate]").count() == 0  # drops here: nothing to click
     caption = page.locator(".iglens-ablation-caption").text_content()

@@ -16,8 +16,8 @@ import pytest
 
 import iglens_viz
 from iglens_viz.export import to_html
-from iglens_viz.widget.compare import shared_limit
 from iglens_viz.views.token_format import format_token
+from iglens_viz.widget.compare import shared_limit
 
 from .helpers import PageRecorder, synthetic_result
 from .test_jupyterlab import lab, lab_page  # noqa: F401 - fixtures for the live widget's test
@@ -25,8 +25,18 @@ from .test_jupyterlab import lab, lab_page  # noqa: F401 - fixtures for the live
 pytestmark = pytest.mark.browser
 
 PWN = "<img src=x onerror=window.__pwned=1>"
-TOKENS = [" The", " capital", " of", PWN, " is", "</script><script>window.__pwned=2</script>",
-          " Han", "oi", "\u2028&amp;<b>bold</b>", "."]
+TOKENS = [
+    " The",
+    " capital",
+    " of",
+    PWN,
+    " is",
+    "</script><script>window.__pwned=2</script>",
+    " Han",
+    "oi",
+    "\u2028&amp;<b>bold</b>",
+    ".",
+]
 TIMEOUT = 30_000
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -93,6 +103,7 @@ def cumulative(contributions_row) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------- grid
 
+
 def test_grid_renders_links_and_lists_the_top_tokens(page, page_url, result):
     recorder = open_page(page, page_url)
     page.click("[data-view-tab='grid']")
@@ -105,8 +116,10 @@ def test_grid_renders_links_and_lists_the_top_tokens(page, page_url, result):
     assert int(attr(page, "[data-view='grid']", "data-last-column")) == last
     # Selecting the first token in the strip scrolls the grid back to column 0.
     page.click("[data-token-index='0']")
-    page.wait_for_function("document.querySelector('[data-view=grid]')"
-                           ".getAttribute('data-first-column') === '0'", timeout=TIMEOUT)
+    page.wait_for_function(
+        "document.querySelector('[data-view=grid]').getAttribute('data-first-column') === '0'",
+        timeout=TIMEOUT,
+    )
     canvas = page.locator("canvas.iglens-grid-canvas")
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
@@ -146,17 +159,22 @@ def test_grid_renders_links_and_lists_the_top_tokens(page, page_url, result):
     assert format_token(PWN, max_len=18) in page.locator(".iglens-grid-topk").text_content()
     # Selecting in the strip moves the grid's column.
     page.click("[data-token-index='7']")
-    page.wait_for_function("document.querySelector('.iglens-grid-topk')"
-                           "?.getAttribute('data-position') === '7'", timeout=TIMEOUT)
+    page.wait_for_function(
+        "document.querySelector('.iglens-grid-topk')?.getAttribute('data-position') === '7'",
+        timeout=TIMEOUT,
+    )
     # The colour toggle.
     page.click("[data-grid-color='contribution']")
     assert attr(page, "[data-view='grid']", "data-grid-color") == "contribution"
-    assert page.locator(".iglens-grid-legend .iglens-legend-title").text_content() == \
-        "contribution to p(target)"
+    assert (
+        page.locator(".iglens-grid-legend .iglens-legend-title").text_content()
+        == "contribution to p(target)"
+    )
     clean(page, recorder)
 
 
 # ---------------------------------------------------------------------------------- compare
+
 
 def test_compare_page_shares_one_scale_and_overlays_pinned_curves(page, compare_url, compared):
     a, b = compared
@@ -171,7 +189,8 @@ def test_compare_page_shares_one_scale_and_overlays_pinned_curves(page, compare_
     for q in range(2):
         assert float(panels.nth(q).get_attribute("data-limit")) == pytest.approx(limit, rel=1e-6)
     assert float(panels.nth(1).get_attribute("data-limit")) == pytest.approx(
-        shared_limit([a, b]), rel=1e-6)
+        shared_limit([a, b]), rel=1e-6
+    )
     assert PWN in panels.nth(1).text_content()  # the label, as text
     # The default pins: each result's last position; their curves are Python's cumsums.
     for r, res in ((0, a), (1, b)):
@@ -184,30 +203,41 @@ def test_compare_page_shares_one_scale_and_overlays_pinned_curves(page, compare_
     canvas = panels.nth(1).locator("canvas")
     box = canvas.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.3)
-    page.wait_for_function("document.querySelectorAll('.iglens-compare-curve"
-                           "[data-result=\"1\"]').length === 2", timeout=TIMEOUT)
-    positions = page.evaluate("[...document.querySelectorAll('.iglens-compare-curve"
-                              "[data-result=\"1\"]')].map((e) => +e.dataset.position)")
+    page.wait_for_function(
+        "document.querySelectorAll('.iglens-compare-curve[data-result=\"1\"]').length === 2",
+        timeout=TIMEOUT,
+    )
+    positions = page.evaluate(
+        "[...document.querySelectorAll('.iglens-compare-curve"
+        '[data-result="1"]\')].map((e) => +e.dataset.position)'
+    )
     new = [i for i in positions if i != len(b.tokens) - 1]
     assert len(new) == 1
     np.testing.assert_allclose(
         values(page, f".iglens-compare-curve[data-result='1'][data-position='{new[0]}']"),
-        cumulative(b.contributions[new[0]]), atol=2e-6)
+        cumulative(b.contributions[new[0]]),
+        atol=2e-6,
+    )
     # The lens value on the y axis instead.
     page.select_option("select[name='compare_y']", "p")
     last = len(a.tokens) - 1
     np.testing.assert_allclose(
         values(page, f".iglens-compare-curve[data-result='0'][data-position='{last}']"),
-        a.lens_probs[last], atol=2e-6)
+        a.lens_probs[last],
+        atol=2e-6,
+    )
     # Pin the selected token of the first result with the button.
     page.click("[data-token-index='2']")
     page.click("[data-action='pin']")
-    page.wait_for_selector(".iglens-compare-curve[data-result='0'][data-position='2']"
-                           ":not(.iglens-compare-preview)", timeout=TIMEOUT)
+    page.wait_for_selector(
+        ".iglens-compare-curve[data-result='0'][data-position='2']:not(.iglens-compare-preview)",
+        timeout=TIMEOUT,
+    )
     clean(page, recorder)
 
 
 # ----------------------------------------------------------------------------------- export
+
 
 def _texts(svg_bytes: bytes):
     root = ET.fromstring(svg_bytes)
@@ -230,19 +260,28 @@ def test_export_buttons_download_an_svg_with_the_title_and_a_png(page, page_url,
     with open(download.path(), "rb") as f:
         title, texts, _ = _texts(f.read())
     prompt = format_token("".join(result.tokens), max_len=120)
-    for needle in ("synthetic", f"prompt: \u201c{prompt}\u201d", "target: predicted",
-                   "estimator: prediction_aware, m=1"):
+    for needle in (
+        "synthetic",
+        f"prompt: \u201c{prompt}\u201d",
+        "target: predicted",
+        "estimator: prediction_aware, m=1",
+    ):
         assert needle in title, (needle, title)
         assert any(needle in t for t in texts), (needle, texts[:5])
     if view == "grid":  # the exported cells (the columns in view) hold the lens's top-1 tokens
         first = int(attr(page, "[data-view='grid']", "data-first-column"))
         last = int(attr(page, "[data-view='grid']", "data-last-column"))
         assert 0 <= first <= last == len(TOKENS) - 1  # it opened on the selected (last) token
-        top1 = {format_token(result.token_text[int(result.top_ids[i, j, 0])], max_len=8)
-                for i in range(first, last + 1) for j in range(result.top_ids.shape[1])}
+        top1 = {
+            format_token(result.token_text[int(result.top_ids[i, j, 0])], max_len=8)
+            for i in range(first, last + 1)
+            for j in range(result.top_ids.shape[1])
+        }
         assert top1 <= set(texts)
-        assert any(t.endswith(f"positions {first}\u2013{last} of {len(TOKENS)}") for t in texts) \
+        assert (
+            any(t.endswith(f"positions {first}\u2013{last} of {len(TOKENS)}") for t in texts)
             or first == 0
+        )
     with page.expect_download(timeout=TIMEOUT) as info:
         page.click("[data-export='png']")
     download = info.value
@@ -254,8 +293,9 @@ def test_export_buttons_download_an_svg_with_the_title_and_a_png(page, page_url,
     width, height = struct.unpack(">II", png[16:24])
     assert width >= 2 * 560 and height >= 2 * 200  # drawn at twice the density
     assert attr(page, ".iglens-export-status", "role") == "status"
-    assert page.locator(".iglens-export-status").text_content() == \
-        f"saved iglens-{view}-synthetic.png"
+    assert (
+        page.locator(".iglens-export-status").text_content() == f"saved iglens-{view}-synthetic.png"
+    )
     clean(page, recorder)
 
 
@@ -276,6 +316,7 @@ def test_compare_export_names_every_result(page, compare_url):
 
 
 # ------------------------------------------------------------------------ the live widget
+
 
 def test_grid_compare_and_export_in_jupyterlab(lab, lab_page):  # noqa: F811 - the fixtures
     """The same views in the live widget: the tab and a grid click reach Python, the export
@@ -319,8 +360,10 @@ def test_grid_compare_and_export_in_jupyterlab(lab, lab_page):  # noqa: F811 - t
     # compare: pin the selected token; the PNG export works from the widget too
     widget.locator("[data-view-tab='compare']").click()
     widget.locator("[data-action='pin']").click()
-    page.wait_for_selector(".jp-OutputArea .iglens-compare-curve[data-position='1']"
-                           ":not(.iglens-compare-preview)", timeout=TIMEOUT)
+    page.wait_for_selector(
+        ".jp-OutputArea .iglens-compare-curve[data-position='1']:not(.iglens-compare-preview)",
+        timeout=TIMEOUT,
+    )
     with page.expect_download(timeout=TIMEOUT) as info:
         widget.locator("[data-export='png']").click()
     with open(info.value.path(), "rb") as f:

@@ -72,14 +72,27 @@ def free_port() -> int:
 
 def notebook(cells: list[str]) -> dict:
     return {
-        "nbformat": 4, "nbformat_minor": 5,
+        "nbformat": 4,
+        "nbformat_minor": 5,
         "metadata": {
-            "kernelspec": {"name": KERNEL, "display_name": "Python (iglens tests)",
-                           "language": "python"},
+            "kernelspec": {
+                "name": KERNEL,
+                "display_name": "Python (iglens tests)",
+                "language": "python",
+            },
             "language_info": {"name": "python"},
         },
-        "cells": [{"cell_type": "code", "id": f"cell{i}", "metadata": {}, "source": src,
-                   "outputs": [], "execution_count": None} for i, src in enumerate(cells)],
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": f"cell{i}",
+                "metadata": {},
+                "source": src,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for i, src in enumerate(cells)
+        ],
     }
 
 
@@ -88,45 +101,76 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyterlab")
     work = root / "work"
     work.mkdir()
-    dirs = {name: root / name for name in ("config", "data", "runtime", "ipython", "settings",
-                                            "workspaces")}
+    dirs = {
+        name: root / name
+        for name in ("config", "data", "runtime", "ipython", "settings", "workspaces")
+    }
     for d in dirs.values():
         d.mkdir()
     # The kernel is this interpreter (the project's venv), whatever `python3` means elsewhere.
     spec = dirs["data"] / "kernels" / KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python (iglens tests)", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python (iglens tests)",
+                "language": "python",
+            }
+        )
+    )
     # No news, no update checks, no notification toasts over the notebook.
     notification = dirs["settings"] / "@jupyterlab" / "apputils-extension"
     notification.mkdir(parents=True)
     (notification / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     # Start the notebook's kernel (its metadata names it) without a "Select Kernel" dialog.
     tracker = dirs["settings"] / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"autoStartDefaultKernel": True}))
+        json.dumps({"autoStartDefaultKernel": True})
+    )
     state, out = root / "state.json", root / "selected.txt"
-    nb = notebook([SETUP_CELL.format(tests=str(TESTS), state=str(state)),
-                   PRINT_CELL.format(out=str(out))])
+    nb = notebook(
+        [SETUP_CELL.format(tests=str(TESTS), state=str(state)), PRINT_CELL.format(out=str(out))]
+    )
     (work / "widget.ipynb").write_text(json.dumps(nb))
 
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(dirs["config"]),
-               JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-               IPYTHONDIR=str(dirs["ipython"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-               JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
-               ANYWIDGET_HMR="0", PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(dirs["config"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]),
+        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        IPYTHONDIR=str(dirs["ipython"]),
+        JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+        ANYWIDGET_HMR="0",
+        PYTHONUNBUFFERED="1",
+    )
     log = open(root / "lab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-         "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={work}",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=work,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -140,11 +184,17 @@ def lab(tmp_path_factory):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not start: "
-                                   f"{(root / 'lab.log').read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"JupyterLab did not start: {(root / 'lab.log').read_text()[-3000:]}"
+                )
             time.sleep(0.5)
-        yield {"url": f"{base}/lab/tree/widget.ipynb?token={token}", "state": state,
-               "out": out, "log": root / "lab.log", "host": f"127.0.0.1:{port}"}
+        yield {
+            "url": f"{base}/lab/tree/widget.ipynb?token={token}",
+            "state": state,
+            "out": out,
+            "log": root / "lab.log",
+            "host": f"127.0.0.1:{port}",
+        }
     finally:
         proc.terminate()
         try:
@@ -186,8 +236,9 @@ def accept_kernel_dialog(page) -> None:
 def run_cell(page, index: int, timeout: float = 120) -> None:
     """Run a notebook cell with Shift+Enter once the kernel is idle; retry if the key press
     was lost (JupyterLab may still be settling right after it opens the notebook)."""
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           timeout=timeout * 1000)
+    page.wait_for_selector(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout * 1000
+    )
     cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
     prompt = cell.locator(".jp-InputPrompt").first
     before = prompt.text_content()
@@ -218,8 +269,10 @@ def lab_page(lab, page, tmp_path):
             page.screenshot(path=str(shot), full_page=True)
         except Exception:  # noqa: BLE001 - best effort
             pass
-        print(f"screenshot: {shot}\n--- JupyterLab log (tail) ---\n"
-              f"{lab['log'].read_text(errors='replace')[-4000:]}")
+        print(
+            f"screenshot: {shot}\n--- JupyterLab log (tail) ---\n"
+            f"{lab['log'].read_text(errors='replace')[-4000:]}"
+        )
 
 
 def test_widget_in_jupyterlab(lab, lab_page):
@@ -245,8 +298,9 @@ def test_widget_in_jupyterlab(lab, lab_page):
     wait_for(lambda: python_state(lab).get("selected") == 5, what="w.selected == 5")
     # ... and a cell run afterwards reads the same value from the kernel.
     run_cell(page, 1)
-    page.wait_for_selector(".jp-OutputArea-output:has-text('python sees selected = 5')",
-                           timeout=TIMEOUT)
+    page.wait_for_selector(
+        ".jp-OutputArea-output:has-text('python sees selected = 5')", timeout=TIMEOUT
+    )
     assert wait_for(lambda: lab["out"].exists() and lab["out"].read_text(), what="cell") == "5"
 
     # 2. New target in the controls + apply → Python recomputes → the numbers change.
@@ -255,8 +309,10 @@ def test_widget_in_jupyterlab(lab, lab_page):
     controls = widget.locator(".iglens-controls").first
     controls.locator("[name='target']").fill("w42")
     controls.locator(".iglens-apply").click()
-    state = wait_for(lambda: (s := python_state(lab)).get("target") == "w42" and s,
-                     what="recompute in the kernel")
+    state = wait_for(
+        lambda: (s := python_state(lab)).get("target") == "w42" and s,
+        what="recompute in the kernel",
+    )
     assert state["error"] == "" and set(state["target_ids"]) == {42}
     wait_for(lambda: detail.text_content() != before, what="detail panel to change")
     assert "w42" in detail.text_content()
@@ -266,8 +322,10 @@ def test_widget_in_jupyterlab(lab, lab_page):
     shown = detail.text_content()
     controls.locator("[name='target']").fill("w1 w2")
     controls.locator(".iglens-apply").click()
-    wait_for(lambda: "not a single token" in python_state(lab).get("error", ""),
-             what="error in the kernel")
+    wait_for(
+        lambda: "not a single token" in python_state(lab).get("error", ""),
+        what="error in the kernel",
+    )
     page.wait_for_selector(".jp-OutputArea :text('not a single token')", timeout=TIMEOUT)
     assert detail.text_content() == shown
 
@@ -276,31 +334,42 @@ def test_widget_in_jupyterlab(lab, lab_page):
     button = widget.locator("[data-action=ablate]").first
     button.focus()
     page.keyboard.press("Enter")
-    state = wait_for(lambda: (s := python_state(lab)).get("ablation", {}).get("drops") and s,
-                     what="the causal check in the kernel")
+    state = wait_for(
+        lambda: (s := python_state(lab)).get("ablation", {}).get("drops") and s,
+        what="the causal check in the kernel",
+    )
     assert state["ablation"]["position"] == 5
-    page.wait_for_selector(".jp-OutputArea [data-series='ablation'] [data-drop]",
-                           timeout=TIMEOUT)
+    page.wait_for_selector(".jp-OutputArea [data-series='ablation'] [data-drop]", timeout=TIMEOUT)
     bars = widget.locator("[data-series='ablation'] [data-drop]")
-    assert [float(bars.nth(i).get_attribute("data-drop")) for i in range(bars.count())] == \
-        state["ablation"]["drops"]
+    assert [float(bars.nth(i).get_attribute("data-drop")) for i in range(bars.count())] == state[
+        "ablation"
+    ]["drops"]
     assert "Spearman" in widget.locator(".iglens-ablation-caption").first.text_content()
 
     # 5. The interior path of the selected token, computed lazily by Python on a click (the
     # result has steps = 1), equals the whole prompt's path at those steps; once asked for,
     # every newly selected token brings its own.
-    for click, position in ((lambda: widget.locator("[data-action=path]").first.click(), 5),
-                            (lambda: widget.locator("[data-token-index='2']").click(), 2)):
+    for click, position in (
+        (lambda: widget.locator("[data-action=path]").first.click(), 5),
+        (lambda: widget.locator("[data-token-index='2']").click(), 2),
+    ):
         click()
-        state = wait_for(lambda p=position: (s := python_state(lab)).get("path", {})
-                         .get("position") == p and s, what=f"the lazy path of token {position}")
+        state = wait_for(
+            lambda p=position: (s := python_state(lab)).get("path", {}).get("position") == p and s,
+            what=f"the lazy path of token {position}",
+        )
         assert state["path"]["steps"] == 8 and state["path_ref"] is not None
-        page.wait_for_selector(f".jp-OutputArea [data-selected-index='{position}'] "
-                               f"[data-series='lazy-path']", timeout=TIMEOUT)
-        lines = widget.locator(f"[data-selected-index='{position}'] [data-series='lazy-path'] "
-                               f".iglens-path")
-        drawn = [[float(v) for v in lines.nth(j).get_attribute("data-values").split()]
-                 for j in range(lines.count())]
+        page.wait_for_selector(
+            f".jp-OutputArea [data-selected-index='{position}'] [data-series='lazy-path']",
+            timeout=TIMEOUT,
+        )
+        lines = widget.locator(
+            f"[data-selected-index='{position}'] [data-series='lazy-path'] .iglens-path"
+        )
+        drawn = [
+            [float(v) for v in lines.nth(j).get_attribute("data-values").split()]
+            for j in range(lines.count())
+        ]
         assert drawn == state["path"]["path"]  # the trait, drawn as sent
         assert len(drawn) == len(state["path_ref"])
         for got, want in zip(drawn, state["path_ref"]):

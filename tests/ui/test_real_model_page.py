@@ -17,13 +17,12 @@ PROMPT = "What is the capital of Vietnam?"
 @pytest.fixture(scope="module")
 def vietnam(tmp_path_factory):
     model, tokenizer = iglens_viz.load_model()
-    result = iglens_viz.IGLens(model, tokenizer).attribute(PROMPT, chat=True,
-                                                           max_new_tokens=12)
+    result = iglens_viz.IGLens(model, tokenizer).attribute(PROMPT, chat=True, max_new_tokens=12)
     path = tmp_path_factory.mktemp("vietnam") / "vietnam.html"
     # The position after "... is": its target is the answer's city (" Ho" of "Hoi An", the
     # model's answer, as tests/test_real_model.py knows).
     answer = [int(i) for i in result.answer_positions if result.tokens[i].strip() == "is"]
-    assert answer, result.tokens[result.prompt_length:]
+    assert answer, result.tokens[result.prompt_length :]
     to_html(result, path, selected=answer[0])
     return result, path, answer[0]
 

@@ -35,8 +35,7 @@ def result():
     text[int(r.target_ids[ANSWER])] = NBSP_TARGET
     targets = list(r.target_tokens)
     targets[ANSWER] = NBSP_TARGET
-    return dataclasses.replace(r, prompt_length=ANSWER, token_text=text,
-                               target_tokens=targets)
+    return dataclasses.replace(r, prompt_length=ANSWER, token_text=text, target_tokens=targets)
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +57,19 @@ def open_page(page, url, width=1280, height=900):
     recorder = PageRecorder().attach(page)
     page.goto(url)
     page.wait_for_selector("[data-token-index]", timeout=TIMEOUT)
-    page.wait_for_function("document.querySelector('canvas.iglens-heatmap-canvas')"
-                           "?.hasAttribute('data-first-row')", timeout=TIMEOUT)
+    page.wait_for_function(
+        "document.querySelector('canvas.iglens-heatmap-canvas')?.hasAttribute('data-first-row')",
+        timeout=TIMEOUT,
+    )
     page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
     return recorder
 
 
 def frames(page, n=2):
-    page.evaluate(f"new Promise((r) => {{ let k = {n}; const f = () => --k ? "
-                  f"requestAnimationFrame(f) : r(); requestAnimationFrame(f); }})")
+    page.evaluate(
+        f"new Promise((r) => {{ let k = {n}; const f = () => --k ? "
+        f"requestAnimationFrame(f) : r(); requestAnimationFrame(f); }})"
+    )
 
 
 def geometry(page) -> dict:
@@ -82,8 +85,10 @@ def geometry(page) -> dict:
 
 
 def hovered(page) -> list[str]:
-    return page.evaluate("[...document.querySelectorAll('.iglens-token.iglens-hovered')]"
-                         ".map((e) => e.dataset.tokenIndex)")
+    return page.evaluate(
+        "[...document.querySelectorAll('.iglens-token.iglens-hovered')]"
+        ".map((e) => e.dataset.tokenIndex)"
+    )
 
 
 def row_y(g, row):
@@ -93,21 +98,29 @@ def row_y(g, row):
 
 def overlay_alpha(page, x, y) -> int:
     """Alpha of the overlay canvas (selection, hover) at CSS pixel (x, y) of the canvas."""
-    return page.evaluate("""([x, y]) => {
+    return page.evaluate(
+        """([x, y]) => {
       const o = document.querySelector('.iglens-heatmap-overlay');
       const k = o.width / o.getBoundingClientRect().width;
       return o.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k), 1, 1).data[3];
-    }""", [x, y])
+    }""",
+        [x, y],
+    )
 
 
 def expected_nonmonotone(result) -> list[int]:
-    return [i for i in range(len(result.input_ids))
-            if np.isfinite(result.delta_p[i])
-            and against_segments(result.contributions[i], result.delta_p[i],
-                                 NONMONOTONE_THRESHOLD).any()]
+    return [
+        i
+        for i in range(len(result.input_ids))
+        if np.isfinite(result.delta_p[i])
+        and against_segments(
+            result.contributions[i], result.delta_p[i], NONMONOTONE_THRESHOLD
+        ).any()
+    ]
 
 
 # ------------------------------------------------------------------ 3. opens on the answer
+
 
 def test_page_opens_on_the_answer_with_both_views_scrolled_to_it(page, page_url):
     recorder = open_page(page, page_url)
@@ -126,12 +139,15 @@ def test_page_opens_on_the_answer_with_both_views_scrolled_to_it(page, page_url)
     last = (g["scrollTop"] + g["viewH"] - g["headerH"]) / g["rowH"]
     assert g["scrollTop"] > 0 and first <= ANSWER < last - 1
     page.mouse.move(g["x"] + g["w"] - 20, row_y(g, ANSWER))
-    page.wait_for_function(f"document.querySelector('[data-token-index=\"{ANSWER}\"]')"
-                           ".classList.contains('iglens-hovered')")
+    page.wait_for_function(
+        f"document.querySelector('[data-token-index=\"{ANSWER}\"]')"
+        ".classList.contains('iglens-hovered')"
+    )
     assert recorder.page_errors == [] and recorder.console_errors == []
 
 
 # ------------------------------------------------------------------ 1. theme switch
+
 
 def test_theme_switch_while_detached_keeps_rows_hover_and_selection(page, page_url):
     open_page(page, page_url)
@@ -143,20 +159,26 @@ def test_theme_switch_while_detached_keeps_rows_hover_and_selection(page, page_u
     page.mouse.click(g["x"] + g["w"] - 20, row_y(g, row))
     page.wait_for_selector(f"[data-selected-index='{row}']", timeout=TIMEOUT)
     page.mouse.move(0, 0)
-    dark_before = page.evaluate("document.querySelector('.iglens-root')"
-                                ".classList.contains('iglens-dark')")
+    dark_before = page.evaluate(
+        "document.querySelector('.iglens-root').classList.contains('iglens-dark')"
+    )
     # JupyterLab re-themes while cells are detached (windowed notebooks re-attach them):
     # the scroller reads 0 while out of the page
-    page.evaluate("""(theme) => {
+    page.evaluate(
+        """(theme) => {
       const r = document.querySelector('.iglens-root'); const p = r.parentElement;
       p.removeChild(r); window.__iglens = [p, r];
       document.documentElement.setAttribute('data-iglens-theme', theme);
-    }""", "light" if dark_before else "dark")
+    }""",
+        "light" if dark_before else "dark",
+    )
     frames(page)
     page.evaluate("() => { const [p, r] = window.__iglens; p.appendChild(r); }")
     frames(page, 4)
-    assert page.evaluate("document.querySelector('.iglens-root')"
-                         ".classList.contains('iglens-dark')") != dark_before
+    assert (
+        page.evaluate("document.querySelector('.iglens-root').classList.contains('iglens-dark')")
+        != dark_before
+    )
     g = geometry(page)
     # redrawn at its own scroll position, and the scroller agrees with what is drawn
     assert g["scrollTop"] == 400 and g["drawnTop"] == 400
@@ -166,22 +188,29 @@ def test_theme_switch_while_detached_keeps_rows_hover_and_selection(page, page_u
     assert overlay_alpha(page, 1, sel_y + 3 * g["rowH"]) == 0
     # ... and hovering that row previews the same token
     page.mouse.move(g["x"] + g["w"] - 20, row_y(g, row + 2))
-    page.wait_for_function(f"document.querySelector('[data-token-index=\"{row + 2}\"]')"
-                           ".classList.contains('iglens-hovered')")
+    page.wait_for_function(
+        f"document.querySelector('[data-token-index=\"{row + 2}\"]')"
+        ".classList.contains('iglens-hovered')"
+    )
     assert hovered(page) == [str(row + 2)]
 
 
 # ------------------------------------------------------------------ 2. narrow layout
 
+
 def in_viewport(page, selector) -> bool:
-    return page.evaluate("""(sel) => { const b = document.querySelector(sel).getBoundingClientRect();
-      return b.bottom > 0 && b.top < innerHeight && b.height > 0; }""", selector)
+    return page.evaluate(
+        """(sel) => { const b = document.querySelector(sel).getBoundingClientRect();
+      return b.bottom > 0 && b.top < innerHeight && b.height > 0; }""",
+        selector,
+    )
 
 
 def test_at_700px_a_click_changes_something_in_view(page, page_url):
     open_page(page, page_url, width=700, height=800)
-    assert not page.evaluate("document.querySelector('.iglens-root')"
-                             ".classList.contains('iglens-wide')")
+    assert not page.evaluate(
+        "document.querySelector('.iglens-root').classList.contains('iglens-wide')"
+    )
     # a strip click: the detail (placed right under the strip) shows the token, in view
     token = page.locator("[data-token-index='7']")
     token.scroll_into_view_if_needed()
@@ -202,17 +231,21 @@ def test_at_700px_a_click_changes_something_in_view(page, page_url):
 
 # ------------------------------------------------------------------ 5. non-monotone tokens
 
+
 def test_nonmonotone_tokens_are_marked_and_listed(page, page_url, result):
     open_page(page, page_url)
     want = expected_nonmonotone(result)
     assert 0 < len(want) < T  # the fixture has both kinds
-    marked = page.evaluate("[...document.querySelectorAll('[data-token-index][data-nonmonotone]')]"
-                           ".map((e) => Number(e.dataset.tokenIndex))")
+    marked = page.evaluate(
+        "[...document.querySelectorAll('[data-token-index][data-nonmonotone]')]"
+        ".map((e) => Number(e.dataset.tokenIndex))"
+    )
     assert marked == want
     page.click("details.iglens-nonmono-list > summary")  # the list is built when opened
     page.wait_for_selector("[data-jump]", timeout=TIMEOUT)
-    listed = page.evaluate("[...document.querySelectorAll('[data-jump]')]"
-                           ".map((e) => Number(e.dataset.jump))")
+    listed = page.evaluate(
+        "[...document.querySelectorAll('[data-jump]')].map((e) => Number(e.dataset.jump))"
+    )
     assert listed == want
     summary = page.text_content(".iglens-nonmono-list")
     assert f"{len(want)} of {T}" in summary and "5%" in summary  # the threshold, stated
@@ -226,20 +259,25 @@ def test_nonmonotone_tokens_are_marked_and_listed(page, page_url, result):
     mark_x = g["labelW"] - 4
 
     def gutter_rgb(row):
-        return page.evaluate("""([x, y]) => {
+        return page.evaluate(
+            """([x, y]) => {
           const c = document.querySelector('canvas.iglens-heatmap-canvas');
           const k = c.width / c.getBoundingClientRect().width;
           return [...c.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k), 1, 1).data].slice(0, 3);
-        }""", [mark_x, row_y(g, row) - g["y"]])
+        }""",
+            [mark_x, row_y(g, row) - g["y"]],
+        )
 
     flagged_row = next(i for i in want if i in rows)
     clean_row = next(i for i in rows if i not in want)
-    assert gutter_rgb(flagged_row) == [0xf1, 0xa3, 0x40]
-    assert gutter_rgb(clean_row) != [0xf1, 0xa3, 0x40]
+    assert gutter_rgb(flagged_row) == [0xF1, 0xA3, 0x40]
+    assert gutter_rgb(clean_row) != [0xF1, 0xA3, 0x40]
     # "non-monotone" colouring: monotone tokens share the neutral colour, flagged ones do not
     page.select_option("select[name=color_by]", "nonmonotone")
-    colours = page.evaluate("[...document.querySelectorAll('[data-token-index]')]"
-                            ".map((e) => getComputedStyle(e).backgroundColor)")
+    colours = page.evaluate(
+        "[...document.querySelectorAll('[data-token-index]')]"
+        ".map((e) => getComputedStyle(e).backgroundColor)"
+    )
     monotone = {colours[i] for i in range(T) if i not in want and np.isfinite(result.delta_p[i])}
     assert len(monotone) == 1
     assert all(colours[i] not in monotone for i in want)
@@ -250,6 +288,7 @@ def test_nonmonotone_tokens_are_marked_and_listed(page, page_url, result):
 
 # ------------------------------------------------------------------ 6. charts
 
+
 def test_charts_have_ticks_titles_legend_and_readable_labels(page, page_url, result):
     open_page(page, page_url)
     charts = page.locator(".iglens-detail svg.iglens-chart")
@@ -258,8 +297,9 @@ def test_charts_have_ticks_titles_legend_and_readable_labels(page, page_url, res
         ticks = charts.nth(q).locator(".iglens-xaxis .iglens-xtick-label")
         values = [float(ticks.nth(t).get_attribute("data-tick")) for t in range(ticks.count())]
         assert values[0] == 0 and values[-1] == N and values == sorted(values)
-        assert [ticks.nth(t).text_content() for t in range(ticks.count())] == \
-            [str(int(v)) for v in values]
+        assert [ticks.nth(t).text_content() for t in range(ticks.count())] == [
+            str(int(v)) for v in values
+        ]
         assert charts.nth(q).locator(".iglens-ytitle").count() == 1
     legend = page.text_content(".iglens-detail .iglens-chart-legend")
     assert "top-1" in legend and "p(target)" in legend
@@ -276,12 +316,14 @@ def test_charts_have_ticks_titles_legend_and_readable_labels(page, page_url, res
       return Math.min(...texts.map((e) => parseFloat(getComputedStyle(e).fontSize)));
     }""")
     assert smallest >= 14
-    canvas_font = page.evaluate("document.querySelector('canvas.iglens-heatmap-canvas')"
-                                ".getContext('2d').font")
+    canvas_font = page.evaluate(
+        "document.querySelector('canvas.iglens-heatmap-canvas').getContext('2d').font"
+    )
     assert canvas_font.startswith(("14px", "600 14px"))
 
 
 # ------------------------------------------------------------------ 4. long prompts
+
 
 def test_long_prompt_has_an_overview_and_jump_to(page, long_url):
     open_page(page, long_url)
@@ -304,6 +346,7 @@ def test_long_prompt_has_an_overview_and_jump_to(page, long_url):
 
 # ------------------------------------------------------------------ 8. colour scale
 
+
 def test_colour_limit_per_row_and_fixed(page, page_url, result):
     open_page(page, page_url)
     heat = ".iglens-heatmap"
@@ -323,12 +366,15 @@ def test_colour_limit_per_row_and_fixed(page, page_url, result):
 
 # ------------------------------------------------------------------ 10. the small ones
 
+
 def test_header_legend_tooltip_and_title_at_700px(page, page_url, result):
     open_page(page, page_url, width=700, height=800)
     meta = page.locator(".iglens-meta")
     assert "target: predicted" in meta.text_content()
-    assert page.evaluate("[...document.querySelectorAll('.iglens-meta-part')]"
-                         ".every((e) => e.scrollWidth <= e.clientWidth + 1)")
+    assert page.evaluate(
+        "[...document.querySelectorAll('.iglens-meta-part')]"
+        ".every((e) => e.scrollWidth <= e.clientWidth + 1)"
+    )
     # the legend's title and its first tick do not overlap (colour by Δp: "Δp", "−…")
     page.select_option("select[name=color_by]", "delta_p")
     gap = page.evaluate("""() => {
