@@ -9,17 +9,15 @@ import re
 
 import numpy as np
 import pytest
+from tiny_models import tiny_model, tiny_tokenizer
+from ui.helpers import synthetic_result
 
 import iglens_viz
 from iglens_viz import IGLens, InvalidRequestError
 from iglens_viz.export.html import page_state
 from iglens_viz.protocol import DEFAULT_STATE, array_from_payload
-from iglens_viz.widget.compare import (comparison_payload, default_labels, default_pins,
-                                      shared_limit)
 from iglens_viz.widget import IGLensWidget
-
-from tiny_models import tiny_model, tiny_tokenizer
-from ui.helpers import synthetic_result
+from iglens_viz.widget.compare import comparison_payload, default_labels, default_pins, shared_limit
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 
@@ -44,8 +42,9 @@ def test_shared_limit_is_the_largest_contribution_of_all(two_prompts, two_target
     for a, b in (two_prompts, two_targets):
         both = np.concatenate([np.ravel(a.contributions), np.ravel(b.contributions)])
         assert shared_limit([a, b]) == pytest.approx(float(np.nanmax(np.abs(both))), rel=0)
-        assert shared_limit([a, b]) >= max(np.nanmax(np.abs(a.contributions)),
-                                           np.nanmax(np.abs(b.contributions)))
+        assert shared_limit([a, b]) >= max(
+            np.nanmax(np.abs(a.contributions)), np.nanmax(np.abs(b.contributions))
+        )
     a, b = two_prompts
     assert shared_limit([a, b]) == pytest.approx(float(np.abs(b.contributions).max()))
     zero = dataclasses.replace(a, contributions=np.zeros_like(a.contributions))
@@ -59,8 +58,9 @@ def test_payload_carries_the_other_results_and_the_limit(two_prompts):
     assert payload["labels"] == ["A", "B", "C"]
     assert len(payload["results"]) == 2  # a travels as the widget's own result
     for sent, res in zip(payload["results"], (b, c)):
-        np.testing.assert_array_equal(array_from_payload(sent["contributions"]),
-                                      res.contributions.astype(np.float32))
+        np.testing.assert_array_equal(
+            array_from_payload(sent["contributions"]), res.contributions.astype(np.float32)
+        )
         assert sent["tokens"] == list(res.tokens)
     assert payload["limit"] == pytest.approx(max(np.abs(r.contributions).max() for r in (a, b, c)))
     with pytest.raises(InvalidRequestError, match="one label per result"):
@@ -93,7 +93,8 @@ def test_compare_returns_a_widget_on_the_compare_view(two_targets):
     assert w.attribution is a
     assert w.comparison["labels"] == ["target: predicted", "target: w9"]
     assert w.comparison["limit"] == pytest.approx(
-        max(np.abs(a.contributions).max(), np.abs(b.contributions).max()))
+        max(np.abs(a.contributions).max(), np.abs(b.contributions).max())
+    )
     got = array_from_payload(w.comparison["results"][0]["target_ids"])
     np.testing.assert_array_equal(got, b.target_ids)
     assert w.pinned == default_pins([a, b])
@@ -130,8 +131,9 @@ def test_the_page_carries_the_comparison(two_prompts, tmp_path):
     path = tmp_path / "cmp.html"
     w.to_html(path)
     text = path.read_text(encoding="utf-8")
-    found = re.search(r'<script type="application/json" id="iglens-state">(.*?)</script>', text,
-                      re.DOTALL)
+    found = re.search(
+        r'<script type="application/json" id="iglens-state">(.*?)</script>', text, re.DOTALL
+    )
     assert json.loads(found.group(1))["comparison"]["labels"] == w.comparison["labels"]
     # a plain result's page: the default tab, no pins, no comparison
     plain = page_state(IGLensWidget(a))

@@ -51,21 +51,33 @@ SETUP = textwrap.dedent(f"""
 """)
 
 # What the controls' Apply writes (js/views/controls.js: makeRequest + the _n counter).
-REQUEST = {"target": "predicted", "contrast": "", "boundaries": "all",
-           "estimator": "riemann", "steps": 100, "_n": 1}
+REQUEST = {
+    "target": "predicted",
+    "contrast": "",
+    "boundaries": "all",
+    "estimator": "riemann",
+    "steps": 100,
+    "_n": 1,
+}
 
-STATE = ("print(json.dumps({'busy': w.busy, 'progress': w.progress, 'error': w.error, "
-         "'chunks': len(chunks), 'total': chunks[-1][1] if chunks else None, "
-         "'same_result': w.result is shown, 'steps': w.attribution.request.steps, "
-         "'alive': w._worker is not None and w._worker.is_alive()}))")
+STATE = (
+    "print(json.dumps({'busy': w.busy, 'progress': w.progress, 'error': w.error, "
+    "'chunks': len(chunks), 'total': chunks[-1][1] if chunks else None, "
+    "'same_result': w.result is shown, 'steps': w.attribution.request.steps, "
+    "'alive': w._worker is not None and w._worker.is_alive()}))"
+)
 
 
 class Kernel:
     """A started ipykernel, its blocking client, and every iopub message seen so far."""
 
     def __init__(self):
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
-               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "OMP_NUM_THREADS": "1",
+            "MPLBACKEND": "Agg",
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
         self.km = jupyter_client.KernelManager(kernel_name="python3")
         self.km.start_kernel(cwd=str(TESTS), env=env)
         self.client = self.km.client()
@@ -110,9 +122,10 @@ class Kernel:
     def comm_update(self, comm_id: str, state: dict) -> int:
         """Send what the front end sends when the page writes traits (ipywidgets 8); the
         number of iopub messages seen before it."""
-        msg = self.client.session.msg("comm_msg", {
-            "comm_id": comm_id,
-            "data": {"method": "update", "state": state, "buffer_paths": []}})
+        msg = self.client.session.msg(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}},
+        )
         self.client.shell_channel.send(msg)
         return len(self.iopub)
 
@@ -124,8 +137,12 @@ class Kernel:
             for msg in self.iopub[seen:]:
                 content = msg["content"]
                 data = content.get("data", {})
-                if (msg["msg_type"] == "comm_msg" and content.get("comm_id") == comm_id
-                        and data.get("method") == "update" and accept(data["state"])):
+                if (
+                    msg["msg_type"] == "comm_msg"
+                    and content.get("comm_id") == comm_id
+                    and data.get("method") == "update"
+                    and accept(data["state"])
+                ):
                     return data["state"]
             seen = len(self.iopub)
             assert self._pump(MSG_S) is not None, "the widget sent no such update"
@@ -173,4 +190,3 @@ def test_cancel_from_the_page_reaches_a_running_recompute(kernel):
     kernel.execute("w._worker.join(60)")
     final = json.loads(kernel.execute(STATE))
     assert final["error"] == "" and final["steps"] == 2 and final["busy"] is False, final
-

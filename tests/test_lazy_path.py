@@ -14,7 +14,6 @@ import pytest
 from iglens_viz import InvalidRequestError
 from iglens_viz.widget import IGLensWidget
 
-
 PROMPT = "w3 w5 w7 w9 w11 w13"
 
 
@@ -36,8 +35,9 @@ def test_interior_path_equals_the_whole_prompt_path(lens, boundaries, steps):
 def test_interior_path_with_a_contrast(lens):
     shown = lens.attribute(PROMPT, target="w7", contrast="w9")
     full = lens.attribute(PROMPT, target="w7", contrast="w9", steps=4)
-    np.testing.assert_allclose(lens.interior_path(shown, 2, steps=4), full.path_probs[2],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        lens.interior_path(shown, 2, steps=4), full.path_probs[2], rtol=1e-5, atol=1e-6
+    )
 
 
 def test_riemann_terms_sum_to_the_riemann_contributions(lens):
@@ -45,8 +45,7 @@ def test_riemann_terms_sum_to_the_riemann_contributions(lens):
     full = lens.attribute(PROMPT, estimator="riemann", steps=6)
     _, terms = lens.interior_path(shown, 4, steps=6, terms=True)
     assert terms.shape == (len(shown.boundaries) - 1, 6)
-    np.testing.assert_allclose(terms.sum(axis=1), full.contributions[4], rtol=1e-4,
-                               atol=1e-6)
+    np.testing.assert_allclose(terms.sum(axis=1), full.contributions[4], rtol=1e-4, atol=1e-6)
 
 
 def test_interior_path_reuses_the_forward_pass(lens, forward_calls):
@@ -77,8 +76,7 @@ def test_widget_answers_a_path_request(lens, forward_calls):
     assert w.path["position"] == 2 and w.path["steps"] == 4 and w.path["terms"] is None
     assert w.path["labels"] == w.result["segment_labels"]
     assert w.path["target_id"] == int(w.attribution.target_ids[2])
-    np.testing.assert_allclose(np.array(w.path["path"]), full.path_probs[2], rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(np.array(w.path["path"]), full.path_probs[2], rtol=1e-5, atol=1e-6)
     # errors land in the trait, with the position
     w.path_request = {"position": 99, "steps": 4, "_n": 2}
     assert "position" in w.path["error"] and w.path["position"] == 99
@@ -95,8 +93,9 @@ def test_widget_riemann_path_has_terms(lens):
     w = IGLensWidget(None, lens, PROMPT, estimator="riemann", steps=2)
     w.path_request = {"position": 3, "steps": 5, "_n": 1}
     full = lens.attribute(PROMPT, estimator="riemann", steps=5)
-    np.testing.assert_allclose(np.array(w.path["terms"]).sum(axis=1), full.contributions[3],
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        np.array(w.path["terms"]).sum(axis=1), full.contributions[3], rtol=1e-4, atol=1e-6
+    )
 
 
 def test_plain_result_widget_has_no_lazy_path(lens):
@@ -110,8 +109,14 @@ def test_recompute_reports_progress_and_can_be_cancelled(lens):
     w.threaded = False
     seen = []
     w.observe(lambda change: seen.append(change["new"]), names="progress")
-    w.request = {"target": "predicted", "contrast": "", "boundaries": "all",
-                 "estimator": "prediction_aware", "steps": 6, "_n": 1}
+    w.request = {
+        "target": "predicted",
+        "contrast": "",
+        "boundaries": "all",
+        "estimator": "prediction_aware",
+        "steps": 6,
+        "_n": 1,
+    }
     assert w.error == "" and w.attribution.request.steps == 6
     fractions = [v for v in seen if v >= 0]
     assert fractions and fractions == sorted(fractions) and fractions[-1] == 1.0
@@ -127,8 +132,14 @@ def test_recompute_reports_progress_and_can_be_cancelled(lens):
             w.cancel()
 
     w.observe(cancel_at_first_chunk, names="progress")
-    w.request = {"target": "predicted", "contrast": "", "boundaries": "all",
-                 "estimator": "riemann", "steps": 8, "_n": 2}
+    w.request = {
+        "target": "predicted",
+        "contrast": "",
+        "boundaries": "all",
+        "estimator": "riemann",
+        "steps": 8,
+        "_n": 2,
+    }
     assert w.error.startswith("cancelled")
     assert w.result is shown and w.attribution.request.steps == 6
     assert not w.busy and w.progress == -1.0
@@ -149,14 +160,26 @@ def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
             w.cancel_request = {"_n": 1}
 
     w.observe(press_cancel, names="progress")
-    w.request = {"target": "predicted", "contrast": "", "boundaries": "all",
-                 "estimator": "riemann", "steps": 8, "_n": 1}
+    w.request = {
+        "target": "predicted",
+        "contrast": "",
+        "boundaries": "all",
+        "estimator": "riemann",
+        "steps": 8,
+        "_n": 1,
+    }
     w._worker.join(timeout=120)
     assert started and not w._worker.is_alive()
     assert w.error.startswith("cancelled") and w.result is shown and not w.busy
     # and a request that is not cancelled lands
     w.unobserve(press_cancel, names="progress")
-    w.request = {"target": "next", "contrast": "", "boundaries": "all",
-                 "estimator": "prediction_aware", "steps": 1, "_n": 2}
+    w.request = {
+        "target": "next",
+        "contrast": "",
+        "boundaries": "all",
+        "estimator": "prediction_aware",
+        "steps": 1,
+        "_n": 2,
+    }
     w._worker.join(timeout=120)
     assert w.error == "" and w.result["controls"]["target"] == "next"

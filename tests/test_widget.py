@@ -10,20 +10,32 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_models import tiny_model, tiny_tokenizer
 
 from iglens_viz import IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD
-from iglens_viz.protocol import (array_from_payload, array_to_payload, result_payload,
-                                 to_base64_state)
+from iglens_viz.protocol import (
+    array_from_payload,
+    array_to_payload,
+    result_payload,
+    to_base64_state,
+)
 from iglens_viz.widget import IGLensWidget, show
 from iglens_viz.widget.widget import PAGE_WRITABLE
 
-from tiny_models import tiny_model, tiny_tokenizer
-
 PROMPT = "w3 w5 w7 w9 w11 w13"
 
-ARRAYS = ("input_ids", "target_ids", "onset", "contributions", "lens_probs", "delta_p",
-          "top_ids", "top_probs", "path_probs")
+ARRAYS = (
+    "input_ids",
+    "target_ids",
+    "onset",
+    "contributions",
+    "lens_probs",
+    "delta_p",
+    "top_ids",
+    "top_probs",
+    "path_probs",
+)
 
 
 def decoded(payload: dict) -> dict:
@@ -32,11 +44,20 @@ def decoded(payload: dict) -> dict:
 
 # ------------------------------------------------------------------------------ serializers
 
-@pytest.mark.parametrize("dtype, sent", [
-    (np.float64, "float32"), (np.float32, "float32"), (np.float16, "float32"),
-    (np.int64, "int32"), (np.int32, "int32"), (np.int8, "int32"), (np.uint16, "int32"),
-    (np.bool_, "int32"),
-])
+
+@pytest.mark.parametrize(
+    "dtype, sent",
+    [
+        (np.float64, "float32"),
+        (np.float32, "float32"),
+        (np.float16, "float32"),
+        (np.int64, "int32"),
+        (np.int32, "int32"),
+        (np.int8, "int32"),
+        (np.uint16, "int32"),
+        (np.bool_, "int32"),
+    ],
+)
 def test_serializer_dtypes(dtype, sent):
     arr = (np.arange(24).reshape(2, 3, 4) % 5).astype(dtype)
     payload = array_to_payload(arr)
@@ -80,16 +101,17 @@ def test_base64_state_round_trip():
     assert isinstance(encoded["result"]["a"]["buffer"], str)
     assert base64.b64decode(encoded["result"]["a"]["buffer"]) == payload["buffer"]
     assert encoded["result"]["tokens"] == ["x"] and encoded["selected"] == 3
-    np.testing.assert_array_equal(array_from_payload(encoded["result"]["a"]),
-                                  array_from_payload(payload))
+    np.testing.assert_array_equal(
+        array_from_payload(encoded["result"]["a"]), array_from_payload(payload)
+    )
     assert isinstance(state["result"]["a"]["buffer"], bytes)  # the input is not changed
 
 
 # ------------------------------------------------------------------------------ payload
 
+
 def test_payload_round_trip_equals_the_result(lens):
-    result = lens.attribute(PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4],
-                            steps=3)
+    result = lens.attribute(PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4], steps=3)
     payload = result_payload(result)
     arrays = decoded(payload)
     for name in ARRAYS:
@@ -99,8 +121,9 @@ def test_payload_round_trip_equals_the_result(lens):
         if expected.dtype.kind == "f":
             assert got.dtype == np.float32
             # The payload is the float32 cast itself: equal up to far less than eps32 (1.2e-7).
-            np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6,
-                                       equal_nan=True, err_msg=name)
+            np.testing.assert_allclose(
+                got, expected.astype(np.float32), rtol=1e-6, equal_nan=True, err_msg=name
+            )
         else:
             assert got.dtype == np.int32
             np.testing.assert_array_equal(got, expected, err_msg=name)
@@ -111,12 +134,24 @@ def test_payload_round_trip_equals_the_result(lens):
     assert payload["boundaries"] == [0, 1, 4] and payload["n_blocks"] == 4
     assert payload["steps"] == 3 and payload["estimator"] == "prediction_aware"
     assert payload["family"] == result.family and payload["prompt_length"] == 6
-    assert payload["controls"] == {"target": "next", "contrast": "w4", "boundaries": "0,1,4",
-                                   "estimator": "prediction_aware", "steps": 3}
-    assert payload["request"] == {"prompt": PROMPT, "target": "next", "contrast": "w4",
-                                  "boundaries": [0, 1, 4], "estimator": "prediction_aware",
-                                  "steps": 3, "chat": False, "max_new_tokens": 0,
-                                  "components": False}
+    assert payload["controls"] == {
+        "target": "next",
+        "contrast": "w4",
+        "boundaries": "0,1,4",
+        "estimator": "prediction_aware",
+        "steps": 3,
+    }
+    assert payload["request"] == {
+        "prompt": PROMPT,
+        "target": "next",
+        "contrast": "w4",
+        "boundaries": [0, 1, 4],
+        "estimator": "prediction_aware",
+        "steps": 3,
+        "chat": False,
+        "max_new_tokens": 0,
+        "components": False,
+    }
     assert payload["target_name"] == "p(target) − p(contrast)"
     assert payload["segment_labels"] == ["1", "2–4"]
     assert payload["answer_start"] == 6  # no generated answer
@@ -161,6 +196,7 @@ def test_payload_travels_as_binary_buffers(lens):
 
 
 # ------------------------------------------------------------------------------ the widget
+
 
 def test_plain_result_widget_is_not_interactive(lens):
     result = lens.attribute(PROMPT)
@@ -207,22 +243,35 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     busy_seen = []
     w.observe(lambda change: busy_seen.append(change["new"]), names="busy")
     w.selected = 2
-    w.request = {"target": "next", "contrast": "", "boundaries": "every:2",
-                 "estimator": "riemann", "steps": "3"}
+    w.request = {
+        "target": "next",
+        "contrast": "",
+        "boundaries": "every:2",
+        "estimator": "riemann",
+        "steps": "3",
+    }
     assert w.error == "" and w.busy is False and busy_seen == [True, False]
     assert len(forward_calls) == 2  # the cached forward pass served the recompute
     after = decoded(w.result)
-    expected = lens.attribute(PROMPT, target="next", boundaries=[0, 2, 4], steps=3,
-                              estimator="riemann")
+    expected = lens.attribute(
+        PROMPT, target="next", boundaries=[0, 2, 4], steps=3, estimator="riemann"
+    )
     # float32 payload vs the float64 result: one rounding to float32 (≤ eps32/2 = 6e-8).
-    np.testing.assert_allclose(after["contributions"], expected.contributions, rtol=1e-6,
-                               equal_nan=True)
+    np.testing.assert_allclose(
+        after["contributions"], expected.contributions, rtol=1e-6, equal_nan=True
+    )
     assert after["contributions"].shape == (6, 2) and before["contributions"].shape == (6, 4)
     assert after["path_probs"].shape == (6, 2, 4)
-    assert w.result["controls"] == {"target": "next", "contrast": "", "boundaries": "every:2",
-                                    "estimator": "riemann", "steps": 3}
+    assert w.result["controls"] == {
+        "target": "next",
+        "contrast": "",
+        "boundaries": "every:2",
+        "estimator": "riemann",
+        "steps": 3,
+    }
     assert w.attribution.request == w.attribution.request.replace(
-        target="next", boundaries="every:2", estimator="riemann", steps=3)
+        target="next", boundaries="every:2", estimator="riemann", steps=3
+    )
     assert w.attribution.boundaries == [0, 2, 4]
     assert w.selected == 2  # same token ids: the selection stays
     assert len(forward_calls) == 2
@@ -230,8 +279,13 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
 
 def test_request_token_forms(lens, forward_calls):
     w = show(lens, None, PROMPT)
-    w.request = {"target": "w9", "contrast": "4", "boundaries": "0,2,4",
-                 "estimator": "prediction_aware", "steps": 1}
+    w.request = {
+        "target": "w9",
+        "contrast": "4",
+        "boundaries": "0,2,4",
+        "estimator": "prediction_aware",
+        "steps": 1,
+    }
     assert w.error == ""
     assert w.attribution.target_ids.tolist() == [9] * 6
     assert w.attribution.contrast_ids.tolist() == [4] * 6
@@ -243,25 +297,30 @@ def test_request_token_forms(lens, forward_calls):
     assert len(forward_calls) == 2  # the attribution's and the component split's
 
 
-@pytest.mark.parametrize("request_, message", [
-    ({"target": "w1 w2"}, "not a single token"),
-    ({"target": "-3"}, "not a single token"),  # only bare digits are an id: "-3" is text
-    ({"target": " 4"}, "not in the vocabulary"),  # text too (the tokenizer has no "4")
-    ({"target": "500"}, "out of range"),
-    ({"target": "18446744073709551616"}, "out of range: 18446744073709551616; this model's "
-                                         "token ids are 0..96"),
-    ({"target": "w3", "contrast": "w3"}, "the contrast is the target itself"),
-    ({"boundaries": "0,3,2,4"}, "strictly increasing"),
-    ({"boundaries": "every:x"}, "every:K"),
-    ({"boundaries": "0,2"}, "end at n=4"),
-    ({"steps": "two"}, "steps"),
-    ({"steps": 0}, "steps"),
-    ({"estimator": "simpson"}, "unknown estimator"),
-    ({"target": ["w1"]}, "target"),
-    ({"boundaries": 3}, "boundaries"),
-    ({"boundaries": "0,1.5,4"}, "boundary spec '0,1.5,4'"),
-    ({"steps": 5000}, "steps must be an integer from 1 to 1000"),
-])
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        ({"target": "w1 w2"}, "not a single token"),
+        ({"target": "-3"}, "not a single token"),  # only bare digits are an id: "-3" is text
+        ({"target": " 4"}, "not in the vocabulary"),  # text too (the tokenizer has no "4")
+        ({"target": "500"}, "out of range"),
+        (
+            {"target": "18446744073709551616"},
+            "out of range: 18446744073709551616; this model's token ids are 0..96",
+        ),
+        ({"target": "w3", "contrast": "w3"}, "the contrast is the target itself"),
+        ({"boundaries": "0,3,2,4"}, "strictly increasing"),
+        ({"boundaries": "every:x"}, "every:K"),
+        ({"boundaries": "0,2"}, "end at n=4"),
+        ({"steps": "two"}, "steps"),
+        ({"steps": 0}, "steps"),
+        ({"estimator": "simpson"}, "unknown estimator"),
+        ({"target": ["w1"]}, "target"),
+        ({"boundaries": 3}, "boundaries"),
+        ({"boundaries": "0,1.5,4"}, "boundary spec '0,1.5,4'"),
+        ({"steps": 5000}, "steps must be an integer from 1 to 1000"),
+    ],
+)
 def test_bad_request_sets_error_and_keeps_the_result(lens, request_, message):
     w = show(lens, None, PROMPT, target="next")
     old_result, old_attribution = w.result, w.attribution
@@ -313,8 +372,9 @@ def test_selected_token_is_split_into_components_lazily(lens, forward_calls):
     whole = lens.attribute(PROMPT, components=True)
     sent = result_payload(whole)["components"]
     assert sent["positions"] == list(range(6))
-    np.testing.assert_allclose(array_from_payload(sent["shares"]), whole.component_shares,
-                               rtol=6e-8, atol=0)
+    np.testing.assert_allclose(
+        array_from_payload(sent["shares"]), whole.component_shares, rtol=6e-8, atol=0
+    )
     assert result_payload(w.attribution)["components"] is None
 
 
@@ -342,11 +402,17 @@ def test_boundary_text_works_in_the_widget_constructor_and_recompute(lens):
 def test_recompute_replays_the_request(lens):
     """A recompute changes the asked fields and keeps the rest of the shown request."""
     w = IGLensWidget(None, lens, PROMPT, contrast="w4", steps=2, max_new_tokens=2)
-    w.request = {"target": "next", "contrast": "w4", "boundaries": "all",
-                 "estimator": "prediction_aware", "steps": 2}
+    w.request = {
+        "target": "next",
+        "contrast": "w4",
+        "boundaries": "all",
+        "estimator": "prediction_aware",
+        "steps": 2,
+    }
     assert w.error == ""
     assert w.attribution.request == w.attribution.request.replace(
-        prompt=PROMPT, target="next", contrast="w4", steps=2, max_new_tokens=2)
+        prompt=PROMPT, target="next", contrast="w4", steps=2, max_new_tokens=2
+    )
     assert w.attribution.prompt_length == 6
 
 
@@ -374,16 +440,16 @@ def test_core_runs_without_anywidget():
             print("widget needs anywidget")
         print("ok")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["widget", "needs", "anywidget", "ok"]
     assert "anywidget" not in out.stderr
 
 
 def test_lens_widget_is_interactive_and_reuses_the_lens():
-    from iglens_viz import IGLens
     from tiny_models import random_ids, tiny_model
+
+    from iglens_viz import IGLens
 
     lens = IGLens(tiny_model("llama"))
     w = lens.widget(random_ids(6), target="next", boundaries="every:2")
@@ -392,6 +458,7 @@ def test_lens_widget_is_interactive_and_reuses_the_lens():
 
 
 # ------------------------------------------------------------------------------ causal check
+
 
 def _ablate_at(lens, ids, position, token, **kwargs):
     """An independent ablation: the drop at ``position`` of ``token``'s probability, on ``ids``."""
@@ -418,8 +485,18 @@ def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
     assert len(forward_calls) == calls + 2
     result = w.attribution
     check = w.ablation
-    assert set(check) == {"position", "mode", "drops", "clean", "labels", "parts", "target_id",
-                          "contrast_id", "target_name", "seconds"}
+    assert set(check) == {
+        "position",
+        "mode",
+        "drops",
+        "clean",
+        "labels",
+        "parts",
+        "target_id",
+        "contrast_id",
+        "target_name",
+        "seconds",
+    }
     assert check["position"] == 3 and check["mode"] == "zero"
     assert check["labels"] == result.segment_labels == ["1", "2", "3", "4"]
     assert check["parts"] == ["block"] * 4
@@ -451,16 +528,25 @@ def test_causal_check_ablates_segments_and_sublayers(lens):
     check = w.causal_check(4)
     result = w.attribution
     assert check["labels"] == ["1\u20132", "3\u20134"] and check["parts"] == ["block", "block"]
-    groups, _ = _ablate_at(lens, result.input_ids[:5], 4, result.target_ids[4],
-                           layers=[(1, 2), (3, 4)])
+    groups, _ = _ablate_at(
+        lens, result.input_ids[:5], 4, result.target_ids[4], layers=[(1, 2), (3, 4)]
+    )
     np.testing.assert_allclose(check["drops"], groups, rtol=0, atol=1e-12)
 
     w.recompute(boundaries="sublayer")
     assert w.ablation == {}  # a new result clears the check
     check = w.causal_check(4)
     result = w.attribution
-    assert check["labels"] == ["1.attn", "1.mlp", "2.attn", "2.mlp", "3.attn", "3.mlp",
-                               "4.attn", "4.mlp"]
+    assert check["labels"] == [
+        "1.attn",
+        "1.mlp",
+        "2.attn",
+        "2.mlp",
+        "3.attn",
+        "3.mlp",
+        "4.attn",
+        "4.mlp",
+    ]
     assert check["parts"] == ["attn", "mlp"] * 4
     ids, token = result.input_ids[:5], result.target_ids[4]
     attn, _ = _ablate_at(lens, ids, 4, token, part="attn")
@@ -487,14 +573,17 @@ def test_causal_check_with_a_contrast_is_the_drop_of_the_difference(lens):
     assert check["clean"] == pytest.approx(result.lens_probs[2, -1], abs=2e-6)
 
 
-@pytest.mark.parametrize("wish, message, where", [
-    ({"position": 99, "_n": 1}, "not a position of this result (0 … 5)", {"position": 99}),
-    ({"position": 5, "_n": 1}, "position 5 has no target", {"position": 5}),
-    ({"position": -1, "_n": 1}, "needs a position", {}),
-    ({"position": "x", "_n": 1}, "needs a position", {}),
-    ({"position": True, "_n": 1}, "needs a position", {}),
-    ({"_n": 1}, "needs a position", {}),
-])
+@pytest.mark.parametrize(
+    "wish, message, where",
+    [
+        ({"position": 99, "_n": 1}, "not a position of this result (0 … 5)", {"position": 99}),
+        ({"position": 5, "_n": 1}, "position 5 has no target", {"position": 5}),
+        ({"position": -1, "_n": 1}, "needs a position", {}),
+        ({"position": "x", "_n": 1}, "needs a position", {}),
+        ({"position": True, "_n": 1}, "needs a position", {}),
+        ({"_n": 1}, "needs a position", {}),
+    ],
+)
 def test_bad_causal_check_request_sets_an_error(lens, forward_calls, wish, message, where):
     w = show(lens, None, PROMPT, target="next")
     calls, old = len(forward_calls), w.result
@@ -539,8 +628,12 @@ def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
     from iglens_viz.widget.widget import segment_ablation
 
     assert segment_parts([0, 1, 3, 4]) == [("block", (1,)), ("block", (2, 3)), ("block", (4,))]
-    assert segment_parts([0, 0.5, 1, 1.5, 2]) == [("attn", (1,)), ("mlp", (1,)),
-                                                    ("attn", (2,)), ("mlp", (2,))]
+    assert segment_parts([0, 0.5, 1, 1.5, 2]) == [
+        ("attn", (1,)),
+        ("mlp", (1,)),
+        ("attn", (2,)),
+        ("mlp", (2,)),
+    ]
     with pytest.raises(InvalidRequestError, match="part of a block and whole blocks"):
         segment_parts([0, 0.5, 2])
     with pytest.raises(InvalidRequestError, match="zero"):
@@ -549,10 +642,15 @@ def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
 
 # ------------------------------------------------------------------------------ hostile page
 
+
 def page_update(w, **state):
     """What the front end sends when the page writes traits: an ipywidgets 8 ``update``."""
-    w._handle_msg({"content": {"data": {"method": "update", "state": state,
-                                        "buffer_paths": []}}, "buffers": []})
+    w._handle_msg(
+        {
+            "content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
+            "buffers": [],
+        }
+    )
 
 
 def sent_back(w):
@@ -580,16 +678,37 @@ def sane_export(w):
     return state
 
 
-@pytest.mark.parametrize("name, value", [
-    ("selected", 10**9), ("selected", 6), ("selected", -2), ("selected", True),
-    ("selected", "3"), ("selected", 2.5), ("selected", None), ("selected", [1]),
-    ("hovered", 10**9), ("hovered", -7), ("hovered", False),
-    ("color_by", "rainbow"), ("color_by", 3), ("view", "<img src=x onerror=alert(1)>"),
-    ("pinned", [[0, 99]]), ("pinned", [[1, 0]]), ("pinned", [[0, 1, 2]]),
-    ("pinned", [[True, 1]]), ("pinned", [[0, -1]]), ("pinned", "0,1"), ("pinned", [None]),
-    ("request", "target=next"), ("request", [1, 2]), ("cancel_request", 5),
-    ("ablation_request", "go"), ("path_request", None),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("selected", 10**9),
+        ("selected", 6),
+        ("selected", -2),
+        ("selected", True),
+        ("selected", "3"),
+        ("selected", 2.5),
+        ("selected", None),
+        ("selected", [1]),
+        ("hovered", 10**9),
+        ("hovered", -7),
+        ("hovered", False),
+        ("color_by", "rainbow"),
+        ("color_by", 3),
+        ("view", "<img src=x onerror=alert(1)>"),
+        ("pinned", [[0, 99]]),
+        ("pinned", [[1, 0]]),
+        ("pinned", [[0, 1, 2]]),
+        ("pinned", [[True, 1]]),
+        ("pinned", [[0, -1]]),
+        ("pinned", "0,1"),
+        ("pinned", [None]),
+        ("request", "target=next"),
+        ("request", [1, 2]),
+        ("cancel_request", 5),
+        ("ablation_request", "go"),
+        ("path_request", None),
+    ],
+)
 def test_bad_page_write_is_refused_and_the_page_resynced(lens, name, value):
     w = show(lens, None, PROMPT)
     before = {k: getattr(w, k) for k in PAGE_WRITABLE}
@@ -608,16 +727,43 @@ def test_page_cannot_overwrite_what_python_computed(lens):
     python_owned = {k: getattr(w, k) for k in w.keys if k not in PAGE_WRITABLE}
     payload = w.result
     sent = sent_back(w)
-    page_update(w, result={"tokens": ["<script>alert(1)</script>"]}, interactive=False,
-                busy=True, error="pwned", components={}, ablation={"drops": "x"},
-                ablation_busy=True, path={"error": 1}, comparison={"results": [{}]},
-                progress=2.0, _esm="export default {}", _css="*{}",
-                layout="IPY_MODEL_x", tabbable=True, tooltip="hi")
+    page_update(
+        w,
+        result={"tokens": ["<script>alert(1)</script>"]},
+        interactive=False,
+        busy=True,
+        error="pwned",
+        components={},
+        ablation={"drops": "x"},
+        ablation_busy=True,
+        path={"error": 1},
+        comparison={"results": [{}]},
+        progress=2.0,
+        _esm="export default {}",
+        _css="*{}",
+        layout="IPY_MODEL_x",
+        tabbable=True,
+        tooltip="hi",
+    )
     assert {k: getattr(w, k) for k in python_owned} == python_owned
     assert w.result is payload and w.interactive is True and w.busy is False
-    refused = {"result", "interactive", "busy", "error", "components", "ablation",
-               "ablation_busy", "path", "comparison", "progress", "_esm", "_css", "layout",
-               "tabbable", "tooltip"}
+    refused = {
+        "result",
+        "interactive",
+        "busy",
+        "error",
+        "components",
+        "ablation",
+        "ablation_busy",
+        "path",
+        "comparison",
+        "progress",
+        "_esm",
+        "_css",
+        "layout",
+        "tabbable",
+        "tooltip",
+    }
     assert len(sent) == 1 and set(sent[0]) == refused & set(w.keys)
     state = sane_export(w)
     assert state["ablation"]["position"] == 2 and "pwned" not in w.to_html()
@@ -642,16 +788,19 @@ def test_page_writes_that_fit_are_taken(lens):
     assert sane_export(w)["selected"] == -1
 
 
-@pytest.mark.parametrize("name, value, trait, message", [
-    ("request", {"target": {"a": 1}, "_n": 1}, "error", "target"),
-    ("request", {"steps": [1], "_n": 1}, "error", "steps"),
-    ("request", {"steps": 10**9, "_n": 1}, "error", "steps must be an integer"),
-    ("request", {"boundaries": [0, 10**9], "_n": 1}, "error", "boundaries"),
-    ("request", {"estimator": ["riemann"], "_n": 1}, "error", "estimator"),
-    ("ablation_request", {"position": 10**9, "_n": 1}, "ablation", "not a position"),
-    ("path_request", {"position": 1, "steps": 10**9, "_n": 1}, "path", "steps"),
-    ("path_request", {"position": 10**9, "steps": 4, "_n": 1}, "path", "in [-6, 6)"),
-])
+@pytest.mark.parametrize(
+    "name, value, trait, message",
+    [
+        ("request", {"target": {"a": 1}, "_n": 1}, "error", "target"),
+        ("request", {"steps": [1], "_n": 1}, "error", "steps"),
+        ("request", {"steps": 10**9, "_n": 1}, "error", "steps must be an integer"),
+        ("request", {"boundaries": [0, 10**9], "_n": 1}, "error", "boundaries"),
+        ("request", {"estimator": ["riemann"], "_n": 1}, "error", "estimator"),
+        ("ablation_request", {"position": 10**9, "_n": 1}, "ablation", "not a position"),
+        ("path_request", {"position": 1, "steps": 10**9, "_n": 1}, "path", "steps"),
+        ("path_request", {"position": 10**9, "steps": 4, "_n": 1}, "path", "in [-6, 6)"),
+    ],
+)
 def test_bad_page_request_lands_in_its_error_trait(lens, name, value, trait, message):
     w = show(lens, None, PROMPT)
     payload = w.result
@@ -668,8 +817,12 @@ def test_python_assignments_are_validated_too(lens):
     from iglens_viz.widget.widget import InvalidTraitError
 
     w = show(lens, None, PROMPT)
-    for name, value in [("selected", 10**9), ("hovered", 6), ("selected", True),
-                        ("pinned", [[0, 6]])]:
+    for name, value in [
+        ("selected", 10**9),
+        ("hovered", 6),
+        ("selected", True),
+        ("pinned", [[0, 6]]),
+    ]:
         with pytest.raises(InvalidTraitError, match="position"):
             setattr(w, name, value)
     assert issubclass(InvalidTraitError, IGLensError)

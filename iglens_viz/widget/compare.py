@@ -30,8 +30,10 @@ def _check(results) -> list:
         raise InvalidRequestError(f"compare() needs at least two results, got {len(results)}")
     for q, r in enumerate(results):
         if not isinstance(r, AttributionResult):
-            raise InvalidRequestError(f"compare(): argument {q + 1} is a {type(r).__name__}, "
-                                      f"not an AttributionResult (from iglens_viz.attribute)")
+            raise InvalidRequestError(
+                f"compare(): argument {q + 1} is a {type(r).__name__}, "
+                f"not an AttributionResult (from iglens_viz.attribute)"
+            )
     return results
 
 
@@ -51,7 +53,7 @@ def _prompt_text(r) -> str:
     prompt = r.request.prompt
     if isinstance(prompt, str):
         return prompt
-    return "".join(str(t) for t in r.tokens[:min(len(r.tokens), int(r.answer_start) + 1)])
+    return "".join(str(t) for t in r.tokens[: min(len(r.tokens), int(r.answer_start) + 1)])
 
 
 def default_labels(results) -> list[str]:
@@ -62,8 +64,10 @@ def default_labels(results) -> list[str]:
     if len(set(prompts)) > 1:
         return [format_token(p, max_len=60, all_spaces=False) for p in prompts]
     controls = [r.request.controls() for r in results]
-    targets = [f"target: {c['target']}" + (f" vs {c['contrast']}" if c["contrast"] else "")
-               for c in controls]
+    targets = [
+        f"target: {c['target']}" + (f" vs {c['contrast']}" if c["contrast"] else "")
+        for c in controls
+    ]
     if len(set(targets)) > 1:
         return targets
     return [f"{c['estimator']}, m={c['steps']}, boundaries {c['boundaries']}" for c in controls]
@@ -91,14 +95,17 @@ def comparison_payload(results, labels=None) -> dict:
     results = _check(results)
     labels = default_labels(results) if labels is None else [str(x) for x in labels]
     if len(labels) != len(results):
-        raise InvalidRequestError(f"{len(labels)} labels for {len(results)} results: give one "
-                                  f"label per result")
-    return {"labels": labels, "results": [result_payload(r) for r in results[1:]],
-            "limit": shared_limit(results)}
+        raise InvalidRequestError(
+            f"{len(labels)} labels for {len(results)} results: give one label per result"
+        )
+    return {
+        "labels": labels,
+        "results": [result_payload(r) for r in results[1:]],
+        "limit": shared_limit(results),
+    }
 
 
-def compare(*results, labels=None, pinned=None, view: str = "compare",
-            selected: int | None = None):
+def compare(*results, labels=None, pinned=None, view: str = "compare", selected: int | None = None):
     """Show two or more attributions side by side, on one colour scale.
 
     ``compare(a, b)`` for two prompts, or for one prompt attributed twice (two targets, a
@@ -140,8 +147,10 @@ def compare(*results, labels=None, pinned=None, view: str = "compare",
     pins = default_pins(results) if pinned is None else [[int(r), int(i)] for r, i in pinned]
     for r, i in pins:
         if not (0 <= r < len(results) and 0 <= i < len(results[r].input_ids)):
-            raise InvalidRequestError(f"pin [{r}, {i}] names no position: result r in 0 … "
-                                      f"{len(results) - 1}, position i within that result")
+            raise InvalidRequestError(
+                f"pin [{r}, {i}] names no position: result r in 0 … "
+                f"{len(results) - 1}, position i within that result"
+            )
     widget = IGLensWidget(results[0], selected=selected)
     with widget.hold_sync():
         widget.comparison = payload

@@ -33,11 +33,18 @@ from ..core.extensions import provider
 from ..core.inputs import is_position_index
 from ..errors import IGLensError, InvalidRequestError
 from ..protocol import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state, result_payload
-from ..protocol.payload import ablation_payload, components_payload, path_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
+from ..protocol.payload import ablation_payload, components_payload, path_payload
 
-__all__ = ["IGLensWidget", "InvalidTraitError", "PAGE_WRITABLE", "RecomputeCancelled",
-           "position_path", "segment_ablation", "show"]
+__all__ = [
+    "IGLensWidget",
+    "InvalidTraitError",
+    "PAGE_WRITABLE",
+    "RecomputeCancelled",
+    "position_path",
+    "segment_ablation",
+    "show",
+]
 
 # The traits the page writes (js/views: strip, heatmap and context select/hover, the colour
 # select, the view tabs, the compare view's pins, the controls' Apply and Cancel, the detail
@@ -45,8 +52,19 @@ __all__ = ["IGLensWidget", "InvalidTraitError", "PAGE_WRITABLE", "RecomputeCance
 # own state (result, interactive, busy, error, components, ablation, ablation_busy, path,
 # comparison, progress, and anywidget's and ipywidgets' own traits): an update from the page
 # that writes one of those is refused, so exports always carry what Python computed.
-PAGE_WRITABLE = frozenset({"selected", "hovered", "color_by", "view", "pinned", "request",
-                           "cancel_request", "ablation_request", "path_request"})
+PAGE_WRITABLE = frozenset(
+    {
+        "selected",
+        "hovered",
+        "color_by",
+        "view",
+        "pinned",
+        "request",
+        "cancel_request",
+        "ablation_request",
+        "path_request",
+    }
+)
 
 _MISSING_BUNDLE_ESM = """
 export default { render({ el }) {
@@ -202,8 +220,9 @@ class IGLensWidget(anywidget.AnyWidget):
     def _position_range(self, name: str, value) -> int:
         T = len(self._attribution.input_ids)
         if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < T:
-            raise InvalidTraitError(f"{name}={value!r} is not a position of this result: use "
-                                    f"-1 (none) or 0 … {T - 1}")
+            raise InvalidTraitError(
+                f"{name}={value!r} is not a position of this result: use -1 (none) or 0 … {T - 1}"
+            )
         return value
 
     @traitlets.validate("selected")
@@ -217,18 +236,26 @@ class IGLensWidget(anywidget.AnyWidget):
     @traitlets.validate("pinned")
     def _valid_pinned(self, proposal):
         lengths = [len(self.result.get("tokens") or ())] + [
-            len(r.get("tokens") or ()) for r in (self.comparison or {}).get("results") or ()
-            if isinstance(r, dict)]
+            len(r.get("tokens") or ())
+            for r in (self.comparison or {}).get("results") or ()
+            if isinstance(r, dict)
+        ]
         pins = []
         for pin in proposal["value"]:
             pair = [0, pin] if isinstance(pin, int) else pin  # a bare i is [0, i], as in JS
-            ok = (isinstance(pair, (list, tuple)) and len(pair) == 2
-                  and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
-                  and 0 <= pair[0] < len(lengths) and 0 <= pair[1] < lengths[pair[0]])
+            ok = (
+                isinstance(pair, (list, tuple))
+                and len(pair) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
+                and 0 <= pair[0] < len(lengths)
+                and 0 <= pair[1] < lengths[pair[0]]
+            )
             if not ok:
-                raise InvalidTraitError(f"pin {pin!r} names no position: use [r, i] with r in "
-                                        f"0 … {len(lengths) - 1} (0 = the result, r ≥ 1 its "
-                                        f"comparison's results) and i a position of result r")
+                raise InvalidTraitError(
+                    f"pin {pin!r} names no position: use [r, i] with r in "
+                    f"0 … {len(lengths) - 1} (0 = the result, r ≥ 1 its "
+                    f"comparison's results) and i a position of result r"
+                )
             pins.append([int(pair[0]), int(pair[1])])
         return pins
 
@@ -241,7 +268,7 @@ class IGLensWidget(anywidget.AnyWidget):
         with half an update)."""
         refused = {}
         accepted = {}
-        for name, value in (sync_data.items() if isinstance(sync_data, dict) else ()):
+        for name, value in sync_data.items() if isinstance(sync_data, dict) else ():
             if name not in self.keys:
                 continue  # ipywidgets ignores these too
             if name not in PAGE_WRITABLE:
@@ -261,31 +288,50 @@ class IGLensWidget(anywidget.AnyWidget):
                 except traitlets.TraitError as err:  # rolled back whole by traitlets
                     refused.update(dict.fromkeys(accepted, str(err)))
             if refused:
-                self.log.warning("IGLensWidget: refused the page's %s", "; ".join(
-                    f"{k}: {v}" for k, v in refused.items()))
+                self.log.warning(
+                    "IGLensWidget: refused the page's %s",
+                    "; ".join(f"{k}: {v}" for k, v in refused.items()),
+                )
                 self.send_state(sorted(refused))
 
-    def __init__(self, result=None, lens=None, text_or_ids=None, *, selected: int | None = None,
-                 color_by: str = DEFAULT_STATE["color_by"], **attribute_kwargs):
+    def __init__(
+        self,
+        result=None,
+        lens=None,
+        text_or_ids=None,
+        *,
+        selected: int | None = None,
+        color_by: str = DEFAULT_STATE["color_by"],
+        **attribute_kwargs,
+    ):
         if result is None:
             if lens is None or text_or_ids is None:
-                raise TypeError("IGLensWidget needs a result, or an IGLens and text_or_ids "
-                                "to compute one")
+                raise TypeError(
+                    "IGLensWidget needs a result, or an IGLens and text_or_ids to compute one"
+                )
             result = lens.attribute(text_or_ids, **attribute_kwargs)
         elif attribute_kwargs:
-            raise TypeError(f"unexpected keyword arguments {sorted(attribute_kwargs)}: "
-                            f"attribute() arguments are only used when result is None")
+            raise TypeError(
+                f"unexpected keyword arguments {sorted(attribute_kwargs)}: "
+                f"attribute() arguments are only used when result is None"
+            )
         if lens is not None and int(lens.n_blocks) != int(result.n_blocks):
-            raise IGLensError(f"the lens's model has {lens.n_blocks} blocks but the result "
-                              f"was computed on {result.n_blocks}: pass the IGLens that "
-                              f"produced it")
+            raise IGLensError(
+                f"the lens's model has {lens.n_blocks} blocks but the result "
+                f"was computed on {result.n_blocks}: pass the IGLens that "
+                f"produced it"
+            )
         self._lens = lens
         self._attribution = result
         # Held by page updates (kernel thread) and the recompute worker's updates: ipywidgets
         # keeps the sync bookkeeping (hold_sync, property locks) per widget, not per thread.
         self._sync_lock = threading.RLock()
-        state = initial_state(result_payload(result), selected=selected, color_by=color_by,
-                              interactive=lens is not None)
+        state = initial_state(
+            result_payload(result),
+            selected=selected,
+            color_by=color_by,
+            interactive=lens is not None,
+        )
         super().__init__(**state)
         self.observe(self._on_request, names="request")
         self.observe(self._on_selected, names="selected")
@@ -298,8 +344,10 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         a = self._attribution
-        return (f"IGLensWidget({len(a.input_ids)} tokens, {len(a.boundaries) - 1} segments, "
-                f"interactive={self.interactive})")
+        return (
+            f"IGLensWidget({len(a.input_ids)} tokens, {len(a.boundaries) - 1} segments, "
+            f"interactive={self.interactive})"
+        )
 
     @property
     def attribution(self):
@@ -332,8 +380,9 @@ class IGLensWidget(anywidget.AnyWidget):
             self.busy = True
             self.progress = -1.0
         if self._threaded():
-            self._worker = threading.Thread(target=self._recompute, args=(controls,),
-                                            name="iglens-recompute", daemon=True)
+            self._worker = threading.Thread(
+                target=self._recompute, args=(controls,), name="iglens-recompute", daemon=True
+            )
             self._worker.start()
         else:
             self._recompute(controls)
@@ -391,8 +440,10 @@ class IGLensWidget(anywidget.AnyWidget):
         the browser, which land in :attr:`error`).
         """
         if self._lens is None:
-            raise IGLensError("this widget has no IGLens to recompute with; build it with "
-                              "IGLensWidget(result, lens) or iglens_viz.widget.show(...)")
+            raise IGLensError(
+                "this widget has no IGLens to recompute with; build it with "
+                "IGLensWidget(result, lens) or iglens_viz.widget.show(...)"
+            )
         new = self._lens.run(self._attribution.request.replace(**changes))
         self._show(new, result_payload(new))
         return new
@@ -421,9 +472,11 @@ class IGLensWidget(anywidget.AnyWidget):
         :attr:`ablation` as ``{"error": …}``).
         """
         if self._lens is None:
-            raise IGLensError("the causal check ablates blocks of the model: this widget has "
-                              "no IGLens; build it with IGLensWidget(result, lens) or "
-                              "iglens_viz.widget.show(...)")
+            raise IGLensError(
+                "the causal check ablates blocks of the model: this widget has "
+                "no IGLens; build it with IGLensWidget(result, lens) or "
+                "iglens_viz.widget.show(...)"
+            )
         position = self.selected if position is None else position
         self.ablation_busy = True
         try:
@@ -444,8 +497,9 @@ class IGLensWidget(anywidget.AnyWidget):
         where = {"position": position} if is_position_index(position) else {}
         try:
             if not is_position_index(position):
-                raise InvalidRequestError(f"an ablation request needs a position (an integer "
-                                          f">= 0), got {position!r}")
+                raise InvalidRequestError(
+                    f"an ablation request needs a position (an integer >= 0), got {position!r}"
+                )
             if self._worker is not None and self._worker.is_alive():
                 raise IGLensError("a recompute is running: ask again when it is done")
             self.causal_check(int(position))
@@ -465,9 +519,11 @@ class IGLensWidget(anywidget.AnyWidget):
         (unlike requests from the browser, which land in :attr:`path` as ``{"error": …}``).
         """
         if self._lens is None:
-            raise IGLensError("the interior path reads the model's states: this widget has "
-                              "no IGLens; build it with IGLensWidget(result, lens) or "
-                              "iglens_viz.widget.show(...)")
+            raise IGLensError(
+                "the interior path reads the model's states: this widget has "
+                "no IGLens; build it with IGLensWidget(result, lens) or "
+                "iglens_viz.widget.show(...)"
+            )
         position = self.selected if position is None else position
         payload = position_path(self._lens, self._attribution, position, steps)
         self.path = payload
@@ -482,11 +538,11 @@ class IGLensWidget(anywidget.AnyWidget):
         where = {"position": position} if is_position_index(position) else {}
         try:
             if not is_position_index(position):
-                raise InvalidRequestError(f"a path request needs a position (an integer "
-                                          f">= 0), got {position!r}")
+                raise InvalidRequestError(
+                    f"a path request needs a position (an integer >= 0), got {position!r}"
+                )
             if isinstance(steps, bool) or not isinstance(steps, int):
-                raise InvalidRequestError(f"a path request needs steps (an integer), got "
-                                          f"{steps!r}")
+                raise InvalidRequestError(f"a path request needs steps (an integer), got {steps!r}")
             if self._worker is not None and self._worker.is_alive():
                 raise IGLensError("a recompute is running: ask again when it is done")
             self.interior_path(int(position), int(steps))
@@ -504,8 +560,12 @@ class IGLensWidget(anywidget.AnyWidget):
         result, position = self._attribution, self.selected
         if self._worker is not None and self._worker.is_alive() and not self._in_worker():
             return  # the recompute's new result splits the selection when it lands
-        if self._lens is None or result.component_shares is not None or position < 0 \
-                or result.target_ids[position] < 0:
+        if (
+            self._lens is None
+            or result.component_shares is not None
+            or position < 0
+            or result.target_ids[position] < 0
+        ):
             return
         try:
             shares = self._lens.components(result, [position])
@@ -514,8 +574,8 @@ class IGLensWidget(anywidget.AnyWidget):
             return
         names = self._lens.component_names
         payload = components_payload(
-            names, component_segments(result.boundaries, names, result.n_blocks), [position],
-            shares)
+            names, component_segments(result.boundaries, names, result.n_blocks), [position], shares
+        )
         with self._sync_lock:
             self.components = payload
 
@@ -544,10 +604,18 @@ def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict
     :func:`iglens_viz.causal.segments.ablate_segments` (the causal package sits above the
     widget: the package's top level registers it, as it registers the views for the core)."""
     done = provider("ablate_segments")(lens.model, lens.tokenizer, result, position, mode=mode)
-    return ablation_payload(done.position, done.drops, done.clean, result.segment_labels,
-                            parts=done.parts, target_id=done.target_id,
-                            contrast_id=done.contrast_id, target_name=result.target_name,
-                            mode=mode, seconds=done.seconds)
+    return ablation_payload(
+        done.position,
+        done.drops,
+        done.clean,
+        result.segment_labels,
+        parts=done.parts,
+        target_id=done.target_id,
+        contrast_id=done.contrast_id,
+        target_name=result.target_name,
+        mode=mode,
+        seconds=done.seconds,
+    )
 
 
 class RecomputeCancelled(IGLensError):
@@ -563,15 +631,27 @@ def position_path(lens, result, position: int, steps: int = 8) -> dict:
     riemann = result.request.estimator == "riemann"
     out = lens.interior_path(result, position, steps=steps, terms=riemann)
     path, terms = out if riemann else (out, None)
-    return path_payload(int(position) % len(result.input_ids), path, terms,
-                        result.segment_labels, target_id=int(result.target_ids[position]),
-                        estimator=result.request.estimator,
-                        seconds=time.perf_counter() - start)
+    return path_payload(
+        int(position) % len(result.input_ids),
+        path,
+        terms,
+        result.segment_labels,
+        target_id=int(result.target_ids[position]),
+        estimator=result.request.estimator,
+        seconds=time.perf_counter() - start,
+    )
 
 
-def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | None = None,
-         color_by: str = DEFAULT_STATE["color_by"], name: str | None = None,
-         **attribute_kwargs) -> IGLensWidget:
+def show(
+    model_or_lens,
+    tokenizer=None,
+    text_or_ids=None,
+    *,
+    selected: int | None = None,
+    color_by: str = DEFAULT_STATE["color_by"],
+    name: str | None = None,
+    **attribute_kwargs,
+) -> IGLensWidget:
     """Attribute ``text_or_ids`` and return an interactive :class:`IGLensWidget`.
 
     ``model_or_lens`` is a model (an :class:`IGLens` is built over it with ``tokenizer``)
@@ -592,12 +672,16 @@ def show(model_or_lens, tokenizer=None, text_or_ids=None, *, selected: int | Non
     if isinstance(model_or_lens, IGLens):
         lens = model_or_lens
         if tokenizer is not None and tokenizer is not lens.tokenizer:
-            raise IGLensError("pass either an IGLens or a model and its tokenizer, not an "
-                              "IGLens with another tokenizer")
+            raise IGLensError(
+                "pass either an IGLens or a model and its tokenizer, not an "
+                "IGLens with another tokenizer"
+            )
         if name is not None:
-            raise IGLensError("this IGLens already has its name: pass name= to "
-                              "IGLens(model, tokenizer, name=...)")
+            raise IGLensError(
+                "this IGLens already has its name: pass name= to IGLens(model, tokenizer, name=...)"
+            )
     else:
         lens = IGLens(model_or_lens, tokenizer, name=name)
-    return IGLensWidget(None, lens, text_or_ids, selected=selected, color_by=color_by,
-                        **attribute_kwargs)
+    return IGLensWidget(
+        None, lens, text_or_ids, selected=selected, color_by=color_by, **attribute_kwargs
+    )
