@@ -13,14 +13,13 @@ import json
 import numpy as np
 import pytest
 import transformers as tf
+from tiny_models import VOCAB, tiny_model
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 import iglens_viz
 from iglens_viz import IGLens, IGLensError
 from iglens_viz.cli import main
 from iglens_viz.widget.widget import show
-
-from tiny_models import VOCAB, tiny_model
 
 PROMPT = "w3 w5 w7 w9 w11"
 FOUR, ARABIC_THREE, NEXT = 50, 60, 70  # the ids of the words "4", "٣" and "next"
@@ -58,15 +57,18 @@ def cli_targets(model_dir, tmp_path, *args) -> tuple[list, list | None]:
     return data["target_ids"], data["contrast_ids"]
 
 
-@pytest.mark.parametrize("typed, expected", [
-    ("4", 4),                      # bare ASCII digits: the id
-    (" 4", FOUR),                  # with a space: the token string " 4" (the word "4")
-    ("4 ", FOUR),
-    (" 4 ", FOUR),
-    ("\u0663", ARABIC_THREE),      # an Arabic-Indic digit is text, not id 3
-    ("next", None),                # the keyword: the text's next token
-    (" next", NEXT),               # with a space: the token string
-])
+@pytest.mark.parametrize(
+    "typed, expected",
+    [
+        ("4", 4),  # bare ASCII digits: the id
+        (" 4", FOUR),  # with a space: the token string " 4" (the word "4")
+        ("4 ", FOUR),
+        (" 4 ", FOUR),
+        ("\u0663", ARABIC_THREE),  # an Arabic-Indic digit is text, not id 3
+        ("next", None),  # the keyword: the text's next token
+        (" next", NEXT),  # with a space: the token string
+    ],
+)
 def test_cli_target_text(model_dir, tmp_path, typed, expected):
     targets, _ = cli_targets(model_dir, tmp_path, "--target", typed)
     if expected is None:
@@ -80,22 +82,36 @@ def test_cli_contrast_text(model_dir, tmp_path):
     assert targets == [3] * 5 and contrast == [FOUR] * 5
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--target", "18446744073709551616"],
-     "target id out of range: 18446744073709551616; this model's token ids are 0..96"),
-    (["--target", "9" * 40], f"target id out of range: {'9' * 40}; this model's token ids "
-                             f"are 0..96"),
-    (["--contrast", "18446744073709551616"], "contrast id out of range"),
-    (["--target", "97"], "target id out of range: 97; this model's token ids are 0..96"),
-    (["--target", "w3", "--contrast", "w3"],
-     "the contrast is the target itself (token id 3) at every position"),
-    (["--target", "3", "--contrast", "w3"], "the contrast is the target itself (token id 3)"),
-    (["--target", "next", "--contrast", "next"], "the contrast is the target itself (the "
-                                                 "same token ids)"),
-    (["--contrast", "predicted"], "the contrast is the target itself"),
-    (["--target", " 12"], "the target ' 12' is not in the vocabulary (it tokenises to the "
-                          "unknown token 'w0') (a token id is typed as bare digits, e.g. 4)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--target", "18446744073709551616"],
+            "target id out of range: 18446744073709551616; this model's token ids are 0..96",
+        ),
+        (
+            ["--target", "9" * 40],
+            f"target id out of range: {'9' * 40}; this model's token ids are 0..96",
+        ),
+        (["--contrast", "18446744073709551616"], "contrast id out of range"),
+        (["--target", "97"], "target id out of range: 97; this model's token ids are 0..96"),
+        (
+            ["--target", "w3", "--contrast", "w3"],
+            "the contrast is the target itself (token id 3) at every position",
+        ),
+        (["--target", "3", "--contrast", "w3"], "the contrast is the target itself (token id 3)"),
+        (
+            ["--target", "next", "--contrast", "next"],
+            "the contrast is the target itself (the same token ids)",
+        ),
+        (["--contrast", "predicted"], "the contrast is the target itself"),
+        (
+            ["--target", " 12"],
+            "the target ' 12' is not in the vocabulary (it tokenises to the "
+            "unknown token 'w0') (a token id is typed as bare digits, e.g. 4)",
+        ),
+    ],
+)
 def test_cli_bad_targets_exit_2_without_traceback(model_dir, capsys, args, message):
     assert main([PROMPT, "--model", model_dir, "--no-chat", *args]) == 2
     err = capsys.readouterr().err
@@ -105,19 +121,28 @@ def test_cli_bad_targets_exit_2_without_traceback(model_dir, capsys, args, messa
 
 def test_api_ids_beyond_int64(lens):
     for target in (2**64, 2**63, [2**63] * 5, np.array([2**63] * 5, dtype=np.uint64)):
-        with pytest.raises(IGLensError, match="target id out of range: 9223372036854775808|"
-                                              "target id out of range: 18446744073709551616"):
+        with pytest.raises(
+            IGLensError,
+            match="target id out of range: 9223372036854775808|"
+            "target id out of range: 18446744073709551616",
+        ):
             lens.attribute(PROMPT, target=target)
-    with pytest.raises(IGLensError, match="target ids out of range: 2361183241434822606848 "
-                                          "is beyond any vocabulary"):
+    with pytest.raises(
+        IGLensError,
+        match="target ids out of range: 2361183241434822606848 is beyond any vocabulary",
+    ):
         lens.attribute(PROMPT, target=[2**71] * 5)
     with pytest.raises(IGLensError, match="contrast id out of range: 18446744073709551616"):
         iglens_viz.attribute(lens.model, lens.tokenizer, PROMPT, contrast=2**64)
 
 
 def test_api_contrast_equal_to_the_target_is_refused(lens):
-    for target, contrast in ((" w3", "w3"), (3, "w3"), ("next", "next"),
-                             ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])):
+    for target, contrast in (
+        (" w3", "w3"),
+        (3, "w3"),
+        ("next", "next"),
+        ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]),
+    ):
         with pytest.raises(IGLensError, match="the contrast is the target itself"):
             lens.attribute(PROMPT, target=target, contrast=contrast)
     # Equal at some positions only: allowed; those rows are 0, the others are not.
@@ -138,8 +163,9 @@ def test_widget_target_box(lens):
     assert w.error == "" and w.attribution.target_ids.tolist() == [4] * 5
     shown = w.attribution
     w.request = {"target": "18446744073709551616"}
-    assert w.error == ("target id out of range: 18446744073709551616; this model's token ids "
-                       "are 0..96")
+    assert w.error == (
+        "target id out of range: 18446744073709551616; this model's token ids are 0..96"
+    )
     assert w.attribution is shown and w.busy is False
     w.request = {"target": "w3", "contrast": "3"}
     assert w.error.startswith("the contrast is the target itself (token id 3)")

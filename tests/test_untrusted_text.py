@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 import transformers as tf
+from tiny_models import VOCAB, tiny_model, tiny_tokenizer
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 import iglens_viz
@@ -23,12 +24,17 @@ from iglens_viz.export.html import page_state
 from iglens_viz.views.token_format import visible_text
 from iglens_viz.widget.widget import show
 
-from tiny_models import VOCAB, tiny_model, tiny_tokenizer
-
 # What a hostile token or name carries: set the window title (OSC 0, BEL-terminated), an
 # OSC 8 link, clear the screen (CSI 2J), the 8-bit CSI (U+009B), a right-to-left override.
-PAYLOADS = ["\x1b]0;pwned\x07", "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\",
-            "\x1b[2J", "\x9b31m", "\u202eexe.txt", "\u2066iso\u2069", "a\rb"]
+PAYLOADS = [
+    "\x1b]0;pwned\x07",
+    "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\",
+    "\x1b[2J",
+    "\x9b31m",
+    "\u202eexe.txt",
+    "\u2066iso\u2069",
+    "a\rb",
+]
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 """Control and bidi characters that must never reach a terminal, a page or a plot title
 (newline and tab, which the answer may hold, are fine)."""
@@ -71,14 +77,29 @@ def hostile_prompt() -> str:
 
 # ----------------------------------------------------------------------------- defect 4
 
+
 def test_cli_answer_and_title_reach_the_terminal_escaped(hostile_dir, tmp_path, capsys):
     out_json = tmp_path / "out.json"
-    assert main([hostile_prompt(), "--model", hostile_dir, "--no-chat", "--generate", "3",
-                 "--all-positions", "--json", str(out_json)]) == 0
+    assert (
+        main(
+            [
+                hostile_prompt(),
+                "--model",
+                hostile_dir,
+                "--no-chat",
+                "--generate",
+                "3",
+                "--all-positions",
+                "--json",
+                str(out_json),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert RAW.findall(out) == []
     ids = json.loads(out_json.read_text())["input_ids"]
-    answer = hostile_tokenizer().decode(ids[len(PROMPT_IDS):], skip_special_tokens=True)
+    answer = hostile_tokenizer().decode(ids[len(PROMPT_IDS) :], skip_special_tokens=True)
     assert RAW.search(answer)  # the model did say something hostile
     # The answer is printed in full, its payloads as visible escapes such as \x1b]0;pwned\x07
     # (compared without whitespace: rich wraps long lines).
@@ -88,8 +109,12 @@ def test_cli_answer_and_title_reach_the_terminal_escaped(hostile_dir, tmp_path, 
 
 
 def test_cli_error_quoting_hostile_text_is_escaped(hostile_dir, capsys):
-    assert main([hostile_prompt(), "--model", hostile_dir, "--no-chat",
-                 "--target", "x\x1b[2J\u202ey z"]) == 2
+    assert (
+        main(
+            [hostile_prompt(), "--model", hostile_dir, "--no-chat", "--target", "x\x1b[2J\u202ey z"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert RAW.findall(err) == [] and "not a single token" in err
 
@@ -132,21 +157,28 @@ def test_plot_titles_show_tokens_escaped():
     assert all(RAW.findall(t) == [] for t in titles), titles
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"),
-    ("\u202eabc", "\\u202eabc"),
-    ("\x9b2J", "\\x9b2J"),
-    ("a\rb", "a\\rb"),
-    ("line one\nline\ttwo", "line one\nline\ttwo"),
-    ("caf\u00e9 \u4e2d\u6587 \U0001f600 a\u00a0b", "caf\u00e9 \u4e2d\u6587 \U0001f600 a\u00a0b"),
-    ("zero\u200bwidth", "zero\\u200bwidth"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"),
+        ("\u202eabc", "\\u202eabc"),
+        ("\x9b2J", "\\x9b2J"),
+        ("a\rb", "a\\rb"),
+        ("line one\nline\ttwo", "line one\nline\ttwo"),
+        (
+            "caf\u00e9 \u4e2d\u6587 \U0001f600 a\u00a0b",
+            "caf\u00e9 \u4e2d\u6587 \U0001f600 a\u00a0b",
+        ),
+        ("zero\u200bwidth", "zero\\u200bwidth"),
+    ],
+)
 def test_visible_text(text, shown):
     assert visible_text(text) == shown
     assert visible_text(shown) == shown  # escaping twice changes nothing
 
 
 # ----------------------------------------------------------------------------- defect 8
+
 
 @pytest.fixture(scope="module")
 def cached_dir(tmp_path_factory):
@@ -159,8 +191,21 @@ def cached_dir(tmp_path_factory):
 
 def test_folder_model_shows_its_short_name_everywhere(cached_dir, tmp_path, capsys):
     page_path = tmp_path / "page.html"
-    assert main(["w3 w5 w7", "--model", str(cached_dir), "--no-chat", "--generate", "2",
-                 "--html", str(page_path)]) == 0
+    assert (
+        main(
+            [
+                "w3 w5 w7",
+                "--model",
+                str(cached_dir),
+                "--no-chat",
+                "--generate",
+                "2",
+                "--html",
+                str(page_path),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "IG-Lens — tiny-Llama (4 blocks" in out and ".cache" not in out.split("wrote")[0]
     page = page_path.read_text(encoding="utf-8")
@@ -182,31 +227,36 @@ def test_name_argument_sets_the_display_name(cached_dir, tmp_path, capsys):
     assert "<title>IG-Lens · My model · " in result.to_html()
     lens = IGLens(model, tokenizer, name="Lens name")
     assert lens.attribute("w3 w5").model_name == "Lens name"
-    assert lens.run(lens.attribute("w3 w5").request.replace(target="next")).model_name == \
-        "Lens name"
+    assert (
+        lens.run(lens.attribute("w3 w5").request.replace(target="next")).model_name == "Lens name"
+    )
     assert show(model, tokenizer, "w3 w5", name="Shown").result["model_name"] == "Shown"
     with pytest.raises(IGLensError, match="pass name= to IGLens"):
         show(lens, None, "w3 w5", name="Other")
     for bad in ("", "   ", 5):
         with pytest.raises(IGLensError, match="name must be a non-empty string"):
             IGLens(model, tokenizer, name=bad)
-    assert main(["w3 w5 w7", "--model", str(cached_dir), "--no-chat",
-                 "--name", "CLI name"]) == 0
+    assert main(["w3 w5 w7", "--model", str(cached_dir), "--no-chat", "--name", "CLI name"]) == 0
     assert "IG-Lens — CLI name (4 blocks" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name_or_path, shown", [
-    ("gpt2", "gpt2"),
-    ("EleutherAI/pythia-70m", "EleutherAI/pythia-70m"),  # a hub id is kept whole
-    ("/root/.cache/iglens_viz/models/SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct"),
-    ("/root/.cache/iglens_viz/models/SmolLM2-135M-Instruct/", "SmolLM2-135M-Instruct"),
-    ("./models/tiny", "tiny"),
-    ("~/m/x", "x"),
-    ("/h/.cache/huggingface/hub/models--EleutherAI--pythia-70m/snapshots/abc123",
-     "EleutherAI/pythia-70m"),
-    ("C:\\models\\phi-2", "phi-2"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "name_or_path, shown",
+    [
+        ("gpt2", "gpt2"),
+        ("EleutherAI/pythia-70m", "EleutherAI/pythia-70m"),  # a hub id is kept whole
+        ("/root/.cache/iglens_viz/models/SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct"),
+        ("/root/.cache/iglens_viz/models/SmolLM2-135M-Instruct/", "SmolLM2-135M-Instruct"),
+        ("./models/tiny", "tiny"),
+        ("~/m/x", "x"),
+        (
+            "/h/.cache/huggingface/hub/models--EleutherAI--pythia-70m/snapshots/abc123",
+            "EleutherAI/pythia-70m",
+        ),
+        ("C:\\models\\phi-2", "phi-2"),
+        ("", ""),
+    ],
+)
 def test_display_name(name_or_path, shown):
     from iglens_viz.core.result import display_name
 

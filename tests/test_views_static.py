@@ -14,15 +14,21 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import QuadMesh  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from tiny_models import random_ids, tiny_model, tiny_tokenizer  # noqa: E402
 
 import iglens_viz  # noqa: E402
-from iglens_viz.views import (against_segments, against_steps, escape_mathtext,  # noqa: E402
-                              format_token, non_monotone, plot_heatmap, plot_token,
-                              to_dataframe)
 from iglens_viz.core import segment_labels  # noqa: E402
-from iglens_viz.views import static  # noqa: E402
-
-from tiny_models import random_ids, tiny_model, tiny_tokenizer  # noqa: E402
+from iglens_viz.views import (
+    against_segments,
+    against_steps,
+    escape_mathtext,  # noqa: E402
+    format_token,
+    non_monotone,
+    plot_heatmap,
+    plot_token,
+    static,  # noqa: E402
+    to_dataframe,
+)
 
 STEPS = 4
 
@@ -58,6 +64,7 @@ def _valid_positions(result):
 
 # ----------------------------------------------------------------------------- heatmap
 
+
 def test_heatmap_draws_contributions_on_symmetric_scale(result):
     fig = plot_heatmap(result)
     assert isinstance(fig, Figure)
@@ -69,8 +76,7 @@ def test_heatmap_draws_contributions_on_symmetric_scale(result):
     assert vmax == pytest.approx(expected) and vmin == pytest.approx(-expected)
     assert mesh.norm.vmin == -mesh.norm.vmax
     drawn = np.ma.filled(np.ma.asarray(mesh.get_array(), dtype=float), np.nan)
-    np.testing.assert_array_equal(drawn.reshape(result.contributions.shape),
-                                  result.contributions)
+    np.testing.assert_array_equal(drawn.reshape(result.contributions.shape), result.contributions)
     # The NaN row (no target) is masked, greyed (axes face) and hatched.
     assert np.ma.getmaskarray(mesh.get_array()).reshape(result.contributions.shape)[-1].all()
     hatched = [p for p in ax.patches if p.get_hatch()]
@@ -135,6 +141,7 @@ def test_token_labels_are_readable_and_escaped(odd_result):
 
 # ----------------------------------------------------------------------------- one token
 
+
 def test_plot_token_bars_curve_path_and_overlay(result):
     i = 1
     fig = plot_token(result, i)
@@ -162,8 +169,9 @@ def test_plot_token_bars_curve_path_and_overlay(result):
     np.testing.assert_array_equal(top1.get_ydata(), result.top_probs[i, :, 0])
     ids = result.top_ids[i, :, 0]
     changes = [0] + [j for j in range(1, len(ids)) if ids[j] != ids[j - 1]]
-    assert [t.get_text() for t in ax_top.texts] == \
-        [format_token(result.token_text[int(ids[j])], max_len=12) for j in changes]
+    assert [t.get_text() for t in ax_top.texts] == [
+        format_token(result.token_text[int(ids[j])], max_len=12) for j in changes
+    ]
 
     title = fig._suptitle.get_text()
     total, dp = result.contributions[i].sum(), result.delta_p[i]
@@ -218,8 +226,9 @@ def test_plot_token_bad_positions(result):
 def test_plot_token_without_path_or_top_tokens(lens):
     plain = lens.attribute(random_ids(5))
     T, k1, _ = plain.top_ids.shape
-    plain = dataclasses.replace(plain, top_ids=np.zeros((T, k1, 0), dtype=np.int64),
-                                top_probs=np.zeros((T, k1, 0)))  # as kept with top_k=0
+    plain = dataclasses.replace(
+        plain, top_ids=np.zeros((T, k1, 0), dtype=np.int64), top_probs=np.zeros((T, k1, 0))
+    )  # as kept with top_k=0
     fig = plot_token(plain, 0)
     assert len(fig.axes) == 2  # no overlay panel without top tokens
     assert not _by_gid(fig.axes[1].lines, static.GID_PATH)
@@ -233,19 +242,33 @@ def test_result_methods(result):
 
 # ----------------------------------------------------------------------------- table
 
+
 def test_to_dataframe(result):
     df = to_dataframe(result)
     T, k = result.contributions.shape
     assert len(df) == T * k
-    assert list(df.columns) == ["position", "token", "target", "target_id", "segment",
-                                "label", "block_start", "block_end", "contribution",
-                                "lens_prob_start", "lens_prob_end", "onset", "non_monotone",
-                                "delta_p"]
+    assert list(df.columns) == [
+        "position",
+        "token",
+        "target",
+        "target_id",
+        "segment",
+        "label",
+        "block_start",
+        "block_end",
+        "contribution",
+        "lens_prob_start",
+        "lens_prob_end",
+        "onset",
+        "non_monotone",
+        "delta_p",
+    ]
     valid = df[df.target_id >= 0]
     sums = valid.groupby("position").contribution.sum()
     np.testing.assert_allclose(sums.to_numpy(), result.delta_p[sums.index], atol=1e-12)
-    np.testing.assert_allclose(valid.lens_prob_end - valid.lens_prob_start, valid.contribution,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        valid.lens_prob_end - valid.lens_prob_start, valid.contribution, atol=1e-12
+    )
     assert (valid.groupby("position").onset.sum() == 1).all()
     onset_rows = valid[valid.onset]
     np.testing.assert_array_equal(onset_rows.block_end, result.onset[onset_rows.position])
@@ -257,10 +280,12 @@ def test_to_dataframe(result):
 
 # ----------------------------------------------------------------------------- trajectory
 
+
 def test_against_segments_rise_then_fall():
     c = np.array([0.3, 0.4, -0.2, -0.01, 0.02])
-    np.testing.assert_array_equal(against_segments(c, c.sum()),
-                                  [False, False, True, False, False])  # -0.01 < 5% of 0.4
+    np.testing.assert_array_equal(
+        against_segments(c, c.sum()), [False, False, True, False, False]
+    )  # -0.01 < 5% of 0.4
     assert against_segments(c, c.sum(), threshold=0.0)[3]
     falling = np.array([-0.5, 0.2, -0.1])
     np.testing.assert_array_equal(against_segments(falling, falling.sum()), [False, True, False])
@@ -279,12 +304,16 @@ def test_against_segments_monotone_and_degenerate():
 
 
 def test_against_steps():
-    path = np.array([[0.0, 0.5, 0.3, 0.6],     # rises, dips, rises: step 1 against
-                     [0.6, 0.5, 0.4, 0.2],     # monotone fall
-                     [0.2, 0.201, 0.2, 0.15]])  # falls; the 0.001 wiggle is below threshold
-    np.testing.assert_array_equal(against_steps(path), [[False, True, False],
-                                                        [False, False, False],
-                                                        [False, False, False]])
+    path = np.array(
+        [
+            [0.0, 0.5, 0.3, 0.6],  # rises, dips, rises: step 1 against
+            [0.6, 0.5, 0.4, 0.2],  # monotone fall
+            [0.2, 0.201, 0.2, 0.15],
+        ]
+    )  # falls; the 0.001 wiggle is below threshold
+    np.testing.assert_array_equal(
+        against_steps(path), [[False, True, False], [False, False, False], [False, False, False]]
+    )
     assert not against_steps([[0.1, 0.3, 0.1]]).any()  # no net change: no direction
     assert not against_steps(np.full((2, 3), np.nan)).any()
     assert against_steps(np.stack([path, path])).shape == (2, 3, 3)
@@ -294,7 +323,8 @@ def test_non_monotone_on_result(result):
     for i in _valid_positions(result):
         flags = non_monotone(result, i)
         np.testing.assert_array_equal(
-            flags.segments, against_segments(result.contributions[i], result.delta_p[i]))
+            flags.segments, against_segments(result.contributions[i], result.delta_p[i])
+        )
         assert flags.steps.shape == (result.contributions.shape[1], STEPS)
         assert flags.segment_indices == list(np.flatnonzero(flags.segments))
     last = non_monotone(result, len(result.tokens) - 1)
@@ -303,24 +333,28 @@ def test_non_monotone_on_result(result):
 
 # ----------------------------------------------------------------------------- token text
 
-@pytest.mark.parametrize("text, shown", [
-    (" the", "␣the"),
-    ("the ", "the␣"),
-    ("   ", "␣␣␣"),
-    ("New York", "New York"),
-    ("\n", "↵"),
-    ("a\n\nb", "a↵↵b"),
-    ("\t", "⇥"),
-    ("\r\n", "\\r↵"),
-    ("", "∅"),
-    (None, "∅"),
-    ("\x00", "\\x00"),
-    ("\x1b[31m", "\\x1b[31m"),
-    ("\u200b", "\\u200b"),
-    ("a\u202eb", "a\\u202eb"),
-    ("\u00a0", "\u237d"),  # a no-break space: the shouldered box, not a literal \xa0
-    ("é$€", "é$€"),
-])
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        (" the", "␣the"),
+        ("the ", "the␣"),
+        ("   ", "␣␣␣"),
+        ("New York", "New York"),
+        ("\n", "↵"),
+        ("a\n\nb", "a↵↵b"),
+        ("\t", "⇥"),
+        ("\r\n", "\\r↵"),
+        ("", "∅"),
+        (None, "∅"),
+        ("\x00", "\\x00"),
+        ("\x1b[31m", "\\x1b[31m"),
+        ("\u200b", "\\u200b"),
+        ("a\u202eb", "a\\u202eb"),
+        ("\u00a0", "\u237d"),  # a no-break space: the shouldered box, not a literal \xa0
+        ("é$€", "é$€"),
+    ],
+)
 def test_format_token(text, shown):
     assert format_token(text) == shown
 

@@ -13,14 +13,20 @@
 
 from __future__ import annotations
 
-from .token_format import escape_mathtext, format_token
 from ..core.trajectory import NonMonotone, against_segments, against_steps, non_monotone
+from .token_format import escape_mathtext, format_token
 
 _STATIC = ("plot_components", "plot_heatmap", "plot_token", "to_dataframe")
 
 # The lazily imported plotting names are documented in iglens_viz.views.static.
-__all__ = ["NonMonotone", "against_segments", "against_steps", "escape_mathtext",
-           "format_token", "non_monotone"]
+__all__ = [
+    "NonMonotone",
+    "against_segments",
+    "against_steps",
+    "escape_mathtext",
+    "format_token",
+    "non_monotone",
+]
 
 
 def __getattr__(name: str):

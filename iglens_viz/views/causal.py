@@ -30,16 +30,17 @@ def plot_ablation_vs(ablation: Any, attribution: Any, position: int, ax: Any = N
     (:meth:`~iglens_viz.causal.AblationResult.segment_columns`). Returns the matplotlib Figure.
     """
     if ablation.part != "block":
-        raise InvalidRequestError(f"plot_vs compares whole-block ablations with IG-Lens "
-                                  f"segments; this result ablated part={ablation.part!r} "
-                                  f"(columns {ablation.column_labels}): plot drop_at(...) "
-                                  f"against the matching share yourself, or ablate with "
-                                  f"part='block'")
+        raise InvalidRequestError(
+            f"plot_vs compares whole-block ablations with IG-Lens "
+            f"segments; this result ablated part={ablation.part!r} "
+            f"(columns {ablation.column_labels}): plot drop_at(...) "
+            f"against the matching share yourself, or ablate with "
+            f"part='block'"
+        )
     cols = ablation.segment_columns(attribution)
     t = int(position)
     if not -len(ablation.tokens) <= t < len(ablation.tokens):
-        raise IndexError(f"position {position} is out of range for {len(ablation.tokens)} "
-                         f"tokens")
+        raise IndexError(f"position {position} is out of range for {len(ablation.tokens)} tokens")
     contrib = np.asarray(attribution.contributions)[t]
     drop = ablation.drop[t, cols]
     if ax is None:
@@ -54,8 +55,12 @@ def plot_ablation_vs(ablation: Any, attribution: Any, position: int, ax: Any = N
     ax.set_xticks(x, labels, rotation=90 if len(x) > 12 else 0, fontsize=8)
     ax.set_xlabel("block")
     ax.set_ylabel("Δ probability")
-    ax.set_title(f"position {t % len(ablation.tokens)}: {plot_label(ablation.tokens[t])} → "
-                 f"{plot_label(ablation.target_tokens[t])}", fontsize=9, usetex=False)
+    ax.set_title(
+        f"position {t % len(ablation.tokens)}: {plot_label(ablation.tokens[t])} → "
+        f"{plot_label(ablation.target_tokens[t])}",
+        fontsize=9,
+        usetex=False,
+    )
     onset = int(onset_segments(contrib[None])[0])
     if onset >= 0:
         ax.axvspan(onset - 0.5, onset + 0.5, color="0.85", zorder=0, label="onset")
@@ -72,15 +77,20 @@ def plot_validation(validation: Any, ax: Any = None) -> Any:
     fig = ax.figure
     mono = validation.table["monotone"].to_numpy(dtype=bool)
     summary = validation.summary()
-    for name, mask, colour in (("monotone", mono, "#3b6fb6"),
-                               ("non-monotone", ~mono, "#d9822b")):
+    for name, mask, colour in (("monotone", mono, "#3b6fb6"), ("non-monotone", ~mono, "#d9822b")):
         if not mask.any():
             continue
         row = summary.loc[name]
-        ax.scatter(validation.contributions[mask].ravel(), validation.drops[mask].ravel(), s=6,
-                   alpha=0.45, color=colour, linewidths=0,
-                   label=f"{name}: n={int(row.n_tokens)}, ρ̄={row.mean_spearman:.2f}, "
-                         f"hit={row.hit_rate:.0%}")
+        ax.scatter(
+            validation.contributions[mask].ravel(),
+            validation.drops[mask].ravel(),
+            s=6,
+            alpha=0.45,
+            color=colour,
+            linewidths=0,
+            label=f"{name}: n={int(row.n_tokens)}, ρ̄={row.mean_spearman:.2f}, "
+            f"hit={row.hit_rate:.0%}",
+        )
     ax.axhline(0.0, color="0.5", lw=0.6)
     ax.axvline(0.0, color="0.5", lw=0.6)
     ax.set_xlabel("IG-Lens contribution")

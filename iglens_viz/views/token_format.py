@@ -61,8 +61,14 @@ def escape_char(ch: str) -> str:
     return f"\\U{code:08x}"
 
 
-def token_units(text: str, *, space: str = SPACE, newline: str = NEWLINE, tab: str = TAB,
-                all_spaces: bool = False) -> list[str]:
+def token_units(
+    text: str,
+    *,
+    space: str = SPACE,
+    newline: str = NEWLINE,
+    tab: str = TAB,
+    all_spaces: bool = False,
+) -> list[str]:
     """The display units of ``text``: one string per input character (see the module table)."""
     n = len(text)
     lead = n - len(text.lstrip(" "))
@@ -87,9 +93,17 @@ def token_units(text: str, *, space: str = SPACE, newline: str = NEWLINE, tab: s
     return units
 
 
-def format_token(text, *, max_len: int | None = DEFAULT_MAX_LEN, space: str = SPACE,
-                 newline: str = NEWLINE, tab: str = TAB, empty: str = EMPTY,
-                 ellipsis: str = ELLIPSIS, all_spaces: bool = False) -> str:
+def format_token(
+    text,
+    *,
+    max_len: int | None = DEFAULT_MAX_LEN,
+    space: str = SPACE,
+    newline: str = NEWLINE,
+    tab: str = TAB,
+    empty: str = EMPTY,
+    ellipsis: str = ELLIPSIS,
+    all_spaces: bool = False,
+) -> str:
     """A short, unambiguous label for a token string.
 
     Parameters
@@ -160,8 +174,12 @@ def visible_text(text, *, keep: str = "\n\t") -> str:
     if text is None:
         return ""
     text = text if isinstance(text, str) else str(text)
-    return "".join(ch if ch in keep or unicodedata.category(ch) not in _UNSAFE_CATEGORIES
-                   else ("\\r" if ch == "\r" else escape_char(ch)) for ch in text)
+    return "".join(
+        ch
+        if ch in keep or unicodedata.category(ch) not in _UNSAFE_CATEGORIES
+        else ("\\r" if ch == "\r" else escape_char(ch))
+        for ch in text
+    )
 
 
 def escape_mathtext(label: str) -> str:
