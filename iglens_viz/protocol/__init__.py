@@ -11,5 +11,13 @@ from .payload import result_payload
 from .serializers import array_from_payload, array_to_payload, to_base64_state
 from .state import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state
 
-__all__ = ["COLOR_BY", "DEFAULT_STATE", "array_from_payload", "array_to_payload",
-           "initial_state", "result_payload", "to_base64_state", "VIEWS"]
+__all__ = [
+    "COLOR_BY",
+    "DEFAULT_STATE",
+    "array_from_payload",
+    "array_to_payload",
+    "initial_state",
+    "result_payload",
+    "to_base64_state",
+    "VIEWS",
+]

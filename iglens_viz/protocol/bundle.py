@@ -13,9 +13,11 @@ BUNDLE_JS = STATIC / "widget.js"
 BUNDLE_CSS = STATIC / "widget.css"
 """The views' stylesheet (every class prefixed ``iglens-``)."""
 
-MISSING_BUNDLE = ("the front-end bundle (iglens_viz/static/widget.js) is not built: reinstall "
-                  "from a checkout with npm available (pip install -e .) or run "
-                  "`npm ci && npm run build`")
+MISSING_BUNDLE = (
+    "the front-end bundle (iglens_viz/static/widget.js) is not built: reinstall "
+    "from a checkout with npm available (pip install -e .) or run "
+    "`npm ci && npm run build`"
+)
 
 
 class BundleMissingError(IGLensError, FileNotFoundError):

@@ -60,9 +60,11 @@ def result_payload(result) -> dict:
         "request": result.request.to_dict(),
         "controls": result.request.controls(),
         "contrast_tokens": None if contrast_ids is None else _texts(contrast_ids, token_text),
-        "components": None if result.component_shares is None else components_payload(
-            result.component_names, result.component_segments, np.arange(T),
-            result.component_shares),
+        "components": None
+        if result.component_shares is None
+        else components_payload(
+            result.component_names, result.component_segments, np.arange(T), result.component_shares
+        ),
     }
 
 
@@ -84,17 +86,29 @@ def _json_float(value) -> float | None:
     return value if np.isfinite(value) else None
 
 
-def ablation_payload(position: int, drops, clean, labels, *, parts, target_id: int,
-                     contrast_id: int | None = None, target_name: str = "p(target)",
-                     mode: str = "zero", seconds: float = 0.0) -> dict:
+def ablation_payload(
+    position: int,
+    drops,
+    clean,
+    labels,
+    *,
+    parts,
+    target_id: int,
+    contrast_id: int | None = None,
+    target_name: str = "p(target)",
+    mode: str = "zero",
+    seconds: float = 0.0,
+) -> dict:
     """The protocol's ``ablation`` trait: the drop of the lens value f at ``position`` when
     each segment is ablated (k numbers, plain JSON floats; None where not finite), f's clean
     value, the segment labels and what each ablation removed (``parts``: ``"block"``,
     ``"attn"`` or ``"mlp"``), the ids measured, the mode and the seconds it took."""
     drops = [_json_float(v) for v in np.asarray(drops, dtype=np.float64).reshape(-1)]
     if len(drops) != len(labels) or len(parts) != len(labels):
-        raise ValueError(f"{len(drops)} drops, {len(parts)} parts and {len(labels)} labels: "
-                         f"one of each per segment")
+        raise ValueError(
+            f"{len(drops)} drops, {len(parts)} parts and {len(labels)} labels: "
+            f"one of each per segment"
+        )
     return {
         "position": int(position),
         "mode": str(mode),
@@ -109,8 +123,9 @@ def ablation_payload(position: int, drops, clean, labels, *, parts, target_id: i
     }
 
 
-def path_payload(position: int, path, terms, labels, *, target_id: int, estimator: str,
-                 seconds: float = 0.0) -> dict:
+def path_payload(
+    position: int, path, terms, labels, *, target_id: int, estimator: str, seconds: float = 0.0
+) -> dict:
     """The protocol's ``path`` trait: the interior path of one position, computed lazily
     (:meth:`IGLens.interior_path`). ``path`` is ``(k, m+1)``: f along each segment at
     α = 0, 1/m, …, 1; ``terms`` ``(k, m)``: the midpoint Riemann terms, or None. Plain JSON
@@ -118,14 +133,14 @@ def path_payload(position: int, path, terms, labels, *, target_id: int, estimato
     target id, the shown result's estimator and the seconds it took."""
     path = np.asarray(path, dtype=np.float64)
     if path.ndim != 2 or path.shape[0] != len(labels) or path.shape[1] < 2:
-        raise ValueError(f"path must be (k, m+1) with k = {len(labels)} segments, got "
-                         f"{path.shape}")
+        raise ValueError(f"path must be (k, m+1) with k = {len(labels)} segments, got {path.shape}")
     rows = [[_json_float(v) for v in row] for row in path]
     if terms is not None:
         terms = np.asarray(terms, dtype=np.float64)
         if terms.shape != (path.shape[0], path.shape[1] - 1):
-            raise ValueError(f"terms must be (k, m) = {(path.shape[0], path.shape[1] - 1)}, "
-                             f"got {terms.shape}")
+            raise ValueError(
+                f"terms must be (k, m) = {(path.shape[0], path.shape[1] - 1)}, got {terms.shape}"
+            )
         terms = [[_json_float(v) for v in row] for row in terms]
     return {
         "position": int(position),

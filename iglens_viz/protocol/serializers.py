@@ -30,23 +30,33 @@ def array_to_payload(array) -> dict:
     if arr.dtype.kind == "f":
         out = arr.astype("<f4", copy=False)
     elif arr.dtype.kind in "iub":
-        if arr.size and arr.dtype.kind != "b" and (arr.min() < _INT32.min or
-                                                   arr.max() > _INT32.max):
-            raise ValueError(f"integer array of dtype {arr.dtype} has values outside the "
-                             f"int32 range; it cannot be sent to the front end")
+        if (
+            arr.size
+            and arr.dtype.kind != "b"
+            and (arr.min() < _INT32.min or arr.max() > _INT32.max)
+        ):
+            raise ValueError(
+                f"integer array of dtype {arr.dtype} has values outside the "
+                f"int32 range; it cannot be sent to the front end"
+            )
         out = arr.astype("<i4", copy=False)
     else:
-        raise TypeError(f"cannot send an array of dtype {arr.dtype} to the front end "
-                        f"(only float and integer arrays)")
-    return {"dtype": "float32" if out.dtype.kind == "f" else "int32",
-            "shape": [int(s) for s in out.shape],
-            "buffer": out.tobytes(order="C")}
+        raise TypeError(
+            f"cannot send an array of dtype {arr.dtype} to the front end "
+            f"(only float and integer arrays)"
+        )
+    return {
+        "dtype": "float32" if out.dtype.kind == "f" else "int32",
+        "shape": [int(s) for s in out.shape],
+        "buffer": out.tobytes(order="C"),
+    }
 
 
 def array_from_payload(payload: Mapping) -> np.ndarray:
     """The numpy array of an ndarray payload (``buffer`` as bytes, memoryview or base64)."""
     dtype = {"float32": "<f4", "int32": "<i4", "float64": "<f8", "int64": "<i8"}.get(
-        payload["dtype"])
+        payload["dtype"]
+    )
     if dtype is None:
         raise ValueError(f"unknown payload dtype {payload['dtype']!r}")
     buffer = payload["buffer"]

@@ -10,15 +10,15 @@ much of the trajectory moves against Δp (the largest opposing segment as a shar
 token's largest |contribution|; 0 for a monotone token)."""
 
 DEFAULT_STATE: dict = {
-    "selected": -1,       # no position selected
-    "hovered": -1,        # nothing hovered
+    "selected": -1,  # no position selected
+    "hovered": -1,  # nothing hovered
     "color_by": "p_final",
     "interactive": False,  # no kernel to recompute (an exported page, or a plain result)
-    "request": {},        # the controls' last wish (JS → Python)
+    "request": {},  # the controls' last wish (JS → Python)
     "busy": False,
     "error": "",
-    "view": "heatmap",    # the main view's tab: "heatmap", "grid" or "compare"
-    "pinned": [],         # [result, position] pairs the compare view overlays
+    "view": "heatmap",  # the main view's tab: "heatmap", "grid" or "compare"
+    "pinned": [],  # [result, position] pairs the compare view overlays
 }
 """Every synced value but ``result``, as a new widget or an exported page starts."""
 
@@ -26,8 +26,13 @@ VIEWS: tuple[str, ...] = ("heatmap", "grid", "compare")
 """The main view's tabs: the layer heatmap, the logit-lens grid, the compare view."""
 
 
-def initial_state(payload: dict, *, selected: int | None = None,
-                  color_by: str | None = None, interactive: bool = False) -> dict:
+def initial_state(
+    payload: dict,
+    *,
+    selected: int | None = None,
+    color_by: str | None = None,
+    interactive: bool = False,
+) -> dict:
     """The model state that shows ``payload``: :data:`DEFAULT_STATE` with the given values.
 
     ``selected`` defaults to the first answer token (position ``prompt_length``, where the
@@ -37,10 +42,16 @@ def initial_state(payload: dict, *, selected: int | None = None,
     if selected is None:
         selected = min(int(payload["prompt_length"]), T - 1)
     if isinstance(selected, bool) or not isinstance(selected, int) or not -1 <= selected < T:
-        raise InvalidRequestError(f"selected={selected!r} must be -1 (none) or a position "
-                                  f"0 … {T - 1}")
+        raise InvalidRequestError(
+            f"selected={selected!r} must be -1 (none) or a position 0 … {T - 1}"
+        )
     color_by = DEFAULT_STATE["color_by"] if color_by is None else color_by
     if color_by not in COLOR_BY:
         raise InvalidRequestError(f"color_by={color_by!r}: choose one of {', '.join(COLOR_BY)}")
-    return {**DEFAULT_STATE, "result": payload, "selected": selected, "color_by": color_by,
-            "interactive": bool(interactive)}
+    return {
+        **DEFAULT_STATE,
+        "result": payload,
+        "selected": selected,
+        "color_by": color_by,
+        "interactive": bool(interactive),
+    }
