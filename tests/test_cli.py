@@ -7,11 +7,10 @@ import re
 
 import numpy as np
 import pytest
+from tiny_models import tiny_model, tiny_tokenizer
 
 from iglens_viz import IGLens
 from iglens_viz.cli import main
-
-from tiny_models import tiny_model, tiny_tokenizer
 
 PROMPT = "w3 w5 w7 w9 w11"
 
@@ -33,10 +32,23 @@ def run_json(tiny_model_dir, tmp_path, *args):
 
 
 def test_json_holds_the_api_result(tiny_model_dir, tmp_path, lens):
-    data = run_json(tiny_model_dir, tmp_path, "--target", "next", "--contrast", "w4",
-                    "--boundaries", "0,1,4", "--steps", "3", "--estimator", "riemann")
-    expected = lens.attribute(PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4],
-                              steps=3, estimator="riemann")
+    data = run_json(
+        tiny_model_dir,
+        tmp_path,
+        "--target",
+        "next",
+        "--contrast",
+        "w4",
+        "--boundaries",
+        "0,1,4",
+        "--steps",
+        "3",
+        "--estimator",
+        "riemann",
+    )
+    expected = lens.attribute(
+        PROMPT, target="next", contrast="w4", boundaries=[0, 1, 4], steps=3, estimator="riemann"
+    )
     assert data["boundaries"] == [0, 1, 4] and data["steps"] == 3
     got = np.array(data["contributions"], dtype=float)
     # JSON keeps float64 exactly (repr round-trips); the slack covers only float64 rounding.
@@ -55,8 +67,17 @@ def test_generate_and_every_k_boundaries(tiny_model_dir, tmp_path, lens):
 
 
 def test_sublayer_boundaries_and_components(tiny_model_dir, tmp_path, capsys, lens):
-    data = run_json(tiny_model_dir, tmp_path, "--boundaries", "sublayer", "--components",
-                    "--position", "2", "--position", "-1")
+    data = run_json(
+        tiny_model_dir,
+        tmp_path,
+        "--boundaries",
+        "sublayer",
+        "--components",
+        "--position",
+        "2",
+        "--position",
+        "-1",
+    )
     expected = lens.attribute(PROMPT, boundaries="sublayer")
     assert data["boundaries"] == expected.boundaries and data["boundaries"][1] == 0.5
     np.testing.assert_allclose(data["contributions"], expected.contributions, atol=1e-9)
@@ -85,8 +106,23 @@ def test_table_shows_the_answer_by_default(tiny_model_dir, capsys, lens):
 
 
 def test_positions_top_k_and_all_positions(tiny_model_dir, capsys, lens):
-    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--position", "1", "--position",
-                 "-1", "--top-k", "1"]) == 0
+    assert (
+        main(
+            [
+                PROMPT,
+                "--model",
+                tiny_model_dir,
+                "--no-chat",
+                "--position",
+                "1",
+                "--position",
+                "-1",
+                "--top-k",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert table_positions(out) == [1, 4]
     assert not re.search(r"^\s+L\d", out, re.MULTILINE)  # --top-k 1: no continuation lines
@@ -100,27 +136,33 @@ def test_png_is_written(tiny_model_dir, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--target", "w1 w2"], "not a single token"),
-    (["--boundaries", "0,3,2,4"], "strictly increasing"),
-    (["--boundaries", "every:x"], "every:K"),
-    (["--boundaries", "0,1.5,4"], "not 'all', 'every:5'"),
-    (["--steps", "0"], "steps must be an integer from 1 to 1000"),
-    (["--steps", "10000000"], "steps must be an integer from 1 to 1000"),
-    (["--position", "99"], "outside the 5 positions"),
-    (["--model", "/nonexistent/folder"], "nonexistent"),
-    # Regressions: -1 was the internal "no target" marker (a table of dashes, exit 0); an
-    # empty target raised IndexError; negative counts were accepted.
-    # Now "-1" is text (only bare digits are an id): a token string the tokenizer splits.
-    (["--target", "-1"], "not a single token: it tokenises to 2 tokens ['w0', 'w0'] "
-                         "(ids [0, 0]) (a token id is typed as bare digits, e.g. 4)"),
-    (["--contrast", "-1"], "the contrast '-1' is not a single token"),
-    (["--target", ""], "argument --target: must not be empty"),
-    (["--contrast", ""], "argument --contrast: must not be empty"),
-    (["--top-k", "-1"], "argument --top-k: must be >= 0"),
-    (["--generate", "-2"], "argument --generate: must be >= 0"),
-    (["--generate", "100"], "context is 64"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--target", "w1 w2"], "not a single token"),
+        (["--boundaries", "0,3,2,4"], "strictly increasing"),
+        (["--boundaries", "every:x"], "every:K"),
+        (["--boundaries", "0,1.5,4"], "not 'all', 'every:5'"),
+        (["--steps", "0"], "steps must be an integer from 1 to 1000"),
+        (["--steps", "10000000"], "steps must be an integer from 1 to 1000"),
+        (["--position", "99"], "outside the 5 positions"),
+        (["--model", "/nonexistent/folder"], "nonexistent"),
+        # Regressions: -1 was the internal "no target" marker (a table of dashes, exit 0); an
+        # empty target raised IndexError; negative counts were accepted.
+        # Now "-1" is text (only bare digits are an id): a token string the tokenizer splits.
+        (
+            ["--target", "-1"],
+            "not a single token: it tokenises to 2 tokens ['w0', 'w0'] "
+            "(ids [0, 0]) (a token id is typed as bare digits, e.g. 4)",
+        ),
+        (["--contrast", "-1"], "the contrast '-1' is not a single token"),
+        (["--target", ""], "argument --target: must not be empty"),
+        (["--contrast", ""], "argument --contrast: must not be empty"),
+        (["--top-k", "-1"], "argument --top-k: must be >= 0"),
+        (["--generate", "-2"], "argument --generate: must be >= 0"),
+        (["--generate", "100"], "context is 64"),
+    ],
+)
 def test_user_errors_exit_2_without_traceback(tiny_model_dir, capsys, args, message):
     argv = [PROMPT, "--no-chat", *args]
     if "--model" not in args:
@@ -135,8 +177,9 @@ def test_answer_text_is_not_read_as_markup(tiny_model_dir, capsys, monkeypatch):
     """Generated text such as "[bold]" or "[/]" is printed literally, never as rich markup."""
     import transformers
 
-    monkeypatch.setattr(transformers.PreTrainedTokenizerFast, "decode",
-                        lambda self, ids, **kw: "[red]x[/] [/bold]")
+    monkeypatch.setattr(
+        transformers.PreTrainedTokenizerFast, "decode", lambda self, ids, **kw: "[red]x[/] [/bold]"
+    )
     assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--generate", "1"]) == 0
     assert "Answer: [red]x[/] [/bold]" in capsys.readouterr().out
 
@@ -154,8 +197,9 @@ def test_invalid_utf8_argument_is_one_line(tiny_model_dir, capsys):
 
 
 @pytest.mark.parametrize("flag", ["--json", "--png", "--html"])
-def test_output_to_a_folder_is_refused_before_anything_is_written(tiny_model_dir, tmp_path,
-                                                                  capsys, flag):
+def test_output_to_a_folder_is_refused_before_anything_is_written(
+    tiny_model_dir, tmp_path, capsys, flag
+):
     first = tmp_path / "first.json"
     argv = [PROMPT, "--model", tiny_model_dir, "--no-chat", flag, str(tmp_path)]
     if flag != "--json":
@@ -197,8 +241,7 @@ def test_prompt_validate_after_double_dash(tiny_model_dir, capsys):
     assert "IG-Lens" in capsys.readouterr().out
 
 
-def test_validate_passes_dtype_and_device_and_checks_limit(tiny_model_dir, capsys,
-                                                            monkeypatch):
+def test_validate_passes_dtype_and_device_and_checks_limit(tiny_model_dir, capsys, monkeypatch):
     import iglens_viz.loading as loading
 
     seen = {}
@@ -209,8 +252,22 @@ def test_validate_passes_dtype_and_device_and_checks_limit(tiny_model_dir, capsy
         return real(name, **kwargs)
 
     monkeypatch.setattr(loading, "load_model", spy)
-    assert main(["validate", "--model", tiny_model_dir, "--limit", "1", "--dtype", "float64",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--model",
+                tiny_model_dir,
+                "--limit",
+                "1",
+                "--dtype",
+                "float64",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert seen == {"dtype": "float64", "device": "cpu"}
     assert "hit_rate" in capsys.readouterr().out
     assert main(["validate", "--limit", "-1"]) == 2
@@ -225,9 +282,11 @@ def test_loading_problems_are_one_line(tmp_path, capsys, monkeypatch):
     cache_file = tmp_path / "cache-is-a-file"
     cache_file.write_text("x")
     monkeypatch.setenv("IGLENS_CACHE", str(cache_file))
-    for argv in ([PROMPT, "--model", str(tmp_path / "only-config")],
-                 [PROMPT, "--device", "meta"],
-                 [PROMPT]):  # the default model must be converted into the cache
+    for argv in (
+        [PROMPT, "--model", str(tmp_path / "only-config")],
+        [PROMPT, "--device", "meta"],
+        [PROMPT],
+    ):  # the default model must be converted into the cache
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("iglens: error:") and "Traceback" not in err, (argv, err)

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from ui.helpers import synthetic_result
 
 import iglens_viz.protocol.bundle as bundle
 from iglens_viz import IGLensError
@@ -21,11 +22,18 @@ from iglens_viz.export import to_html
 from iglens_viz.export.html import CSP, page_state, script_json
 from iglens_viz.protocol import array_from_payload
 
-from ui.helpers import synthetic_result
-
-HOSTILE = ["Hello", "</script><img src=x onerror=alert(1)>", "<!--", "]]>", "&amp;",
-           "\u2028line\u2029para", "<img src=x onerror=window.__pwned=1>", "'\"`${x}",
-           "</SCRIPT >", "<script>alert(2)</script>"]
+HOSTILE = [
+    "Hello",
+    "</script><img src=x onerror=alert(1)>",
+    "<!--",
+    "]]>",
+    "&amp;",
+    "\u2028line\u2029para",
+    "<img src=x onerror=window.__pwned=1>",
+    "'\"`${x}",
+    "</SCRIPT >",
+    "<script>alert(2)</script>",
+]
 
 
 class Page(HTMLParser):
@@ -110,8 +118,11 @@ def test_page_carries_the_bundle_and_styles(page):
 
 
 def test_csp_meta(page):
-    metas = [a for t, a in page.tags if t == "meta" and
-             a.get("http-equiv", "").lower() == "content-security-policy"]
+    metas = [
+        a
+        for t, a in page.tags
+        if t == "meta" and a.get("http-equiv", "").lower() == "content-security-policy"
+    ]
     assert len(metas) == 1
     policy = metas[0]["content"]
     assert policy == CSP
@@ -149,8 +160,18 @@ def test_hostile_tokens_cannot_break_out(page, page_text, hostile):
 
 def test_state_is_the_widget_protocol(page, hostile):
     state = json.loads(page.script("iglens-state"))
-    assert set(state) == {"result", "selected", "hovered", "color_by", "interactive",
-                          "request", "busy", "error", "view", "pinned"}
+    assert set(state) == {
+        "result",
+        "selected",
+        "hovered",
+        "color_by",
+        "interactive",
+        "request",
+        "busy",
+        "error",
+        "view",
+        "pinned",
+    }
     assert state["interactive"] is False
     assert state["view"] == "heatmap" and state["pinned"] == []  # the default tab, no pins
     assert state["selected"] == len(hostile.tokens) - 1  # no answer: opens on the last token
@@ -158,8 +179,7 @@ def test_state_is_the_widget_protocol(page, hostile):
     result = state["result"]
     contributions = result["contributions"]
     assert contributions["dtype"] == "float32" and isinstance(contributions["buffer"], str)
-    np.testing.assert_allclose(array_from_payload(contributions), hostile.contributions,
-                               rtol=1e-6)
+    np.testing.assert_allclose(array_from_payload(contributions), hostile.contributions, rtol=1e-6)
     assert array_from_payload(result["onset"]).dtype == np.int32
     assert array_from_payload(result["path_probs"]).shape == hostile.path_probs.shape
     assert state == json.loads(script_json(page_state(hostile)))
@@ -183,8 +203,7 @@ def test_write_to_path_and_widget_state(tmp_path, hostile):
 
 def test_script_json_escapes():
     text = script_json({"a": "</script>&<!--\u2028\u2029", "b": [1, None]})
-    assert text == ('{"a":"\\u003c/script\\u003e\\u0026\\u003c!--\\u2028\\u2029",'
-                    '"b":[1,null]}')
+    assert text == ('{"a":"\\u003c/script\\u003e\\u0026\\u003c!--\\u2028\\u2029","b":[1,null]}')
     assert json.loads(text) == {"a": "</script>&<!--\u2028\u2029", "b": [1, None]}
     with pytest.raises(ValueError):
         script_json({"x": float("nan")})
@@ -194,8 +213,11 @@ def test_bundle_with_markup_inside_stays_inert(tmp_path, monkeypatch, hostile):
     """Even a bundle whose code contains '</script>' cannot end its element."""
     js = tmp_path / "widget.js"
     css = tmp_path / "widget.css"
-    js.write_text('export function mount(el){el.textContent="</script><b>x</b>\u2028";}\n'
-                  "export default {render(){}};\n", encoding="utf-8")
+    js.write_text(
+        'export function mount(el){el.textContent="</script><b>x</b>\u2028";}\n'
+        "export default {render(){}};\n",
+        encoding="utf-8",
+    )
     css.write_text(".iglens-x{content:'</style><script>alert(1)</script>'}", encoding="utf-8")
     monkeypatch.setattr(bundle, "BUNDLE_JS", js)
     monkeypatch.setattr(bundle, "BUNDLE_CSS", css)
@@ -213,12 +235,30 @@ def test_missing_bundle_says_how_to_build(tmp_path, monkeypatch, hostile):
 
 # ------------------------------------------------------------------------------ CLI --html
 
+
 def test_cli_writes_html(tiny_model_dir, tmp_path, capsys):
     from iglens_viz.cli import main
 
     out = tmp_path / "views.html"
-    assert main(["w3 w5 w7 w9", "--model", tiny_model_dir, "--no-chat", "--generate", "2",
-                 "--target", "next", "--boundaries", "every:2", "--html", str(out)]) == 0
+    assert (
+        main(
+            [
+                "w3 w5 w7 w9",
+                "--model",
+                tiny_model_dir,
+                "--no-chat",
+                "--generate",
+                "2",
+                "--target",
+                "next",
+                "--boundaries",
+                "every:2",
+                "--html",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert f"wrote {out}" in capsys.readouterr().out
     parsed = Page(out.read_text(encoding="utf-8"))
     state = json.loads(parsed.script("iglens-state"))
@@ -235,7 +275,18 @@ def test_cli_writes_html(tiny_model_dir, tmp_path, capsys):
 def test_cli_html_error_is_a_user_error(tiny_model_dir, tmp_path, capsys):
     from iglens_viz.cli import main
 
-    assert main(["w3 w5", "--model", tiny_model_dir, "--no-chat", "--html",
-                 str(tmp_path / "missing-dir" / "x.html")]) == 2
+    assert (
+        main(
+            [
+                "w3 w5",
+                "--model",
+                tiny_model_dir,
+                "--no-chat",
+                "--html",
+                str(tmp_path / "missing-dir" / "x.html"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "iglens: error:" in err and "Traceback" not in err

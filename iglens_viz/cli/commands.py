@@ -33,6 +33,7 @@ class UserError(IGLensError):
 
 def _count(least: int):
     """An argparse type: an integer >= ``least``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -41,6 +42,7 @@ def _count(least: int):
         if value < least:
             raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
         return value
+
     return parse
 
 
@@ -55,48 +57,96 @@ def _attribute_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="iglens",
         description="In which block does each predicted token's probability become readable? "
-                    "IG-Lens splits p(target) exactly across the model's blocks: each "
-                    "block's contribution is the change in what the final norm and head can "
-                    "read, not the block's total effect through later blocks.",
+        "IG-Lens splits p(target) exactly across the model's blocks: each "
+        "block's contribution is the change in what the final norm and head can "
+        "read, not the block's total effect through later blocks.",
         epilog="Run `iglens study --help` for the study of onsets against ablation and "
-               "baselines over many prompts (`iglens validate --help`: the older check). To "
-               "attribute a prompt that starts with '-' or is the word 'study' or "
-               "'validate', put `--` before it: `iglens -- study`.")
+        "baselines over many prompts (`iglens validate --help`: the older check). To "
+        "attribute a prompt that starts with '-' or is the word 'study' or "
+        "'validate', put `--` before it: `iglens -- study`.",
+    )
     p.add_argument("prompt", help="the user message (or raw text with --no-chat)")
-    p.add_argument("--model", default=None,
-                   help="causal LM id or local folder (default: embedded SmolLM2-135M-Instruct)")
-    p.add_argument("--name", type=_nonempty, default=None,
-                   help="the model's name in the table and the exported page (default: the "
-                        "model id, or a local folder's last part)")
-    p.add_argument("--target", type=_nonempty, default=None,
-                   help="'predicted' (default), 'next', a token id (digits only) or a "
-                        "single-token string (' 4', with its space, is a token, not id 4)")
-    p.add_argument("--contrast", type=_nonempty, default=None,
-                   help="attribute p(target) - p(contrast); a token id or single-token string")
-    p.add_argument("--boundaries", default="all",
-                   help="'all' (every block), 'every:K', 'sublayer' (every attention and MLP "
-                        "output), or a list such as 0,10,20,30")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="causal LM id or local folder (default: embedded SmolLM2-135M-Instruct)",
+    )
+    p.add_argument(
+        "--name",
+        type=_nonempty,
+        default=None,
+        help="the model's name in the table and the exported page (default: the "
+        "model id, or a local folder's last part)",
+    )
+    p.add_argument(
+        "--target",
+        type=_nonempty,
+        default=None,
+        help="'predicted' (default), 'next', a token id (digits only) or a "
+        "single-token string (' 4', with its space, is a token, not id 4)",
+    )
+    p.add_argument(
+        "--contrast",
+        type=_nonempty,
+        default=None,
+        help="attribute p(target) - p(contrast); a token id or single-token string",
+    )
+    p.add_argument(
+        "--boundaries",
+        default="all",
+        help="'all' (every block), 'every:K', 'sublayer' (every attention and MLP "
+        "output), or a list such as 0,10,20,30",
+    )
     p.add_argument("--steps", default="1", help="interpolation steps per segment (1-1000)")
-    p.add_argument("--estimator", choices=["prediction_aware", "riemann"],
-                   default="prediction_aware")
-    p.add_argument("--position", type=int, action="append", default=None,
-                   help="show this position (repeatable; negative counts from the end)")
-    p.add_argument("--all-positions", action="store_true",
-                   help="show every position, not only the generated answer")
-    p.add_argument("--top-k", type=_count(0), default=3,
-                   help="largest signed contributions shown per token (default 3)")
-    p.add_argument("--components", action="store_true",
-                   help="also split the shown tokens' contributions over attention heads and "
-                        "MLPs, and show the largest shares")
-    p.add_argument("--generate", type=_count(0), default=None, metavar="N",
-                   help="generate N answer tokens (default 16 with chat, 0 with --no-chat)")
-    p.add_argument("--no-chat", action="store_true",
-                   help="use the prompt as raw text, without the chat template")
+    p.add_argument(
+        "--estimator", choices=["prediction_aware", "riemann"], default="prediction_aware"
+    )
+    p.add_argument(
+        "--position",
+        type=int,
+        action="append",
+        default=None,
+        help="show this position (repeatable; negative counts from the end)",
+    )
+    p.add_argument(
+        "--all-positions",
+        action="store_true",
+        help="show every position, not only the generated answer",
+    )
+    p.add_argument(
+        "--top-k",
+        type=_count(0),
+        default=3,
+        help="largest signed contributions shown per token (default 3)",
+    )
+    p.add_argument(
+        "--components",
+        action="store_true",
+        help="also split the shown tokens' contributions over attention heads and "
+        "MLPs, and show the largest shares",
+    )
+    p.add_argument(
+        "--generate",
+        type=_count(0),
+        default=None,
+        metavar="N",
+        help="generate N answer tokens (default 16 with chat, 0 with --no-chat)",
+    )
+    p.add_argument(
+        "--no-chat",
+        action="store_true",
+        help="use the prompt as raw text, without the chat template",
+    )
     p.add_argument("--json", type=Path, metavar="FILE", help="write all arrays as JSON")
-    p.add_argument("--png", type=Path, metavar="FILE",
-                   help="write the static figure (heatmap) as PNG")
-    p.add_argument("--html", type=Path, metavar="FILE",
-                   help="write the linked views as one self-contained offline HTML page")
+    p.add_argument(
+        "--png", type=Path, metavar="FILE", help="write the static figure (heatmap) as PNG"
+    )
+    p.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write the linked views as one self-contained offline HTML page",
+    )
     _add_model_options(p)
     return p
 
@@ -110,11 +160,11 @@ def _validate_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="iglens validate",
         description="Causal check of IG-Lens onsets: ablate each block and compare the drop "
-                    "in p(target) with the block's contribution, over a prompt set.")
+        "in p(target) with the block's contribution, over a prompt set.",
+    )
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument("--category", default=None, help="only prompts of this category")
-    p.add_argument("--limit", type=_count(1), default=None,
-                   help="use at most this many prompts")
+    p.add_argument("--limit", type=_count(1), default=None, help="use at most this many prompts")
     p.add_argument("--mode", choices=["zero", "mean"], default="zero")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the per-token table as CSV")
     p.add_argument("--png", type=Path, metavar="FILE", help="write the summary plot as PNG")
@@ -126,29 +176,51 @@ def _study_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="iglens study",
         description="Does the IG-Lens onset name the block whose ablation hurts the target "
-                    "most? IG-Lens and its baselines (logit-lens readings, constant and "
-                    "random blocks) over many prompts, with bootstrap intervals over prompts.")
-    p.add_argument("prompts", help="a built-in set (capitals, shipped, default), a .txt file "
-                                   "(one prompt per line), a .jsonl file (prompt, target) or "
-                                   "a .csv file with a header (prompt, optional target)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR",
-                   help="folder for table.parquet, summary.csv, report.md and its figures; "
-                        "rerun with the same folder to resume")
+        "most? IG-Lens and its baselines (logit-lens readings, constant and "
+        "random blocks) over many prompts, with bootstrap intervals over prompts.",
+    )
+    p.add_argument(
+        "prompts",
+        help="a built-in set (capitals, shipped, default), a .txt file "
+        "(one prompt per line), a .jsonl file (prompt, target) or "
+        "a .csv file with a header (prompt, optional target)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder for table.parquet, summary.csv, report.md and its figures; "
+        "rerun with the same folder to resume",
+    )
     p.add_argument("--model", default=None, help="causal LM id or local folder")
-    p.add_argument("--modes", default="zero,mean,resample",
-                   help="ablation modes, comma-separated: zero, mean, resample")
+    p.add_argument(
+        "--modes",
+        default="zero,mean,resample",
+        help="ablation modes, comma-separated: zero, mean, resample",
+    )
     p.add_argument("--limit", type=_count(1), default=None, help="study the first N prompts")
-    p.add_argument("--reference", type=_count(2), default=32,
-                   help="reference prompts for mean and resample ablation (default 32)")
+    p.add_argument(
+        "--reference",
+        type=_count(2),
+        default=32,
+        help="reference prompts for mean and resample ablation (default 32)",
+    )
     p.add_argument("--seed", type=_count(0), default=0)
     p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
-    p.add_argument("--batch-size", type=_count(1), default=16,
-                   help="prompts per batch: padded forward passes, one readout map, shared "
-                        "ablation passes, one part file (default 16; larger on a GPU)")
-    p.epilog = ("Several processes (CPUs, GPUs or nodes) share the prompts when launched with "
-                "`accelerate launch [--cpu] --num_processes N -m iglens_viz study …` or "
-                "`torchrun --nproc-per-node N -m iglens_viz study …`; rank 0 gathers the table "
-                "and writes the outputs. Each GPU process uses cuda:LOCAL_RANK.")
+    p.add_argument(
+        "--batch-size",
+        type=_count(1),
+        default=16,
+        help="prompts per batch: padded forward passes, one readout map, shared "
+        "ablation passes, one part file (default 16; larger on a GPU)",
+    )
+    p.epilog = (
+        "Several processes (CPUs, GPUs or nodes) share the prompts when launched with "
+        "`accelerate launch [--cpu] --num_processes N -m iglens_viz study …` or "
+        "`torchrun --nproc-per-node N -m iglens_viz study …`; rank 0 gathers the table "
+        "and writes the outputs. Each GPU process uses cuda:LOCAL_RANK."
+    )
     _add_model_options(p)
     return p
 
@@ -166,8 +238,9 @@ def run_study(argv: list[str]) -> int:
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     unknown = [m for m in modes if m not in STUDY_MODES]
     if unknown or not modes:
-        raise UserError(f"--modes {args.modes!r}: choose among {', '.join(STUDY_MODES)}, "
-                        f"comma-separated")
+        raise UserError(
+            f"--modes {args.modes!r}: choose among {', '.join(STUDY_MODES)}, comma-separated"
+        )
     check_output_folder(args.out, OUTPUT_FILES)
     read_metadata(args.out / "metadata.json")  # a damaged one is named now, not after loading
     device = args.device
@@ -179,10 +252,19 @@ def run_study(argv: list[str]) -> int:
     model, tokenizer = _load(args.model, args.dtype, device)
     with warnings.catch_warnings():  # the study's warnings (a damaged part redone): one line
         warnings.showwarning = lambda message, *_, **__: print(
-            f"iglens: warning: {message}", file=sys.stderr)
-        result = study(model, tokenizer, args.prompts, modes=modes, reference=args.reference,
-                       seed=args.seed, out=args.out, limit=args.limit,
-                       batch_size=args.batch_size)
+            f"iglens: warning: {message}", file=sys.stderr
+        )
+        result = study(
+            model,
+            tokenizer,
+            args.prompts,
+            modes=modes,
+            reference=args.reference,
+            seed=args.seed,
+            out=args.out,
+            limit=args.limit,
+            batch_size=args.batch_size,
+        )
     if result.metadata["rank"] != 0:  # rank 0 gathered the shards and writes the outputs
         return 0
     summary = result.summary(n_boot=args.boot, seed=args.seed)
@@ -191,8 +273,11 @@ def run_study(argv: list[str]) -> int:
     report = result.report(args.out, summary)
     rows = headline(summary)
     rows = rows[(rows["mode"] == modes[0]) & (rows["token_class"] == "all")]
-    print(rows[["label", "agreement", "agreement_lo", "agreement_hi", "rho", "n_tokens"]]
-          .to_string(index=False))
+    print(
+        rows[["label", "agreement", "agreement_lo", "agreement_hi", "rho", "n_tokens"]].to_string(
+            index=False
+        )
+    )
     for name in ("table.parquet", "summary.csv", report.name):
         print(f"wrote {args.out / name}")
     return 0
@@ -241,10 +326,17 @@ def run_attribute(argv: list[str]) -> int:
 
     generate = args.generate if args.generate is not None else (0 if args.no_chat else 16)
     request = AttributionRequest.from_controls(
-        args.prompt, {"target": args.target, "contrast": args.contrast,
-                      "boundaries": args.boundaries, "estimator": args.estimator,
-                      "steps": args.steps},
-        chat=False if args.no_chat else "auto", max_new_tokens=generate)
+        args.prompt,
+        {
+            "target": args.target,
+            "contrast": args.contrast,
+            "boundaries": args.boundaries,
+            "estimator": args.estimator,
+            "steps": args.steps,
+        },
+        chat=False if args.no_chat else "auto",
+        max_new_tokens=generate,
+    )
     _check_outputs(args.json, args.png, args.html)
     model, tokenizer = _load(args.model, args.dtype, args.device)
     lens = IGLens(model, tokenizer, name=args.name)
@@ -255,20 +347,30 @@ def run_attribute(argv: list[str]) -> int:
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
     console = Console(width=None if sys.stdout.isatty() else 110, highlight=False)
     if len(result.answer_positions):
-        answer = tokenizer.decode(result.input_ids[result.prompt_length:],
-                                  skip_special_tokens=True)
+        answer = tokenizer.decode(
+            result.input_ids[result.prompt_length :], skip_special_tokens=True
+        )
         # Model output is untrusted: control characters (ESC sequences that retitle or clear
         # the terminal, OSC 8 links) and bidi overrides are printed as visible escapes, and
         # it is a Text object, so rich never reads it as markup either.
         console.print(Text.assemble(("Answer: ", "bold"), visible_text(answer)))
-    console.print(attribution_table(result, positions, args.top_k,
-                                    None if shares is None else (lens.component_names, shares)))
+    console.print(
+        attribution_table(
+            result,
+            positions,
+            args.top_k,
+            None if shares is None else (lens.component_names, shares),
+        )
+    )
     written = []
     if args.json:
         out = result.to_dict()
         if shares is not None:
-            out["components"] = {"names": lens.component_names, "positions": positions,
-                                 "shares": np.where(np.isfinite(shares), shares, None).tolist()}
+            out["components"] = {
+                "names": lens.component_names,
+                "positions": positions,
+                "shares": np.where(np.isfinite(shares), shares, None).tolist(),
+            }
         written.append(write_atomic(args.json, json.dumps(out, allow_nan=False)))
     if args.png:
         png = io.BytesIO()
@@ -290,7 +392,7 @@ def run_validate(argv: list[str]) -> int:
 
     prompts = load_prompts(args.category)
     if args.limit is not None:
-        prompts = prompts[:args.limit]
+        prompts = prompts[: args.limit]
     _check_outputs(args.csv, args.png)
     model, tokenizer = _load(args.model, args.dtype, args.device)
     result = validate_onset(model, tokenizer, prompts, mode=args.mode)

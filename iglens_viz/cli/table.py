@@ -18,8 +18,9 @@ def _largest(values, labels, top_k: int) -> str:
 
 def largest_contributions(result, position: int, top_k: int) -> str:
     """The ``top_k`` largest |contributions| of one position, signed, e.g. ``L21 +0.52``."""
-    return _largest(result.contributions[position],
-                    [f"L{label}" for label in result.segment_labels], top_k)
+    return _largest(
+        result.contributions[position], [f"L{label}" for label in result.segment_labels], top_k
+    )
 
 
 def largest_components(names, shares, top_k: int) -> str:
@@ -39,31 +40,60 @@ def attribution_table(result, positions, top_k: int = 3, components=None) -> Tab
     shown as escapes (:func:`~iglens_viz.views.token_format.format_token`,
     :func:`~iglens_viz.views.token_format.visible_text`).
     """
-    table = Table(box=box.SIMPLE_HEAD, title=Text(
-        f"IG-Lens — {visible_text(result.model_name or result.family, keep='')} "
-        f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"))
-    columns = [("pos", "right"), ("token", "left"), ("target", "left"), ("p_final", "right"),
-               ("Δp", "right"), ("onset", "right"), ("largest\ncontributions", "left")]
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=Text(
+            f"IG-Lens — {visible_text(result.model_name or result.family, keep='')} "
+            f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"
+        ),
+    )
+    columns = [
+        ("pos", "right"),
+        ("token", "left"),
+        ("target", "left"),
+        ("p_final", "right"),
+        ("Δp", "right"),
+        ("onset", "right"),
+        ("largest\ncontributions", "left"),
+    ]
     if components is not None:
         columns.append(("largest\ncomponents", "left"))
     for name, justify in columns + [("|Σ−Δp|", "right")]:
         is_text = name in ("token", "target")
-        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
-                         max_width=12 if is_text else None,
-                         min_width=None if is_text else max(7, len(name.split("\n")[-1])))
+        table.add_column(
+            name,
+            justify=justify,
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=12 if is_text else None,
+            min_width=None if is_text else max(7, len(name.split("\n")[-1])),
+        )
     halves = is_sublayer(result.boundaries)
     for row, t in enumerate(positions):
         if result.target_ids[t] < 0:
-            table.add_row(str(t), Text(format_token(result.tokens[t])), Text("—"),
-                          *[""] * (len(columns) - 2))
+            table.add_row(
+                str(t), Text(format_token(result.tokens[t])), Text("—"), *[""] * (len(columns) - 2)
+            )
             continue
         error = abs(result.contributions[t].sum() - result.delta_p[t])
-        onset = (f"L{result.segment_labels[result.onset_segment[t]]}" if halves
-                 else f"L{result.onset[t]}")
-        cells = [f"{result.final_probs[t]:.3f}", f"{result.delta_p[t]:+.3f}", onset,
-                 largest_contributions(result, t, top_k)]
+        onset = (
+            f"L{result.segment_labels[result.onset_segment[t]]}"
+            if halves
+            else f"L{result.onset[t]}"
+        )
+        cells = [
+            f"{result.final_probs[t]:.3f}",
+            f"{result.delta_p[t]:+.3f}",
+            onset,
+            largest_contributions(result, t, top_k),
+        ]
         if components is not None:
             cells.append(largest_components(components[0], components[1][row], top_k))
-        table.add_row(str(t), Text(format_token(result.tokens[t])),
-                      Text(format_token(result.target_tokens[t])), *cells, f"{error:.1e}")
+        table.add_row(
+            str(t),
+            Text(format_token(result.tokens[t])),
+            Text(format_token(result.target_tokens[t])),
+            *cells,
+            f"{error:.1e}",
+        )
     return table
