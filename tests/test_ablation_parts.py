@@ -16,15 +16,14 @@ import functools
 import numpy as np
 import pytest
 import torch
+from tiny_models import FAMILY_NAMES, tiny_model
+from tolerances import forward_tol, readout_size
 from torch import nn
 
 from iglens_viz import InvalidRequestError, UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.causal import ABLATION_PARTS, AblationPart, ablate
 from iglens_viz.causal import ablation as ablation_module
-
-from tiny_models import FAMILY_NAMES, tiny_model
-from tolerances import forward_tol, readout_size
 
 IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 SEQUENTIAL_NEOX = "gpt_neox/sequential"  # GPT-NeoX with use_parallel_residual=False
@@ -35,18 +34,32 @@ NOT_HEAD_SPLIT = ["gemma2", "gemma3_text"]  # a norm after the output projection
 FLOAT32_SCORES = ["gpt_neo"]  # computes its attention scores in float32 whatever the dtype
 
 # The test's own map of where each family's modules are (checked against the models below).
-BLOCKS = {"gpt2": "transformer.h", "gpt_neo": "transformer.h", "gptj": "transformer.h",
-          "gpt_neox": "gpt_neox.layers", "opt": "model.decoder.layers"}  # else model.layers
-ATTENTION = {"gpt2": "attn", "gpt_neo": "attn", "gptj": "attn", "gpt_neox": "attention",
-             "opt": "self_attn"}  # else self_attn (Gemma-2/3: before their post-norm)
+BLOCKS = {
+    "gpt2": "transformer.h",
+    "gpt_neo": "transformer.h",
+    "gptj": "transformer.h",
+    "gpt_neox": "gpt_neox.layers",
+    "opt": "model.decoder.layers",
+}  # else model.layers
+ATTENTION = {
+    "gpt2": "attn",
+    "gpt_neo": "attn",
+    "gptj": "attn",
+    "gpt_neox": "attention",
+    "opt": "self_attn",
+}  # else self_attn (Gemma-2/3: before their post-norm)
 MLP = {"opt": "fc2"}  # else mlp (OPT's MLP is fc1 → activation → fc2 inside the block)
-O_PROJ = {"gpt2": "attn.c_proj", "gpt_neo": "attn.attention.out_proj",
-          "gptj": "attn.out_proj", "gpt_neox": "attention.dense",
-          "opt": "self_attn.out_proj", "phi": "self_attn.dense"}  # else self_attn.o_proj
+O_PROJ = {
+    "gpt2": "attn.c_proj",
+    "gpt_neo": "attn.attention.out_proj",
+    "gptj": "attn.out_proj",
+    "gpt_neox": "attention.dense",
+    "opt": "self_attn.out_proj",
+    "phi": "self_attn.dense",
+}  # else self_attn.o_proj
 # Families whose attention output projection has no bias: zeroing its whole input zeroes
 # the attention's write (Gemma-2/3 too: their RMS post-norm maps 0 to 0).
-NO_O_PROJ_BIAS = ["gemma", "gemma2", "gemma3_text", "llama", "mistral", "phi3", "qwen2",
-                  "qwen3"]
+NO_O_PROJ_BIAS = ["gemma", "gemma2", "gemma3_text", "llama", "mistral", "phi3", "qwen2", "qwen3"]
 
 
 def _kind(name: str) -> str:
@@ -106,14 +119,17 @@ def _probs(name: str, targets, hooks=()) -> np.ndarray:
 def _zero_output(module: nn.Module):
     """A hook that zeroes ``module``'s output (its first element when a tuple)."""
     return lambda: module.register_forward_hook(
-        lambda m, args, out: _with_first(out, torch.zeros_like(_first(out))))
+        lambda m, args, out: _with_first(out, torch.zeros_like(_first(out)))
+    )
 
 
 def _mean_output(module: nn.Module):
     """A hook that replaces ``module``'s output by its mean over positions."""
+
     def hook(m, args, out):
         x = _first(out)
         return _with_first(out, x.mean(dim=1, keepdim=True).expand_as(x))
+
     return lambda: module.register_forward_hook(hook)
 
 
@@ -130,6 +146,7 @@ class _Zeros(nn.Module):
 
 def _replaced_mlp(name: str, block: int):
     """A "hook" that swaps block ``block``'s MLP (OPT: fc2) for zeros; its handle swaps back."""
+
     def register():
         parent = _blocks(name)[block - 1]
         attr = MLP.get(_kind(name), "mlp")
@@ -140,7 +157,9 @@ def _replaced_mlp(name: str, block: int):
         class Handle:
             def remove(self):
                 setattr(parent, attr, original)
+
         return Handle()
+
     return register
 
 
@@ -157,10 +176,12 @@ def _o_proj_width(name: str) -> int:
 
 def _zero_o_proj_input(name: str, block: int, cols: slice):
     """A pre-hook that zeroes features ``cols`` of block ``block``'s output projection input."""
+
     def hook(m, args):
         x = args[0].clone()
         x[..., cols] = 0
         return (x, *args[1:])
+
     module = _sub(name, block, O_PROJ, "self_attn.o_proj")
     return lambda: module.register_forward_pre_hook(hook)
 
@@ -173,8 +194,12 @@ def _check_columns(name, res, reference, min_effect=True):
     effect = 0.0
     for col in range(len(res.layers)):
         ref = _probs(name, res.target_ids, reference(col))
-        np.testing.assert_allclose(res.ablated_probs[:, col], ref, atol=tol,
-                                   err_msg=f"{name} column {res.column_labels[col]}")
+        np.testing.assert_allclose(
+            res.ablated_probs[:, col],
+            ref,
+            atol=tol,
+            err_msg=f"{name} column {res.column_labels[col]}",
+        )
         effect = max(effect, float(np.abs(clean - ref).max()))
     if min_effect:
         assert effect > 100 * tol, f"{name}: the ablations change nothing; the check is vacuous"
@@ -182,17 +207,20 @@ def _check_columns(name, res, reference, min_effect=True):
 
 # --- the family table ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ALL)
 def test_write_modules_are_resolved_per_block(name):
     adapter = adapter_for(_model(name))
     n = len(_blocks(name))
     assert len(adapter.attn_write_modules) == len(adapter.mlp_write_modules) == n
-    expected_attn = {"gemma2": "post_attention_layernorm",
-                     "gemma3_text": "post_attention_layernorm"}.get(
-        name, ATTENTION.get(_kind(name), "self_attn"))
-    expected_mlp = {"gemma2": "post_feedforward_layernorm",
-                    "gemma3_text": "post_feedforward_layernorm"}.get(
-        name, MLP.get(_kind(name), "mlp"))
+    expected_attn = {
+        "gemma2": "post_attention_layernorm",
+        "gemma3_text": "post_attention_layernorm",
+    }.get(name, ATTENTION.get(_kind(name), "self_attn"))
+    expected_mlp = {
+        "gemma2": "post_feedforward_layernorm",
+        "gemma3_text": "post_feedforward_layernorm",
+    }.get(name, MLP.get(_kind(name), "mlp"))
     for i, block in enumerate(_blocks(name)):
         assert adapter.attn_write_modules[i] is block.get_submodule(expected_attn)
         assert adapter.mlp_write_modules[i] is block.get_submodule(expected_mlp)
@@ -210,14 +238,16 @@ def test_post_norm_opt_has_no_write_modules():
 
 # --- attention and MLP writes ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ALL)
 def test_attn_zero_equals_zeroing_the_attention_output(name):
     """Also Gemma-2/3, where the library hooks the post-norm and this test the attention."""
     res = ablate(_model(name), None, IDS, part="attn", batch_size=2)  # chunks of 2 blocks
     assert res.part == "attn" and res.heads is None
     assert res.layers == list(range(1, len(_blocks(name)) + 1))
-    _check_columns(name, res, lambda col: [
-        _zero_output(_sub(name, res.layers[col], ATTENTION, "self_attn"))])
+    _check_columns(
+        name, res, lambda col: [_zero_output(_sub(name, res.layers[col], ATTENTION, "self_attn"))]
+    )
 
 
 @pytest.mark.parametrize("name", NO_O_PROJ_BIAS)
@@ -225,8 +255,7 @@ def test_all_heads_zero_equals_attn_zero(name):
     """Without an output-projection bias, zeroing every head's input zeroes the write."""
     assert getattr(_sub(name, 1, O_PROJ, "self_attn.o_proj"), "bias", None) is None
     res = ablate(_model(name), None, IDS, part="attn", batch_size=3)
-    _check_columns(name, res, lambda col: [
-        _zero_o_proj_input(name, res.layers[col], slice(None))])
+    _check_columns(name, res, lambda col: [_zero_o_proj_input(name, res.layers[col], slice(None))])
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -244,10 +273,13 @@ def test_write_groups_ablate_every_block_of_the_group(name, part):
     assert res.column_labels == [f"L1\u20132.{part}", f"L2.{part}"]
 
     def hooks(block):
-        return (_zero_output(_sub(name, block, ATTENTION, "self_attn")) if part == "attn"
-                else _replaced_mlp(name, block))
-    _check_columns(name, res, lambda col: [hooks(b) for b in
-                                           ((1, 2) if col == 0 else (2,))])
+        return (
+            _zero_output(_sub(name, block, ATTENTION, "self_attn"))
+            if part == "attn"
+            else _replaced_mlp(name, block)
+        )
+
+    _check_columns(name, res, lambda col: [hooks(b) for b in ((1, 2) if col == 0 else (2,))])
 
 
 @pytest.mark.parametrize("name", ["llama", "gptj", "opt", "gpt2"])
@@ -260,15 +292,20 @@ def test_write_mean_equals_its_mean_over_positions(name, part):
     def reference(col):
         module = _sub(name, res.layers[col], table, default)
         if _kind(name) == "opt" and part == "mlp":  # fc2 sees [T, d] here (one row)
-            return [lambda: module.register_forward_hook(
-                lambda m, a, out: out.mean(dim=0, keepdim=True).expand_as(out))]
+            return [
+                lambda: module.register_forward_hook(
+                    lambda m, a, out: out.mean(dim=0, keepdim=True).expand_as(out)
+                )
+            ]
         return [_mean_output(module)]
+
     _check_columns(name, res, reference)
     zero = ablate(_model(name), None, IDS, part=part)
     assert np.abs(zero.drop - res.drop).max() > 100 * _tol(name)  # mean is not zero
 
 
 # --- heads -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", [n for n in ALL if n not in NOT_HEAD_SPLIT])
 def test_head_zero_equals_zeroing_its_slice(name):
@@ -282,8 +319,11 @@ def test_head_zero_equals_zeroing_its_slice(name):
     assert res.layers == [b for b in range(1, n + 1) for _ in range(n_heads)]
     assert res.heads == [h for _ in range(n) for h in range(n_heads)]
     assert res.drop.shape == (len(IDS), n * n_heads)
-    _check_columns(name, res, lambda col: [
-        _zero_o_proj_input(name, res.layers[col], _head_slice(name, res.heads[col]))])
+    _check_columns(
+        name,
+        res,
+        lambda col: [_zero_o_proj_input(name, res.layers[col], _head_slice(name, res.heads[col]))],
+    )
     # other chunkings give the same columns
     for size in (1, None):
         other = ablate(model, None, IDS, part="head", batch_size=size)
@@ -311,8 +351,12 @@ def test_head_mean_equals_moving_its_write_to_the_mean(name):
         def shift(m, args, out):
             z = seen.pop("z")
             return out + ((z.mean(dim=0, keepdim=True) - z) @ w).reshape(out.shape)
-        return [lambda: proj.register_forward_pre_hook(keep),
-                lambda: proj.register_forward_hook(shift)]
+
+        return [
+            lambda: proj.register_forward_pre_hook(keep),
+            lambda: proj.register_forward_hook(shift),
+        ]
+
     _check_columns(name, res, reference)
 
 
@@ -351,6 +395,7 @@ def test_block_part_is_the_default_and_keeps_its_labels():
 
 
 # --- errors ----------------------------------------------------------------------------------
+
 
 def test_bad_parts_and_heads():
     model = _model("llama")

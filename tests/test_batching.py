@@ -16,12 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny_models import FAMILY_NAMES, random_ids, tiny_model
+from tolerances import forward_dtype, forward_tol, readout_size
 
 from iglens_viz import IGLens, ablate
 from iglens_viz.causal.batched import AblationJob, ablated_probabilities
-
-from tiny_models import FAMILY_NAMES, random_ids, tiny_model
-from tolerances import forward_dtype, forward_tol, readout_size
 
 # Three lengths, so two of the three prompts are padded in a batch.
 PROMPTS = [random_ids(7, seed=2), random_ids(12, seed=3), random_ids(4, seed=4)]
@@ -44,10 +43,15 @@ def test_batched_traces_equal_one_prompt_at_a_time(family):
         assert trace.states.shape == alone.states.shape
         assert torch.equal(trace.input_ids, ids)
         y = alone.predicted
-        np.testing.assert_allclose(trace.lens_probs(lens.readout, depths, y),
-                                   alone.lens_probs(lens.readout, depths, y), rtol=0, atol=tol)
-        np.testing.assert_allclose(trace.top_logprobs.exp(), alone.top_logprobs.exp(),
-                                   rtol=0, atol=tol)
+        np.testing.assert_allclose(
+            trace.lens_probs(lens.readout, depths, y),
+            alone.lens_probs(lens.readout, depths, y),
+            rtol=0,
+            atol=tol,
+        )
+        np.testing.assert_allclose(
+            trace.top_logprobs.exp(), alone.top_logprobs.exp(), rtol=0, atol=tol
+        )
     # attribute() finds the batched traces in the cache: no further forward pass.
     calls = []
     handle = model.register_forward_hook(lambda *args: calls.append(1))
@@ -67,8 +71,9 @@ def test_one_row_per_pass_equals_ablate():
     """A budget of one row per pass: no padding, rows of one prompt split across passes."""
     model = tiny_model("gpt2", dtype=torch.float64)
     size = readout_size(model, PROMPTS[1])
-    _check_ablations(model, forward_tol(size, model.config.num_hidden_layers, torch.float64),
-                     memory_budget=1)
+    _check_ablations(
+        model, forward_tol(size, model.config.num_hidden_layers, torch.float64), memory_budget=1
+    )
 
 
 def _check_ablations(model, tol, **kwargs):
@@ -82,8 +87,9 @@ def _check_ablations(model, tol, **kwargs):
         updates = 0.1 * torch.randn(n, ids.numel(), d, generator=generator, dtype=torch.float64)
         for given in (None, updates):
             jobs.append(AblationJob(ids, targets, given))
-            expected.append(ablate(model, None, ids, target=targets.tolist(),
-                                   updates=given).ablated_probs)
+            expected.append(
+                ablate(model, None, ids, target=targets.tolist(), updates=given).ablated_probs
+            )
     got = ablated_probabilities(model, lens.adapter, lens.readout, jobs, **kwargs)
     for job, mine, theirs in zip(jobs, got, expected):
         assert mine.shape == (job.input_ids.numel(), n)

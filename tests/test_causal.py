@@ -11,15 +11,22 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from tolerances import forward_tol, readout_size, readout_tol, sum_tol
 
 from iglens_viz import IGLens, InvalidRequestError
 from iglens_viz.causal import (
-    COLUMNS, AblationResult, ValidationResult, ablate, is_monotone, load_prompts,
-    prompt_categories, spearman, validate_onset)
+    COLUMNS,
+    AblationResult,
+    ValidationResult,
+    ablate,
+    is_monotone,
+    load_prompts,
+    prompt_categories,
+    spearman,
+    validate_onset,
+)
 from iglens_viz.causal.ablation import _replace_first
 from iglens_viz.core.trajectory import against_segments
-
-from tolerances import forward_tol, readout_size, readout_tol, sum_tol
 
 IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 # The test models run in float64: ablation results are compared with independent forward
@@ -29,8 +36,7 @@ IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 
 def _tol(model):
     """|Δp| between two float64 forward passes of ``model`` (tolerances.forward_tol)."""
-    return forward_tol(readout_size(model, torch.tensor(IDS)), len(_blocks(model)),
-                       torch.float64)
+    return forward_tol(readout_size(model, torch.tensor(IDS)), len(_blocks(model)), torch.float64)
 
 
 def _readout_tol(model):
@@ -41,17 +47,30 @@ def _readout_tol(model):
 def _llama():
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
-        vocab_size=101, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-        initializer_range=0.3)  # large weights: drops of ~0.1
+        vocab_size=101,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        initializer_range=0.3,
+    )  # large weights: drops of ~0.1
     return transformers.LlamaForCausalLM(config).eval().double()
 
 
 def _gpt2():
     torch.manual_seed(1)
-    config = transformers.GPT2Config(vocab_size=101, n_embd=32, n_layer=3, n_head=4,
-                                     n_positions=64, initializer_range=0.3, bos_token_id=0,
-                                     eos_token_id=0)
+    config = transformers.GPT2Config(
+        vocab_size=101,
+        n_embd=32,
+        n_layer=3,
+        n_head=4,
+        n_positions=64,
+        initializer_range=0.3,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return transformers.GPT2LMHeadModel(config).eval().double()
 
 
@@ -81,6 +100,7 @@ def _probs(model, ids, targets=None):
 @torch.no_grad()
 def _single_pass_ablation(model, ids, targets, layer, mode):
     """Reference: one plain forward pass with one hook on block ``layer`` (1-based)."""
+
     def hook(module, args, kwargs, output):
         h_in = args[0] if args else kwargs["hidden_states"]
         out = output if isinstance(output, torch.Tensor) else output[0]
@@ -108,6 +128,7 @@ def _without_blocks(model, ids, targets, layers):
 
 
 # --- ablation --------------------------------------------------------------------------------
+
 
 def test_clean_probs_are_the_models_own(model):
     res = ablate(model, None, IDS)
@@ -151,8 +172,7 @@ def test_zero_mode_equals_deleting_the_block(model):
     targets = np.full(len(IDS), 7)
     for label, deleted in ((1, [1]), (n, [n]), ((1, 2), [1, 2])):
         ref = _without_blocks(model, IDS, targets, deleted)
-        np.testing.assert_allclose(res.ablated_probs[:, res.column(label)], ref,
-                                   atol=_tol(model))
+        np.testing.assert_allclose(res.ablated_probs[:, res.column(label)], ref, atol=_tol(model))
 
 
 def test_last_block_drop_equals_its_iglens_contribution(model):
@@ -246,6 +266,7 @@ def test_tuple_returning_blocks_are_ablated_too(llama):
 
 # --- validation ------------------------------------------------------------------------------
 
+
 def test_spearman_hand_made():
     tol = sum_tol(torch.float64, 3 * 4)  # three float64 sums of ≤ 4 ranks (Pearson on ranks)
     assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8, abs=tol)
@@ -271,7 +292,7 @@ def test_is_monotone_is_the_views_definition():
     """One definition: monotone exactly when the views flag no segment (Δp = 0 included)."""
     rng = np.random.default_rng(3)
     c = rng.normal(size=(200, 6))
-    c[:20, 3:] = -c[:20, :3]           # 20 rows whose contributions cancel: Δp = 0 exactly
+    c[:20, 3:] = -c[:20, :3]  # 20 rows whose contributions cancel: Δp = 0 exactly
     dp = c.sum(1)
     dp[:20] = 0.0
     expected = ~against_segments(c, dp).any(axis=1)
@@ -311,8 +332,9 @@ def test_validate_onset_table(llama):
     expect_low = np.median(np.take_along_axis(abl.drop, order, axis=1), axis=1)
     np.testing.assert_allclose(rows["median_low_drop"], expect_low, atol=tol)
     expect_rho = [spearman(c, d) for c, d in zip(att.contributions, abl.drop)]
-    np.testing.assert_allclose(rows["spearman"], expect_rho,
-                               atol=sum_tol(torch.float64, 3 * 4))  # as in the hand-made test
+    np.testing.assert_allclose(
+        rows["spearman"], expect_rho, atol=sum_tol(torch.float64, 3 * 4)
+    )  # as in the hand-made test
 
     summary = val.summary()
     assert list(summary.index) == ["all", "monotone", "non-monotone"]
@@ -333,8 +355,9 @@ def test_validate_onset_options(llama):
     strict = validate_onset(llama, None, prompts, min_prob=0.3, progress=False)
     assert (strict.table["p_final"] >= 0.3).all()
     assert 0 < len(strict.table) < sum(len(p) for p in prompts)
-    seg = validate_onset(llama, None, prompts[:1], boundaries=[0, 2, 4], mode="mean",
-                         progress=False)
+    seg = validate_onset(
+        llama, None, prompts[:1], boundaries=[0, 2, 4], mode="mean", progress=False
+    )
     assert seg.drops.shape == (5, 2) and set(seg.table["onset"]) <= {2, 4}
     abl = ablate(llama, None, prompts[0], layers=[(1, 2), (3, 4)], mode="mean")
     np.testing.assert_allclose(seg.drops, abl.drop, atol=2 * _tol(llama))
@@ -348,8 +371,7 @@ def test_validate_onset_sublayer_boundaries(llama, mode):
     segment → block mapping itself). Each half block is ablated as its part, as ablate()
     called directly on the same parts measures it."""
     prompts = [[1, 5, 7, 9, 11], [3, 4, 3, 4, 3, 4]]
-    val = validate_onset(llama, None, prompts, boundaries="sublayer", mode=mode,
-                         progress=False)
+    val = validate_onset(llama, None, prompts, boundaries="sublayer", mode=mode, progress=False)
     n = 4
     assert val.boundaries == [x / 2 for x in range(2 * n + 1)]
     assert val.drops.shape == val.contributions.shape == (11, 2 * n)
@@ -362,8 +384,7 @@ def test_validate_onset_sublayer_boundaries(llama, mode):
         for first, part in enumerate(("attn", "mlp")):  # segments alternate attn, mlp
             abl = ablate(llama, None, prompt, part=part, mode=mode)
             np.testing.assert_allclose(val.drops[rows][:, first::2], abl.drop, atol=tol)
-            np.testing.assert_allclose(val.table.loc[rows, "p_final"], abl.clean_probs,
-                                       atol=tol)
+            np.testing.assert_allclose(val.table.loc[rows, "p_final"], abl.clean_probs, atol=tol)
 
 
 def test_plots(llama):
@@ -407,6 +428,7 @@ def test_causal_plots_escape_tokens_and_leave_pyplot_alone(llama):
 
 
 # --- prompts ---------------------------------------------------------------------------------
+
 
 def test_load_prompts():
     prompts = load_prompts()

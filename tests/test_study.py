@@ -9,17 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import tiny_model, tiny_tokenizer
+from tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
 
 from iglens_viz import IGLens, InvalidRequestError, ablate
 from iglens_viz.studies import run as study_run
 from iglens_viz.studies.prompts import StudyPrompt, builtin_set, load_study_prompts
 from iglens_viz.studies.run import Study, study
 
-from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
-
-PROMPTS = [f"w{i} w{(3 * i) % 97} w{(5 * i + 2) % 97} w{(7 * i + 1) % 97}" +
-           (" w9" if i % 2 else "") for i in range(1, 21)]
+PROMPTS = [
+    f"w{i} w{(3 * i) % 97} w{(5 * i + 2) % 97} w{(7 * i + 1) % 97}" + (" w9" if i % 2 else "")
+    for i in range(1, 21)
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def tokenizer():
 
 
 # ----------------------------------------------------------------------------- prompt sets
+
 
 def test_builtin_sets_have_known_answers():
     capitals = builtin_set("capitals")
@@ -50,8 +52,13 @@ def test_prompt_files(tmp_path):
     text.write_text("# a comment\nw1 w2\n\nw3 w4\n", encoding="utf-8")
     assert [p.text for p in load_study_prompts(text)] == ["w1 w2", "w3 w4"]
     lines = tmp_path / "p.jsonl"
-    lines.write_text(json.dumps({"prompt": "w1 w2", "target": " w7"}) + "\n" +
-                     json.dumps({"prompt": "w5"}) + "\n", encoding="utf-8")
+    lines.write_text(
+        json.dumps({"prompt": "w1 w2", "target": " w7"})
+        + "\n"
+        + json.dumps({"prompt": "w5"})
+        + "\n",
+        encoding="utf-8",
+    )
     got = load_study_prompts(lines)
     assert [(p.text, p.answer) for p in got] == [("w1 w2", " w7"), ("w5", None)]
     assert got[0].source == "p.jsonl:1"
@@ -66,6 +73,7 @@ def test_prompt_files(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the table
+
 
 def test_table_matches_iglens_ablate_and_the_lens(model, tokenizer):
     items = [{"prompt": PROMPTS[0], "target": " w11"}, PROMPTS[1], PROMPTS[2], PROMPTS[3]]
@@ -86,28 +94,37 @@ def test_table_matches_iglens_ablate_and_the_lens(model, tokenizer):
     ids = torch.as_tensor(tokenizer(PROMPTS[1])["input_ids"])
     size = readout_size(model, ids)
     read_tol = readout_tol(size, torch.float32)
-    np.testing.assert_allclose(second.contribution.to_numpy().reshape(-1, n),
-                               expected.contributions, rtol=0, atol=2 * read_tol)
-    np.testing.assert_array_equal(second.onset.to_numpy().reshape(-1, n),
-                                  expected.onset_segment[:, None] == np.arange(n))
+    np.testing.assert_allclose(
+        second.contribution.to_numpy().reshape(-1, n),
+        expected.contributions,
+        rtol=0,
+        atol=2 * read_tol,
+    )
+    np.testing.assert_array_equal(
+        second.onset.to_numpy().reshape(-1, n), expected.onset_segment[:, None] == np.arange(n)
+    )
     # Drops: the readout's f(h_n) of batched ablations against the model's own logits, one
     # prompt at a time: two readouts' and two forward passes' rounding.
     drop = ablate(model, tokenizer, PROMPTS[1], target=expected.target_ids.tolist()).drop
-    np.testing.assert_allclose(second.drop_zero.to_numpy().reshape(-1, n), drop, rtol=0,
-                               atol=_drop_tol(model, size))
+    np.testing.assert_allclose(
+        second.drop_zero.to_numpy().reshape(-1, n), drop, rtol=0, atol=_drop_tol(model, size)
+    )
     # The lens logit after the last block is the model's own logit of the target: the study
     # reads out in float32 (each side's logit within 3·√w·eps·S, see tolerances.readout_tol).
     with torch.no_grad():
         own = model(input_ids=ids[None]).logits[0].double().numpy()
     last_logits = second[second.segment == n - 1]
-    np.testing.assert_allclose(last_logits.lens_logit_end,
-                               own[last_logits.position.to_numpy(),
-                                   last_logits.target_id.to_numpy()], rtol=0,
-                               atol=6 * np.sqrt(size.width) * eps(torch.float32) * size.scale)
+    np.testing.assert_allclose(
+        last_logits.lens_logit_end,
+        own[last_logits.position.to_numpy(), last_logits.target_id.to_numpy()],
+        rtol=0,
+        atol=6 * np.sqrt(size.width) * eps(torch.float32) * size.scale,
+    )
     # With the final norm's scale frozen at h_n's own, the last boundary reads h_n exactly.
     last = second[second.segment == n - 1]
-    np.testing.assert_allclose(last.frozen_prob_end, last.lens_prob_end, rtol=0,
-                               atol=readout_tol(size, torch.float32))
+    np.testing.assert_allclose(
+        last.frozen_prob_end, last.lens_prob_end, rtol=0, atol=readout_tol(size, torch.float32)
+    )
     assert (second.top1_end[second.segment == n - 1]).all()  # predicted = top-1 of h_n
     assert not np.allclose(second.frozen_prob_start, second.lens_prob_start)
 
@@ -123,23 +140,38 @@ def test_reference_mean_and_resample_never_use_the_prompt_itself(model, tokenize
     T = ids[0].numel()
     mean0 = refs.mean(0, T)  # prompt 0 is a reference: the mean of 2 and 3 only
     reach = min(T, updates[2].shape[1], updates[3].shape[1])
-    np.testing.assert_allclose(mean0[:, :reach], (updates[2][:, :reach] +
-                                                  updates[3][:, :reach]) / 2,
-                               rtol=0, atol=4 * eps(torch.float32) * float(
-                                   max(u.abs().max() for u in updates.values())))
+    np.testing.assert_allclose(
+        mean0[:, :reach],
+        (updates[2][:, :reach] + updates[3][:, :reach]) / 2,
+        rtol=0,
+        atol=4 * eps(torch.float32) * float(max(u.abs().max() for u in updates.values())),
+    )
     donor = refs.donor(2, T)
     assert not torch.equal(donor[:, :reach], updates[2][:, :reach])
-    assert any(torch.equal(donor[:, :min(T, u.shape[1])], u[:, :min(T, u.shape[1])])
-               for i, u in updates.items() if i != 2)
-    result = study(model, tokenizer, PROMPTS[:6], modes=("mean", "resample"), reference=3,
-                   progress=False)
-    drops = ablate(model, tokenizer, PROMPTS[0], target=result.table[result.table.prompt == 0]
-                   .groupby("position").target_id.first().tolist(),
-                   updates=study_run._References(lens, ids,
-                                                 result.metadata["reference"]).mean(0, T)).drop
-    np.testing.assert_allclose(result.table[result.table.prompt == 0].drop_mean
-                               .to_numpy().reshape(-1, 4), drops, rtol=0,
-                               atol=_drop_tol(model, readout_size(model, ids[0])))
+    assert any(
+        torch.equal(donor[:, : min(T, u.shape[1])], u[:, : min(T, u.shape[1])])
+        for i, u in updates.items()
+        if i != 2
+    )
+    result = study(
+        model, tokenizer, PROMPTS[:6], modes=("mean", "resample"), reference=3, progress=False
+    )
+    drops = ablate(
+        model,
+        tokenizer,
+        PROMPTS[0],
+        target=result.table[result.table.prompt == 0]
+        .groupby("position")
+        .target_id.first()
+        .tolist(),
+        updates=study_run._References(lens, ids, result.metadata["reference"]).mean(0, T),
+    ).drop
+    np.testing.assert_allclose(
+        result.table[result.table.prompt == 0].drop_mean.to_numpy().reshape(-1, 4),
+        drops,
+        rtol=0,
+        atol=_drop_tol(model, readout_size(model, ids[0])),
+    )
 
 
 def _drop_tol(model, size) -> float:
@@ -147,7 +179,8 @@ def _drop_tol(model, size) -> float:
     model's own float64 logits, one prompt alone): each of the two probabilities within one
     float32 readout's rounding, plus two forward passes' (tolerances.forward_tol)."""
     return 2 * readout_tol(size, torch.float32) + forward_tol(
-        size, model.config.num_hidden_layers, forward_dtype(model))
+        size, model.config.num_hidden_layers, forward_dtype(model)
+    )
 
 
 def test_padded_batches_equal_one_prompt_at_a_time(model, tokenizer):
@@ -155,9 +188,19 @@ def test_padded_batches_equal_one_prompt_at_a_time(model, tokenizer):
     batch, to two forward passes' rounding (float64 model and readout)."""
     prompts = PROMPTS[:5]
     assert len({len(tokenizer(p)["input_ids"]) for p in prompts}) > 1  # some are padded
-    runs = [study(model, tokenizer, prompts, modes=("zero", "mean"), reference=3,
-                  progress=False, dtype=torch.float64, batch_size=size).table
-            for size in (len(prompts), 1)]
+    runs = [
+        study(
+            model,
+            tokenizer,
+            prompts,
+            modes=("zero", "mean"),
+            reference=3,
+            progress=False,
+            dtype=torch.float64,
+            batch_size=size,
+        ).table
+        for size in (len(prompts), 1)
+    ]
     batched, alone = runs
     size = readout_size(model, torch.as_tensor(tokenizer(prompts[0])["input_ids"]))
     tol = forward_tol(size, model.config.num_hidden_layers, forward_dtype(model))
@@ -166,14 +209,15 @@ def test_padded_batches_equal_one_prompt_at_a_time(model, tokenizer):
     assert batched[others].equals(alone[others])
     for column in numbers:
         scale = 1.0 if "logit" not in column else 6 * np.sqrt(size.width) * size.scale
-        np.testing.assert_allclose(batched[column], alone[column], rtol=0, atol=tol * scale,
-                                   err_msg=column)
+        np.testing.assert_allclose(
+            batched[column], alone[column], rtol=0, atol=tol * scale, err_msg=column
+        )
 
 
-def test_an_interrupted_study_resumes_to_the_same_table(model, tokenizer, tmp_path,
-                                                        monkeypatch):
-    whole = study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
-                  progress=False, batch_size=8).table
+def test_an_interrupted_study_resumes_to_the_same_table(model, tokenizer, tmp_path, monkeypatch):
+    whole = study(
+        model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4, progress=False, batch_size=8
+    ).table
     real = study_run._batch_rows
 
     def failing(lens, model_, tokenizer_, batch, *args):
@@ -183,17 +227,40 @@ def test_an_interrupted_study_resumes_to_the_same_table(model, tokenizer, tmp_pa
 
     monkeypatch.setattr(study_run, "_batch_rows", failing)
     with pytest.raises(KeyboardInterrupt):
-        study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
-              out=tmp_path / "s", progress=False, batch_size=8)
+        study(
+            model,
+            tokenizer,
+            PROMPTS,
+            modes=("zero", "mean"),
+            reference=4,
+            out=tmp_path / "s",
+            progress=False,
+            batch_size=8,
+        )
     saved = Study.load(tmp_path / "s")
     assert set(saved.table.prompt) == set(range(8))  # one whole batch
     monkeypatch.setattr(study_run, "_batch_rows", real)
-    resumed = study(model, tokenizer, PROMPTS, modes=("zero", "mean"), reference=4,
-                    out=tmp_path / "s", progress=False, batch_size=8).table
+    resumed = study(
+        model,
+        tokenizer,
+        PROMPTS,
+        modes=("zero", "mean"),
+        reference=4,
+        out=tmp_path / "s",
+        progress=False,
+        batch_size=8,
+    ).table
     assert resumed.equals(whole)
     with pytest.raises(InvalidRequestError, match="another study"):
-        study(model, tokenizer, PROMPTS, modes=("zero",), reference=4, out=tmp_path / "s",
-              progress=False)
+        study(
+            model,
+            tokenizer,
+            PROMPTS,
+            modes=("zero",),
+            reference=4,
+            out=tmp_path / "s",
+            progress=False,
+        )
 
 
 def test_bad_study_arguments(model, tokenizer):
@@ -211,18 +278,40 @@ def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, cap
     from iglens_viz.cli import main
 
     prompts = tmp_path / "p.jsonl"
-    prompts.write_text("\n".join(json.dumps({"prompt": p, "target": " w3"} if i % 2 else
-                                            {"prompt": p}) for i, p in enumerate(PROMPTS[:6])),
-                       encoding="utf-8")
+    prompts.write_text(
+        "\n".join(
+            json.dumps({"prompt": p, "target": " w3"} if i % 2 else {"prompt": p})
+            for i, p in enumerate(PROMPTS[:6])
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "study"
-    assert main(["study", str(prompts), "--out", str(out), "--model", tiny_model_dir,
-                 "--reference", "3", "--boot", "50", "--modes", "zero,resample"]) == 0
+    assert (
+        main(
+            [
+                "study",
+                str(prompts),
+                "--out",
+                str(out),
+                "--model",
+                tiny_model_dir,
+                "--reference",
+                "3",
+                "--boot",
+                "50",
+                "--modes",
+                "zero,resample",
+            ]
+        )
+        == 0
+    )
     table = pd.read_parquet(out / "table.parquet")
     assert set(table.prompt) == set(range(6)) and {"drop_zero", "drop_resample"} <= set(table)
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["mode"]) == {"zero", "resample"}
-    ig = summary[(summary["mode"] == "zero") & (summary.method == "ig_lens") &
-                 (summary.token_class == "all")].iloc[0]
+    ig = summary[
+        (summary["mode"] == "zero") & (summary.method == "ig_lens") & (summary.token_class == "all")
+    ].iloc[0]
     assert ig.n_tokens == table.groupby(["prompt", "position"]).ngroups
     assert ig.agreement_lo <= ig.agreement <= ig.agreement_hi
     report = (out / "report.md").read_text(encoding="utf-8")
@@ -250,8 +339,7 @@ study(model, tokenizer, sys.argv[2:-1], modes=("zero", "resample"), reference=3,
 """
 
 
-def test_two_processes_under_torchrun_give_the_single_process_table(model, tokenizer,
-                                                                    tmp_path):
+def test_two_processes_under_torchrun_give_the_single_process_table(model, tokenizer, tmp_path):
     import shutil
     import subprocess
     import sys
@@ -265,15 +353,33 @@ def test_two_processes_under_torchrun_give_the_single_process_table(model, token
     script = tmp_path / "sharded.py"
     script.write_text(SHARDED, encoding="utf-8")
     prompts = PROMPTS[:7]
-    done = subprocess.run([torchrun, "--nproc-per-node", "2", str(script), str(folder),
-                           *prompts, str(tmp_path / "two")], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            torchrun,
+            "--nproc-per-node",
+            "2",
+            str(script),
+            str(folder),
+            *prompts,
+            str(tmp_path / "two"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     two = Study.load(tmp_path / "two")
     assert two.metadata["processes"] == 2
     assert sorted((tmp_path / "two" / "parts").glob("*.parquet")) != []
-    one = study(model, tokenizer, prompts, modes=("zero", "resample"), reference=3,
-                progress=False, dtype=torch.float64).table
+    one = study(
+        model,
+        tokenizer,
+        prompts,
+        modes=("zero", "resample"),
+        reference=3,
+        progress=False,
+        dtype=torch.float64,
+    ).table
     merged = two.table.sort_values(["prompt", "position", "segment"], ignore_index=True)
     numbers = [c for c in one.columns if one[c].dtype.kind == "f"]
     others = [c for c in one.columns if c not in numbers]
@@ -284,5 +390,6 @@ def test_two_processes_under_torchrun_give_the_single_process_table(model, token
     tol = forward_tol(size, model.config.num_hidden_layers, torch.float64)
     for column in numbers:
         scale = 1.0 if "logit" not in column else 6 * np.sqrt(size.width) * size.scale
-        np.testing.assert_allclose(merged[column], one[column], rtol=0, atol=tol * scale,
-                                   err_msg=column)
+        np.testing.assert_allclose(
+            merged[column], one[column], rtol=0, atol=tol * scale, err_msg=column
+        )

@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tiny_models import tiny_model, tiny_tokenizer
 
 from iglens_viz import IGLensError, study
 from iglens_viz.cli import commands, main
 from iglens_viz.files import OutputFileError, write_atomic
 from iglens_viz.studies.prompts import load_study_prompts
 from iglens_viz.studies.run import Study, StudyFolderError
-
-from tiny_models import tiny_model, tiny_tokenizer
 
 PROMPTS = ["w5 w9 w11 w2", "w3 w5 w7 w9", "w2 w4 w6"]
 
@@ -80,17 +79,40 @@ def write_prompts(folder: Path, prompts=PROMPTS, name="p.txt") -> Path:
 
 
 def run_cli_study(tiny_model_dir, prompts: Path, out: Path, *more) -> int:
-    return main(["study", str(prompts), "--out", str(out), "--model", tiny_model_dir,
-                 "--modes", "zero", "--boot", "50", *more])
+    return main(
+        [
+            "study",
+            str(prompts),
+            "--out",
+            str(out),
+            "--model",
+            tiny_model_dir,
+            "--modes",
+            "zero",
+            "--boot",
+            "50",
+            *more,
+        ]
+    )
 
 
 # ------------------------------------------------------- the output folder, before loading
 
-@pytest.mark.parametrize("case", ["read-only folder", "inside a read-only folder",
-                                  "a file", "below a file", "parts is a file",
-                                  "table.parquet is a folder"])
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "read-only folder",
+        "inside a read-only folder",
+        "a file",
+        "below a file",
+        "parts is a file",
+        "table.parquet is a folder",
+    ],
+)
 def test_study_out_that_cannot_be_written_fails_before_the_model_loads(
-        tiny_model_dir, tmp_path, capsys, monkeypatch, loads, case):
+    tiny_model_dir, tmp_path, capsys, monkeypatch, loads, case
+):
     prompts = write_prompts(tmp_path)
     out, expected = tmp_path / "study", "not writable"
     if case == "read-only folder":
@@ -117,8 +139,7 @@ def test_study_out_that_cannot_be_written_fails_before_the_model_loads(
     assert loads == []
 
 
-def test_study_api_refuses_a_read_only_out_before_any_work(model, tokenizer, tmp_path,
-                                                           monkeypatch):
+def test_study_api_refuses_a_read_only_out_before_any_work(model, tokenizer, tmp_path, monkeypatch):
     out = read_only(tmp_path / "study", monkeypatch)
     with pytest.raises(OutputFileError, match=f"the folder {out} is not writable"):
         study(model, tokenizer, PROMPTS, modes=("zero",), out=out, progress=False)
@@ -127,7 +148,8 @@ def test_study_api_refuses_a_read_only_out_before_any_work(model, tokenizer, tmp
 
 @pytest.mark.parametrize("flag", ["--json", "--png", "--html"])
 def test_main_outputs_in_a_read_only_folder_fail_before_the_model_loads(
-        tiny_model_dir, tmp_path, capsys, monkeypatch, loads, flag):
+    tiny_model_dir, tmp_path, capsys, monkeypatch, loads, flag
+):
     folder = read_only(tmp_path / "ro", monkeypatch)
     target = folder / f"out{flag.replace('--', '.')}"
     assert main(["w3 w5 w7", "--model", tiny_model_dir, "--no-chat", flag, str(target)]) == 2
@@ -140,8 +162,7 @@ def test_a_254_byte_output_name_is_written(tiny_model_dir, tmp_path):
     it: the temporary file's name is short."""
     target = tmp_path / ("é" * 100 + "a" * 49 + ".json")  # 200 + 49 + 5 bytes
     assert len(target.name.encode("utf-8")) == 254
-    assert main(["w3 w5 w7", "--model", tiny_model_dir, "--no-chat", "--json",
-                 str(target)]) == 0
+    assert main(["w3 w5 w7", "--model", tiny_model_dir, "--no-chat", "--json", str(target)]) == 0
     assert json.loads(target.read_text(encoding="utf-8"))["tokens"]
     assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temporary file left
     longest = tmp_path / ("b" * 255)
@@ -149,16 +170,15 @@ def test_a_254_byte_output_name_is_written(tiny_model_dir, tmp_path):
     assert longest.read_bytes() == b"ok"
 
 
-def test_a_name_too_long_fails_before_the_model_loads(tiny_model_dir, tmp_path, capsys,
-                                                      loads):
+def test_a_name_too_long_fails_before_the_model_loads(tiny_model_dir, tmp_path, capsys, loads):
     target = tmp_path / ("c" * 251 + ".json")
-    assert main(["w3 w5 w7", "--model", tiny_model_dir, "--no-chat", "--json",
-                 str(target)]) == 2
+    assert main(["w3 w5 w7", "--model", tiny_model_dir, "--no-chat", "--json", str(target)]) == 2
     assert "its name is 256 bytes, longer than the 255" in error_line(capsys)
     assert loads == [] and list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------------- prompt files
+
 
 def test_prompts_file_that_is_not_utf8_is_one_line(tiny_model_dir, tmp_path, capsys, loads):
     prompts = tmp_path / "latin1.txt"
@@ -174,15 +194,20 @@ def test_csv_prompts_use_the_header(model, tokenizer, tmp_path):
     path.write_text('id,prompt,target\n1,"w5 w9, w11",\n2,w3 w5 w7, w9\n', encoding="utf-8")
     got = load_study_prompts(path)
     assert [(p.text, p.answer, p.source) for p in got] == [
-        ("w5 w9, w11", None, "p.csv:2"), ("w3 w5 w7", " w9", "p.csv:3")]
+        ("w5 w9, w11", None, "p.csv:2"),
+        ("w3 w5 w7", " w9", "p.csv:3"),
+    ]
     table = study(model, tokenizer, path, modes=("zero",), progress=False).table
     lengths = [len(tokenizer(p.text)["input_ids"]) for p in got]
     answered = table[table.prompt == 1]
     assert set(answered.target_id) == {9} and set(answered.position) == {lengths[1] - 1}
     assert set(table[table.prompt == 0].position) == set(range(lengths[0]))  # predicted
     path.write_text("text,answer\nw3 w5,\n", encoding="utf-8")
-    with pytest.raises(IGLensError, match="p.csv:1: a CSV prompts file needs a header row "
-                                          "with a 'prompt' column .* its header is text,answer"):
+    with pytest.raises(
+        IGLensError,
+        match="p.csv:1: a CSV prompts file needs a header row "
+        "with a 'prompt' column .* its header is text,answer",
+    ):
         load_study_prompts(path)
     path.write_text('prompt\n"w3 w5\n', encoding="utf-8")  # a quote never closed
     with pytest.raises(IGLensError, match="p.csv:2: not valid CSV"):
@@ -191,14 +216,16 @@ def test_csv_prompts_use_the_header(model, tokenizer, tmp_path):
 
 # -------------------------------------------------------------------- damaged study folders
 
-def test_damaged_metadata_is_named_before_the_model_loads(tiny_model_dir, tmp_path, capsys,
-                                                          loads, model, tokenizer):
+
+def test_damaged_metadata_is_named_before_the_model_loads(
+    tiny_model_dir, tmp_path, capsys, loads, model, tokenizer
+):
     prompts = write_prompts(tmp_path)
     out = tmp_path / "study"
     study(model, tokenizer, prompts, modes=("zero",), out=out, progress=False)
     meta = out / "metadata.json"
     whole = meta.read_text(encoding="utf-8")
-    for damaged in (whole[:len(whole) // 2], "", "[1, 2]"):
+    for damaged in (whole[: len(whole) // 2], "", "[1, 2]"):
         meta.write_text(damaged, encoding="utf-8")
         loads.clear()
         assert run_cli_study(tiny_model_dir, prompts, out) == 2
@@ -233,16 +260,22 @@ def test_a_damaged_part_is_redone_like_a_missing_one(model, tokenizer, tmp_path)
     whole = study(model, tokenizer, PROMPTS, out=out, **kwargs).table
     part = out / "parts" / "part-000001.parquet"
     data = part.read_bytes()
-    part.write_bytes(data[:len(data) // 2])  # truncated, as by a full disk or a copy
+    part.write_bytes(data[: len(data) // 2])  # truncated, as by a full disk or a copy
     with pytest.raises(StudyFolderError, match=f"the part {part} is damaged"):
         Study.load(out)
-    with pytest.warns(UserWarning, match="part-000001.parquet is damaged .*moved to "
-                                         "part-000001.parquet.damaged, its prompts are redone"):
+    with pytest.warns(
+        UserWarning,
+        match="part-000001.parquet is damaged .*moved to "
+        "part-000001.parquet.damaged, its prompts are redone",
+    ):
         resumed = study(model, tokenizer, PROMPTS, out=out, **kwargs).table
     assert resumed.equals(whole)  # bit-identical, as for a missing part
-    assert (out / "parts" / "part-000001.parquet.damaged").read_bytes() == data[:len(data) // 2]
-    assert Study.load(out).table.sort_values(["prompt", "position", "segment"],
-                                             ignore_index=True).equals(whole)
+    assert (out / "parts" / "part-000001.parquet.damaged").read_bytes() == data[: len(data) // 2]
+    assert (
+        Study.load(out)
+        .table.sort_values(["prompt", "position", "segment"], ignore_index=True)
+        .equals(whole)
+    )
     part.write_bytes(b"not parquet at all")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -259,13 +292,17 @@ def test_cli_resume_over_a_damaged_part_warns_in_one_line(tiny_model_dir, tmp_pa
     assert run_cli_study(tiny_model_dir, prompts, out, "--batch-size", "2") == 0
     err = capsys.readouterr().err  # the warning and the progress bar
     said = [line for line in err.splitlines() if "damaged" in line]
-    assert len(said) == 1 and said[0].startswith("iglens: warning: the part ") and \
-        "part-000002.parquet is damaged" in said[0]
+    assert (
+        len(said) == 1
+        and said[0].startswith("iglens: warning: the part ")
+        and "part-000002.parquet is damaged" in said[0]
+    )
     assert "UserWarning" not in err and "warnings.warn" not in err
     assert pd.read_parquet(out / "table.parquet").equals(first)
 
 
 # ----------------------------------------------------------------------- the report
+
 
 def test_three_identical_prompts_write_the_report(tiny_model_dir, tmp_path, capsys):
     """Every bootstrap replicate of identical prompts is the estimate up to rounding; a

@@ -39,10 +39,17 @@ def token_rows(prompt, position, contribution, drops, *, top1=None, logits=None,
     if not isinstance(drops, dict):
         drops = {"zero": drops}
     rows = {
-        "prompt": prompt, "position": position, "segment": np.arange(k), "contribution": c,
-        "lens_prob_start": probs[:-1], "lens_prob_end": probs[1:],
-        "lens_logit_start": logits[:-1], "lens_logit_end": logits[1:], "top1_end": top1,
-        "frozen_prob_start": frozen[:-1], "frozen_prob_end": frozen[1:],
+        "prompt": prompt,
+        "position": position,
+        "segment": np.arange(k),
+        "contribution": c,
+        "lens_prob_start": probs[:-1],
+        "lens_prob_end": probs[1:],
+        "lens_logit_start": logits[:-1],
+        "lens_logit_end": logits[1:],
+        "top1_end": top1,
+        "frozen_prob_start": frozen[:-1],
+        "frozen_prob_end": frozen[1:],
     }
     for mode, d in drops.items():
         rows[f"drop_{mode}"] = np.asarray(d, dtype=float)
@@ -71,9 +78,17 @@ def random_table(n_prompts, n_positions, k, seed=0, modes=("zero",), peak=None):
                 if peak is not None:
                     d[peak] = np.abs(d).max() + 1.0
                 drops[m] = d
-            frames.append(token_rows(
-                p, t, rng.normal(size=k), drops, top1=rng.random(k) > 0.7,
-                logits=rng.normal(size=k + 1), frozen=rng.random(k + 1)))
+            frames.append(
+                token_rows(
+                    p,
+                    t,
+                    rng.normal(size=k),
+                    drops,
+                    top1=rng.random(k) > 0.7,
+                    logits=rng.normal(size=k + 1),
+                    frozen=rng.random(k + 1),
+                )
+            )
     return table_of(*frames)
 
 
@@ -82,10 +97,10 @@ def random_table(n_prompts, n_positions, k, seed=0, modes=("zero",), peak=None):
 # (segment 1), and |Δ frozen prob| is largest at block 4 (segment 3), with a negative sign.
 C = [0.01, 0.02, 0.30, 0.05, -0.02, 0.04]
 TOP1 = [False, False, False, False, True, True]
-LOGITS = [0.0, 0.5, 3.5, 4.0, 5.0, 5.5, 6.0]        # jumps 0.5 3.0 0.5 1.0 0.5 0.5
+LOGITS = [0.0, 0.5, 3.5, 4.0, 5.0, 5.5, 6.0]  # jumps 0.5 3.0 0.5 1.0 0.5 0.5
 FROZEN = [0.10, 0.11, 0.13, 0.30, 0.05, 0.09, 0.12]  # Δ .01 .02 .17 -.25 .04 .03
 FROZEN_DELTA = [0.01, 0.02, 0.17, -0.25, 0.04, 0.03]
-DROPS = [0.05, 0.40, 0.30, 0.10, -0.05, 0.20]       # largest: block 2; top 3: blocks 2, 3, 6
+DROPS = [0.05, 0.40, 0.30, 0.10, -0.05, 0.20]  # largest: block 2; top 3: blocks 2, 3, 6
 
 
 @pytest.fixture
@@ -130,8 +145,16 @@ def test_every_predictor_on_a_hand_built_token(hand):
 
 
 def test_ties_go_to_the_lowest_index_and_never_top1_is_no_prediction():
-    a = arrays_of(token_rows(0, 0, [0.1, 0.3, 0.3, 0.0], [1, 0, 0, 0],
-                             logits=[0, 1, 2, 3, 4], frozen=[0, 0.2, 0, 0.2, 0]))
+    a = arrays_of(
+        token_rows(
+            0,
+            0,
+            [0.1, 0.3, 0.3, 0.0],
+            [1, 0, 0, 0],
+            logits=[0, 1, 2, 3, 4],
+            frozen=[0, 0.2, 0, 0.2, 0],
+        )
+    )
     assert predict("ig_lens", a)[0] == 1
     assert predict("logit_jump", a)[0] == 0  # all jumps 1.0
     assert predict("frozen_norm", a)[0] == 0  # |Δ| all 0.2
@@ -141,8 +164,11 @@ def test_ties_go_to_the_lowest_index_and_never_top1_is_no_prediction():
 def test_random_and_shuffled_are_permutations_reproducible_and_seed_dependent():
     t = random_table(40, 3, 8, seed=1)
     k = 8
-    a = {"contribution": t.pivot(index=["prompt", "position"], columns="segment",
-                                 values="contribution").to_numpy()}
+    a = {
+        "contribution": t.pivot(
+            index=["prompt", "position"], columns="segment", values="contribution"
+        ).to_numpy()
+    }
     for method in ("random", "shuffled"):
         p0, s0 = predict(method, a, seed=0)
         p0b, s0b = predict(method, a, seed=0)
@@ -171,16 +197,23 @@ def test_random_and_shuffled_are_permutations_reproducible_and_seed_dependent():
         pd.testing.assert_frame_equal(s0[s0.method == method], s1[s1.method == method])
     # a random method's draws do not depend on which other methods are scored
     only = score(t, seed=0, methods=["shuffled"])
-    pd.testing.assert_frame_equal(only.reset_index(drop=True),
-                                  s0[s0.method == "shuffled"].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        only.reset_index(drop=True), s0[s0.method == "shuffled"].reset_index(drop=True)
+    )
 
 
 def test_method_names_list_every_constant():
     names = method_names(4)
-    assert names[:len(PREDICTORS)] == list(PREDICTORS)
-    assert names[len(PREDICTORS):] == ["block_1", "block_2", "block_3", "block_4"]
-    assert set(PREDICTORS) == {"ig_lens", "logit_lens_first_top1", "logit_jump",
-                               "frozen_norm", "random", "shuffled"}
+    assert names[: len(PREDICTORS)] == list(PREDICTORS)
+    assert names[len(PREDICTORS) :] == ["block_1", "block_2", "block_3", "block_4"]
+    assert set(PREDICTORS) == {
+        "ig_lens",
+        "logit_lens_first_top1",
+        "logit_jump",
+        "frozen_norm",
+        "random",
+        "shuffled",
+    }
 
 
 # --------------------------------------------------------------------------- metrics
@@ -228,8 +261,9 @@ def test_no_prediction_is_a_miss_and_nan_drops_are_never_the_largest():
     assert s.loc["block_4", "hit_at_3"] and s.loc["block_3", "hit_at_3"]
     assert s.loc["ig_lens", "agreement"]
     # ρ over the three finite pairs
-    assert s.loc["ig_lens", "rho"] == pytest.approx(spearman_untied([0.5, 0.2, 0.0],
-                                                                    [0.3, 0.1, 0.2]))
+    assert s.loc["ig_lens", "rho"] == pytest.approx(
+        spearman_untied([0.5, 0.2, 0.0], [0.3, 0.1, 0.2])
+    )
 
 
 def test_spearman_rows_matches_references():
@@ -244,8 +278,9 @@ def test_spearman_rows_matches_references():
         at, bt = np.round(a, 0), np.round(b, 0)
         for i in range(50):
             ref = validation.spearman(at[i], bt[i])
-            assert (np.isnan(ref) and np.isnan(spearman_rows(at[i], bt[i])[0])) or \
-                spearman_rows(at[i], bt[i])[0] == pytest.approx(ref)
+            assert (np.isnan(ref) and np.isnan(spearman_rows(at[i], bt[i])[0])) or spearman_rows(
+                at[i], bt[i]
+            )[0] == pytest.approx(ref)
     # constant input has no rank correlation
     assert np.isnan(spearman_rows([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])[0])
     assert np.isnan(spearman_rows([1.0, np.nan, 2.0], [np.nan, 1.0, 3.0])[0])
@@ -266,8 +301,9 @@ def test_modes_and_skipped_tokens():
         score(t, modes=["resample"])
     with pytest.raises(InvalidRequestError):
         score(t.drop(columns=["frozen_prob_end"]))
-    assert set(score(t.drop(columns=["frozen_prob_end"]),
-                     methods=["ig_lens", "block_1"])["method"]) == {"ig_lens", "block_1"}
+    assert set(
+        score(t.drop(columns=["frozen_prob_end"]), methods=["ig_lens", "block_1"])["method"]
+    ) == {"ig_lens", "block_1"}
     with pytest.raises(InvalidRequestError):
         score(t.iloc[1:])  # a token with a missing segment
     # row order of the input does not matter
@@ -280,18 +316,17 @@ def test_modes_and_skipped_tokens():
 
 def test_token_classes_against_hand_computations(hand):
     t = table_of(
-        token_rows(0, 0, [0.1, 0.3, 0.2, 0.05], [1, 0, 0, 0]),       # all up: monotone
-        token_rows(0, 1, [0.1, 0.3, -0.2, 0.05], [1, 0, 0, 0]),      # rises, falls: not
-        token_rows(0, 2, [0.1, 0.3, -0.01, 0.05], [1, 0, 0, 0]),     # -0.01 < 5% of 0.3
-        token_rows(0, 3, [0.1, 0.2, 0.1, 0.4], [1, 0, 0, 0]),        # onset last block
-        token_rows(0, 4, [-0.1, -0.3, -0.2, 0.4], [1, 0, 0, 0]),     # Δp < 0, onset last
-        token_rows(0, 5, [0.0, 0.0, 0.0, 0.0], [1, 0, 0, 0]),        # flat: monotone
+        token_rows(0, 0, [0.1, 0.3, 0.2, 0.05], [1, 0, 0, 0]),  # all up: monotone
+        token_rows(0, 1, [0.1, 0.3, -0.2, 0.05], [1, 0, 0, 0]),  # rises, falls: not
+        token_rows(0, 2, [0.1, 0.3, -0.01, 0.05], [1, 0, 0, 0]),  # -0.01 < 5% of 0.3
+        token_rows(0, 3, [0.1, 0.2, 0.1, 0.4], [1, 0, 0, 0]),  # onset last block
+        token_rows(0, 4, [-0.1, -0.3, -0.2, 0.4], [1, 0, 0, 0]),  # Δp < 0, onset last
+        token_rows(0, 5, [0.0, 0.0, 0.0, 0.0], [1, 0, 0, 0]),  # flat: monotone
     )
     s = score(t)
     tok = s[s.method == "ig_lens"].set_index("position")
     assert tok.monotone.to_dict() == {0: True, 1: False, 2: True, 3: True, 4: False, 5: True}
-    assert tok.onset_last.to_dict() == {0: False, 1: False, 2: False, 3: True, 4: True,
-                                        5: False}
+    assert tok.onset_last.to_dict() == {0: False, 1: False, 2: False, 3: True, 4: True, 5: False}
     # the classes are properties of the token, the same for every method
     assert (s.groupby("position").monotone.nunique() == 1).all()
     assert (s.groupby("position").onset_last.nunique() == 1).all()
@@ -323,8 +358,12 @@ def test_constant_beats_ig_lens_when_drops_always_peak_at_block_1():
     assert len(best) == nonempty  # one best constant per (mode, non-empty class)
     assert set(best[best.token_class == "all"].method) == {"block_1"}
     h = headline(summary[(summary["mode"] == "zero") & (summary.token_class == "all")])
-    assert list(h.label) == [*PREDICTORS, "first block (block_1)", "last block (block_6)",
-                             "best constant (block_1)"]
+    assert list(h.label) == [
+        *PREDICTORS,
+        "first block (block_1)",
+        "last block (block_6)",
+        "best constant (block_1)",
+    ]
 
 
 def test_summary_values_and_intervals_match_the_definitions():
@@ -335,9 +374,13 @@ def test_summary_values_and_intervals_match_the_definitions():
         for method in ("ig_lens", "shuffled", "block_2"):
             row = summary[(summary.method == method) & (summary.token_class == cls)].iloc[0]
             s = scores[scores.method == method]
-            mask = {"all": np.ones(len(s), bool), "monotone": s.monotone,
-                    "non_monotone": ~s.monotone, "onset_last": s.onset_last,
-                    "onset_not_last": ~s.onset_last}[cls]
+            mask = {
+                "all": np.ones(len(s), bool),
+                "monotone": s.monotone,
+                "non_monotone": ~s.monotone,
+                "onset_last": s.onset_last,
+                "onset_not_last": ~s.onset_last,
+            }[cls]
             s = s[np.asarray(mask)]
             assert row.n_tokens == len(s) and row.n_prompts == s.prompt.nunique()
             if not len(s):
@@ -352,8 +395,9 @@ def test_summary_values_and_intervals_match_the_definitions():
                 assert np.isnan(row.rho) and np.isnan(row.rho_lo)
             # the same resamples as bootstrap_interval with the same seed
             s = s.sort_values(["prompt", "position"])
-            lo, hi = bootstrap_interval(s.agreement.to_numpy(), s.prompt.to_numpy(),
-                                        n_boot=300, seed=7)
+            lo, hi = bootstrap_interval(
+                s.agreement.to_numpy(), s.prompt.to_numpy(), n_boot=300, seed=7
+            )
             if row.n_prompts >= 2:
                 assert (row.agreement_lo, row.agreement_hi) == pytest.approx((lo, hi))
                 assert row.agreement_lo <= row.agreement <= row.agreement_hi
@@ -366,7 +410,7 @@ def test_summary_values_and_intervals_match_the_definitions():
 
 def test_one_prompt_group_has_no_interval():
     t = table_of(
-        token_rows(0, 0, [0.1, 0.2, 0.5], [0.0, 0.1, 0.5]),   # onset last, prompt 0
+        token_rows(0, 0, [0.1, 0.2, 0.5], [0.0, 0.1, 0.5]),  # onset last, prompt 0
         token_rows(0, 1, [0.1, 0.6, 0.2], [0.0, 0.1, 0.5]),
         token_rows(1, 0, [0.1, 0.6, 0.2], [0.0, 0.5, 0.1]),
         token_rows(2, 0, [0.6, 0.1, 0.2], [0.0, 0.5, 0.1]),
@@ -431,7 +475,8 @@ def test_bootstrap_is_deterministic_and_handles_edge_cases():
     lo2, hi2 = bootstrap_interval(m, clusters, n_boot=400, seed=3)
     for j in range(2):
         assert (lo2[j], hi2[j]) == pytest.approx(
-            bootstrap_interval(m[:, j], clusters, n_boot=400, seed=3))
+            bootstrap_interval(m[:, j], clusters, n_boot=400, seed=3)
+        )
     with pytest.raises(InvalidRequestError):
         bootstrap_interval(values, clusters[:-1])
     with pytest.raises(InvalidRequestError):

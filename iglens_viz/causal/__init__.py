@@ -16,18 +16,38 @@ from importlib import resources
 
 from ..core.trajectory import is_monotone
 from ..errors import InvalidRequestError
-from .ablation import (ABLATION_MODES, ABLATION_PARTS, AblationMode, AblationPart,
-                       AblationResult, ablate)
+from .ablation import (
+    ABLATION_MODES,
+    ABLATION_PARTS,
+    AblationMode,
+    AblationPart,
+    AblationResult,
+    ablate,
+)
 from .validation import COLUMNS, ValidationResult, spearman, validate_onset
 
-__all__ = ["ABLATION_MODES", "ABLATION_PARTS", "COLUMNS", "AblationMode", "AblationPart",
-           "AblationResult", "ValidationResult", "ablate", "is_monotone", "load_prompts",
-           "prompt_categories", "spearman", "validate_onset"]
+__all__ = [
+    "ABLATION_MODES",
+    "ABLATION_PARTS",
+    "COLUMNS",
+    "AblationMode",
+    "AblationPart",
+    "AblationResult",
+    "ValidationResult",
+    "ablate",
+    "is_monotone",
+    "load_prompts",
+    "prompt_categories",
+    "spearman",
+    "validate_onset",
+]
 
 
 @lru_cache(maxsize=1)
 def _prompt_data() -> dict[str, tuple[str, ...]]:
-    text = resources.files("iglens_viz").joinpath("data").joinpath("prompts.json").read_text("utf-8")
+    text = (
+        resources.files("iglens_viz").joinpath("data").joinpath("prompts.json").read_text("utf-8")
+    )
     return {name: tuple(items) for name, items in json.loads(text)["categories"].items()}
 
 
@@ -46,6 +66,7 @@ def load_prompts(category: str | None = None) -> list[str]:
     if category is None:
         return [p for items in data.values() for p in items]
     if category not in data:
-        raise InvalidRequestError(f"unknown prompt category {category!r}; choose one of "
-                                  f"{list(data)}")
+        raise InvalidRequestError(
+            f"unknown prompt category {category!r}; choose one of {list(data)}"
+        )
     return list(data[category])

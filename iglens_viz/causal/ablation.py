@@ -37,8 +37,14 @@ from torch import nn
 from ..adapters import adapter_for
 from ..core.boundaries import segment_parts
 from ..core.capture import input_device
-from ..core.hooks import (Hooks, block_input, block_output_states, by_row, projection_input,
-                          replace_block_output)
+from ..core.hooks import (
+    Hooks,
+    block_input,
+    block_output_states,
+    by_row,
+    projection_input,
+    replace_block_output,
+)
 from ..core.inputs import to_input_ids
 from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
 from ..core.model_mode import eval_mode
@@ -47,8 +53,14 @@ from ..core.request import TargetSpec
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..errors import InvalidRequestError, UnsupportedModelError
 
-__all__ = ["ABLATION_MODES", "ABLATION_PARTS", "AblationMode", "AblationPart", "AblationResult",
-           "ablate"]
+__all__ = [
+    "ABLATION_MODES",
+    "ABLATION_PARTS",
+    "AblationMode",
+    "AblationPart",
+    "AblationResult",
+    "ablate",
+]
 
 AblationMode = Literal["zero", "mean"]
 """How a block is made to add nothing; see :data:`ABLATION_MODES`."""
@@ -131,16 +143,20 @@ class AblationResult:
         key = _label(layer)
         if self.part == "head":
             if head is None:
-                raise InvalidRequestError("the columns of a part='head' ablation are (block, "
-                                          "head) pairs: pass column(layer, head)")
+                raise InvalidRequestError(
+                    "the columns of a part='head' ablation are (block, "
+                    "head) pairs: pass column(layer, head)"
+                )
             for i, (b, h) in enumerate(zip(self.layers, self.heads or [])):
                 if b == key and h == int(head):
                     return i
-            raise KeyError(f"block {layer!r} head {head!r} was not ablated; columns are "
-                           f"{self.column_labels}")
+            raise KeyError(
+                f"block {layer!r} head {head!r} was not ablated; columns are {self.column_labels}"
+            )
         if head is not None:
-            raise InvalidRequestError(f"head= applies to part='head' ablations only; this one "
-                                      f"ablated part={self.part!r}")
+            raise InvalidRequestError(
+                f"head= applies to part='head' ablations only; this one ablated part={self.part!r}"
+            )
         try:
             return self.layers.index(key)
         except ValueError:
@@ -157,18 +173,20 @@ class AblationResult:
         the segment's blocks together, as :func:`~iglens_viz.core.boundaries.segment_parts`
         maps them. An error when the prompts differ or a segment has no column."""
         if list(np.asarray(attribution.input_ids)) != list(self.input_ids):
-            raise InvalidRequestError("the attribution and the ablation are of different "
-                                      "prompts")
+            raise InvalidRequestError("the attribution and the ablation are of different prompts")
         cols = []
-        for (a, b), (part, blocks) in zip(attribution.segments,
-                                          segment_parts(attribution.boundaries)):
+        for (a, b), (part, blocks) in zip(
+            attribution.segments, segment_parts(attribution.boundaries)
+        ):
             key = blocks[0] if len(blocks) == 1 else blocks
             if key not in self.layers and len(blocks) == 1 and blocks in self.layers:
                 key = blocks
             if part != self.part or key not in self.layers:
-                raise InvalidRequestError(f"the attribution's segment {a}→{b} has no ablation "
-                                          f"column; ablate with layers matching its boundaries "
-                                          f"{attribution.boundaries} (columns: {self.layers})")
+                raise InvalidRequestError(
+                    f"the attribution's segment {a}→{b} has no ablation "
+                    f"column; ablate with layers matching its boundaries "
+                    f"{attribution.boundaries} (columns: {self.layers})"
+                )
             cols.append(self.layers.index(key))
         return cols
 
@@ -210,26 +228,34 @@ def _parse_layers(layers, n: int, part: str = "block") -> tuple[list, list[froze
     if layers is None:
         return list(range(1, n + 1)), [frozenset([i]) for i in range(n)]
     if isinstance(layers, (str, bytes)) or not isinstance(layers, (Iterable, np.ndarray)):
-        raise InvalidRequestError(f"layers must be None or a list of 1-based block numbers (or "
-                                  f"of groups of them), not {type(layers).__name__}")
+        raise InvalidRequestError(
+            f"layers must be None or a list of 1-based block numbers (or "
+            f"of groups of them), not {type(layers).__name__}"
+        )
     labels, groups = [], []
     for item in layers:
         if isinstance(item, (bool, str, bytes)) or not isinstance(
-                item, (int, np.integer, Iterable)):
-            raise InvalidRequestError(f"each entry of layers must be a block number or a group "
-                                      f"of block numbers, got {item!r}")
+            item, (int, np.integer, Iterable)
+        ):
+            raise InvalidRequestError(
+                f"each entry of layers must be a block number or a group "
+                f"of block numbers, got {item!r}"
+            )
         label = _label(item)
         blocks = [label] if isinstance(label, int) else list(label)
         if not blocks:
             raise InvalidRequestError("an ablation group must name at least one block")
         bad = [b for b in blocks if not 1 <= b <= n]
         if bad:
-            raise InvalidRequestError(f"blocks are numbered 1 … {n} (block L maps h_(L-1) to "
-                                      f"h_L); got {bad}")
+            raise InvalidRequestError(
+                f"blocks are numbered 1 … {n} (block L maps h_(L-1) to h_L); got {bad}"
+            )
         if part == "head" and not isinstance(label, int):
-            raise InvalidRequestError(f"part='head' ablates one head of one block per column; "
-                                      f"layers must list single block numbers, got the group "
-                                      f"{item!r}")
+            raise InvalidRequestError(
+                f"part='head' ablates one head of one block per column; "
+                f"layers must list single block numbers, got the group "
+                f"{item!r}"
+            )
         labels.append(label)
         groups.append(frozenset(b - 1 for b in blocks))
     return labels, groups
@@ -240,16 +266,19 @@ def _parse_heads(heads, n_heads: int) -> list[int]:
     if heads is None:
         return list(range(n_heads))
     if isinstance(heads, (str, bytes)) or not isinstance(heads, (Iterable, np.ndarray)):
-        raise InvalidRequestError(f"heads must be None or a list of 0-based head indices, not "
-                                  f"{type(heads).__name__}")
+        raise InvalidRequestError(
+            f"heads must be None or a list of 0-based head indices, not {type(heads).__name__}"
+        )
     out = []
     for item in heads:
         if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
-            raise InvalidRequestError(f"each entry of heads must be a 0-based head index, got "
-                                      f"{item!r}")
+            raise InvalidRequestError(
+                f"each entry of heads must be a 0-based head index, got {item!r}"
+            )
         if not 0 <= int(item) < n_heads:
-            raise InvalidRequestError(f"heads are numbered 0 … {n_heads - 1} ({n_heads} heads "
-                                      f"per block); got {int(item)}")
+            raise InvalidRequestError(
+                f"heads are numbered 0 … {n_heads - 1} ({n_heads} heads per block); got {int(item)}"
+            )
         out.append(int(item))
     return out
 
@@ -264,20 +293,23 @@ def _part_modules(adapter, part: str) -> tuple[nn.Module, ...]:
             f"part={part!r} is not supported for post-norm {name} (config "
             f"do_layer_norm_before=False, e.g. OPT-350m): a norm follows each residual sum, so "
             f"the attention's and the MLP's outputs are not terms of the residual stream and "
-            f"'removing their write' is undefined; ablate whole blocks (part='block') instead")
+            f"'removing their write' is undefined; ablate whole blocks (part='block') instead"
+        )
     if part == "head":
         if not adapter.heads_split:
             raise UnsupportedModelError(
                 f"part='head' is not available for {name}: a norm sits between the attention's "
                 f"output projection and the residual stream, so the attention's write is not "
                 f"a sum of one write per head and one head cannot be removed alone; use "
-                f"part='attn' to remove the block's whole attention write")
+                f"part='attn' to remove the block's whole attention write"
+            )
         return adapter.require_heads()
     modules = adapter.attn_write_modules if part == "attn" else adapter.mlp_write_modules
     if not modules:
         raise UnsupportedModelError(
             f"{name} has no {part}_write module in the family table; add it to its entry in "
-            f"iglens_viz/adapters/families.py")
+            f"iglens_viz/adapters/families.py"
+        )
     return modules
 
 
@@ -294,8 +326,13 @@ class _AblationHooks:
     replaces head slices of its input (``rows[i]``: a ``[rows, H]`` bool mask).
     """
 
-    def __init__(self, blocks: Sequence[nn.Module], mode: str, part: str = "block",
-                 updates: torch.Tensor | None = None):
+    def __init__(
+        self,
+        blocks: Sequence[nn.Module],
+        mode: str,
+        part: str = "block",
+        updates: torch.Tensor | None = None,
+    ):
         self.blocks = blocks
         self.mode = mode
         self.part = part
@@ -336,6 +373,7 @@ class _AblationHooks:
                 replacement = inp + update.mean(dim=1, keepdim=True)
             mask = mask.to(out.device).view(-1, *([1] * (out.dim() - 1)))
             return replace_block_output(output, torch.where(mask, replacement.to(out.dtype), out))
+
         return hook
 
     def _replacement(self, x: torch.Tensor) -> torch.Tensor:
@@ -354,6 +392,7 @@ class _AblationHooks:
             mask = mask.to(out.device).view(-1, *([1] * (write.dim() - 1)))
             new = torch.where(mask, self._replacement(write), write)
             return replace_block_output(output, new.reshape(out.shape))
+
         return hook
 
     def _head_hook(self, index: int):
@@ -368,18 +407,22 @@ class _AblationHooks:
             mask = mask.to(x.device).view(rows, *([1] * (z.dim() - 3)), n_heads, 1)
             new = torch.where(mask, self._replacement(z), z)
             return put(new.reshape(x.shape))
+
         return hook
 
 
 def _given_updates(updates, part: str, n: int, T: int) -> torch.Tensor:
     """``updates`` checked: ``[n, T, d]`` block updates, only for whole blocks."""
     if part != "block":
-        raise InvalidRequestError(f"updates= replaces whole blocks' updates; part={part!r} "
-                                  f"ablates a part")
+        raise InvalidRequestError(
+            f"updates= replaces whole blocks' updates; part={part!r} ablates a part"
+        )
     updates = torch.as_tensor(updates)
     if updates.dim() != 3 or updates.shape[:2] != (n, T) or not updates.is_floating_point():
-        raise InvalidRequestError(f"updates must be a float array [n={n}, T={T}, d] of block "
-                                  f"updates, got shape {tuple(updates.shape)}")
+        raise InvalidRequestError(
+            f"updates must be a float array [n={n}, T={T}, d] of block "
+            f"updates, got shape {tuple(updates.shape)}"
+        )
     return updates
 
 
@@ -404,11 +447,20 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", layers=None,
-           mode: AblationMode = "zero",
-           batch_size: int | None = None, *,
-           memory_budget: int = DEFAULT_MEMORY_BUDGET, part: AblationPart = "block",
-           heads=None, updates=None) -> AblationResult:
+def ablate(
+    model: nn.Module,
+    tokenizer,
+    text,
+    target: TargetSpec = "predicted",
+    layers=None,
+    mode: AblationMode = "zero",
+    batch_size: int | None = None,
+    *,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    part: AblationPart = "block",
+    heads=None,
+    updates=None,
+) -> AblationResult:
     """Drop in each position's target probability when a block, or one part of it (its
     attention, its MLP, one attention head), adds nothing to the stream.
 
@@ -470,20 +522,24 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
     Returns an :class:`AblationResult`.
     """
     if part not in ABLATION_PARTS:
-        raise InvalidRequestError(f"unknown ablation part {part!r}; choose one of "
-                                  f"{', '.join(ABLATION_PARTS)}")
+        raise InvalidRequestError(
+            f"unknown ablation part {part!r}; choose one of {', '.join(ABLATION_PARTS)}"
+        )
     if heads is not None and part != "head":
         whole = "blocks" if part == "block" else f"{part} writes"
-        raise InvalidRequestError(f"heads= selects heads for part='head'; part={part!r} "
-                                  f"ablates whole {whole}")
+        raise InvalidRequestError(
+            f"heads= selects heads for part='head'; part={part!r} ablates whole {whole}"
+        )
     if mode not in ABLATION_MODES:
-        raise InvalidRequestError(f"unknown ablation mode {mode!r}; choose one of "
-                                  f"{', '.join(ABLATION_MODES)}")
-    if batch_size is not None and (isinstance(batch_size, bool) or
-                                   not isinstance(batch_size, (int, np.integer)) or
-                                   batch_size < 1):
-        raise InvalidRequestError(f"batch_size must be None or an integer >= 1, got "
-                                  f"{batch_size!r}")
+        raise InvalidRequestError(
+            f"unknown ablation mode {mode!r}; choose one of {', '.join(ABLATION_MODES)}"
+        )
+    if batch_size is not None and (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, (int, np.integer))
+        or batch_size < 1
+    ):
+        raise InvalidRequestError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
     adapter = adapter_for(model)
     n = adapter.n_blocks
     modules = _part_modules(adapter, part)
@@ -511,17 +567,18 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
         clean = _target_probs(clean_logits, y)[0].double().cpu().numpy()
         del clean_logits
 
-        batch_size = int(ablation_rows(T, vocab, memory_budget) if batch_size is None
-                         else batch_size)
+        batch_size = int(
+            ablation_rows(T, vocab, memory_budget) if batch_size is None else batch_size
+        )
         ablated = np.empty((T, len(groups)), dtype=np.float64)
         with _AblationHooks(modules, mode, part, updates) as hooks:
             for start in range(0, len(groups), batch_size):
-                chunk = groups[start:start + batch_size]
+                chunk = groups[start : start + batch_size]
                 hooks.rows = {}
                 for block in sorted(set().union(*chunk)):
                     hooks.rows[block] = torch.tensor([block in g for g in chunk])
                 if column_heads is not None:  # [rows, H]: the head each row ablates
-                    chunk_heads = torch.as_tensor(column_heads[start:start + batch_size])
+                    chunk_heads = torch.as_tensor(column_heads[start : start + batch_size])
                     for block, rows in hooks.rows.items():
                         index = rows.nonzero().squeeze(1)
                         mask = torch.zeros(len(chunk), adapter.n_heads, dtype=torch.bool)
@@ -529,7 +586,7 @@ def ablate(model: nn.Module, tokenizer, text, target: TargetSpec = "predicted", 
                         hooks.rows[block] = mask
                 logits = _forward(model, batch_ids.expand(len(chunk), -1))
                 probs = _target_probs(logits, y)  # [rows, T]
-                ablated[:, start:start + len(chunk)] = probs.T.double().cpu().numpy()
+                ablated[:, start : start + len(chunk)] = probs.T.double().cpu().numpy()
                 del logits, probs
 
     clean[missing] = np.nan

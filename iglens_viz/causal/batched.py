@@ -44,9 +44,14 @@ class _Stop(Exception):
 
 
 @torch.no_grad()
-def ablated_probabilities(model: nn.Module, adapter, readout: Readout,
-                          jobs: list[AblationJob], *,
-                          memory_budget: int = DEFAULT_MEMORY_BUDGET) -> list[np.ndarray]:
+def ablated_probabilities(
+    model: nn.Module,
+    adapter,
+    readout: Readout,
+    jobs: list[AblationJob],
+    *,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> list[np.ndarray]:
     """``(T, n)`` per job: the readout's target probability at h_n when each block is
     ablated (NaN where there is no target).
 
@@ -62,7 +67,7 @@ def ablated_probabilities(model: nn.Module, adapter, readout: Readout,
     per_pass = activation_rows(model, longest, memory_budget)
     device = input_device(model)
     for start in range(0, len(rows), per_pass):
-        chunk = rows[start:start + per_pass]
+        chunk = rows[start : start + per_pass]
         h_n = _ablated_final_states(model, adapter, jobs, chunk, device)
         _read_targets(readout, jobs, chunk, h_n, out, memory_budget)
     return out
@@ -91,11 +96,12 @@ def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
                 update = torch.zeros_like(new)
                 for k, u in enumerate(given):
                     if u is not None:
-                        update[k, :u.shape[1]] = u[block].to(new.device, new.dtype)
+                        update[k, : u.shape[1]] = u[block].to(new.device, new.dtype)
                 new = new + update
             h = h.clone()
             h[index] = new.to(h.dtype)
             return replace_block_output(output, h)
+
         return hook
 
     def keep_last(module, args, output):
@@ -124,14 +130,24 @@ def _read_targets(readout: Readout, jobs, chunk, h_n: torch.Tensor, out, budget)
         targets += np.asarray(jobs[j].target_ids)[where].tolist()
     if not row_index:
         return
-    states = h_n[torch.as_tensor(row_index, device=h_n.device),
-                 torch.as_tensor(positions, device=h_n.device)]
+    states = h_n[
+        torch.as_tensor(row_index, device=h_n.device), torch.as_tensor(positions, device=h_n.device)
+    ]
     ids = torch.as_tensor(targets)
-    rows, cols = block_plan(len(targets), readout.vocab_size, readout.dtype, budget,
-                            head_width=readout.head_block_width)
-    probs = torch.cat([readout.probability(states[r:r + rows], ids[r:r + rows],
-                                           block_columns=cols)
-                       for r in range(0, len(targets), rows)]).double().cpu().numpy()
+    rows, cols = block_plan(
+        len(targets), readout.vocab_size, readout.dtype, budget, head_width=readout.head_block_width
+    )
+    probs = (
+        torch.cat(
+            [
+                readout.probability(states[r : r + rows], ids[r : r + rows], block_columns=cols)
+                for r in range(0, len(targets), rows)
+            ]
+        )
+        .double()
+        .cpu()
+        .numpy()
+    )
     for k, (r, t) in enumerate(zip(row_index, positions)):
         j, block = chunk[r]
         out[j][t, block] = probs[k]

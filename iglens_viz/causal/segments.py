@@ -18,8 +18,13 @@ from ..core.inputs import is_position_index
 from ..errors import InvalidRequestError
 from .ablation import AblationMode, AblationPart, ablate
 
-__all__ = ["SegmentAblation", "ablate_segments", "is_position_index", "segment_drops",
-           "segment_parts"]
+__all__ = [
+    "SegmentAblation",
+    "ablate_segments",
+    "is_position_index",
+    "segment_drops",
+    "segment_parts",
+]
 
 
 class SegmentAblation(NamedTuple):
@@ -37,18 +42,32 @@ class SegmentAblation(NamedTuple):
     seconds: float
 
 
-def segment_drops(model: Any, tokenizer: Any, ids: Any, target: Any,
-                  plan: list[tuple[str, tuple[int, ...]]], *, mode: AblationMode = "zero",
-                  batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def segment_drops(
+    model: Any,
+    tokenizer: Any,
+    ids: Any,
+    target: Any,
+    plan: list[tuple[str, tuple[int, ...]]],
+    *,
+    mode: AblationMode = "zero",
+    batch_size: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(clean (T,), drops (T, k))``: the target probability of the unablated model and its
     drop when each segment of ``plan`` (:func:`segment_parts`) is ablated, one batched
     :func:`~iglens_viz.causal.ablate` call per part (``block``, ``attn``, ``mlp``)."""
     drops = clean = None
     for part in dict.fromkeys(what for what, _ in plan):
         cols = [j for j, (what, _) in enumerate(plan) if what == part]
-        res = ablate(model, tokenizer, ids, target=target, mode=mode,
-                     part=cast(AblationPart, part),
-                     layers=[_layer(plan[j][1]) for j in cols], batch_size=batch_size)
+        res = ablate(
+            model,
+            tokenizer,
+            ids,
+            target=target,
+            mode=mode,
+            part=cast(AblationPart, part),
+            layers=[_layer(plan[j][1]) for j in cols],
+            batch_size=batch_size,
+        )
         if drops is None:
             clean, drops = res.clean_probs, np.empty((len(res.clean_probs), len(plan)))
         drops[:, cols] = res.drop
@@ -61,8 +80,9 @@ def _layer(blocks: tuple[int, ...]) -> int | tuple[int, ...]:
     return blocks[0] if len(blocks) == 1 else blocks
 
 
-def ablate_segments(model, tokenizer, result, position: int, *, mode: str = "zero"
-                    ) -> SegmentAblation:
+def ablate_segments(
+    model, tokenizer, result, position: int, *, mode: str = "zero"
+) -> SegmentAblation:
     """The causal check of one token: the drop of the lens value f at ``position`` when each
     segment of ``result`` (an :class:`~iglens_viz.AttributionResult` of ``model``) is
     zero-ablated.
@@ -82,18 +102,18 @@ def ablate_segments(model, tokenizer, result, position: int, *, mode: str = "zer
         raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
     T = len(result.input_ids)
     if not is_position_index(position) or not int(position) < T:
-        raise InvalidRequestError(f"position {position!r} is not a position of this result "
-                                  f"(0 … {T - 1})")
+        raise InvalidRequestError(
+            f"position {position!r} is not a position of this result (0 … {T - 1})"
+        )
     p = int(position)
     target = int(result.target_ids[p])
     if target < 0:
-        raise InvalidRequestError(f"position {p} has no target: there is no probability to "
-                                  f"ablate")
+        raise InvalidRequestError(f"position {p} has no target: there is no probability to ablate")
     contrast = None if result.contrast_ids is None else int(result.contrast_ids[p])
     if contrast is not None and contrast < 0:
         contrast = None
     plan = segment_parts(result.boundaries)
-    ids = [int(i) for i in result.input_ids[:p + 1]]
+    ids = [int(i) for i in result.input_ids[: p + 1]]
     start = time.perf_counter()
     drops = np.zeros(len(plan))
     clean = 0.0
@@ -105,5 +125,6 @@ def ablate_segments(model, tokenizer, result, position: int, *, mode: str = "zer
         unablated, dropped = segment_drops(model, tokenizer, ids, measured, plan, mode=mode)
         drops += sign * dropped[p]
         clean += sign * float(unablated[p])
-    return SegmentAblation(p, drops, clean, [what for what, _ in plan], target, contrast,
-                           time.perf_counter() - start)
+    return SegmentAblation(
+        p, drops, clean, [what for what, _ in plan], target, contrast, time.perf_counter() - start
+    )

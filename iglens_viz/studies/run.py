@@ -63,7 +63,7 @@ class StudyFolderError(IGLensError, RuntimeError):
 class Study:
     """The product of :func:`study`: one tidy table and what produced it."""
 
-    table: "object"
+    table: object
     """pandas DataFrame, one row per (prompt, position, segment); see :func:`study`."""
     metadata: dict = field(default_factory=dict)
     """Model, dtype, modes, reference set, seed, package version, request."""
@@ -71,7 +71,7 @@ class Study:
     @property
     def modes(self) -> list[str]:
         """The ablation modes measured (the table's ``drop_<mode>`` columns)."""
-        return [c[len("drop_"):] for c in self.table.columns if c.startswith("drop_")]
+        return [c[len("drop_") :] for c in self.table.columns if c.startswith("drop_")]
 
     def scores(self, seed: int = 0):
         """Per (mode, prompt, position, method) metrics; see
@@ -95,7 +95,7 @@ class Study:
         return write_report(self, folder, summary)
 
     @classmethod
-    def load(cls, folder) -> "Study":
+    def load(cls, folder) -> Study:
         """A study written by :func:`study` with ``out=folder`` (finished or not)."""
         folder = Path(folder)
         metadata = read_metadata(folder / "metadata.json")
@@ -104,8 +104,10 @@ class Study:
         tables, damaged = _read_part_files(folder)
         if damaged:
             path, reason = damaged[0]
-            raise StudyFolderError(f"the part {path} is damaged ({reason}); rerun the study "
-                                   f"with out={str(folder)!r} to redo it")
+            raise StudyFolderError(
+                f"the part {path} is damaged ({reason}); rerun the study "
+                f"with out={str(folder)!r} to redo it"
+            )
         return cls(_concat(tables), metadata)
 
 
@@ -121,11 +123,14 @@ def read_metadata(path) -> dict | None:
         reason = getattr(err, "strerror", None) or type(err).__name__
         if isinstance(err, json.JSONDecodeError):
             reason = f"not valid JSON: {err.msg} at line {err.lineno}"
-        raise StudyFolderError(f"{path} is damaged ({reason}); delete the folder {path.parent} "
-                               f"or choose another one") from None
+        raise StudyFolderError(
+            f"{path} is damaged ({reason}); delete the folder {path.parent} or choose another one"
+        ) from None
     if not isinstance(metadata, dict):
-        raise StudyFolderError(f"{path} is damaged (not a JSON object); delete the folder "
-                               f"{path.parent} or choose another one")
+        raise StudyFolderError(
+            f"{path} is damaged (not a JSON object); delete the folder "
+            f"{path.parent} or choose another one"
+        )
     return metadata
 
 
@@ -175,7 +180,7 @@ class _References:
         self.indices = list(indices)
         self.updates = []  # per reference prompt: [n, T_r, d] float32, CPU
         for first in range(0, len(self.indices), lens.cache_size):
-            batch = [ids[i] for i in self.indices[first:first + lens.cache_size]]
+            batch = [ids[i] for i in self.indices[first : first + lens.cache_size]]
             for trace in lens.traces(batch):
                 states = trace.states
                 self.updates.append((states[1:] - states[:-1]).float().cpu())
@@ -184,8 +189,8 @@ class _References:
         self.total = torch.zeros(n, longest, d)
         self.count = torch.zeros(longest)
         for u in self.updates:
-            self.total[:, :u.shape[1]] += u
-            self.count[:u.shape[1]] += 1
+            self.total[:, : u.shape[1]] += u
+            self.count[: u.shape[1]] += 1
 
     def mean(self, prompt: int, T: int) -> torch.Tensor:
         """``[n, T, d]`` the mean update of the *other* reference prompts at each position."""
@@ -196,14 +201,17 @@ class _References:
         count[:reach] = self.count[:reach]
         if prompt in self.indices:  # never the prompt itself
             own = self.updates[self.indices.index(prompt)]
-            total[:, :own.shape[1]] -= own[:, :T]
-            count[:own.shape[1]] -= 1
+            total[:, : own.shape[1]] -= own[:, :T]
+            count[: own.shape[1]] -= 1
         others = [u for i, u in zip(self.indices, self.updates) if i != prompt]
         if not others:
-            raise InvalidRequestError("mean ablation needs at least one other reference "
-                                      "prompt; use a larger reference set")
-        fallback = torch.cat([u.reshape(u.shape[0], -1, u.shape[2]) for u in others],
-                             dim=1).mean(1, keepdim=True)
+            raise InvalidRequestError(
+                "mean ablation needs at least one other reference "
+                "prompt; use a larger reference set"
+            )
+        fallback = torch.cat([u.reshape(u.shape[0], -1, u.shape[2]) for u in others], dim=1).mean(
+            1, keepdim=True
+        )
         out = total / count.clamp(min=1)[None, :, None]
         return torch.where(count[None, :, None] > 0, out, fallback.expand_as(out))
 
@@ -211,12 +219,16 @@ class _References:
         """``[n, T, d]`` another reference prompt's updates at the same positions."""
         order = [k for k, i in enumerate(self.indices) if i != prompt]
         if not order:
-            raise InvalidRequestError("resample ablation needs at least one other reference "
-                                      "prompt; use a larger reference set")
+            raise InvalidRequestError(
+                "resample ablation needs at least one other reference "
+                "prompt; use a larger reference set"
+            )
         start = next((k for k in order if self.indices[k] > prompt), order[0])
-        ring = order[order.index(start):] + order[:order.index(start)]
-        k = next((k for k in ring if self.updates[k].shape[1] >= T),
-                 max(ring, key=lambda k: self.updates[k].shape[1]))
+        ring = order[order.index(start) :] + order[: order.index(start)]
+        k = next(
+            (k for k in ring if self.updates[k].shape[1] >= T),
+            max(ring, key=lambda k: self.updates[k].shape[1]),
+        )
         u = self.updates[k]
         if u.shape[1] >= T:
             return u[:, :T]
@@ -244,34 +256,55 @@ def _lens_readings(lens: IGLens, traces, ys: list[torch.Tensor]):
     streamed together, under the lens's memory budget, as the readout map streams)."""
     readout = lens.readout
     ys = [y.to(readout.device) for y in ys]
-    frozen = [readout.features(t.states, frozen_scale=readout.norm_scale(t.states[-1]))
-              for t in traces]
+    frozen = [
+        readout.features(t.states, frozen_scale=readout.norm_scale(t.states[-1])) for t in traces
+    ]
     flat = torch.cat([f.reshape(-1, f.shape[-1]) for f in frozen])
-    rows, cols = block_plan(flat.shape[0], readout.vocab_size, readout.dtype,
-                            lens.memory_budget, head_width=readout.head_block_width)
-    lse = torch.cat([readout.log_normalizer(flat[r:r + rows], block_columns=cols)
-                     for r in range(0, flat.shape[0], rows)])
+    rows, cols = block_plan(
+        flat.shape[0],
+        readout.vocab_size,
+        readout.dtype,
+        lens.memory_budget,
+        head_width=readout.head_block_width,
+    )
+    lse = torch.cat(
+        [
+            readout.log_normalizer(flat[r : r + rows], block_columns=cols)
+            for r in range(0, flat.shape[0], rows)
+        ]
+    )
     out, start = [], 0
     for trace, f, y in zip(traces, frozen, ys):
         size = f.shape[0] * f.shape[1]
-        frozen_p = target_probability(readout.target_logits(f, y),
-                                      lse[start:start + size].reshape(f.shape[:-1]))
+        frozen_p = target_probability(
+            readout.target_logits(f, y), lse[start : start + size].reshape(f.shape[:-1])
+        )
         start += size
         logits = readout.target_logits(trace.features, y)
         top1 = trace.top_ids[..., 0] == y
-        out.append((logits.double().cpu().numpy(), top1.cpu().numpy(),
-                    frozen_p.double().cpu().numpy()))
+        out.append(
+            (logits.double().cpu().numpy(), top1.cpu().numpy(), frozen_p.double().cpu().numpy())
+        )
     return out
 
 
-def _batch_rows(lens, model, tokenizer, batch: list[int], items: list[StudyPrompt], ids,
-                modes, references: _References | None) -> list[dict]:
+def _batch_rows(
+    lens,
+    model,
+    tokenizer,
+    batch: list[int],
+    items: list[StudyPrompt],
+    ids,
+    modes,
+    references: _References | None,
+) -> list[dict]:
     """The table's columns for a batch of prompts (one dict per prompt): their forward
     passes, readouts and ablations run together (see :func:`_prompt_rows`)."""
     lens.clear_cache()  # a batch's rows come from its own passes, whatever ran before
     traces = lens.traces([ids[i] for i in batch])
-    results = [lens.attribute(ids[i], target=_targets(tokenizer, items[i], ids[i].numel()))
-               for i in batch]
+    results = [
+        lens.attribute(ids[i], target=_targets(tokenizer, items[i], ids[i].numel())) for i in batch
+    ]
     target_ids = [np.asarray(r.target_ids) for r in results]
     ys = [torch.as_tensor(np.where(t >= 0, t, 0)) for t in target_ids]
     readings = _lens_readings(lens, traces, ys)
@@ -285,8 +318,11 @@ def _batch_rows(lens, model, tokenizer, batch: list[int], items: list[StudyPromp
             elif mode == "resample":
                 updates = references.donor(i, T)
             jobs.append(AblationJob(ids[i], targets, updates))
-    ablated = iter(ablated_probabilities(model, lens.adapter, lens.readout, jobs,
-                                         memory_budget=lens.memory_budget))
+    ablated = iter(
+        ablated_probabilities(
+            model, lens.adapter, lens.readout, jobs, memory_budget=lens.memory_budget
+        )
+    )
     rows = []
     for i, result, reading in zip(batch, results, readings):
         drops = {mode: result.final_probs[:, None] - next(ablated) for mode in modes}
@@ -303,8 +339,7 @@ def _prompt_rows(index: int, prompt: StudyPrompt, result, readings, drops: dict)
     position = np.repeat(keep, n)
     segment = np.tile(np.arange(n), len(keep))
     onset = result.onset_segment[keep]
-    monotone = np.array([is_monotone(result.contributions[t], result.delta_p[t])
-                         for t in keep])
+    monotone = np.array([is_monotone(result.contributions[t], result.delta_p[t]) for t in keep])
     rows = {
         "prompt": np.full(len(position), index),
         "position": position,
@@ -333,10 +368,20 @@ def _prompt_rows(index: int, prompt: StudyPrompt, result, readings, drops: dict)
     return rows
 
 
-def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
-          reference: int = 32, seed: int = 0, out=None, limit: int | None = None,
-          progress: bool = True, dtype: torch.dtype = torch.float32,
-          batch_size: int = 16) -> Study:
+def study(
+    model,
+    tokenizer,
+    prompts,
+    *,
+    modes: Sequence[str] = STUDY_MODES,
+    reference: int = 32,
+    seed: int = 0,
+    out=None,
+    limit: int | None = None,
+    progress: bool = True,
+    dtype: torch.dtype = torch.float32,
+    batch_size: int = 16,
+) -> Study:
     """Run IG-Lens, the logit-lens readings and the block ablations over many prompts.
 
     Parameters
@@ -386,11 +431,12 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
 
     unknown = [m for m in modes if m not in STUDY_MODES]
     if unknown or not modes:
-        raise InvalidRequestError(f"unknown ablation modes {unknown}; choose among "
-                                  f"{', '.join(STUDY_MODES)}")
+        raise InvalidRequestError(
+            f"unknown ablation modes {unknown}; choose among {', '.join(STUDY_MODES)}"
+        )
     items = load_study_prompts(prompts)
     if limit is not None:
-        items = items[:int(limit)]
+        items = items[: int(limit)]
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     if out is not None:
@@ -399,17 +445,28 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
     ids = [lens.input_ids(p.text) for p in items]
     rng = np.random.default_rng(seed)
     needs_references = any(m in ("mean", "resample") for m in modes)
-    ref_indices = sorted(rng.choice(len(items), size=min(int(reference), len(items)),
-                                    replace=False).tolist()) if needs_references else []
+    ref_indices = (
+        sorted(rng.choice(len(items), size=min(int(reference), len(items)), replace=False).tolist())
+        if needs_references
+        else []
+    )
     metadata = {
         "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
-        "dtype": str(next(model.parameters()).dtype), "readout_dtype": str(dtype),
+        "dtype": str(next(model.parameters()).dtype),
+        "readout_dtype": str(dtype),
         "modes": list(modes),
-        "reference": ref_indices, "seed": int(seed), "n_prompts": len(items),
+        "reference": ref_indices,
+        "seed": int(seed),
+        "n_prompts": len(items),
         "prompts": prompts if isinstance(prompts, str) else "(given)",
         "version": __version__,
-        "request": {"boundaries": "all", "estimator": "prediction_aware", "steps": 1,
-                    "chat": False, "target": "the answer's first token, or predicted"},
+        "request": {
+            "boundaries": "all",
+            "estimator": "prediction_aware",
+            "steps": 1,
+            "chat": False,
+            "target": "the answer's first token, or predicted",
+        },
     }
     folder = None if out is None else Path(out)
     shard = _Shard.from_launcher()
@@ -424,7 +481,7 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
     tables = []
     started = time.perf_counter()
     for first in range(0, len(todo), batch_size):
-        batch = todo[first:first + batch_size]
+        batch = todo[first : first + batch_size]
         rows = _batch_rows(lens, model, tokenizer, batch, items, ids, modes, references)
         part = pd.DataFrame({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
         if folder is not None:
@@ -438,8 +495,11 @@ def study(model, tokenizer, prompts, *, modes: Sequence[str] = STUDY_MODES,
         table = _read_parts(folder) if shard.rank == 0 else tables
     else:
         table = shard.gather(tables)
-    table = (pd.concat(table, ignore_index=True) if table else pd.DataFrame()) \
-        if isinstance(table, list) else table
+    table = (
+        (pd.concat(table, ignore_index=True) if table else pd.DataFrame())
+        if isinstance(table, list)
+        else table
+    )
     if len(table):
         table = table.sort_values(["prompt", "position", "segment"], ignore_index=True)
     return Study(table, metadata)
@@ -459,7 +519,7 @@ class _Shard:
     world: int = 1
 
     @classmethod
-    def from_launcher(cls) -> "_Shard":
+    def from_launcher(cls) -> _Shard:
         import os
 
         world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -509,12 +569,19 @@ class _Shard:
 def _progress(total: int, done: int, show: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=done, disable=not show, unit="prompt",
-                desc="iglens study")
+    return tqdm(total=total, initial=done, disable=not show, unit="prompt", desc="iglens study")
 
 
-_SETTINGS = ("model", "dtype", "readout_dtype", "modes", "reference", "seed", "n_prompts",
-             "prompts")
+_SETTINGS = (
+    "model",
+    "dtype",
+    "readout_dtype",
+    "modes",
+    "reference",
+    "seed",
+    "n_prompts",
+    "prompts",
+)
 """What must match for a folder to resume a study (the number of processes need not)."""
 
 
@@ -527,20 +594,25 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "parts").mkdir(exist_ok=True)
     except OSError as err:
-        raise OutputFileError(f"cannot create the study folder {folder}: "
-                              f"{err.strerror or err}") from None
+        raise OutputFileError(
+            f"cannot create the study folder {folder}: {err.strerror or err}"
+        ) from None
     meta_path = folder / "metadata.json"
     old = read_metadata(meta_path)
     if old is not None:
         changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
         if changed:
-            raise InvalidRequestError(f"{folder} holds another study (it differs in "
-                                      f"{', '.join(changed)}); use a new folder")
+            raise InvalidRequestError(
+                f"{folder} holds another study (it differs in "
+                f"{', '.join(changed)}); use a new folder"
+            )
     else:
         if _part_files(folder):
-            raise StudyFolderError(f"{folder} holds parts of a study but no metadata.json, "
-                                   f"so they cannot be checked against this one; use a new "
-                                   f"folder")
+            raise StudyFolderError(
+                f"{folder} holds parts of a study but no metadata.json, "
+                f"so they cannot be checked against this one; use a new "
+                f"folder"
+            )
         write_atomic(meta_path, json.dumps(metadata, indent=1))
     tables, damaged = _read_part_files(folder)
     for path, reason in damaged:
@@ -548,11 +620,15 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
         try:
             path.replace(aside)
         except OSError as err:
-            raise StudyFolderError(f"the part {path} is damaged ({reason}) and cannot be "
-                                   f"moved aside ({err.strerror or err}); delete it to redo "
-                                   f"its prompts") from None
-        warnings.warn(f"the part {path} is damaged ({reason}); moved to {aside.name}, its "
-                      f"prompts are redone", stacklevel=2)
+            raise StudyFolderError(
+                f"the part {path} is damaged ({reason}) and cannot be "
+                f"moved aside ({err.strerror or err}); delete it to redo "
+                f"its prompts"
+            ) from None
+        warnings.warn(
+            f"the part {path} is damaged ({reason}); moved to {aside.name}, its prompts are redone",
+            stacklevel=2,
+        )
     table = _concat(tables)
     return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
 

@@ -54,15 +54,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.result import onset_segments
-from ..core.stats import argmax_rows as _argmax_rows, spearman_rows
+from ..core.stats import argmax_rows as _argmax_rows
+from ..core.stats import spearman_rows
 from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
 
 __all__ = [
-    "CLASSES", "CONSTANT_PREFIX", "DROP_PREFIX", "METRICS", "PREDICTORS", "Predictor",
-    "SCORE_COLUMNS", "SUMMARY_COLUMNS", "TABLE_COLUMNS", "best_constant",
-    "bootstrap_interval", "constant_name", "headline", "method_names", "predict", "score",
-    "spearman_rows", "summarize",
+    "CLASSES",
+    "CONSTANT_PREFIX",
+    "DROP_PREFIX",
+    "METRICS",
+    "PREDICTORS",
+    "Predictor",
+    "SCORE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "TABLE_COLUMNS",
+    "best_constant",
+    "bootstrap_interval",
+    "constant_name",
+    "headline",
+    "method_names",
+    "predict",
+    "score",
+    "spearman_rows",
+    "summarize",
 ]
 
 CONSTANT_PREFIX = "block_"
@@ -71,9 +86,19 @@ CONSTANT_PREFIX = "block_"
 DROP_PREFIX = "drop_"
 """Prefix of the ablation-drop columns of the table: ``drop_<mode>``."""
 
-TABLE_COLUMNS = ("prompt", "position", "segment", "contribution", "lens_prob_start",
-                 "lens_prob_end", "lens_logit_start", "lens_logit_end", "top1_end",
-                 "frozen_prob_start", "frozen_prob_end")
+TABLE_COLUMNS = (
+    "prompt",
+    "position",
+    "segment",
+    "contribution",
+    "lens_prob_start",
+    "lens_prob_end",
+    "lens_logit_start",
+    "lens_logit_end",
+    "top1_end",
+    "frozen_prob_start",
+    "frozen_prob_end",
+)
 """Columns the scored table must have (besides at least one ``drop_<mode>``): ``prompt``
 (int), ``position`` (int), ``segment`` (0..k−1; segment j covers block j+1),
 ``contribution`` (IG-Lens contribution of the segment), ``lens_prob_start``/``_end``
@@ -91,15 +116,38 @@ CLASSES = ("all", "monotone", "non_monotone", "onset_last", "onset_not_last")
 (:func:`iglens_viz.core.trajectory.is_monotone`); tokens whose IG-Lens onset is (not) the last
 block."""
 
-SCORE_COLUMNS = ("mode", "prompt", "position", "method", "predicted", "agreement",
-                 "hit_at_3", "rho", "monotone", "onset_last")
+SCORE_COLUMNS = (
+    "mode",
+    "prompt",
+    "position",
+    "method",
+    "predicted",
+    "agreement",
+    "hit_at_3",
+    "rho",
+    "monotone",
+    "onset_last",
+)
 """Columns of :func:`score`'s output, one row per (mode, prompt, position, method)."""
 
-SUMMARY_COLUMNS = ("mode", "method", "token_class",
-                   "agreement", "agreement_lo", "agreement_hi",
-                   "hit_at_3", "hit_at_3_lo", "hit_at_3_hi",
-                   "rho", "rho_lo", "rho_hi",
-                   "n_tokens", "n_prompts", "n_rho", "best_constant")
+SUMMARY_COLUMNS = (
+    "mode",
+    "method",
+    "token_class",
+    "agreement",
+    "agreement_lo",
+    "agreement_hi",
+    "hit_at_3",
+    "hit_at_3_lo",
+    "hit_at_3_hi",
+    "rho",
+    "rho_lo",
+    "rho_hi",
+    "n_tokens",
+    "n_prompts",
+    "n_rho",
+    "best_constant",
+)
 """Columns of :func:`summarize`'s output, one row per (mode, method, token class)."""
 
 _TOKEN = ("prompt", "position")
@@ -166,20 +214,49 @@ class Predictor:
     """Whether the rule draws from the generator (its results depend on the seed)."""
 
 
-PREDICTORS: dict[str, Predictor] = {p.name: p for p in (
-    Predictor("ig_lens", ("contribution",), _ig_lens,
-              "IG-Lens onset: the segment with the largest signed contribution"),
-    Predictor("logit_lens_first_top1", ("top1_end",), _first_top1,
-              "logit lens: the first block after which the target is top-1"),
-    Predictor("logit_jump", ("lens_logit_start", "lens_logit_end"), _logit_jump,
-              "logit lens: the largest increase of the target's lens logit"),
-    Predictor("frozen_norm", ("frozen_prob_start", "frozen_prob_end"), _frozen_norm,
-              "linearised: the largest |Δ lens probability| with the final norm frozen"),
-    Predictor("random", ("contribution",), _random,
-              "a uniformly random block (scores: a random permutation)", random=True),
-    Predictor("shuffled", ("contribution",), _shuffled,
-              "IG-Lens contributions shuffled within the token", random=True),
-)}
+PREDICTORS: dict[str, Predictor] = {
+    p.name: p
+    for p in (
+        Predictor(
+            "ig_lens",
+            ("contribution",),
+            _ig_lens,
+            "IG-Lens onset: the segment with the largest signed contribution",
+        ),
+        Predictor(
+            "logit_lens_first_top1",
+            ("top1_end",),
+            _first_top1,
+            "logit lens: the first block after which the target is top-1",
+        ),
+        Predictor(
+            "logit_jump",
+            ("lens_logit_start", "lens_logit_end"),
+            _logit_jump,
+            "logit lens: the largest increase of the target's lens logit",
+        ),
+        Predictor(
+            "frozen_norm",
+            ("frozen_prob_start", "frozen_prob_end"),
+            _frozen_norm,
+            "linearised: the largest |Δ lens probability| with the final norm frozen",
+        ),
+        Predictor(
+            "random",
+            ("contribution",),
+            _random,
+            "a uniformly random block (scores: a random permutation)",
+            random=True,
+        ),
+        Predictor(
+            "shuffled",
+            ("contribution",),
+            _shuffled,
+            "IG-Lens contributions shuffled within the token",
+            random=True,
+        ),
+    )
+}
 """The non-constant methods, by name, in report order. The constants ``block_<L>`` (one per
 block, L = 1..k) depend on k and are made by :func:`method_names` / :func:`predict`."""
 
@@ -192,7 +269,7 @@ def constant_name(block: int) -> str:
 def _constant_block(name: str) -> int | None:
     if not name.startswith(CONSTANT_PREFIX):
         return None
-    tail = name[len(CONSTANT_PREFIX):]
+    tail = name[len(CONSTANT_PREFIX) :]
     return int(tail) if tail.isdigit() else None
 
 
@@ -243,12 +320,19 @@ def predict(method: str, arrays: Arrays, seed: int = 0) -> Prediction:
         missing = [c for c in p.columns if c not in a]
         if missing:
             raise InvalidRequestError(f"method {method!r} needs the columns {missing}")
-        cast = {c: (np.asarray(a[c], dtype=bool) if c == "top1_end"
-                    else np.asarray(a[c], dtype=np.float64)) for c in p.columns}
+        cast = {
+            c: (
+                np.asarray(a[c], dtype=bool)
+                if c == "top1_end"
+                else np.asarray(a[c], dtype=np.float64)
+            )
+            for c in p.columns
+        }
         predicted, scores = p.fn(cast, _rng(seed, method))
     else:
-        raise InvalidRequestError(f"unknown method {method!r}: use one of {list(PREDICTORS)} "
-                                  f"or {CONSTANT_PREFIX}<L>")
+        raise InvalidRequestError(
+            f"unknown method {method!r}: use one of {list(PREDICTORS)} or {CONSTANT_PREFIX}<L>"
+        )
     if single:
         return int(predicted[0]), (None if scores is None else scores[0])
     return predicted, scores
@@ -267,8 +351,7 @@ def _token_metrics(predicted: np.ndarray, scores, drops: np.ndarray):
     hits = (top == predicted[:, None]) & top_ok & (predicted[:, None] >= 0)
     agreement = hits[:, 0]
     hit3 = hits.any(axis=1)
-    rho = (np.full(len(predicted), np.nan) if scores is None
-           else spearman_rows(scores, drops))
+    rho = np.full(len(predicted), np.nan) if scores is None else spearman_rows(scores, drops)
     return agreement, hit3, rho
 
 
@@ -276,8 +359,11 @@ def _token_metrics(predicted: np.ndarray, scores, drops: np.ndarray):
 
 
 def _modes(table, modes) -> list[str]:
-    present = [c[len(DROP_PREFIX):] for c in table.columns
-               if isinstance(c, str) and c.startswith(DROP_PREFIX)]
+    present = [
+        c[len(DROP_PREFIX) :]
+        for c in table.columns
+        if isinstance(c, str) and c.startswith(DROP_PREFIX)
+    ]
     if modes is None:
         if not present:
             raise InvalidRequestError("the table has no drop_<mode> column to score against")
@@ -285,10 +371,12 @@ def _modes(table, modes) -> list[str]:
     modes = [modes] if isinstance(modes, str) else list(modes)
     out = []
     for m in modes:
-        m = m[len(DROP_PREFIX):] if m.startswith(DROP_PREFIX) else m
+        m = m[len(DROP_PREFIX) :] if m.startswith(DROP_PREFIX) else m
         if m not in present:
-            raise InvalidRequestError(f"no column {DROP_PREFIX}{m} in the table "
-                                      f"(present: {[DROP_PREFIX + p for p in present]})")
+            raise InvalidRequestError(
+                f"no column {DROP_PREFIX}{m} in the table "
+                f"(present: {[DROP_PREFIX + p for p in present]})"
+            )
         out.append(m)
     return out
 
@@ -307,11 +395,13 @@ def _token_arrays(table, columns: Iterable[str]):
     complete = len(t) % k == 0
     if complete:
         n = len(t) // k
-        complete = (np.array_equal(seg.reshape(n, k), np.broadcast_to(np.arange(k), (n, k)))
-                    and bool((key.reshape(n, k, 2) == key.reshape(n, k, 2)[:, :1]).all()))
+        complete = np.array_equal(
+            seg.reshape(n, k), np.broadcast_to(np.arange(k), (n, k))
+        ) and bool((key.reshape(n, k, 2) == key.reshape(n, k, 2)[:, :1]).all())
     if not complete:
         raise InvalidRequestError(
-            f"every (prompt, position) needs exactly one row per segment 0..{k - 1}")
+            f"every (prompt, position) needs exactly one row per segment 0..{k - 1}"
+        )
     tokens = t.iloc[::k][list(_TOKEN)].reset_index(drop=True)
     arrays = {}
     for c in columns:
@@ -326,8 +416,14 @@ def _token_arrays(table, columns: Iterable[str]):
     return tokens, k, arrays
 
 
-def score(table, modes=None, seed: int = 0, *, methods=None,
-          nonmonotone_threshold: float = NONMONOTONE_THRESHOLD):
+def score(
+    table,
+    modes=None,
+    seed: int = 0,
+    *,
+    methods=None,
+    nonmonotone_threshold: float = NONMONOTONE_THRESHOLD,
+):
     """Score every method on every token against every ablation mode's drops.
 
     For each token (a (prompt, position) with all its k segments), each method names a
@@ -390,17 +486,19 @@ def score(table, modes=None, seed: int = 0, *, methods=None,
             needed.update(PREDICTORS[m].columns)
     missing = sorted(c for c in needed if c not in table.columns)
     if missing:
-        users = [m for m in methods if m in PREDICTORS
-                 and set(PREDICTORS[m].columns) & set(missing)]
-        raise InvalidRequestError(f"the table lacks the columns {missing}, needed by the "
-                                  f"methods {users} (pass methods=... to score fewer)")
+        users = [
+            m for m in methods if m in PREDICTORS and set(PREDICTORS[m].columns) & set(missing)
+        ]
+        raise InvalidRequestError(
+            f"the table lacks the columns {missing}, needed by the "
+            f"methods {users} (pass methods=... to score fewer)"
+        )
     drop_cols = [DROP_PREFIX + m for m in modes]
     tokens, k, arrays = _token_arrays(table, sorted(needed) + drop_cols)
 
     contributions = arrays["contribution"]
     delta_p = np.nansum(contributions, axis=1)
-    monotone = np.asarray(is_monotone(contributions, delta_p, nonmonotone_threshold),
-                          dtype=bool)
+    monotone = np.asarray(is_monotone(contributions, delta_p, nonmonotone_threshold), dtype=bool)
     onset_last = onset_segments(contributions) == k - 1
     predictions = {m: predict(m, arrays, seed) for m in methods}
 
@@ -416,18 +514,37 @@ def score(table, modes=None, seed: int = 0, *, methods=None,
             predicted = predicted[keep]
             scores = None if scores is None else scores[keep]
             agreement, hit3, rho = _token_metrics(predicted, scores, d)
-            frames.append(pd.DataFrame({
-                "mode": mode, "prompt": prompt, "position": position, "method": m,
-                "predicted": predicted.astype(np.int64), "agreement": agreement,
-                "hit_at_3": hit3, "rho": rho.astype(np.float64),
-                "monotone": monotone[keep], "onset_last": onset_last[keep],
-            }))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "mode": mode,
+                        "prompt": prompt,
+                        "position": position,
+                        "method": m,
+                        "predicted": predicted.astype(np.int64),
+                        "agreement": agreement,
+                        "hit_at_3": hit3,
+                        "rho": rho.astype(np.float64),
+                        "monotone": monotone[keep],
+                        "onset_last": onset_last[keep],
+                    }
+                )
+            )
     if not frames:
         return pd.DataFrame({c: [] for c in SCORE_COLUMNS})
     out = pd.concat(frames, ignore_index=True)
-    return out.astype({"prompt": "int64", "position": "int64", "predicted": "int64",
-                       "agreement": "bool", "hit_at_3": "bool", "rho": "float64",
-                       "monotone": "bool", "onset_last": "bool"})[list(SCORE_COLUMNS)]
+    return out.astype(
+        {
+            "prompt": "int64",
+            "position": "int64",
+            "predicted": "int64",
+            "agreement": "bool",
+            "hit_at_3": "bool",
+            "rho": "float64",
+            "monotone": "bool",
+            "onset_last": "bool",
+        }
+    )[list(SCORE_COLUMNS)]
 
 
 # --------------------------------------------------------------------------- bootstrap
@@ -438,12 +555,21 @@ def _cluster_weights(n_clusters: int, n_boot: int, rng: np.random.Generator) -> 
     (n_clusters draws with replacement per replicate)."""
     idx = rng.integers(0, n_clusters, size=(n_boot, n_clusters))
     flat = idx + (np.arange(n_boot) * n_clusters)[:, None]
-    return np.bincount(flat.ravel(), minlength=n_boot * n_clusters).reshape(
-        n_boot, n_clusters).astype(np.float64)
+    return (
+        np.bincount(flat.ravel(), minlength=n_boot * n_clusters)
+        .reshape(n_boot, n_clusters)
+        .astype(np.float64)
+    )
 
 
-def _bootstrap(values: np.ndarray, clusters: np.ndarray, n_boot: int,
-               rng: np.random.Generator, level: float, center: np.ndarray | None = None):
+def _bootstrap(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    level: float,
+    center: np.ndarray | None = None,
+):
     """Vectorised cluster bootstrap of nan-means of the columns of ``values`` ``(N, M)``.
 
     A replicate mean is the estimate's mean summed in another order, so a bound can pass
@@ -491,8 +617,7 @@ def _check_level(level: float) -> float:
     return level
 
 
-def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0,
-                       level: float = 0.95):
+def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
     """Percentile cluster-bootstrap interval of the mean of ``values``.
 
     The tokens of one prompt share the prompt's context, so they are not independent; the
@@ -529,8 +654,9 @@ def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0,
     v2 = v.reshape(len(v), -1)
     clusters = np.asarray(clusters).reshape(-1)
     if len(clusters) != len(v2):
-        raise InvalidRequestError(f"values and clusters differ in length: {len(v2)} vs "
-                                  f"{len(clusters)}")
+        raise InvalidRequestError(
+            f"values and clusters differ in length: {len(v2)} vs {len(clusters)}"
+        )
     lo, hi = _bootstrap(v2, clusters, int(n_boot), np.random.default_rng(seed), level)
     return (float(lo[0]), float(hi[0])) if one else (lo, hi)
 
@@ -541,8 +667,13 @@ def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0,
 def _class_masks(tokens) -> dict[str, np.ndarray]:
     mono = tokens["monotone"].to_numpy(dtype=bool)
     last = tokens["onset_last"].to_numpy(dtype=bool)
-    return {"all": np.ones(len(tokens), dtype=bool), "monotone": mono,
-            "non_monotone": ~mono, "onset_last": last, "onset_not_last": ~last}
+    return {
+        "all": np.ones(len(tokens), dtype=bool),
+        "monotone": mono,
+        "non_monotone": ~mono,
+        "onset_last": last,
+        "onset_not_last": ~last,
+    }
 
 
 def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
@@ -585,8 +716,11 @@ def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
     for mode in pd.unique(scores["mode"]):
         s = scores[scores["mode"] == mode]
         methods = list(pd.unique(s["method"]))
-        tokens = (s.drop_duplicates(list(_TOKEN))[[*_TOKEN, "monotone", "onset_last"]]
-                  .sort_values(list(_TOKEN)).reset_index(drop=True))
+        tokens = (
+            s.drop_duplicates(list(_TOKEN))[[*_TOKEN, "monotone", "onset_last"]]
+            .sort_values(list(_TOKEN))
+            .reset_index(drop=True)
+        )
         index = pd.MultiIndex.from_frame(tokens[list(_TOKEN)])
         wide = {}
         for metric in METRICS:
@@ -600,8 +734,9 @@ def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
                 point = np.nanmean(v, axis=0) if len(v) else np.full(v.shape[1], np.nan)
-            lo, hi = _bootstrap(v, prompts[mask], int(n_boot), np.random.default_rng(seed),
-                                level, center=point)
+            lo, hi = _bootstrap(
+                v, prompts[mask], int(n_boot), np.random.default_rng(seed), level, center=point
+            )
             n_tokens = int(mask.sum())
             n_prompts = int(len(np.unique(prompts[mask])))
             n_rho = np.isfinite(wide["rho"][mask]).sum(axis=0)
@@ -610,8 +745,7 @@ def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
                 row = {"mode": mode, "method": method, "token_class": cls}
                 for i, metric in enumerate(METRICS):
                     c = i * mm + j
-                    row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = \
-                        point[c], lo[c], hi[c]
+                    row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = point[c], lo[c], hi[c]
                 row.update(n_tokens=n_tokens, n_prompts=n_prompts, n_rho=int(n_rho[j]))
                 rows.append(row)
     out = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c != "best_constant"])
@@ -624,8 +758,9 @@ def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
             c = c.sort_values(["agreement", "_block"], ascending=[False, True], kind="stable")
             best = c.drop_duplicates(["mode", "token_class"]).index
             out.loc[best, "best_constant"] = True
-    return out.astype({"n_tokens": "int64", "n_prompts": "int64", "n_rho": "int64",
-                       "best_constant": "bool"})[list(SUMMARY_COLUMNS)]
+    return out.astype(
+        {"n_tokens": "int64", "n_prompts": "int64", "n_rho": "int64", "best_constant": "bool"}
+    )[list(SUMMARY_COLUMNS)]
 
 
 def best_constant(summary):
