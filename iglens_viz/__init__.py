@@ -10,7 +10,7 @@ where the views live, so ``result.widget()`` and ``result.to_html()`` work while
 never imports them.
 """
 
-from ._version import __version__
+from ._version import __version__ as __version__
 from .adapters import supported_families
 from .causal import ablate, validate_onset
 from .core import AttributionRequest, AttributionResult, IGLens, attribute

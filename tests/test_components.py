@@ -252,7 +252,7 @@ def test_components_for_a_few_positions_equal_the_whole_prompt_split():
     plain = lens.attribute(ids, steps=4)
     assert plain.component_shares is None
     with pytest.raises(AttributeError, match="components=True"):
-        plain.components
+        _ = plain.components
     some = lens.components(plain, [2, -1])
     whole = IGLens(model, None, dtype=torch.float64).attribute(ids, steps=4, components=True)
     # The same arithmetic per row; only the chunking of rows may differ.

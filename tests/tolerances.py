@@ -14,8 +14,9 @@ factor of 2 for second-order terms.
   against float64. The logsumexp sums V exponentials ≤ 1 pairwise (⌈log2 V⌉ u), each exp and
   the log are within an ulp (the log of a sum ≤ V: ln V · u absolute), each exp is taken
   as ``exp2((l − s) · log₂e)``, whose scaled argument adds (ln V + 1) · u (the softmax
-  mean of s − l is at most ln V), and its result |lse| ≤ L is rounded once; streamed in b vocabulary blocks, the b partial results are
-  combined in sequence (√b · L · u). A bound on |Δ log p|, so on |Δp| (p ≤ 1).
+  mean of s − l is at most ln V), and its result |lse| ≤ L is rounded once; streamed in b
+  vocabulary blocks, the b partial results are combined in sequence (√b · L · u). A bound on
+  |Δ log p|, so on |Δp| (p ≤ 1).
 * :func:`readout_tol`: softmax(post(head(norm(h)))) recomputed on the same states (the
   library against the model's own modules). Each side's logit carries at most ``3 √w u S``
   (the norm's mean over ≤ w terms, OPT's projection and the head's dot product of ≤ w
@@ -29,8 +30,9 @@ factor of 2 for second-order terms.
   Hoeffding at λ = 4), so ``|Δp| ≤ ½ ‖δl‖∞ ≤ (eps / 4)(L + 4R)``, R = max_v ‖z ∘ W_v‖₂.
 * :func:`sum_tol`: n numbers in [−1, 1], each rounded once (worst case): ``n · eps``.
 * :func:`forward_tol`: two forward passes of the same model that may use different kernels
-  (another batch size), at the precision the model really rounds in (:func:`forward_dtype`). Each of the ``depth`` blocks re-rounds the stream at most as much as
-  one readout of the same width and magnitude, and the errors add to first order:
+  (another batch size), at the precision the model really rounds in (:func:`forward_dtype`).
+  Each of the ``depth`` blocks re-rounds the stream at most as much as one readout of the
+  same width and magnitude, and the errors add to first order:
   ``depth · readout_tol``. It ignores how later blocks amplify an error, so the suite uses it
   only in float64, where it keeps orders of magnitude of slack.
 * :func:`midpoint_tol`: the m-step midpoint rule for ∫₀¹ g has ``|error| ≤ max|g''| / (24 m²)``;

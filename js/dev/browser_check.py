@@ -27,7 +27,8 @@ TIMING_JS = """async ({T}) => {
   const out = {};
   const tokens = el.querySelectorAll('[data-token-index]');
   const sync = [], painted = [];
-  for (const i of [Math.floor(T / 2), Math.floor(T / 3), T - 2, 5, Math.floor(T / 4), 7, 11, 17, 23]) {
+  const picks = [Math.floor(T / 2), Math.floor(T / 3), T - 2, 5, Math.floor(T / 4), 7, 11, 17, 23];
+  for (const i of picks) {
     await new Promise((r) => setTimeout(r, 30));
     const t0 = performance.now();
     tokens[i].click();
@@ -35,7 +36,8 @@ TIMING_JS = """async ({T}) => {
     sync.push(performance.now() - t0);
     await frame();
     painted.push(performance.now() - t0);
-    if (el.querySelector('.iglens-detail').getAttribute('data-selected-index') !== String(i)) out.error = 'detail did not follow';
+    const shown = el.querySelector('.iglens-detail').getAttribute('data-selected-index');
+    if (shown !== String(i)) out.error = 'detail did not follow';
   }
   const med = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)];
   out.click_median_ms = med(sync);

@@ -81,7 +81,8 @@ def test_selected_bottom_row_of_a_short_heatmap_is_in_view(classic_browser, tmp_
       const c = document.querySelector('.iglens-heatmap-canvas');
       const rowH = Number(c.dataset.rowHeight), headH = Number(c.dataset.headerHeight);
       const top = c.getBoundingClientRect().top;
-      return {rowBottom: top + headH + 5 * rowH, viewBottom: s.getBoundingClientRect().top + s.clientTop + s.clientHeight};
+      return {rowBottom: top + headH + 5 * rowH,
+              viewBottom: s.getBoundingClientRect().top + s.clientTop + s.clientHeight};
     }""")
     assert box["rowBottom"] <= box["viewBottom"] + 0.5, box
     context.close()

@@ -9,6 +9,7 @@ widget's Python-side state to a file at every change, so the test reads what Pyt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -149,60 +150,61 @@ def lab(tmp_path_factory):
         ANYWIDGET_HMR="0",
         PYTHONUNBUFFERED="1",
     )
-    log = open(root / "lab.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--allow-root",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={work}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ],
-        cwd=work,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited: {(root / 'lab.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"JupyterLab did not start: {(root / 'lab.log').read_text()[-3000:]}"
-                )
-            time.sleep(0.5)
-        yield {
-            "url": f"{base}/lab/tree/widget.ipynb?token={token}",
-            "state": state,
-            "out": out,
-            "log": root / "lab.log",
-            "host": f"127.0.0.1:{port}",
-        }
-    finally:
-        proc.terminate()
+    with open(root / "lab.log", "w") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "lab",
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={work}",
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ],
+            cwd=work,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            deadline = time.monotonic() + 120
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"JupyterLab exited: {(root / 'lab.log').read_text()[-3000:]}"
+                    )
+                try:
+                    with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"JupyterLab did not start: {(root / 'lab.log').read_text()[-3000:]}"
+                    )
+                time.sleep(0.5)
+            yield {
+                "url": f"{base}/lab/tree/widget.ipynb?token={token}",
+                "state": state,
+                "out": out,
+                "log": root / "lab.log",
+                "host": f"127.0.0.1:{port}",
+            }
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def wait_for(predicate, timeout: float = TIMEOUT / 1000, what: str = "condition"):
@@ -265,10 +267,8 @@ def lab_page(lab, page, tmp_path):
         raise
     finally:
         shot = tmp_path / "jupyterlab.png"
-        try:
+        with contextlib.suppress(Exception):  # best effort
             page.screenshot(path=str(shot), full_page=True)
-        except Exception:  # noqa: BLE001 - best effort
-            pass
         print(
             f"screenshot: {shot}\n--- JupyterLab log (tail) ---\n"
             f"{lab['log'].read_text(errors='replace')[-4000:]}"

@@ -263,7 +263,8 @@ def test_nonmonotone_tokens_are_marked_and_listed(page, page_url, result):
             """([x, y]) => {
           const c = document.querySelector('canvas.iglens-heatmap-canvas');
           const k = c.width / c.getBoundingClientRect().width;
-          return [...c.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k), 1, 1).data].slice(0, 3);
+          const px = c.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k), 1, 1);
+          return [...px.data].slice(0, 3);
         }""",
             [mark_x, row_y(g, row) - g["y"]],
         )
@@ -312,7 +313,8 @@ def test_charts_have_ticks_titles_legend_and_readable_labels(page, page_url, res
     smallest = page.evaluate("""() => {
       const root = document.querySelector('.iglens-root');
       const texts = [...root.querySelectorAll('*')].filter((e) =>
-        [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()) && e.getClientRects().length);
+        [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())
+        && e.getClientRects().length);
       return Math.min(...texts.map((e) => parseFloat(getComputedStyle(e).fontSize)));
     }""")
     assert smallest >= 14
@@ -390,8 +392,12 @@ def test_header_legend_tooltip_and_title_at_700px(page, page_url, result):
     g = geometry(page)
     page.mouse.move(g["x"] + g["w"] - 20, row_y(g, int(g["scrollTop"] // g["rowH"]) + 1))
     page.wait_for_selector(".iglens-tooltip:not([hidden])", timeout=TIMEOUT)
-    wrapped = page.evaluate("""() => [...document.querySelectorAll('.iglens-tooltip .iglens-tt-row, .iglens-tooltip .iglens-tt-head')]
-      .filter((e) => { const lh = parseFloat(getComputedStyle(e).fontSize) * 1.9; return e.getBoundingClientRect().height > lh; }).length""")
+    wrapped = page.evaluate("""() => [...document.querySelectorAll(
+        '.iglens-tooltip .iglens-tt-row, .iglens-tooltip .iglens-tt-head')]
+      .filter((e) => {
+        const lh = parseFloat(getComputedStyle(e).fontSize) * 1.9;
+        return e.getBoundingClientRect().height > lh;
+      }).length""")
     assert wrapped == 0
     # the page title names the model and the prompt
     title = page.title()
