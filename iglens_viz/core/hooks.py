@@ -19,11 +19,19 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["Hooks", "block_input", "block_output_states", "by_row", "projection_input",
-           "replace_block_output"]
+__all__ = [
+    "Hooks",
+    "block_input",
+    "block_output_states",
+    "by_row",
+    "projection_input",
+    "replace_block_output",
+]
 
-_BLOCK_OUTPUT = ("decoder block returned {kind}; expected a tensor or a tuple whose first item "
-                 "is the hidden states")
+_BLOCK_OUTPUT = (
+    "decoder block returned {kind}; expected a tensor or a tuple whose first item "
+    "is the hidden states"
+)
 
 
 class Hooks:
@@ -33,14 +41,16 @@ class Hooks:
     def __init__(self):
         self._handles: list[Any] = []
 
-    def after(self, module: nn.Module, hook: Callable[..., Any], *,
-              with_kwargs: bool = False) -> None:
+    def after(
+        self, module: nn.Module, hook: Callable[..., Any], *, with_kwargs: bool = False
+    ) -> None:
         """A forward hook: ``hook(module, args, output)`` (``args, kwargs, output`` with
         ``with_kwargs``) runs after ``module``; a value it returns replaces the output."""
         self._handles.append(module.register_forward_hook(hook, with_kwargs=with_kwargs))
 
-    def before(self, module: nn.Module, hook: Callable[..., Any], *,
-               with_kwargs: bool = False) -> None:
+    def before(
+        self, module: nn.Module, hook: Callable[..., Any], *, with_kwargs: bool = False
+    ) -> None:
         """A forward pre-hook: ``hook(module, args)`` (``args, kwargs`` with
         ``with_kwargs``) runs before ``module``; a value it returns replaces the input."""
         self._handles.append(module.register_forward_pre_hook(hook, with_kwargs=with_kwargs))
@@ -85,8 +95,10 @@ def block_input(args: tuple, kwargs: dict) -> torch.Tensor:
         return args[0]
     if "hidden_states" in kwargs:
         return kwargs["hidden_states"]
-    raise TypeError("cannot find the decoder block's input hidden states (neither positional "
-                    "argument 0 nor keyword 'hidden_states')")
+    raise TypeError(
+        "cannot find the decoder block's input hidden states (neither positional "
+        "argument 0 nor keyword 'hidden_states')"
+    )
 
 
 def by_row(x: torch.Tensor, rows: int) -> torch.Tensor:
@@ -96,13 +108,16 @@ def by_row(x: torch.Tensor, rows: int) -> torch.Tensor:
     return x.reshape(rows, -1, x.shape[-1])
 
 
-def projection_input(args: tuple, kwargs: dict
-                     ) -> tuple[torch.Tensor, Callable[[torch.Tensor], tuple[tuple, dict]]]:
+def projection_input(
+    args: tuple, kwargs: dict
+) -> tuple[torch.Tensor, Callable[[torch.Tensor], tuple[tuple, dict]]]:
     """The output projection's input and a function that puts a replacement in its place."""
     if args:
         return args[0], lambda new: ((new, *args[1:]), kwargs)
     key = next((k for k in ("input", "x", "hidden_states") if k in kwargs), None)
     if key is not None:
         return kwargs[key], lambda new: (args, {**kwargs, key: new})
-    raise TypeError("cannot find the attention output projection's input (neither positional "
-                    "argument 0 nor keyword 'input', 'x' or 'hidden_states')")
+    raise TypeError(
+        "cannot find the attention output projection's input (neither positional "
+        "argument 0 nor keyword 'input', 'x' or 'hidden_states')"
+    )

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "ablation_rows", "activation_rows", "block_plan",
-           "rows_within"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "ablation_rows", "activation_rows", "block_plan", "rows_within"]
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 """Bytes allowed for one chunk's logits and their temporaries."""
@@ -38,9 +37,15 @@ def rows_within(budget: int, per_row: int, limit: int | None = None) -> int:
     return rows if limit is None else min(int(limit), rows)
 
 
-def block_plan(n_rows: int, vocab_size: int, dtype: torch.dtype, budget_bytes: int,
-               copies: int = _LOGIT_COPIES, head_width: int = 0, row_width: int = 0
-               ) -> tuple[int, int]:
+def block_plan(
+    n_rows: int,
+    vocab_size: int,
+    dtype: torch.dtype,
+    budget_bytes: int,
+    copies: int = _LOGIT_COPIES,
+    head_width: int = 0,
+    row_width: int = 0,
+) -> tuple[int, int]:
     """(rows, vocabulary columns) of one logits block that fits in ``budget_bytes``.
 
     A block of r rows × c columns costs ``itemsize · (c · (copies · r + head_width) +
@@ -71,10 +76,7 @@ def activation_rows(model: torch.nn.Module, n_tokens: int, budget_bytes: int) ->
     head, in the model's dtype."""
     config = model.config
     d = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 1024)
-    ffn = int(getattr(config, "intermediate_size", 0) or getattr(config, "ffn_dim", 0)
-              or 4 * d)
-    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0)
-                or 16)
+    ffn = int(getattr(config, "intermediate_size", 0) or getattr(config, "ffn_dim", 0) or 4 * d)
+    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 16)
     itemsize = next(model.parameters()).element_size()
-    return rows_within(budget_bytes,
-                       itemsize * n_tokens * (8 * d + 3 * ffn + 2 * heads * n_tokens))
+    return rows_within(budget_bytes, itemsize * n_tokens * (8 * d + 3 * ffn + 2 * heads * n_tokens))

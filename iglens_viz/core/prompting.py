@@ -16,8 +16,9 @@ def wants_chat(chat, text_or_ids, tokenizer) -> bool:
     if chat == "auto":
         return isinstance(text_or_ids, str) and has_template
     if chat is True and not has_template:
-        raise InvalidRequestError("chat=True but the tokenizer has no chat template; pass "
-                                  "chat=False")
+        raise InvalidRequestError(
+            "chat=True but the tokenizer has no chat template; pass chat=False"
+        )
     return bool(chat)
 
 
@@ -26,28 +27,39 @@ def chat_prompt_ids(tokenizer, message: str) -> list[int]:
     import jinja2
 
     try:
-        text = tokenizer.apply_chat_template([{"role": "user", "content": message}],
-                                             tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+        )
     except jinja2.TemplateError as err:
         where = getattr(tokenizer, "name_or_path", "") or "the tokenizer"
         raise InvalidRequestError(
             f"the chat template of {where} failed: {type(err).__name__}: {err}; fix its "
-            "chat_template.jinja (or tokenizer_config.json), or pass chat=False") from err
+            "chat_template.jinja (or tokenizer_config.json), or pass chat=False"
+        ) from err
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 @torch.no_grad()
-def generate_greedy(model: nn.Module, prompt_ids: torch.Tensor, max_new_tokens: int,
-                    eos_token_id=None) -> torch.Tensor:
+def generate_greedy(
+    model: nn.Module, prompt_ids: torch.Tensor, max_new_tokens: int, eos_token_id=None
+) -> torch.Tensor:
     """The greedy continuation of ``prompt_ids`` ``[T]`` (new tokens only, stops at EOS).
 
     Uses the model's KV cache (``generate``), not repeated full forward passes.
     """
     ids = prompt_ids[None].to(input_device(model))
-    special = {} if eos_token_id is None else {"eos_token_id": eos_token_id,
-                                               "pad_token_id": eos_token_id}
+    special = (
+        {} if eos_token_id is None else {"eos_token_id": eos_token_id, "pad_token_id": eos_token_id}
+    )
     with eval_mode(model):
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                             max_new_tokens=max_new_tokens, temperature=None, top_p=None,
-                             top_k=None, **special)
-    return out[0, prompt_ids.numel():].cpu()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            **special,
+        )
+    return out[0, prompt_ids.numel() :].cpu()

@@ -17,29 +17,42 @@ NO_TARGET = -1
 def token_id_of(token: str, tokenizer, what: str = "target") -> int:
     """The id of a single-token string; a clear error showing its tokenisation otherwise."""
     # Typed text such as " 4" or "-1" is a token string, not an id: say how to type an id.
-    hint = (" (a token id is typed as bare digits, e.g. 4)"
-            if re.fullmatch(r"\s*[+-]?\d+\s*", token) else "")
+    hint = (
+        " (a token id is typed as bare digits, e.g. 4)"
+        if re.fullmatch(r"\s*[+-]?\d+\s*", token)
+        else ""
+    )
     if tokenizer is None:
-        raise InvalidRequestError(f"the {what} {token!r} is a string, which needs a "
-                                  f"tokenizer{hint}")
+        raise InvalidRequestError(
+            f"the {what} {token!r} is a string, which needs a tokenizer{hint}"
+        )
     ids = tokenizer.encode(token, add_special_tokens=False)
     unk = getattr(tokenizer, "unk_token_id", None)
     if ids == [unk] and token not in (tokenizer.unk_token, tokenizer.decode([unk])):
         raise InvalidRequestError(
             f"the {what} {token!r} is not in the vocabulary (it tokenises to the unknown token "
-            f"{tokenizer.unk_token!r}){hint}. Pass a token of the vocabulary or its id.")
+            f"{tokenizer.unk_token!r}){hint}. Pass a token of the vocabulary or its id."
+        )
     if len(ids) != 1:
         pieces = [tokenizer.decode([i]) for i in ids]
         example = f"e.g. {pieces[0]!r}, " if pieces else ""
         raise InvalidRequestError(
             f"the {what} {token!r} is not a single token: it tokenises to {len(ids)} tokens "
             f"{pieces} (ids {ids}){hint}. Pass one token, {example}or its id; mind the "
-            f"leading space.")
+            f"leading space."
+        )
     return int(ids[0])
 
 
-def resolve_targets(spec, input_ids: torch.Tensor, predicted: torch.Tensor, tokenizer,
-                    vocab_size: int, *, what: str = "target") -> np.ndarray:
+def resolve_targets(
+    spec,
+    input_ids: torch.Tensor,
+    predicted: torch.Tensor,
+    tokenizer,
+    vocab_size: int,
+    *,
+    what: str = "target",
+) -> np.ndarray:
     """One target id per position (``NO_TARGET`` where there is none).
 
     ``spec`` is any :data:`~iglens_viz.core.request.TargetSpec`: ``"predicted"`` (the ids in
@@ -61,14 +74,17 @@ def resolve_targets(spec, input_ids: torch.Tensor, predicted: torch.Tensor, toke
     else:
         ids = list(spec)
         if len(ids) != T:
-            raise InvalidRequestError(f"a {what} sequence needs one id per position: got "
-                                      f"{len(ids)}, the prompt has {T} tokens")
+            raise InvalidRequestError(
+                f"a {what} sequence needs one id per position: got "
+                f"{len(ids)}, the prompt has {T} tokens"
+            )
     # Checked as Python ints, before numpy: an id beyond int64 would raise OverflowError.
     bad = sorted({i for i in ids if i >= vocab_size})
     if bad:
         shown = bad[0] if len(bad) == 1 else bad[:5]
-        raise InvalidRequestError(f"{what} id out of range: {shown}; this model's token ids "
-                                  f"are 0..{vocab_size - 1}")
+        raise InvalidRequestError(
+            f"{what} id out of range: {shown}; this model's token ids are 0..{vocab_size - 1}"
+        )
     return np.asarray(ids, dtype=np.int64)
 
 
@@ -86,7 +102,8 @@ def check_contrast(target_ids: np.ndarray, contrast_ids: np.ndarray) -> None:
         raise InvalidRequestError(
             f"the contrast is the target itself ({what}) at every position, so "
             f"p(target) - p(contrast) is 0 everywhere: pick a different contrast token, or "
-            f"none")
+            f"none"
+        )
 
 
 def token_texts(tokenizer, *id_arrays) -> dict[int, str]:

@@ -66,16 +66,20 @@ class Trace:
     def covers(self, *, sublayers: bool, mids: bool, heads: bool) -> bool:
         """Whether this trace holds what a request needs: sub-layer rows in the map, the
         h_L.attn states, the head outputs."""
-        return ((self.sublayers or not sublayers) and (self.mid_states is not None or not mids)
-                and (self.head_inputs is not None or not heads))
+        return (
+            (self.sublayers or not sublayers)
+            and (self.mid_states is not None or not mids)
+            and (self.head_inputs is not None or not heads)
+        )
 
     @property
     def predicted(self) -> torch.Tensor:
         """``[T]`` the model's own top-1 next token at each position."""
         return self.top_ids[-1, :, 0]
 
-    def lens_probs(self, readout: Readout, depths, ids: torch.Tensor,
-                   contrast: torch.Tensor | None = None) -> torch.Tensor:
+    def lens_probs(
+        self, readout: Readout, depths, ids: torch.Tensor, contrast: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``[len(depths), T]`` f at boundary depths for target ``ids`` (``[T]``), minus
         p(contrast)."""
         z = self.features[self.rows(depths)]
@@ -87,8 +91,9 @@ class Trace:
 
 
 @torch.no_grad()
-def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int
-                ) -> tuple[torch.Tensor, ...]:
+def readout_map(
+    readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int
+) -> tuple[torch.Tensor, ...]:
     """Features, log-normaliser, top-k ids and log-probs for every row of ``states``.
 
     The ``[rows × vocab]`` logits are never held whole: they stream in tiles of rows ×
@@ -100,8 +105,9 @@ def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes
     features = readout.features(states.reshape(-1, states.shape[-1]))
     n_rows, vocab = features.shape[0], readout.vocab_size
     k = min(top_k, vocab)
-    rows, cols = block_plan(n_rows, vocab, readout.dtype, budget_bytes,
-                            head_width=readout.head_block_width)
+    rows, cols = block_plan(
+        n_rows, vocab, readout.dtype, budget_bytes, head_width=readout.head_block_width
+    )
     done = readout.scan(features, k, online=False, max_rows=rows, max_columns=cols)
     lse = done.log_normalizer
     if k:
@@ -109,5 +115,9 @@ def readout_map(readout: Readout, states: torch.Tensor, top_k: int, budget_bytes
     else:
         top_ids = torch.empty(n_rows, 0, device=features.device, dtype=torch.long)
         top_logprobs = torch.empty(n_rows, 0, device=features.device, dtype=features.dtype)
-    return (features.reshape(*lead, -1), lse.reshape(lead), top_ids.reshape(*lead, k),
-            top_logprobs.reshape(*lead, k))
+    return (
+        features.reshape(*lead, -1),
+        lse.reshape(lead),
+        top_ids.reshape(*lead, k),
+        top_logprobs.reshape(*lead, k),
+    )

@@ -41,7 +41,9 @@ def _check_threshold(threshold: float) -> float:
     return threshold
 
 
-def against_segments(contributions, delta_p, threshold: float = NONMONOTONE_THRESHOLD) -> np.ndarray:
+def against_segments(
+    contributions, delta_p, threshold: float = NONMONOTONE_THRESHOLD
+) -> np.ndarray:
     """Boolean mask of segments whose contribution opposes Δp by more than the threshold.
 
     Parameters

@@ -21,20 +21,39 @@ from ..errors import ModelLoadError
 from .arguments import GGUF_PIP as GGUF_PIP
 from .arguments import _model_kwargs
 from .cache import cache_dir
-from .default_model import (DEFAULT_MODEL_NAME, _load_default, default_gguf_path,
-                            default_model_dir, verify_default_model)
+from .default_model import (
+    DEFAULT_MODEL_NAME,
+    _load_default,
+    default_gguf_path,
+    default_model_dir,
+    verify_default_model,
+)
 from .default_model import DEFAULT_PACKAGE as DEFAULT_PACKAGE
 from .default_model import DEFAULT_PIP as DEFAULT_PIP
 from .named import _load_named, _split_gguf
 
-__all__ = ["DEFAULT_MODEL_NAME", "ModelLoadError", "cache_dir", "default_gguf_path",
-           "default_model_dir", "load_model", "verify_default_model"]
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "ModelLoadError",
+    "cache_dir",
+    "default_gguf_path",
+    "default_model_dir",
+    "load_model",
+    "verify_default_model",
+]
 
 
 # --------------------------------------------------------------------------- public entry point
 
-def load_model(name_or_path: str | os.PathLike | None = None, *, dtype: Any = None,
-               device: Any = None, gguf_file: str | None = None, **kwargs: Any) -> tuple[Any, Any]:
+
+def load_model(
+    name_or_path: str | os.PathLike | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    gguf_file: str | None = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
     """Load a causal language model and its tokenizer; the model is returned in eval mode.
 
     Parameters
@@ -83,10 +102,10 @@ def load_model(name_or_path: str | os.PathLike | None = None, *, dtype: Any = No
     sizes no longer match the record written at conversion is converted again (see
     :mod:`iglens_viz.loading.cache` for when checksums are compared).
     """
-    name, gguf_file = _split_gguf(None if name_or_path is None else os.fspath(name_or_path),
-                                  gguf_file)
+    name, gguf_file = _split_gguf(
+        None if name_or_path is None else os.fspath(name_or_path), gguf_file
+    )
     model_kwargs = _model_kwargs(dtype, device, kwargs)
     if name is None:
         return _load_default(model_kwargs)
     return _load_named(name, gguf_file, model_kwargs, kwargs)
-

@@ -17,25 +17,43 @@ from ..errors import InvalidRequestError, ModelLoadError
 GGUF_PIP = "pip install gguf"
 
 # from_pretrained arguments that concern *where the files are*; the tokenizer needs them too.
-_SHARED_KWARGS = ("revision", "subfolder", "cache_dir", "local_files_only", "token",
-                  "trust_remote_code", "force_download", "proxies")
+_SHARED_KWARGS = (
+    "revision",
+    "subfolder",
+    "cache_dir",
+    "local_files_only",
+    "token",
+    "trust_remote_code",
+    "force_download",
+    "proxies",
+)
 
 _DTYPE_ALIASES = {
-    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
-    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
-    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-    "float64": torch.float64, "fp64": torch.float64, "double": torch.float64,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float64": torch.float64,
+    "fp64": torch.float64,
+    "double": torch.float64,
 }
 
 
 # --------------------------------------------------------------------------- argument handling
 
+
 def _resolve_dtype(dtype: Any) -> torch.dtype | str | None:
     """Map ``None``, ``"auto"``, a torch dtype, or a name like ``"bfloat16"`` to what transformers takes."""
     if isinstance(dtype, torch.dtype):
         if not dtype.is_floating_point:
-            raise InvalidRequestError(f"dtype={dtype} is not a floating-point dtype; a model's "
-                                      "weights need one, e.g. torch.float32 or torch.bfloat16.")
+            raise InvalidRequestError(
+                f"dtype={dtype} is not a floating-point dtype; a model's "
+                "weights need one, e.g. torch.float32 or torch.bfloat16."
+            )
         return dtype
     if dtype is None:
         return dtype
@@ -45,8 +63,10 @@ def _resolve_dtype(dtype: Any) -> torch.dtype | str | None:
             return "auto"
         if key in _DTYPE_ALIASES:
             return _DTYPE_ALIASES[key]
-    raise InvalidRequestError(f"dtype={dtype!r} is not understood; use a torch dtype, 'auto', "
-                              f"or one of {sorted(_DTYPE_ALIASES)}.")
+    raise InvalidRequestError(
+        f"dtype={dtype!r} is not understood; use a torch dtype, 'auto', "
+        f"or one of {sorted(_DTYPE_ALIASES)}."
+    )
 
 
 def _resolve_device(device: Any) -> str | None:
@@ -58,22 +78,31 @@ def _resolve_device(device: Any) -> str | None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError) as err:
-        raise InvalidRequestError(f"device={device!r} is not understood; use 'cpu', 'cuda', "
-                                  "'cuda:0', 'mps' or 'auto'.") from err
+        raise InvalidRequestError(
+            f"device={device!r} is not understood; use 'cpu', 'cuda', 'cuda:0', 'mps' or 'auto'."
+        ) from err
     if dev.type == "meta":
-        raise InvalidRequestError(f"device={device!r} cannot hold a usable model: meta tensors "
-                                  "have no data. Use 'cpu', 'cuda' or 'auto'.")
+        raise InvalidRequestError(
+            f"device={device!r} cannot hold a usable model: meta tensors "
+            "have no data. Use 'cpu', 'cuda' or 'auto'."
+        )
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ModelLoadError(f"device={device!r} was asked for, but this torch build "
-                                 f"({torch.__version__}) sees no CUDA device. Use device='cpu'.")
+            raise ModelLoadError(
+                f"device={device!r} was asked for, but this torch build "
+                f"({torch.__version__}) sees no CUDA device. Use device='cpu'."
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ModelLoadError(f"device={device!r} was asked for, but torch sees only "
-                                 f"{torch.cuda.device_count()} CUDA device(s), numbered from 0.")
+            raise ModelLoadError(
+                f"device={device!r} was asked for, but torch sees only "
+                f"{torch.cuda.device_count()} CUDA device(s), numbered from 0."
+            )
     if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ModelLoadError(f"device={device!r} was asked for, but this torch build "
-                             f"({torch.__version__}) on this machine has no MPS (Apple GPU) "
-                             "support. Use device='cpu'.")
+        raise ModelLoadError(
+            f"device={device!r} was asked for, but this torch build "
+            f"({torch.__version__}) on this machine has no MPS (Apple GPU) "
+            "support. Use device='cpu'."
+        )
     return str(dev)
 
 
@@ -105,8 +134,9 @@ def _tokenizer_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 def _require_gguf() -> None:
     """Raise a clear error when the ``gguf`` package (needed for .gguf files) is missing."""
     if importlib.util.find_spec("gguf") is None:
-        raise ModelLoadError("Loading a .gguf file needs the gguf package. Install it with:\n"
-                             f"    {GGUF_PIP}")
+        raise ModelLoadError(
+            f"Loading a .gguf file needs the gguf package. Install it with:\n    {GGUF_PIP}"
+        )
 
 
 def _gguf_dequantize_config() -> Any:
@@ -117,7 +147,6 @@ def _gguf_dequantize_config() -> Any:
     """
     try:
         from transformers import GgufConfig
-    except ImportError:      # transformers 4.x always dequantizes GGUF files
+    except ImportError:  # transformers 4.x always dequantizes GGUF files
         return None
     return GgufConfig(dequantize=True)
-

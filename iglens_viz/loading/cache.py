@@ -31,18 +31,19 @@ import time
 import uuid
 from pathlib import Path
 
-_MARKER = "iglens_source.json"   # written last inside the cache folder: proof it is complete
-_MARKER_FORMAT = 2               # 2: the marker lists every file with its size and sha256
-_OWNER = ".iglens_owner.json"    # inside a temporary conversion folder: the process writing it
-_VERIFIED = ".iglens_verified.json"   # the stat of each file when its sha256 last matched
-_OWN_FILES = (_MARKER, _OWNER, _VERIFIED)   # iglens_viz's bookkeeping, not listed in the marker
-_STALE_TMP_S = 3600              # a temporary conversion folder unchanged this long is abandoned
+_MARKER = "iglens_source.json"  # written last inside the cache folder: proof it is complete
+_MARKER_FORMAT = 2  # 2: the marker lists every file with its size and sha256
+_OWNER = ".iglens_owner.json"  # inside a temporary conversion folder: the process writing it
+_VERIFIED = ".iglens_verified.json"  # the stat of each file when its sha256 last matched
+_OWN_FILES = (_MARKER, _OWNER, _VERIFIED)  # iglens_viz's bookkeeping, not listed in the marker
+_STALE_TMP_S = 3600  # a temporary conversion folder unchanged this long is abandoned
 # A conversion writes its owner file right after creating its folder, so a folder without one
 # that has not changed for this long was left by a killed process (or an older iglens_viz).
 _NO_OWNER_STALE_S = 120
 
 
 # --------------------------------------------------------------------------- cache location
+
 
 def cache_dir() -> Path:
     """The iglens_viz cache directory (not created here).
@@ -63,8 +64,8 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "iglens_viz"
 
 
-
 # --------------------------------------------------------------------------- marker: sizes and checksums
+
 
 def _sha256(path: Path) -> str:
     """Hex SHA-256 of a file, read in 1 MiB chunks (SHA-256 beats BLAKE2b where the CPU has
@@ -122,9 +123,13 @@ def _write_marker(folder: Path, gguf_path: Path) -> None:
         digest = _sha256(path)
         files[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
         verified[path.name] = {"stat": _stat_key(path.stat()), "sha256": digest}
-    marker = {"format": _MARKER_FORMAT, "source": str(gguf_path),
-              "source_bytes": gguf_path.stat().st_size,
-              "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "files": files}
+    marker = {
+        "format": _MARKER_FORMAT,
+        "source": str(gguf_path),
+        "source_bytes": gguf_path.stat().st_size,
+        "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "files": files,
+    }
     _write_verified(folder, verified)
     (folder / _MARKER).write_text(json.dumps(marker, indent=2))
 
@@ -140,9 +145,13 @@ def _checksum_problem(folder: Path, files: dict, checksums: str) -> str | None:
             seen = proven.get(name)
             memo = _PROVEN.get((str(path.absolute()), tuple(key)))
             if checksums == "changed" and (
-                    (isinstance(seen, dict) and seen.get("stat") == key
-                     and seen.get("sha256") == record.get("sha256"))
-                    or memo == record.get("sha256")):
+                (
+                    isinstance(seen, dict)
+                    and seen.get("stat") == key
+                    and seen.get("sha256") == record.get("sha256")
+                )
+                or memo == record.get("sha256")
+            ):
                 updated[name] = {"stat": key, "sha256": record.get("sha256")}
                 continue
             digest = _sha256(path)
@@ -151,7 +160,7 @@ def _checksum_problem(folder: Path, files: dict, checksums: str) -> str | None:
             return f"{name} cannot be read ({err.strerror or err})"
         if digest != record.get("sha256"):
             return f"{name} does not match the sha256 checksum recorded when it was written"
-        if after == key:                 # not rewritten while it was read
+        if after == key:  # not rewritten while it was read
             updated[name] = {"stat": key, "sha256": digest}
             _PROVEN[(str(path.absolute()), tuple(key))] = digest
         changed = True
@@ -170,26 +179,36 @@ def _cache_problem(folder: Path, gguf_path: Path, *, checksums: str = "changed")
     try:
         marker = json.loads((folder / _MARKER).read_text())
     except (FileNotFoundError, NotADirectoryError):
-        return (f"it has no {_MARKER}: a conversion that did not finish"
-                if os.path.isdir(folder) else "there is no folder")
+        return (
+            f"it has no {_MARKER}: a conversion that did not finish"
+            if os.path.isdir(folder)
+            else "there is no folder"
+        )
     except (OSError, ValueError) as err:
         return f"its {_MARKER} cannot be read ({err})"
     files = marker.get("files") if isinstance(marker, dict) else None
     if not isinstance(files, dict) or not files:
         return f"its {_MARKER} lists no file sizes (written by an older iglens_viz)"
     names = set(files)
-    if not ("config.json" in names and "tokenizer_config.json" in names
-            and any(n.endswith(".safetensors") for n in names)):
+    if not (
+        "config.json" in names
+        and "tokenizer_config.json" in names
+        and any(n.endswith(".safetensors") for n in names)
+    ):
         return f"its {_MARKER} does not list config.json, the weights and the tokenizer"
     try:
         if marker.get("source_bytes") != gguf_path.stat().st_size:
             return f"it was converted from another version of {gguf_path.name}"
     except OSError:
-        pass                               # the source is only needed to convert again
+        pass  # the source is only needed to convert again
     for name, record in sorted(files.items()):
-        if Path(name).name != name or name in _OWN_FILES or not isinstance(record, dict) \
-                or not isinstance(record.get("bytes"), int) \
-                or not isinstance(record.get("sha256"), str):
+        if (
+            Path(name).name != name
+            or name in _OWN_FILES
+            or not isinstance(record, dict)
+            or not isinstance(record.get("bytes"), int)
+            or not isinstance(record.get("sha256"), str)
+        ):
             return f"its {_MARKER} is malformed"
         try:
             size = (folder / name).stat().st_size
@@ -202,18 +221,18 @@ def _cache_problem(folder: Path, gguf_path: Path, *, checksums: str = "changed")
     return _checksum_problem(folder, files, checksums)
 
 
-
 # --------------------------------------------------------------------------- temporary and damaged folders
+
 
 def _pid_alive(pid: int) -> bool:
     """Whether process ``pid`` runs on this host; ``True`` when that cannot be told (Windows)."""
     if os.name != "posix" or pid <= 0:
         return True
     try:
-        os.kill(pid, 0)                  # signal 0: existence check only
+        os.kill(pid, 0)  # signal 0: existence check only
     except ProcessLookupError:
         return False
-    except OSError:                      # PermissionError: alive, another user's
+    except OSError:  # PermissionError: alive, another user's
         return True
     return True
 
@@ -233,7 +252,7 @@ def _is_abandoned(tmp: Path, now: float) -> bool:
         return True
     try:
         owner = json.loads((tmp / _OWNER).read_text())
-    except FileNotFoundError:            # just made, or its writer was killed long ago
+    except FileNotFoundError:  # just made, or its writer was killed long ago
         return now - newest > _NO_OWNER_STALE_S
     except (OSError, ValueError):
         return False
@@ -268,9 +287,8 @@ def _discard(folder: Path) -> None:
     try:
         os.rename(folder, aside)
     except FileNotFoundError:
-        return                            # another process removed it already
+        return  # another process removed it already
     if aside.is_dir() and not aside.is_symlink():
         shutil.rmtree(aside, ignore_errors=True)
     else:
         aside.unlink(missing_ok=True)
-

