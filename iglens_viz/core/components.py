@@ -28,6 +28,9 @@ contracted with ``W_oᵀ ∇f``, never expanded into per-head writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 import torch
 
@@ -35,6 +38,9 @@ from ..adapters import ModelAdapter
 from .estimators import midpoints, segment_gradients
 from .readout import Readout, _materialized
 from .trace import Trace
+
+if TYPE_CHECKING:
+    from .request import Estimator
 
 __all__ = ["component_names", "component_segments", "component_shares"]
 
@@ -50,7 +56,7 @@ def component_names(adapter: ModelAdapter) -> list[str]:
     return [ATTN, MLP]
 
 
-def _half_segments(boundaries, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _half_segments(boundaries: Sequence[float], n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(n,)`` twice: the segment holding block L's attention half (depth L − 1 → L − ½)
     and the one holding its MLP half (L − ½ → L)."""
     b = [float(x) for x in boundaries]
@@ -58,7 +64,7 @@ def _half_segments(boundaries, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.searchsorted(b, quarter) - 1, np.searchsorted(b, quarter + 0.5) - 1
 
 
-def component_segments(boundaries, names: list[str], n: int) -> np.ndarray:
+def component_segments(boundaries: Sequence[float], names: list[str], n: int) -> np.ndarray:
     """``(n, C)`` the segment index j that holds each (block, component).
 
     A block's attention components (its heads, ``rest``, ``attn``) lie in the segment that
@@ -72,7 +78,7 @@ def component_segments(boundaries, names: list[str], n: int) -> np.ndarray:
 class _Writes:
     """Each block's component writes at one position, contracted with gradients."""
 
-    def __init__(self, readout: Readout, adapter: ModelAdapter, trace: Trace):
+    def __init__(self, readout: Readout, adapter: ModelAdapter, trace: Trace) -> None:
         self.readout, self.adapter, self.trace = readout, adapter, trace
         n = adapter.n_blocks
         self.parallel = adapter.mid_modules is None
@@ -81,7 +87,11 @@ class _Writes:
         self.after = trace.states[rows(range(1, n + 1))]  # h_L
         # h_L.attn: kept by the trace for sequential blocks, h_{L−1} + the attention's write
         # for parallel ones (whose MLP write is then the rest of the block's update).
-        self.mid = self.before + trace.attn_writes if self.parallel else trace.mid_states
+        self.mid = (
+            self.before + _kept(trace.attn_writes, "attention writes")
+            if self.parallel
+            else _kept(trace.mid_states, "h_L.attn states")
+        )
         self._projections: dict[int, torch.Tensor] = {}
 
     def projection(self, block: int) -> torch.Tensor:
@@ -103,7 +113,7 @@ class _Writes:
         if not self.adapter.heads_split:
             return torch.stack([attn_dot, mlp_dot], dim=-1)
         heads = self.adapter.n_heads
-        z = self.trace.head_inputs[block, positions].to(dtype)
+        z = cast(torch.Tensor, self.trace.head_inputs)[block, positions].to(dtype)  # (split)
         u = grad @ self.projection(block)  # W_oᵀ ∇f, [R, H·d_head]
         head_dots = (u * z).reshape(len(z), heads, -1).sum(-1)
         rest = attn_dot - head_dots.sum(-1)
@@ -114,12 +124,12 @@ def component_shares(
     readout: Readout,
     adapter: ModelAdapter,
     trace: Trace,
-    boundaries,
+    boundaries: Sequence[float],
     positions: torch.Tensor,
     ids: torch.Tensor,
     contrast: torch.Tensor | None,
     *,
-    estimator: str,
+    estimator: Estimator,
     steps: int,
     path: torch.Tensor | None,
     budget: int,
@@ -156,6 +166,7 @@ def component_shares(
     # difference of the lens, and rounding it to float32 would cost completeness eps32 · Δf.
     wide = readout.dtype if readout.device.type == "mps" else torch.float64
     if prediction_aware:
+        path = _kept(path, "path values (prediction_aware needs f along each segment)")
         step_change = path.to(readout.device, wide).diff(dim=-1).reshape(-1, steps)
     is_head_or_rest = torch.tensor([name != MLP for name in names], device=readout.device)
     # Each (block, component) lies in one segment: a position's shares fit in one [n, C].
@@ -181,6 +192,13 @@ def component_shares(
             )
         shares.index_add_(0, pair // k, dots.to(wide))
     return shares if prediction_aware else shares / steps
+
+
+def _kept(tensor: torch.Tensor | None, what: str) -> torch.Tensor:
+    """``tensor``, which the lens captured for the split (ValueError if it did not)."""
+    if tensor is None:
+        raise ValueError(f"the component split needs the trace's {what}, which it does not hold")
+    return tensor
 
 
 def _idgi_weights(dots: torch.Tensor, present: torch.Tensor, eps: float) -> torch.Tensor:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
+from typing import overload
 
 import torch
 
@@ -32,7 +33,7 @@ _PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = contextva
 
 
 @contextlib.contextmanager
-def progress_hook(report: Callable[[int, int], None]):
+def progress_hook(report: Callable[[int, int], None]) -> Iterator[None]:
     """Call ``report(done, total)`` after every chunk of interior points (the path and the
     Riemann gradients) computed inside the ``with`` block, in this thread or task.
 
@@ -65,12 +66,10 @@ def _point_chunks(
     )
     # ... and no more rows than one cache-sized tile of the readout's scan, so a chunk's
     # points, features and logits tile stay in cache (and are the same buffers every chunk)
-    rows = min(
-        rows,
-        tile_plan(n_points, readout.vocab_size, width, readout.dtype, readout.device, rows, cols)[
-            0
-        ],
+    tile_rows, _ = tile_plan(
+        n_points, readout.vocab_size, width, readout.dtype, readout.device, rows, cols
     )
+    rows = min(rows, tile_rows)
     # (the chunks are the memory plan's, hook or not: the same sums in the same order)
     report = _PROGRESS.get()
     for start in range(0, n_points, rows):
@@ -84,10 +83,17 @@ class _PointBuffers:
     """Start, direction and point rows of a chunk (``[rows, d]`` each, on the states' device
     in the readout dtype), allocated once per call and reused by every chunk."""
 
-    def __init__(self, h_a: torch.Tensor, rows: int, dtype: torch.dtype):
+    def __init__(self, h_a: torch.Tensor, rows: int, dtype: torch.dtype) -> None:
         self.rows = torch.empty(3, rows, h_a.shape[-1], device=h_a.device, dtype=dtype)
 
-    def segment_rows(self, h_a, h_b, alphas, n_alphas: int, flat: slice):
+    def segment_rows(
+        self,
+        h_a: torch.Tensor,
+        h_b: torch.Tensor,
+        alphas: torch.Tensor,
+        n_alphas: int,
+        flat: slice,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start ``h_a[p]``, direction ``h_b[p] − h_a[p]``, point ``h_a[p] + α_s · direction``,
         pair ``p`` and step ``s`` of the flat rows ``p · S + s`` in ``flat`` (the same
         operations as ``a + α · (b − a)`` written out, so the same rounding)."""
@@ -118,7 +124,8 @@ def path_values(
     alphas: torch.Tensor,
     budget: int,
 ) -> torch.Tensor:
-    """f at ``h_a + α (h_b − h_a)``: ``h_a, h_b`` are ``[P, d]``, ids ``[P]``; returns ``[P, S]``."""
+    """f at ``h_a + α (h_b − h_a)``: ``h_a, h_b`` are ``[P, d]``, ids ``[P]``; returns
+    ``[P, S]``."""
     n_pairs, n_alphas = h_a.shape[0], alphas.numel()
     out = torch.empty(n_pairs * n_alphas, device=readout.device, dtype=readout.dtype)
     alphas = alphas.to(device=readout.device, dtype=readout.dtype)
@@ -204,5 +211,12 @@ def riemann_totals(
     return out / steps
 
 
-def _at(tensor, index):
+@overload
+def _at(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor: ...
+@overload
+def _at(tensor: None, index: torch.Tensor) -> None: ...
+@overload
+def _at(tensor: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None: ...
+def _at(tensor: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
+    """``tensor[index]`` on the index's device (None stays None)."""
     return None if tensor is None else tensor.to(index.device)[index]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 from torch import nn
 
 
 @contextlib.contextmanager
-def eval_mode(model: nn.Module):
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
     """Put ``model`` in eval mode (no dropout) inside the block; restore its mode after.
 
     Every forward pass iglens_viz runs on a user's model (capture, generation, ablation)

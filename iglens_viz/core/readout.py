@@ -22,7 +22,7 @@ import contextlib
 import functools
 import math
 import os
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -141,7 +141,7 @@ _DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "double": "float64", "f
 _DIGITS = {torch.float16: 3, torch.bfloat16: 2}
 
 
-def readout_dtype(dtype) -> torch.dtype:
+def readout_dtype(dtype: object) -> torch.dtype:
     """``torch.float32`` or ``torch.float64`` from a torch dtype, a numpy dtype or a name
     (``"float32"``, ``"torch.float64"``, ``"double"``, …).
 
@@ -158,9 +158,9 @@ def readout_dtype(dtype) -> torch.dtype:
     elif not isinstance(dtype, torch.dtype):
         name = str(getattr(dtype, "name", None) or getattr(dtype, "__name__", ""))
         dtype = READOUT_DTYPES.get(name, getattr(torch, name, None) if name else None)
-    if dtype in (torch.float32, torch.float64):
+    if isinstance(dtype, torch.dtype) and dtype in (torch.float32, torch.float64):
         return dtype
-    if dtype in (torch.float16, torch.bfloat16):
+    if isinstance(dtype, torch.dtype) and dtype in (torch.float16, torch.bfloat16):
         raise InvalidRequestError(
             f"the readout dtype must be float32 or float64, not {dtype}: the readout is "
             f"computed in float32 at least ({dtype} keeps {_DIGITS[dtype]} significant digits, "
@@ -187,7 +187,7 @@ class Scan(NamedTuple):
     """``[R, d']`` ``Σ_v softmax_v · post'_v · W_v`` (with ``gradient``), else None."""
 
 
-def _materialized(module: nn.Module):
+def _materialized(module: nn.Module) -> contextlib.AbstractContextManager[object]:
     """Context in which an accelerate-offloaded module's weights are real tensors."""
     if getattr(module, "_hf_hook", None) is None:
         return contextlib.nullcontext()
@@ -196,7 +196,9 @@ def _materialized(module: nn.Module):
     return align_module_device(module)
 
 
-def _copy_param(module: nn.Module | None, name: str, device, dtype=None) -> torch.Tensor | None:
+def _copy_param(
+    module: nn.Module | None, name: str, device: torch.device, dtype: torch.dtype | None = None
+) -> torch.Tensor | None:
     """``module.name`` on ``device`` (in ``dtype``, or its own dtype when None).
 
     ``.to()`` returns the same storage when nothing changes: no copy for a parameter that
@@ -263,7 +265,10 @@ class Readout:
         self.has_norm = norm is not None
         self.proj_weight = _copy_param(adapter.project_out, "weight", self.device, dtype)
         # The head stays in the model's dtype (and storage); blocks are upcast on use.
-        self.head_weight = _copy_param(adapter.head, "weight", self.device)
+        head_weight = _copy_param(adapter.head, "weight", self.device)
+        if head_weight is None:
+            raise TypeError(f"the head {type(adapter.head).__name__} has no weight")
+        self.head_weight: torch.Tensor = head_weight
         self.head_bias = _copy_param(adapter.head, "bias", self.device, dtype)
         self.softcap = adapter.softcap
 
@@ -328,19 +333,20 @@ class Readout:
                     x = F.layer_norm(
                         x, x.shape[-1:], self.norm_weight, self.norm_bias, self.norm_eps
                     )
-                else:
+                else:  # (the affine part as F.layer_norm applies it: w, b where present)
                     x = (x - x.mean(-1, keepdim=True)) * frozen_scale
-                    x = (
-                        x * self.norm_weight + self.norm_bias
-                        if self.norm_bias is not None
-                        else x * self.norm_weight
-                    )
+                    if self.norm_weight is not None:
+                        x = x * self.norm_weight
+                    if self.norm_bias is not None:
+                        x = x + self.norm_bias
             else:
                 x = x * (self.norm_scale(x) if frozen_scale is None else frozen_scale)
+                # (an RMS final norm always has its weight: every family's does)
+                weight = cast(torch.Tensor, self.norm_weight)
                 if self.norm_kind == NORM_RMS:
-                    x = x * self.norm_weight
+                    x = x * weight
                 elif self.norm_kind == NORM_RMS_PLUS_ONE:
-                    x = x * (1.0 + self.norm_weight)
+                    x = x * (1.0 + weight)
                 else:  # pragma: no cover - guarded by the family table
                     raise ValueError(f"unknown norm kind {self.norm_kind!r}")
         if self.proj_weight is not None:
@@ -405,7 +411,8 @@ class Readout:
         return self.logits_from_features(self.features(h))
 
     def target_logits(self, z: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        """Logits of one token per row: ``z[..., d']`` with ``ids`` broadcastable to ``z[..., 0]``."""
+        """Logits of one token per row: ``z[..., d']`` with ``ids`` broadcastable to
+        ``z[..., 0]``."""
         ids = ids.to(self.device)
         rows = self.head_weight[ids].to(self.dtype)
         out = (z * rows).sum(-1)
@@ -477,14 +484,16 @@ class Readout:
                 value = p_y - p_c
             if not gradient:
                 return value.reshape(lead), None
-            # row_y − value · weighted (− row_c), in weighted's storage
-            grad = weighted.mul_(value[:, None])
+            # row_y − value · weighted (− row_c), in weighted's storage (set: gradient)
+            grad = cast(torch.Tensor, weighted).mul_(value[:, None])
             torch.sub(self._row_gradient(ids, l_y, p_y), grad, out=grad)
             if contrast is not None:
                 grad.sub_(self._row_gradient(contrast, l_c, p_c))
             return value.reshape(lead), grad.reshape(*lead, -1)
 
-    def _row_gradient(self, ids, logits, p):
+    def _row_gradient(
+        self, ids: torch.Tensor, logits: torch.Tensor, p: torch.Tensor
+    ) -> torch.Tensor:
         """``p post'(u) W_ids``: one head row per row of features."""
         slope = self.post_slope(logits)
         scale = p if slope is None else p * slope
@@ -533,21 +542,22 @@ class Readout:
         vocab = self.vocab_size
         k = min(max(0, int(top_k)), vocab)
         rows, cols = tile_plan(n, vocab, width, self.dtype, self.device, max_rows, max_columns)
-        options = {"device": self.device, "dtype": self.dtype}
-        lse = torch.empty(n, **options)
-        top_values = torch.empty(n, k, **options) if k else None
-        top_ids = torch.empty(n, k, device=self.device, dtype=torch.long) if k else None
-        weighted = torch.empty(n, width, **options) if gradient else None
-        tile = torch.empty(min(rows, n) * min(cols, vocab), **options)
+        device, dtype = self.device, self.dtype
+        lse = torch.empty(n, device=device, dtype=dtype)
+        top_values = torch.empty(n, k, device=device, dtype=dtype) if k else None
+        top_ids = torch.empty(n, k, device=device, dtype=torch.long) if k else None
+        weighted = torch.empty(n, width, device=device, dtype=dtype) if gradient else None
+        tile = torch.empty(min(rows, n) * min(cols, vocab), device=device, dtype=dtype)
         slopes = torch.empty_like(tile) if gradient and self.softcap is not None else None
-        vectors = torch.empty(4, min(rows, n), **options)
+        softcap = cast(float, self.softcap)  # (read only with slopes: there is a soft-cap)
+        vectors = torch.empty(4, min(rows, n), device=device, dtype=dtype)
         filtered = self.device.type == "cpu"
         for r0 in range(0, n, rows):
             z_rows = z[r0 : r0 + rows]
             m = z_rows.shape[0]
             block_max, shift, new_shift, total = (v[:m] for v in vectors)
             acc = None if weighted is None else weighted[r0 : r0 + m]
-            run_values = run_ids = None
+            run: tuple[torch.Tensor, torch.Tensor] | None = None  # top-k values and ids so far
             for c0 in range(0, vocab, cols):
                 columns = slice(c0, min(vocab, c0 + cols))
                 w = columns.stop - c0
@@ -557,9 +567,7 @@ class Readout:
                 )
                 torch.amax(logits, -1, out=block_max)
                 if k:
-                    run_values, run_ids = _fold_top(
-                        logits, block_max, c0, k, run_values, run_ids, filtered
-                    )
+                    run = _fold_top(logits, block_max, c0, k, run, filtered)
                 first = c0 == 0
                 if not online:  # torch.logsumexp of the tile, then logaddexp
                     torch.nan_to_num(block_max, 0.0, 0.0, 0.0, out=shift)
@@ -575,7 +583,7 @@ class Readout:
                 slope = None
                 if slopes is not None:  # post'(u) = 1 − (l / cap)², from the logits
                     slope = slopes[: m * w].view(m, w)
-                    torch.div(logits, self.softcap, out=slope).square_().neg_().add_(1.0)
+                    torch.div(logits, softcap, out=slope).square_().neg_().add_(1.0)
                 e = _exp_shifted_(logits, new_shift)
                 if first:
                     torch.sum(e, -1, out=total)
@@ -598,9 +606,8 @@ class Readout:
                 torch.add(shift, total.log_(), out=lse[r0 : r0 + m])
             else:
                 lse[r0 : r0 + m] = total
-            if k:
-                top_values[r0 : r0 + m] = run_values
-                top_ids[r0 : r0 + m] = run_ids
+            if top_values is not None and top_ids is not None and run is not None:  # top-k
+                top_values[r0 : r0 + m], top_ids[r0 : r0 + m] = run
         return Scan(lse, top_values, top_ids, weighted)
 
 
@@ -623,19 +630,20 @@ def _fold_top(
     block_max: torch.Tensor,
     c0: int,
     k: int,
-    values: torch.Tensor | None,
-    ids: torch.Tensor | None,
+    running: tuple[torch.Tensor, torch.Tensor] | None,
     filtered: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The running top-k (``values``, ``ids``, ``[R, k]``, or None before the first tile)
-    merged with the tile ``logits[R, C]`` of columns ``c0 …`` (``block_max`` its row maxima).
+    """The running top-k (``running``: values and ids, ``[R, k]`` each, or None before the
+    first tile) merged with the tile ``logits[R, C]`` of columns ``c0 …`` (``block_max`` its
+    row maxima).
 
     With ``filtered``, once every row holds k values, only the rows where the tile's maximum
     is not below the k-th value so far (NaN included) can change: their tile rows alone are
     ranked and merged, in place. A tile's elements equal to the k-th value are merged as
     an unfiltered merge would see them, so the result is the same.
     """
-    if values is not None and filtered and values.shape[-1] == k:
+    if running is not None and filtered and running[0].shape[-1] == k:
+        values, ids = running
         hot = torch.nonzero(torch.lt(block_max, values[:, -1]).logical_not_())[:, 0]
         n_hot = hot.numel()
         if n_hot == 0:
@@ -651,12 +659,18 @@ def _fold_top(
             return values, ids
     top, where = logits.topk(min(k, logits.shape[-1]), dim=-1)
     where += c0
-    if values is None:
+    if running is None:
         return top, where
-    return _merge_top(values, ids, top, where, k)
+    return _merge_top(*running, top, where, k)
 
 
-def _merge_top(values_a, ids_a, values_b, ids_b, k):
+def _merge_top(
+    values_a: torch.Tensor,
+    ids_a: torch.Tensor,
+    values_b: torch.Tensor,
+    ids_b: torch.Tensor,
+    k: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The k largest of two (values, ids) candidate sets, per row."""
     values = torch.cat([values_a, values_b], dim=-1)
     ids = torch.cat([ids_a, ids_b], dim=-1)

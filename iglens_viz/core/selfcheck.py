@@ -47,8 +47,8 @@ each logit within
 The model side uses its dtype's u_m, and accumulates in float32 if it is bf16/fp16 (their
 matmuls and norms do), else in u_m; an RMS norm in transformers computes in float32 whatever
 the model's dtype (it casts its input to float32), so a float64 model of an RMS-norm family
-gets float32's u for its norm and head input. The readout side uses u_r throughout. Each side's logits
-lie within E_t of the exact ones, so
+gets float32's u for its norm and head input. The readout side uses u_r throughout. Each
+side's logits lie within E_t of the exact ones, so
 
     gap_t ≤ 2 (E_t(model) + E_t(readout)) = tol_t,     λ = 4.
 
@@ -63,9 +63,9 @@ bound stays under 1/12 of its tolerance at every position, and the logit gap und
 tol_t (SmolLM2: 5.6e-5 against 1.7e-3); bf16/fp16 models stay under 1/5 of tol_t (SmolLM2 in
 bf16: 0.24 against 1.8–3.6), and their feature bound, loose by the rounding of the head
 input to bf16, sends a few positions to the logit comparison (SmolLM2 in bf16: 1 of 28, at
-1.06 times the bound's tolerance). An adapter bug (a norm skipped, a soft-cap missing, a wrong bias or
-projection) moves logits by O(0.1–10); a float32 model's tol_t is 1.5e-5 (tiny test models)
-to 3.4e-3 (SmolLM2).
+1.06 times the bound's tolerance). An adapter bug (a norm skipped, a soft-cap missing, a wrong
+bias or projection) moves logits by O(0.1–10); a float32 model's tol_t is 1.5e-5 (tiny test
+models) to 3.4e-3 (SmolLM2).
 
 A float32/float64 model over tolerance raises :class:`ReadoutMismatchError`; a bf16/fp16 model
 gets a warning with the measured gap. NaN or Inf in the model's own states, head input or
@@ -85,7 +85,7 @@ import warnings
 import torch
 
 from ..adapters.families import NORM_RMS, NORM_RMS_PLUS_ONE
-from ..errors import ModelOutputError, ReadoutMismatchError
+from ..errors import IGLensError, ModelOutputError, ReadoutMismatchError
 from .readout import Readout
 
 LAMBDA = 4.0
@@ -115,12 +115,16 @@ def check_model_states(
     what: str,
     readout: Readout | None = None,
     model_dtype: torch.dtype | None = None,
+    *,
+    model_name: str | None = None,
 ) -> None:
     """ModelOutputError when the captured states ``[n+1, T, d]`` hold NaN or Inf, or (given
     the ``readout``) values so large that the final norm's mean of squares overflows: in
     the readout dtype for every state, and for h_n also in the dtype the model's own norm
     computes in (float32, unless a float64 model with a LayerNorm), whose output is then
-    degenerate (an overflowed RMS is inf, its scale 0: every logit 0)."""
+    degenerate (an overflowed RMS is inf, its scale 0: every logit 0). ``model_name`` (the
+    model's ``config.name_or_path``) tells the embedded default model, whose NaN/Inf error
+    also says how to check its cached copy."""
     n_states = states.shape[0]
     for layer in range(n_states):
         finite = torch.isfinite(states[layer])
@@ -130,7 +134,7 @@ def check_model_states(
                 f"{what}'s forward pass produced NaN/Inf in the output of {_where(layer)}, "
                 f"first at position {position}: its weights hold NaN/Inf or its dtype "
                 f"overflowed (try float32 or bfloat16). This is the model's own output, not "
-                f"the adapter or the readout"
+                f"the adapter or the readout{_cached_default_hint(model_name)}"
             )
     if readout is None or not readout.has_norm:
         return
@@ -162,6 +166,24 @@ def check_model_states(
                 f"squares overflows {dtype} to inf: the model produces inf/NaN there and no "
                 f"probability can be read; its weights hold extreme values (check them{wider})"
             )
+
+
+def _cached_default_hint(model_name: str | None) -> str:
+    """For the embedded default model (loaded from its converted copy in the cache): how to
+    check that copy; else nothing. Only on the error path (it imports the loading package)."""
+    from ..loading import DEFAULT_MODEL_NAME, default_model_dir
+
+    if model_name != DEFAULT_MODEL_NAME:
+        return ""
+    try:
+        folder = f"its folder, {default_model_dir()}"
+    except IGLensError:  # (the default model's package is gone since it was loaded)
+        folder = "its cache folder"
+    return (
+        f". This is the default model, read from its converted copy in the cache: check it "
+        f"with iglens_viz.loading.verify_default_model(), or delete {folder} (the next "
+        f"load_model() converts it again)"
+    )
 
 
 def _where(layer: int) -> str:
@@ -241,26 +263,25 @@ class _Check:
 
     def __init__(
         self,
-        readout,
-        features,
-        unembed_input,
-        checked,
-        model_logits,
+        readout: Readout,
+        features: torch.Tensor,
+        unembed_input: torch.Tensor,
+        checked: torch.Tensor,
+        model_logits: torch.Tensor,
         *,
-        what,
-        adapter_name,
-        width,
-        budget_bytes,
-    ):
+        what: str,
+        adapter_name: str,
+        width: int,
+        budget_bytes: int,
+    ) -> None:
         self.readout = readout
         self.what = what
         self.adapter_name = adapter_name
         self.width = width
         self.budget_bytes = int(budget_bytes)
         self.model_dtype = model_logits.dtype
-        options = dict(device=readout.device, dtype=readout.dtype)
-        self.ours = features.to(**options)
-        self.theirs = unembed_input.to(**options)
+        self.ours = features.to(device=readout.device, dtype=readout.dtype)
+        self.theirs = unembed_input.to(device=readout.device, dtype=readout.dtype)
         self.checked = checked.to(readout.device)
         self.model_logits = model_logits.to(readout.device)
         # Head rows per block when the check reads the head itself (its magnitudes): one
@@ -339,7 +360,9 @@ class _Check:
                 f"check them, or read out in float64)"
             )
 
-    def _require_finite_bounds(self, rows, spread, largest, tol) -> None:
+    def _require_finite_bounds(
+        self, rows: torch.Tensor, spread: torch.Tensor, largest: torch.Tensor, tol: torch.Tensor
+    ) -> None:
         """ModelOutputError where the logits' spread or their rounding bound is not finite:
         the logits are too large for the readout dtype (a weight of 1e30, say), and no
         comparison means anything there."""
@@ -390,10 +413,10 @@ class _Check:
         self, rows: torch.Tensor, cells: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`_logit_spread` of one chunk of rows, in blocks of ``cells`` elements."""
-        options = dict(device=self.readout.device, dtype=self.readout.dtype)
-        low = torch.full((rows.numel(),), math.inf, **options)
-        high = torch.full((rows.numel(),), -math.inf, **options)
-        largest = torch.zeros(rows.numel(), **options)
+        device, dtype = self.readout.device, self.readout.dtype
+        low = torch.full((rows.numel(),), math.inf, device=device, dtype=dtype)
+        high = torch.full((rows.numel(),), -math.inf, device=device, dtype=dtype)
+        largest = torch.zeros(rows.numel(), device=device, dtype=dtype)
         per_column = 3 * rows.numel() + self.readout.head_block_width  # + an upcast head block
         cols = max(1, cells // per_column)
         ours = self.ours[rows]
