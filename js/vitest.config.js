@@ -11,6 +11,8 @@ export default defineConfig({
     environment: "node",
     pool: "threads",
     maxWorkers: 2,
+    // the jsdom view tests take ~1 s alone and several times that on a shared, loaded machine
+    testTimeout: 20_000,
     css: false,
   },
 });
