@@ -10,6 +10,8 @@ where the views live, so ``result.widget()`` and ``result.to_html()`` work while
 never imports them.
 """
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__ as __version__
 from .adapters import supported_families
 from .causal import ablate, validate_onset
@@ -25,6 +27,9 @@ from .errors import (
 )
 from .loading import load_model
 from .studies import Study, study
+
+if TYPE_CHECKING:  # at run time compare is imported on first use (see __getattr__ below)
+    from .widget.compare import compare
 
 for _name, _target in {
     "plot_heatmap": "iglens_viz.views.static:plot_heatmap",
@@ -59,9 +64,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    if name == "compare":  # it builds a widget: imported on first use, like the widget
-        from .widget.compare import compare
+if not TYPE_CHECKING:  # hidden from type checkers, which would type every unknown name by it
 
-        return compare
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> object:
+        if name == "compare":  # it builds a widget: imported on first use, like the widget
+            from .widget.compare import compare
+
+            return compare
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

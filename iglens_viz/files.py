@@ -11,6 +11,9 @@ from .errors import IGLensError
 
 __all__ = ["OutputFileError", "check_output_folder", "check_output_path", "write_atomic"]
 
+StrPath = str | os.PathLike[str]
+"""A file or folder path as the functions here take it."""
+
 
 class OutputFileError(IGLensError, OSError):
     """An output file cannot be written where it was asked for."""
@@ -23,7 +26,7 @@ def _writable(folder: Path) -> bool:
     return os.access(folder, os.W_OK | os.X_OK)
 
 
-def check_output_path(path) -> Path:
+def check_output_path(path: StrPath) -> Path:
     """``path`` as a Path, or :class:`OutputFileError` when it is a folder, its folder does
     not exist or is not writable, or its name is too long for the file system (so a command
     can refuse a bad path before doing any work)."""
@@ -59,7 +62,7 @@ def _check_output_path(path: Path) -> None:
         )
 
 
-def check_output_folder(folder, files: tuple[str, ...] = ()) -> Path:
+def check_output_folder(folder: StrPath, files: tuple[str, ...] = ()) -> Path:
     """``folder`` as a Path, or :class:`OutputFileError` when it cannot become a writable
     folder: it is a file, it is not writable, or it does not exist and its nearest existing
     parent is a file or not writable. ``files`` (names inside ``folder``) must not be
@@ -107,7 +110,7 @@ def _check_output_folder(folder: Path, files: tuple[str, ...]) -> None:
             )
 
 
-def write_atomic(path, data: str | bytes) -> Path:
+def write_atomic(path: StrPath, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder, renamed over
     ``path`` at the end, so a reader never sees half a file and a failure leaves no trace.
 
@@ -116,7 +119,6 @@ def write_atomic(path, data: str | bytes) -> Path:
     """
     path = check_output_path(path)
     folder = path.parent
-    mode = "wb" if isinstance(data, bytes) else "w"
     # A short temporary name (".<8 hex of the name>-<random>.tmp", 22 bytes): one made
     # from the file's own name would pass the 255-byte limit of a long, legal name.
     tag = hashlib.sha1(path.name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
@@ -125,8 +127,12 @@ def write_atomic(path, data: str | bytes) -> Path:
     except OSError as err:
         raise OutputFileError(f"cannot write {path}: {err.strerror or err}") from err
     try:
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
-            f.write(data)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as text:
+                text.write(data)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException as err:

@@ -8,12 +8,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 from torch import nn
 
 from ..errors import UnsupportedModelError
 from .families import FAMILIES, FAMILY_BY_MODEL_TYPE, Family
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 __all__ = [
     "FAMILIES",
@@ -31,16 +35,28 @@ def supported_families() -> list[str]:
 
 
 def _resolve(root: nn.Module, paths: str) -> nn.Module | None:
-    """The module at a dotted path; ``a|b`` tries each alternative in turn."""
+    """The module at a dotted path; ``a|b`` tries each alternative in turn (an alternative
+    that names no module, or something other than a module, is skipped)."""
     for dotted in paths.split("|"):
-        obj = root
+        obj: object = root
         for part in dotted.split("."):
             obj = getattr(obj, part, None)
             if obj is None:
                 break
-        if obj is not None:
+        if isinstance(obj, nn.Module):
             return obj
     return None
+
+
+def _weight(module: nn.Module, family: Family) -> torch.Tensor:
+    """A projection's weight tensor (``Linear`` or GPT-2's ``Conv1D``)."""
+    weight = module.weight
+    if not isinstance(weight, torch.Tensor):
+        raise UnsupportedModelError(
+            f"{family.name}: the attention output projection {type(module).__name__} has no "
+            f"weight tensor; update the {family.name} entry in iglens_viz/adapters/families.py"
+        )
+    return weight
 
 
 @dataclass(frozen=True)
@@ -99,7 +115,7 @@ class ModelAdapter:
         """W_o of block ``block`` (0-based) as ``[d, H·d_head]``: head i writes
         ``W_o[:, i·d_head:(i+1)·d_head] @ z_i`` (GPT-2's ``Conv1D`` stores it transposed)."""
         module = self.attn_out_modules[block]
-        weight = module.weight
+        weight = _weight(module, self.family)
         return weight if isinstance(module, nn.Linear) else weight.T
 
     def require_heads(self) -> tuple[nn.Module, ...]:
@@ -112,7 +128,7 @@ class ModelAdapter:
         return self.attn_out_modules
 
 
-def _not_supported_message(model: nn.Module, model_type: str | None) -> str:
+def _not_supported_message(model: nn.Module, model_type: object) -> str:
     cls = type(model).__name__
     config = getattr(model, "config", None)
     if config is not None and getattr(config, "is_encoder_decoder", False):
@@ -141,13 +157,13 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
     """
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)
-    family = FAMILY_BY_MODEL_TYPE.get(model_type)
+    family = FAMILY_BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
     if family is None or getattr(config, "is_encoder_decoder", False):
         raise UnsupportedModelError(_not_supported_message(model, model_type))
 
     blocks = _resolve(model, family.blocks)
     head = _resolve(model, family.head)
-    if blocks is None or not isinstance(head, nn.Linear):
+    if not isinstance(blocks, nn.ModuleList | nn.Sequential) or not isinstance(head, nn.Linear):
         raise UnsupportedModelError(
             f"{type(model).__name__} looks like {family.name} but has no {family.blocks} "
             f"block list or no {family.head} linear head; this transformers version may have "
@@ -155,25 +171,39 @@ def adapter_for(model: nn.Module) -> ModelAdapter:
         )
     n_blocks = getattr(config, family.block_count_attr, None) or len(blocks)
     softcap = getattr(config, family.softcap_attr, None) if family.softcap_attr else None
-    blocks = tuple(blocks)[:n_blocks]
+    running = tuple(blocks)[:n_blocks]
     return ModelAdapter(
         family=family,
-        blocks=blocks,
+        blocks=running,
         final_norm=_resolve(model, family.final_norm) if family.final_norm else None,
         project_out=_resolve(model, family.project_out) if family.project_out else None,
         head=head,
         softcap=float(softcap) if softcap else None,
-        mid_modules=_mid_modules(family, config, blocks),
+        mid_modules=_mid_modules(family, config, running),
         post_norm=_post_norm(family, config),
-        **_attention_outputs(family, config, blocks),
-        **_write_modules(family, config, blocks),
+        **_attention_outputs(family, config, running),
+        **_write_modules(family, config, running),
     )
 
 
-def _in_every_block(family: Family, blocks, path: str) -> tuple[nn.Module, ...]:
+class _AttentionOutputs(TypedDict, total=False):
+    attn_out_modules: tuple[nn.Module, ...]
+    n_heads: int
+    heads_split: bool
+
+
+class _WriteModules(TypedDict, total=False):
+    attn_write_modules: tuple[nn.Module, ...]
+    mlp_write_modules: tuple[nn.Module, ...]
+
+
+def _in_every_block(
+    family: Family, blocks: tuple[nn.Module, ...], path: str
+) -> tuple[nn.Module, ...]:
     """The module at ``path`` inside each block; an error naming the table entry if missing."""
-    modules = tuple(_resolve(block, path) for block in blocks)
-    if any(m is None for m in modules):
+    found = [_resolve(block, path) for block in blocks]
+    modules = tuple(m for m in found if m is not None)
+    if len(modules) < len(found):
         raise UnsupportedModelError(
             f"{family.name} blocks have no {path!r} module; this transformers version may "
             f"have renamed it. Update the {family.name} entry in "
@@ -182,13 +212,15 @@ def _in_every_block(family: Family, blocks, path: str) -> tuple[nn.Module, ...]:
     return modules
 
 
-def _post_norm(family: Family, config) -> bool:
+def _post_norm(family: Family, config: PretrainedConfig | None) -> bool:
     """A post-norm size of a family (OPT-350m: ``do_layer_norm_before`` false); the one test
     of it, kept as :attr:`ModelAdapter.post_norm`."""
     return bool(family.post_norm_mid_state) and not getattr(config, "do_layer_norm_before", True)
 
 
-def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None:
+def _mid_modules(
+    family: Family, config: PretrainedConfig | None, blocks: tuple[nn.Module, ...]
+) -> tuple[nn.Module, ...] | None:
     """Each block's ``mid_state`` module (the config decides for OPT and GPT-NeoX)."""
     if family.parallel_attr and getattr(config, family.parallel_attr, False):
         return None
@@ -196,7 +228,9 @@ def _mid_modules(family: Family, config, blocks) -> tuple[nn.Module, ...] | None
     return None if path is None else _in_every_block(family, blocks, path)
 
 
-def _attention_outputs(family: Family, config, blocks) -> dict:
+def _attention_outputs(
+    family: Family, config: PretrainedConfig | None, blocks: tuple[nn.Module, ...]
+) -> _AttentionOutputs:
     """Each block's attention output projection, the head count, and whether the attention's
     write is linear in its heads (not with a norm after it: Gemma-2/3, post-norm OPT)."""
     if family.attn_out is None:
@@ -207,34 +241,34 @@ def _attention_outputs(family: Family, config, blocks) -> dict:
         raise UnsupportedModelError(f"{family.name}: the config has no num_attention_heads")
     first = modules[0]
     # nn.Linear stores [out, in]; GPT-2's Conv1D stores [in, out].
-    width = first.in_features if isinstance(first, nn.Linear) else first.weight.shape[0]
+    width = first.in_features if isinstance(first, nn.Linear) else _weight(first, family).shape[0]
     if width % n_heads:
         raise UnsupportedModelError(
             f"{family.name}: the attention output projection's "
             f"input width {width} is not a multiple of "
             f"{n_heads} heads"
         )
-    return dict(
+    return _AttentionOutputs(
         attn_out_modules=modules,
         n_heads=int(n_heads),
         heads_split=not (family.attn_write_normed or _post_norm(family, config)),
     )
 
 
-def _write_modules(family: Family, config, blocks) -> dict:
+def _write_modules(
+    family: Family, config: PretrainedConfig | None, blocks: tuple[nn.Module, ...]
+) -> _WriteModules:
     """Each block's attention-write and MLP-write modules (``Family.attn_write`` and
     ``mlp_write``); none for post-norm configs (OPT ``do_layer_norm_before`` false), whose
     norm after the residual sum leaves no write that enters the stream unchanged."""
+    found = _WriteModules()
     if _post_norm(family, config):
-        return {}
-    return {
-        key: _in_every_block(family, blocks, path)
-        for key, path in (
-            ("attn_write_modules", family.attn_write),
-            ("mlp_write_modules", family.mlp_write),
-        )
-        if path is not None
-    }
+        return found
+    if family.attn_write is not None:
+        found["attn_write_modules"] = _in_every_block(family, blocks, family.attn_write)
+    if family.mlp_write is not None:
+        found["mlp_write_modules"] = _in_every_block(family, blocks, family.mlp_write)
+    return found
 
 
 def execution_device(module: nn.Module) -> torch.device:

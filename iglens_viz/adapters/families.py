@@ -13,10 +13,15 @@ Adding a family is one :class:`Family` entry; the tiny-model tests in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-NORM_LAYERNORM = "layernorm"  # (x - mean) / std * w + b
-NORM_RMS = "rmsnorm"  # x / rms(x) * w
-NORM_RMS_PLUS_ONE = "rmsnorm_plus_one"  # Gemma: x / rms(x) * (1 + w)
+NormKind = Literal["layernorm", "rmsnorm", "rmsnorm_plus_one"]
+"""The final norm's formula (:attr:`Family.norm_kind`)."""
+NORM_KINDS: tuple[NormKind, ...] = get_args(NormKind)
+
+NORM_LAYERNORM: NormKind = "layernorm"  # (x - mean) / std * w + b
+NORM_RMS: NormKind = "rmsnorm"  # x / rms(x) * w
+NORM_RMS_PLUS_ONE: NormKind = "rmsnorm_plus_one"  # Gemma: x / rms(x) * (1 + w)
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class Family:
     """The ``ModuleList`` of decoder blocks."""
     final_norm: str | None
     """The final norm applied to the residual stream before the head (None: post-norm models)."""
-    norm_kind: str
+    norm_kind: NormKind
     """One of ``layernorm``, ``rmsnorm``, ``rmsnorm_plus_one``."""
     head: str = "lm_head"
     """The unembedding ``Linear`` (``a|b``: the first path that exists)."""
@@ -69,6 +74,12 @@ class Family:
     write to the residual stream exactly as it is added to it: the MLP module, OPT's ``fc2``,
     or Gemma-2/3's ``post_feedforward_layernorm``. (For post-norm configs, OPT-350m, a norm
     follows the residual sum, so neither write is a term of the stream.)"""
+
+    def __post_init__(self) -> None:
+        if self.norm_kind not in NORM_KINDS:  # the table is also extended by hand
+            raise ValueError(
+                f"{self.name}: norm_kind {self.norm_kind!r} is not one of {', '.join(NORM_KINDS)}"
+            )
 
 
 _LLAMA_MID = "post_attention_layernorm"  # pre-MLP norm: its input is h_{L-1} + attention
