@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from ..errors import InvalidRequestError
-from .request import normalize_prompt
+from .request import PromptSpec, normalize_prompt
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 _CONTEXT_ATTRS = ("max_position_embeddings", "n_positions", "n_ctx", "seq_length")
 
@@ -19,7 +24,7 @@ def is_position_index(value: object) -> bool:
     )
 
 
-def context_length(config) -> int | None:
+def context_length(config: object) -> int | None:
     """The longest input the model accepts, from its config (None when it does not say)."""
     for name in _CONTEXT_ATTRS:
         value = getattr(config, name, None)
@@ -28,7 +33,12 @@ def context_length(config) -> int | None:
     return None
 
 
-def to_input_ids(text_or_ids, tokenizer, config, vocab_size: int) -> torch.Tensor:
+def to_input_ids(
+    text_or_ids: PromptSpec,
+    tokenizer: PreTrainedTokenizerBase | None,
+    config: object,
+    vocab_size: int,
+) -> torch.Tensor:
     """Validate and convert a prompt to a 1-D ``LongTensor`` of token ids on the CPU.
 
     Accepts a string (tokenised with ``tokenizer``, special tokens added as the tokenizer
@@ -40,10 +50,12 @@ def to_input_ids(text_or_ids, tokenizer, config, vocab_size: int) -> torch.Tenso
     if isinstance(prompt, str):
         if tokenizer is None:
             raise InvalidRequestError("a text prompt needs a tokenizer; pass one or give token ids")
-        prompt = tokenizer(prompt)["input_ids"]
-        if not prompt:
+        tokens = tokenizer(prompt)["input_ids"]
+        if not tokens:
             raise InvalidRequestError("the prompt tokenises to no tokens")
-    ids = torch.as_tensor(prompt, dtype=torch.long)
+        ids = torch.as_tensor(tokens, dtype=torch.long)
+    else:
+        ids = torch.as_tensor(prompt, dtype=torch.long)
     bad = ids[ids >= vocab_size]
     if bad.numel():
         raise InvalidRequestError(f"token ids out of range [0, {vocab_size}): {bad[:5].tolist()}")
@@ -51,7 +63,7 @@ def to_input_ids(text_or_ids, tokenizer, config, vocab_size: int) -> torch.Tenso
     return ids
 
 
-def check_context(n_tokens: int, config, *, generating: int = 0) -> None:
+def check_context(n_tokens: int, config: object, *, generating: int = 0) -> None:
     """Raise when ``n_tokens`` (plus ``generating`` new tokens) exceed the model's context."""
     limit = context_length(config)
     if limit is None or n_tokens + generating <= limit:

@@ -14,8 +14,11 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -29,11 +32,25 @@ from .extensions import provider
 from .inputs import check_context, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
-from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
+from .request import AttributionRequest, ChatMode, Estimator, PromptSpec, TargetSpec
 from .result import AttributionResult, display_name, onset_segments
 from .selfcheck import check_model_states, check_readout, check_readout_map
 from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
+
+if TYPE_CHECKING:
+    # Annotations only. The widget's own class (iglens_viz.widget, a floor above the core)
+    # is named by its base, anywidget's AnyWidget: the import-floor test reads every import
+    # of the source, these too.
+    from anywidget import AnyWidget
+    from transformers import PreTrainedTokenizerBase
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+SegmentPairs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, "torch.Tensor | None"]
+"""One row per (position, segment): ``h_a``, ``h_b`` ``[P·k, d]``, the target ids and the
+contrast ids (or None) ``[P·k]``, in the argument order of the estimators' functions."""
 
 
 class IGLens:
@@ -70,14 +87,14 @@ class IGLens:
     def __init__(
         self,
         model: nn.Module,
-        tokenizer=None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
         *,
         dtype: torch.dtype | str = torch.float32,
         top_k: int = 5,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         cache_size: int = 4,
         name: str | None = None,
-    ):
+    ) -> None:
         for field, value, least in (
             ("top_k", top_k, 0),
             ("memory_budget", memory_budget, 1),
@@ -96,7 +113,7 @@ class IGLens:
         self.cache_size = int(cache_size)
         self._cache: OrderedDict[tuple[int, ...], Trace] = OrderedDict()
         # Generated answers, keyed by (prompt ids, max_new_tokens); bounded like the traces.
-        self._answers: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+        self._answers: OrderedDict[tuple[tuple[int, ...], int], torch.Tensor] = OrderedDict()
 
     @property
     def n_blocks(self) -> int:
@@ -109,7 +126,7 @@ class IGLens:
         :func:`~iglens_viz.core.components.component_names`)."""
         return component_names(self.adapter)
 
-    def input_ids(self, text_or_ids) -> torch.Tensor:
+    def input_ids(self, text_or_ids: PromptSpec) -> torch.Tensor:
         """The validated ``[T]`` token ids of a prompt (string, id list or tensor)."""
         return to_input_ids(text_or_ids, self.tokenizer, self.model.config, self.readout.vocab_size)
 
@@ -121,10 +138,11 @@ class IGLens:
         model's greedy answer of at most ``request.max_new_tokens`` tokens (cached per
         prompt, like the traces).
         """
-        prompt = request.prompt
-        if wants_chat(request.chat, prompt, self.tokenizer):
-            prompt = chat_prompt_ids(self.tokenizer, prompt)
-        prompt = self.input_ids(prompt)
+        given = request.prompt
+        if isinstance(given, str) and wants_chat(request.chat, given, self.tokenizer):
+            prompt = self.input_ids(chat_prompt_ids(self.tokenizer, given))
+        else:
+            prompt = self.input_ids(given)
         if not request.max_new_tokens:
             return prompt, prompt.numel()
         check_context(prompt.numel(), self.model.config, generating=request.max_new_tokens)
@@ -141,14 +159,16 @@ class IGLens:
         self._cache.clear()
         self._answers.clear()
 
-    def _remember(self, cache: OrderedDict, key, value) -> None:
+    def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
         """Keep ``value`` as the most recent entry of an LRU cache of ``cache_size`` entries."""
         cache[key] = value
         cache.move_to_end(key)
         while len(cache) > self.cache_size:
             cache.popitem(last=False)
 
-    def trace(self, text_or_ids, *, sublayers: bool = False, components: bool = False) -> Trace:
+    def trace(
+        self, text_or_ids: PromptSpec, *, sublayers: bool = False, components: bool = False
+    ) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row.
 
         ``sublayers`` keeps h_L.attn between every attention and MLP (and reads it out);
@@ -171,7 +191,11 @@ class IGLens:
         # At least the top-1 is always kept: it is the "predicted" target.
         top_k = max(1, self.top_k)
         enough_k = cached is not None and cached.top_k >= min(top_k, self.readout.vocab_size)
-        if enough_k and cached.covers(sublayers=sublayers, mids=mids, heads=heads):
+        if (
+            cached is not None
+            and enough_k
+            and cached.covers(sublayers=sublayers, mids=mids, heads=heads)
+        ):
             self._remember(self._cache, key, cached)
             return cached
         if cached is not None:  # run again, keeping what it kept too
@@ -190,9 +214,19 @@ class IGLens:
         states, mid_states = captured.states, None
         if mids and not sublayers:  # h_L.attn for the split only: kept, not read out
             states, mid_states = states[0::2].contiguous(), states[1::2].contiguous()
-        if enough_k and cached.sublayers == sublayers and torch.equal(cached.states, states):
+        if (
+            cached is not None
+            and enough_k
+            and cached.sublayers == sublayers
+            and torch.equal(cached.states, states)
+        ):
             # The same forward pass again (now keeping more): its checked map still holds.
-            map_ = (cached.features, cached.log_normalizer, cached.top_ids, cached.top_logprobs)
+            map_ = (
+                cached.features,
+                cached.log_normalizer,
+                cached.top_ids,
+                cached.top_logprobs,
+            )
         else:
             map_ = self._checked_map(states, captured, top_k)
         trace = Trace(
@@ -207,7 +241,7 @@ class IGLens:
         self._remember(self._cache, key, trace)
         return trace
 
-    def traces(self, prompts) -> list[Trace]:
+    def traces(self, prompts: Iterable[PromptSpec]) -> list[Trace]:
         """:meth:`trace` of several prompts, batched: the ones not cached run as one
         right-padded forward pass with an attention mask, and their rows share one readout
         map (the readout is row by row, so putting prompts side by side changes only the
@@ -220,7 +254,8 @@ class IGLens:
         """
         ids = [self.input_ids(p) for p in prompts]
         top_k = max(1, self.top_k)
-        todo, made = [], {}
+        todo: list[int] = []
+        made: dict[int, Trace] = {}
         for i, x in enumerate(ids):
             cached = self._cache.get(tuple(x.tolist()))
             if cached is None or cached.top_k < min(top_k, self.readout.vocab_size):
@@ -244,21 +279,28 @@ class IGLens:
             for i, T in zip(todo, lengths):
                 part = slice(start, start + T)
                 start += T
-                made[i] = Trace(ids[i], states[:, part], *(m[:, part] for m in map_))
+                features, log_normalizer, top_ids, top_logprobs = (m[:, part] for m in map_)
+                made[i] = Trace(
+                    ids[i], states[:, part], features, log_normalizer, top_ids, top_logprobs
+                )
                 self._remember(self._cache, tuple(ids[i].tolist()), made[i])
         return [made[i] if i in made else self.trace(x) for i, x in enumerate(ids)]
 
-    def _checked_map(self, states, captured: Capture, top_k):
+    def _checked_map(
+        self, states: torch.Tensor, captured: Capture, top_k: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The readout map of ``states`` (see :func:`readout_map`), checked against the
         model's own output in ``captured`` (see :meth:`trace`)."""
         # The model's own output must be finite, and the readout of h_n must reproduce it at
         # every position.
         what = type(self.model).__name__
         check_model_states(states, what, self.readout, captured.logits.dtype)
-        map_ = readout_map(self.readout, states, top_k, self.memory_budget)
+        features, log_normalizer, top_ids, top_logprobs = readout_map(
+            self.readout, states, top_k, self.memory_budget
+        )
         check_readout(
             self.readout,
-            map_[0][-1],
+            features[-1],
             captured.unembed_input,
             captured.checked,
             captured.logits,
@@ -267,12 +309,12 @@ class IGLens:
             width=states.shape[-1],
             budget_bytes=self.memory_budget,
         )
-        check_readout_map(self.readout, map_[0], map_[1], what)
-        return map_
+        check_readout_map(self.readout, features, log_normalizer, what)
+        return features, log_normalizer, top_ids, top_logprobs
 
     def attribute(
         self,
-        text_or_ids,
+        text_or_ids: PromptSpec,
         *,
         target: TargetSpec = "predicted",
         contrast: TargetSpec | None = None,
@@ -375,7 +417,8 @@ class IGLens:
         if contrast_ids is not None:
             missing |= contrast_ids == NO_TARGET
 
-        def usable(ids):  # a placeholder id where there is no target; masked to NaN below
+        def usable(ids: np.ndarray) -> torch.Tensor:
+            # A placeholder id where there is no target; masked to NaN below.
             return torch.as_tensor(np.where(missing, 0, ids), device=self.readout.device)
 
         y = usable(target_ids)
@@ -386,7 +429,7 @@ class IGLens:
         # Points inside segments are needed only by the Riemann sum and the interior path.
         riemann = request.estimator == "riemann"
         pairs = _segment_pairs(trace, bounds, y, c) if riemann or steps > 1 else None
-        if riemann:
+        if pairs is not None and riemann:
             contributions = riemann_totals(self.readout, *pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
         else:
@@ -419,7 +462,11 @@ class IGLens:
         )
 
     def components(
-        self, result: AttributionResult, positions=None, *, steps: int | None = None
+        self,
+        result: AttributionResult,
+        positions: npt.ArrayLike | None = None,
+        *,
+        steps: int | None = None,
     ) -> np.ndarray:
         """Split ``result``'s contributions at ``positions`` over heads, MLPs and remainders.
 
@@ -453,18 +500,16 @@ class IGLens:
         if trace.input_ids.tolist() != list(result.input_ids):  # pragma: no cover - guard
             raise InvalidRequestError("the result is of another prompt than this lens saw")
 
-        def ids_at(ids):
-            return (
-                None
-                if ids is None
-                else torch.as_tensor(
-                    np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked])
-                )
+        def ids_at(ids: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(
+                np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked])
             )
 
         steps = request.steps if steps is None else request.replace(steps=steps).steps
         lens = torch.as_tensor(result.lens_probs[picked], device=self.readout.device)
-        y, c = ids_at(result.target_ids), ids_at(result.contrast_ids)
+        y = ids_at(result.target_ids)
+        c = None if result.contrast_ids is None else ids_at(result.contrast_ids)
+        path: torch.Tensor | None
         if steps == request.steps and result.path_probs is not None:
             path = torch.as_tensor(result.path_probs[picked])
         else:
@@ -485,7 +530,11 @@ class IGLens:
         return out
 
     def with_components(
-        self, result: AttributionResult, positions=None, *, steps: int | None = None
+        self,
+        result: AttributionResult,
+        positions: npt.ArrayLike | None = None,
+        *,
+        steps: int | None = None,
     ) -> AttributionResult:
         """A copy of ``result`` whose component split holds :meth:`components` at
         ``positions`` (NaN elsewhere), so ``.components``, ``plot_components`` and the
@@ -498,6 +547,36 @@ class IGLens:
             result, component_shares=dense, component_names=self.component_names
         )
 
+    @overload
+    def interior_path(
+        self,
+        result: AttributionResult,
+        position: int,
+        *,
+        steps: int | None = None,
+        terms: Literal[False] = False,
+    ) -> np.ndarray: ...
+
+    @overload
+    def interior_path(
+        self,
+        result: AttributionResult,
+        position: int,
+        *,
+        steps: int | None = None,
+        terms: Literal[True],
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    @overload
+    def interior_path(
+        self,
+        result: AttributionResult,
+        position: int,
+        *,
+        steps: int | None = None,
+        terms: bool,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
+
     def interior_path(
         self,
         result: AttributionResult,
@@ -505,7 +584,7 @@ class IGLens:
         *,
         steps: int | None = None,
         terms: bool = False,
-    ):
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """f along every segment of ``result`` at one ``position``: ``(k, m+1)`` float64,
         at α = 0, 1/m, …, 1 (the ends are ``result.lens_probs[position]``).
 
@@ -548,11 +627,8 @@ class IGLens:
         pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
         lens = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
         k = lens.shape[1] - 1
-        if steps == 1:
-            path = torch.stack([lens[0, :-1], lens[0, 1:]], dim=-1)
-        else:
-            path = self._path(pairs, lens, steps)[0]
-        path = path.detach().cpu().numpy().astype(np.float64)
+        interior = self._path(pairs, lens, steps)
+        path = _path_or_ends(interior, lens)[0].detach().cpu().numpy().astype(np.float64)
         if not terms:
             return path
         out = torch.zeros(k * steps, dtype=torch.float64)
@@ -563,11 +639,16 @@ class IGLens:
             out.index_put_((pair.cpu() * steps + step.cpu(),), values)
         return path, out.reshape(k, steps).numpy()
 
-    def _path(self, pairs, lens: torch.Tensor, steps: int) -> torch.Tensor | None:
+    def _path(
+        self, pairs: SegmentPairs | None, lens: torch.Tensor, steps: int
+    ) -> torch.Tensor | None:
         """f along every (position, segment) at α = 0, 1/m, …, 1, ``[P, k, m+1]`` float64:
-        the ends from the lens, the interior from the readout (None for m = 1)."""
+        the ends from the lens, the interior from the readout (None for m = 1; ``pairs``
+        are needed for m > 1)."""
         if steps == 1:
             return None
+        if pairs is None:
+            raise ValueError("the interior path needs the segment pairs")
         P, k = lens.shape[0], lens.shape[1] - 1
         alphas = torch.arange(1, steps, dtype=self.readout.dtype) / steps
         interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
@@ -575,7 +656,17 @@ class IGLens:
             [lens[:, :-1, None], interior.reshape(P, k, -1).double(), lens[:, 1:, None]], dim=-1
         )
 
-    def _shares(self, trace, bounds, positions, y, c, estimator, steps, path):
+    def _shares(
+        self,
+        trace: Trace,
+        bounds: list[float],
+        positions: torch.Tensor,
+        y: torch.Tensor,
+        c: torch.Tensor | None,
+        estimator: Estimator,
+        steps: int,
+        path: torch.Tensor,
+    ) -> torch.Tensor:
         """Component shares ``[P, n, C]`` of ``positions`` (``y``, ``c``, ``path``: theirs)."""
         return component_shares(
             self.readout,
@@ -591,7 +682,7 @@ class IGLens:
             budget=self.memory_budget,
         )
 
-    def widget(self, text_or_ids, **attribute_kwargs):
+    def widget(self, text_or_ids: PromptSpec, **attribute_kwargs: Any) -> AnyWidget:
         """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
 
         Its controls recompute through this lens, reusing the cached forward pass.
@@ -600,19 +691,19 @@ class IGLens:
 
     def _result(
         self,
-        request,
-        trace,
-        bounds,
-        target_ids,
-        contrast_ids,
-        missing,
-        lens,
-        contributions,
-        path,
-        prompt_length,
-        shares=None,
+        request: AttributionRequest,
+        trace: Trace,
+        bounds: list[float],
+        target_ids: np.ndarray,
+        contrast_ids: np.ndarray | None,
+        missing: np.ndarray,
+        lens: torch.Tensor,
+        contributions: torch.Tensor,
+        path: torch.Tensor | None,
+        prompt_length: int,
+        shares: torch.Tensor | None = None,
     ) -> AttributionResult:
-        def numpy(x):
+        def numpy(x: torch.Tensor) -> np.ndarray:
             out = x.detach().cpu().numpy().astype(np.float64)
             out[missing] = np.nan
             return out
@@ -735,7 +826,13 @@ def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor
     return path if path is not None else torch.stack([lens[:, :-1], lens[:, 1:]], dim=-1)
 
 
-def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None, positions=None):
+def _segment_pairs(
+    trace: Trace,
+    bounds: list[float],
+    y: torch.Tensor,
+    c: torch.Tensor | None,
+    positions: npt.ArrayLike | None = None,
+) -> SegmentPairs:
     """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [P·k, d]``
     (every position, or ``positions``; ``y``, ``c`` are theirs)."""
     rows = trace.rows(bounds)
@@ -744,16 +841,21 @@ def _segment_pairs(trace: Trace, bounds, y: torch.Tensor, c: torch.Tensor | None
     h_b = states[rows[1:]].transpose(0, 1)
     T, k = h_a.shape[:2]
 
-    def per_pair(ids):
-        return None if ids is None else ids[:, None].expand(T, k).reshape(-1)
+    def per_pair(ids: torch.Tensor) -> torch.Tensor:
+        return ids[:, None].expand(T, k).reshape(-1)
 
-    return h_a.reshape(T * k, -1), h_b.reshape(T * k, -1), per_pair(y), per_pair(c)
+    return (
+        h_a.reshape(T * k, -1),
+        h_b.reshape(T * k, -1),
+        per_pair(y),
+        None if c is None else per_pair(c),
+    )
 
 
 def attribute(
     model: nn.Module,
-    tokenizer,
-    text_or_ids,
+    tokenizer: PreTrainedTokenizerBase | None,
+    text_or_ids: PromptSpec,
     *,
     target: TargetSpec = "predicted",
     contrast: TargetSpec | None = None,
@@ -764,7 +866,7 @@ def attribute(
     max_new_tokens: int = 0,
     components: bool = False,
     top_k: int = 5,
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | str = torch.float32,
     name: str | None = None,
 ) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.

@@ -6,8 +6,10 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import InvalidRequestError
 from .boundaries import depth_list, segment_labels
@@ -16,11 +18,22 @@ from .extensions import provider
 from .request import AttributionRequest
 from .stats import argmax_rows
 
+if TYPE_CHECKING:
+    # Annotations only. The widget's own class (iglens_viz.widget, a floor above the core)
+    # is named by its base, anywidget's AnyWidget: the import-floor test reads every import
+    # of the source, these too.
+    import pandas as pd
+    from anywidget import AnyWidget
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .lens import IGLens
+
 _HUB_CACHE_FOLDER = re.compile(r"models--(.+?)--(.+)")  # huggingface_hub's cache layout
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
-def display_name(model=None, name: str | None = None) -> str:
+def display_name(model: object = None, name: str | None = None) -> str:
     """The model's name as every view shows it (table title, widget header, page title,
     exported figures): ``name`` when given, else a short form of the config's
     ``name_or_path``.
@@ -52,7 +65,7 @@ def display_name(model=None, name: str | None = None) -> str:
     return parts[-1] if parts else raw
 
 
-def onset_segments(contributions) -> np.ndarray:
+def onset_segments(contributions: npt.ArrayLike) -> np.ndarray:
     """The onset rule: for each row of ``contributions`` ``(T, k)``, the index j of the
     segment with the largest signed contribution (-1 for a row without finite values).
 
@@ -121,7 +134,7 @@ class AttributionResult:
     """``C`` component names: ``head:<i>`` (0-based), ``mlp``, ``rest`` (the attention's
     output bias and rounding), or ``attn``, ``mlp`` where heads cannot be split."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.boundaries = depth_list(self.boundaries)
 
     @property
@@ -196,11 +209,11 @@ class AttributionResult:
     def component_segments(self) -> np.ndarray:
         """``(n, C)`` the segment j that holds each (block, component) of
         :attr:`component_shares`."""
-        self._require_components()
-        return component_segments(self.boundaries, self.component_names, self.n_blocks)
+        _, names = self._require_components()
+        return component_segments(self.boundaries, names, self.n_blocks)
 
     @property
-    def components(self):
+    def components(self) -> pd.DataFrame:
         """The component split as a tidy :class:`pandas.DataFrame`, one row per (position,
         segment, block, component): ``position``, ``segment`` (index j), ``block``
         (1-based), ``component`` (``head:<i>``, ``attn``, ``mlp``, ``rest``) and ``share``.
@@ -209,8 +222,8 @@ class AttributionResult:
         """
         import pandas as pd
 
-        self._require_components()
-        shares = np.asarray(self.component_shares, dtype=np.float64)
+        shares, names = self._require_components()
+        shares = np.asarray(shares, dtype=np.float64)
         T, n, C = shares.shape
         position, block, comp = (
             a.ravel() for a in np.meshgrid(np.arange(T), np.arange(n), np.arange(C), indexing="ij")
@@ -222,22 +235,24 @@ class AttributionResult:
                 "position": position[keep],
                 "segment": segment[keep],
                 "block": block[keep] + 1,
-                "component": np.asarray(self.component_names, dtype=object)[comp[keep]],
+                "component": np.asarray(names, dtype=object)[comp[keep]],
                 "share": shares.ravel()[keep],
             }
         )
 
-    def _require_components(self) -> None:
-        if self.component_shares is None:
+    def _require_components(self) -> tuple[np.ndarray, list[str]]:
+        """The component shares and names; AttributeError when there is no split."""
+        if self.component_shares is None or self.component_names is None:
             raise AttributeError(
                 "this result has no component split: attribute with "
                 "components=True, or use lens.components(result, positions) "
                 "for a few positions"
             )
+        return self.component_shares, self.component_names
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every field and derived array as JSON-ready lists (NaN becomes None)."""
-        out = {}
+        out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "token_text":
@@ -251,24 +266,26 @@ class AttributionResult:
         out["completeness_error"] = self.completeness_error
         return out
 
-    def plot_heatmap(self, ax=None, **kwargs):
+    def plot_heatmap(self, ax: Axes | None = None, **kwargs: Any) -> Figure:
         """Positions × segments heatmap Figure; see :func:`iglens_viz.views.plot_heatmap`."""
         return provider("plot_heatmap")(self, ax=ax, **kwargs)
 
-    def plot_token(self, i: int, ax=None, **kwargs):
+    def plot_token(self, i: int, ax: Axes | None = None, **kwargs: Any) -> Figure:
         """Detail figure of position ``i``; see :func:`iglens_viz.views.plot_token`."""
         return provider("plot_token")(self, i, ax=ax, **kwargs)
 
-    def plot_components(self, i: int, segment: int | None = None, ax=None, **kwargs):
+    def plot_components(
+        self, i: int, segment: int | None = None, ax: Axes | None = None, **kwargs: Any
+    ) -> Figure:
         """Block × component share matrix of position ``i``; see
         :func:`iglens_viz.views.plot_components`."""
         return provider("plot_components")(self, i, segment, ax=ax, **kwargs)
 
-    def to_dataframe(self, **kwargs):
+    def to_dataframe(self, **kwargs: Any) -> pd.DataFrame:
         """One row per (position, segment); see :func:`iglens_viz.views.to_dataframe`."""
         return provider("to_dataframe")(self, **kwargs)
 
-    def widget(self, lens=None, **kwargs):
+    def widget(self, lens: IGLens | None = None, **kwargs: Any) -> AnyWidget:
         """Linked notebook views (needs ``anywidget``); see :class:`iglens_viz.widget.IGLensWidget`.
 
         Pass the :class:`IGLens` that produced this result to enable the recompute
@@ -276,16 +293,18 @@ class AttributionResult:
         """
         return provider("widget")(self, lens, **kwargs)
 
-    def to_html(self, path=None, **kwargs) -> str:
+    def to_html(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> str:
         """A self-contained offline HTML page of the linked views, written to ``path`` if
         given; see :func:`iglens_viz.export.to_html`."""
         return provider("to_html")(self, path, **kwargs)
 
 
-def _json_ready(value):
+def _json_ready(value: object) -> object:
     if isinstance(value, np.ndarray):
         if value.dtype.kind == "f":
-            return np.where(np.isfinite(value), value, None).tolist()
+            out = value.astype(object)
+            out[~np.isfinite(value)] = None
+            return out.tolist()
         return value.tolist()
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
