@@ -9,7 +9,7 @@ anywidget; both transports sit on top of this package.
 
 from .payload import result_payload
 from .serializers import array_from_payload, array_to_payload, to_base64_state
-from .state import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state
+from .state import COLOR_BY, DEFAULT_STATE, VIEWS, ColorBy, View, initial_state
 
 __all__ = [
     "COLOR_BY",
@@ -20,4 +20,6 @@ __all__ = [
     "result_payload",
     "to_base64_state",
     "VIEWS",
+    "ColorBy",
+    "View",
 ]

@@ -9,7 +9,11 @@ the onsets — comes from the result here, so the browser never re-derives it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..core.boundaries import depth_list
 from ..core.request import MAX_STEPS
@@ -18,14 +22,18 @@ from ..core.trajectory import NONMONOTONE_THRESHOLD
 from ..views.token_format import visible_text
 from .serializers import array_to_payload
 
+if TYPE_CHECKING:
+    from ..core.request import Estimator
+    from ..core.result import AttributionResult
+
 __all__ = ["ablation_payload", "components_payload", "result_payload"]
 
 
-def _texts(ids, token_text) -> list[str]:
+def _texts(ids: Iterable[int], token_text: Mapping[int, str]) -> list[str]:
     return [token_text.get(int(i), "") if int(i) != NO_TARGET else "" for i in ids]
 
 
-def result_payload(result) -> dict:
+def result_payload(result: AttributionResult) -> dict[str, Any]:
     """The protocol's ``result`` dict of an attribution (arrays as ndarray payloads)."""
     T = len(result.input_ids)
     token_text = {int(k): str(v) for k, v in result.token_text.items()}
@@ -60,15 +68,24 @@ def result_payload(result) -> dict:
         "request": result.request.to_dict(),
         "controls": result.request.controls(),
         "contrast_tokens": None if contrast_ids is None else _texts(contrast_ids, token_text),
-        "components": None
-        if result.component_shares is None
-        else components_payload(
-            result.component_names, result.component_segments, np.arange(T), result.component_shares
-        ),
+        "components": _result_components(result),
     }
 
 
-def components_payload(names, segments, positions, shares) -> dict:
+def _result_components(result: AttributionResult) -> dict[str, Any] | None:
+    """The result's component split at every position, or None when it has none."""
+    if result.component_shares is None:
+        return None
+    segments = result.component_segments  # AttributeError when the split has no names
+    names = result.component_names or ()  # (set whenever segments are)
+    return components_payload(
+        names, segments, np.arange(len(result.input_ids)), result.component_shares
+    )
+
+
+def components_payload(
+    names: Iterable[str], segments: ArrayLike, positions: Iterable[int], shares: ArrayLike
+) -> dict[str, Any]:
     """The protocol's component split at ``positions``: the C component names, the segment
     of every (block, component) ``(n, C)``, and ``shares`` ``(P, n, C)`` (NaN: not
     applicable)."""
@@ -80,7 +97,7 @@ def components_payload(names, segments, positions, shares) -> dict:
     }
 
 
-def _json_float(value) -> float | None:
+def _json_float(value: Any) -> float | None:
     """A float for JSON: None where it is not finite (the page's JSON has no NaN)."""
     value = float(value)
     return value if np.isfinite(value) else None
@@ -88,31 +105,31 @@ def _json_float(value) -> float | None:
 
 def ablation_payload(
     position: int,
-    drops,
-    clean,
-    labels,
+    drops: ArrayLike,
+    clean: float,
+    labels: Sequence[str],
     *,
-    parts,
+    parts: Sequence[str],
     target_id: int,
     contrast_id: int | None = None,
     target_name: str = "p(target)",
     mode: str = "zero",
     seconds: float = 0.0,
-) -> dict:
+) -> dict[str, Any]:
     """The protocol's ``ablation`` trait: the drop of the lens value f at ``position`` when
     each segment is ablated (k numbers, plain JSON floats; None where not finite), f's clean
     value, the segment labels and what each ablation removed (``parts``: ``"block"``,
     ``"attn"`` or ``"mlp"``), the ids measured, the mode and the seconds it took."""
-    drops = [_json_float(v) for v in np.asarray(drops, dtype=np.float64).reshape(-1)]
-    if len(drops) != len(labels) or len(parts) != len(labels):
+    values = [_json_float(v) for v in np.asarray(drops, dtype=np.float64).reshape(-1)]
+    if len(values) != len(labels) or len(parts) != len(labels):
         raise ValueError(
-            f"{len(drops)} drops, {len(parts)} parts and {len(labels)} labels: "
+            f"{len(values)} drops, {len(parts)} parts and {len(labels)} labels: "
             f"one of each per segment"
         )
     return {
         "position": int(position),
         "mode": str(mode),
-        "drops": drops,
+        "drops": values,
         "clean": _json_float(clean),
         "labels": [str(label) for label in labels],
         "parts": [str(part) for part in parts],
@@ -124,29 +141,40 @@ def ablation_payload(
 
 
 def path_payload(
-    position: int, path, terms, labels, *, target_id: int, estimator: str, seconds: float = 0.0
-) -> dict:
+    position: int,
+    path: ArrayLike,
+    terms: ArrayLike | None,
+    labels: Sequence[str],
+    *,
+    target_id: int,
+    estimator: Estimator,
+    seconds: float = 0.0,
+) -> dict[str, Any]:
     """The protocol's ``path`` trait: the interior path of one position, computed lazily
     (:meth:`IGLens.interior_path`). ``path`` is ``(k, m+1)``: f along each segment at
     α = 0, 1/m, …, 1; ``terms`` ``(k, m)``: the midpoint Riemann terms, or None. Plain JSON
     lists of floats (None where not finite), the segment labels (for the fit check), the
     target id, the shown result's estimator and the seconds it took."""
-    path = np.asarray(path, dtype=np.float64)
-    if path.ndim != 2 or path.shape[0] != len(labels) or path.shape[1] < 2:
-        raise ValueError(f"path must be (k, m+1) with k = {len(labels)} segments, got {path.shape}")
-    rows = [[_json_float(v) for v in row] for row in path]
+    points = np.asarray(path, dtype=np.float64)
+    if points.ndim != 2 or points.shape[0] != len(labels) or points.shape[1] < 2:
+        raise ValueError(
+            f"path must be (k, m+1) with k = {len(labels)} segments, got {points.shape}"
+        )
+    rows = [[_json_float(v) for v in row] for row in points]
+    term_rows = None
     if terms is not None:
-        terms = np.asarray(terms, dtype=np.float64)
-        if terms.shape != (path.shape[0], path.shape[1] - 1):
+        riemann = np.asarray(terms, dtype=np.float64)
+        if riemann.shape != (points.shape[0], points.shape[1] - 1):
             raise ValueError(
-                f"terms must be (k, m) = {(path.shape[0], path.shape[1] - 1)}, got {terms.shape}"
+                f"terms must be (k, m) = {(points.shape[0], points.shape[1] - 1)}, "
+                f"got {riemann.shape}"
             )
-        terms = [[_json_float(v) for v in row] for row in terms]
+        term_rows = [[_json_float(v) for v in row] for row in riemann]
     return {
         "position": int(position),
-        "steps": int(path.shape[1] - 1),
+        "steps": int(points.shape[1] - 1),
         "path": rows,
-        "terms": terms,
+        "terms": term_rows,
         "labels": [str(label) for label in labels],
         "target_id": int(target_id),
         "estimator": str(estimator),

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["array_from_payload", "array_to_payload", "to_base64_state"]
 
 _INT32 = np.iinfo(np.int32)
 
 
-def array_to_payload(array) -> dict:
+def array_to_payload(array: ArrayLike) -> dict[str, Any]:
     """``{"dtype": "float32"|"int32", "shape": [...], "buffer": bytes}`` of an array.
 
     Float arrays (any width) become little-endian float32, NaN kept; integer and boolean
@@ -52,7 +54,7 @@ def array_to_payload(array) -> dict:
     }
 
 
-def array_from_payload(payload: Mapping) -> np.ndarray:
+def array_from_payload(payload: Mapping[str, Any]) -> np.ndarray:
     """The numpy array of an ndarray payload (``buffer`` as bytes, memoryview or base64)."""
     dtype = {"float32": "<f4", "int32": "<i4", "float64": "<f8", "int64": "<i8"}.get(
         payload["dtype"]
@@ -66,7 +68,7 @@ def array_from_payload(payload: Mapping) -> np.ndarray:
     return np.frombuffer(bytes(buffer), dtype=dtype).reshape(shape)
 
 
-def to_base64_state(value):
+def to_base64_state(value: Any) -> Any:
     """A copy of a (nested) state with every ``bytes``/``memoryview`` as a base64 string.
 
     For static export, where the state travels as JSON text instead of binary buffers.

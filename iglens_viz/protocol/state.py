@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal, get_args
+
 from ..errors import InvalidRequestError
 
-COLOR_BY: tuple[str, ...] = ("p_final", "delta_p", "onset", "nonmonotone")
+__all__ = ["COLOR_BY", "DEFAULT_STATE", "VIEWS", "ColorBy", "View", "initial_state"]
+
+ColorBy = Literal["p_final", "delta_p", "onset", "nonmonotone"]
+"""A token-strip colouring; see :data:`COLOR_BY`."""
+COLOR_BY: tuple[ColorBy, ...] = get_args(ColorBy)
 """Token-strip colourings: final target probability, net change Δp, onset block, and how
 much of the trajectory moves against Δp (the largest opposing segment as a share of the
 token's largest |contribution|; 0 for a monotone token)."""
 
-DEFAULT_STATE: dict = {
+DEFAULT_STATE: dict[str, Any] = {
     "selected": -1,  # no position selected
     "hovered": -1,  # nothing hovered
     "color_by": "p_final",
@@ -22,17 +28,19 @@ DEFAULT_STATE: dict = {
 }
 """Every synced value but ``result``, as a new widget or an exported page starts."""
 
-VIEWS: tuple[str, ...] = ("heatmap", "grid", "compare")
+View = Literal["heatmap", "grid", "compare"]
+"""A tab of the main view; see :data:`VIEWS`."""
+VIEWS: tuple[View, ...] = get_args(View)
 """The main view's tabs: the layer heatmap, the logit-lens grid, the compare view."""
 
 
 def initial_state(
-    payload: dict,
+    payload: dict[str, Any],
     *,
     selected: int | None = None,
-    color_by: str | None = None,
+    color_by: ColorBy | None = None,
     interactive: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """The model state that shows ``payload``: :data:`DEFAULT_STATE` with the given values.
 
     ``selected`` defaults to the first answer token (position ``prompt_length``, where the
