@@ -16,13 +16,21 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..causal.ablation import ABLATION_MODES
+from ..core.request import ESTIMATORS
 from ..errors import IGLensError
+from ..studies.run import STUDY_MODES
 from ..views.token_format import visible_text
 from .table import attribution_table
+
+if TYPE_CHECKING:
+    from ..core.result import AttributionResult
 
 EXIT_USER_ERROR = 2
 
@@ -31,7 +39,7 @@ class UserError(IGLensError):
     """A problem with the command line or its inputs, reported without a traceback."""
 
 
-def _count(least: int):
+def _count(least: int) -> Callable[[str], int]:
     """An argparse type: an integer >= ``least``."""
 
     def parse(text: str) -> int:
@@ -98,9 +106,7 @@ def _attribute_parser() -> argparse.ArgumentParser:
         "output), or a list such as 0,10,20,30",
     )
     p.add_argument("--steps", default="1", help="interpolation steps per segment (1-1000)")
-    p.add_argument(
-        "--estimator", choices=["prediction_aware", "riemann"], default="prediction_aware"
-    )
+    p.add_argument("--estimator", choices=ESTIMATORS, default="prediction_aware")
     p.add_argument(
         "--position",
         type=int,
@@ -165,7 +171,7 @@ def _validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument("--category", default=None, help="only prompts of this category")
     p.add_argument("--limit", type=_count(1), default=None, help="use at most this many prompts")
-    p.add_argument("--mode", choices=["zero", "mean"], default="zero")
+    p.add_argument("--mode", choices=ABLATION_MODES, default="zero")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the per-token table as CSV")
     p.add_argument("--png", type=Path, metavar="FILE", help="write the summary plot as PNG")
     _add_model_options(p)
@@ -196,8 +202,8 @@ def _study_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument(
         "--modes",
-        default="zero,mean,resample",
-        help="ablation modes, comma-separated: zero, mean, resample",
+        default=",".join(STUDY_MODES),
+        help=f"ablation modes, comma-separated: {', '.join(STUDY_MODES)}",
     )
     p.add_argument("--limit", type=_count(1), default=None, help="study the first N prompts")
     p.add_argument(
@@ -230,7 +236,7 @@ def run_study(argv: list[str]) -> int:
     args = _study_parser().parse_args(argv)
     from ..files import check_output_folder, write_atomic
     from ..studies import load_study_prompts, study
-    from ..studies.run import OUTPUT_FILES, STUDY_MODES, read_metadata, write_table
+    from ..studies.run import OUTPUT_FILES, read_metadata, write_table
     from ..studies.scoring import headline
 
     # Everything a user can get wrong fails here, before the model loads.
@@ -283,7 +289,7 @@ def run_study(argv: list[str]) -> int:
     return 0
 
 
-def _load(name, dtype=None, device=None):
+def _load(name: str | None, dtype: str | None = None, device: str | None = None) -> tuple[Any, Any]:
     from transformers.utils import logging as hf_logging
 
     from ..loading import load_model
@@ -301,7 +307,7 @@ def _check_outputs(*paths: Path | None) -> None:
             check_output_path(path)
 
 
-def _positions(result, args) -> list[int]:
+def _positions(result: AttributionResult, args: argparse.Namespace) -> list[int]:
     T = len(result.input_ids)
     if args.position:
         out = []
@@ -369,7 +375,7 @@ def run_attribute(argv: list[str]) -> int:
             out["components"] = {
                 "names": lens.component_names,
                 "positions": positions,
-                "shares": np.where(np.isfinite(shares), shares, None).tolist(),
+                "shares": _json_shares(shares),
             }
         written.append(write_atomic(args.json, json.dumps(out, allow_nan=False)))
     if args.png:
@@ -382,6 +388,13 @@ def run_attribute(argv: list[str]) -> int:
     for path in written:
         console.print(Text(f"wrote {path}"))
     return 0
+
+
+def _json_shares(shares: np.ndarray) -> list[Any]:
+    """The shares as nested lists, None where not finite (JSON has no NaN)."""
+    out = shares.astype(object)
+    out[~np.isfinite(shares)] = None
+    return out.tolist()
 
 
 def run_validate(argv: list[str]) -> int:

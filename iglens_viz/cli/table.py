@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 from rich import box
 from rich.table import Table
@@ -10,20 +13,25 @@ from rich.text import Text
 from ..core.boundaries import is_sublayer
 from ..views.token_format import format_token, visible_text
 
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
-def _largest(values, labels, top_k: int) -> str:
+    from ..core.result import AttributionResult
+
+
+def _largest(values: np.ndarray, labels: Sequence[str], top_k: int) -> str:
     order = np.argsort(-np.abs(values))[:top_k]
     return "\n".join(f"{labels[j]} {values[j]:+.3f}" for j in order)
 
 
-def largest_contributions(result, position: int, top_k: int) -> str:
+def largest_contributions(result: AttributionResult, position: int, top_k: int) -> str:
     """The ``top_k`` largest |contributions| of one position, signed, e.g. ``L21 +0.52``."""
     return _largest(
         result.contributions[position], [f"L{label}" for label in result.segment_labels], top_k
     )
 
 
-def largest_components(names, shares, top_k: int) -> str:
+def largest_components(names: Sequence[str], shares: np.ndarray, top_k: int) -> str:
     """The ``top_k`` largest |shares| of one position's ``(n, C)`` component split, e.g.
     ``L30.mlp +0.672`` or ``L30.h1 +0.101``."""
     short = [f"h{n.split(':', 1)[1]}" if n.startswith("head:") else n for n in names]
@@ -31,7 +39,12 @@ def largest_components(names, shares, top_k: int) -> str:
     return _largest(np.nan_to_num(shares.ravel()), labels, top_k)
 
 
-def attribution_table(result, positions, top_k: int = 3, components=None) -> Table:
+def attribution_table(
+    result: AttributionResult,
+    positions: Sequence[int],
+    top_k: int = 3,
+    components: tuple[Sequence[str], np.ndarray] | None = None,
+) -> Table:
     """A rich ``Table``: token, target, p_final, Δp, onset, largest contributions, |Σ−Δp|.
 
     ``components`` — ``(names, shares (P, n, C))`` for the shown positions — adds a column of
@@ -47,7 +60,7 @@ def attribution_table(result, positions, top_k: int = 3, components=None) -> Tab
             f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"
         ),
     )
-    columns = [
+    columns: list[tuple[str, JustifyMethod]] = [
         ("pos", "right"),
         ("token", "left"),
         ("target", "left"),
