@@ -10,11 +10,13 @@ browser is defined in :mod:`iglens_viz.protocol`, which the static export shares
 >>> w.selected                                           # doctest: +SKIP
 """
 
+from typing import Any
+
 # The lazily imported names are documented in iglens_viz.widget.widget.
 __all__ = ["IGLensWidget", "show"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in __all__:
         from . import widget
 

@@ -14,30 +14,40 @@ its ``comparison`` trait (:func:`comparison_payload`, see ``docs/widget-protocol
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..errors import InvalidRequestError
 from ..views.token_format import format_token
 
+if TYPE_CHECKING:
+    from ..core.result import AttributionResult
+    from ..protocol import View
+    from .widget import IGLensWidget
+
 __all__ = ["compare", "comparison_payload", "default_labels", "default_pins", "shared_limit"]
 
 
-def _check(results) -> list:
+def _check(results: Iterable[object]) -> list[AttributionResult]:
     from ..core.result import AttributionResult
 
-    results = list(results)
-    if len(results) < 2:
-        raise InvalidRequestError(f"compare() needs at least two results, got {len(results)}")
-    for q, r in enumerate(results):
+    given = list(results)
+    if len(given) < 2:
+        raise InvalidRequestError(f"compare() needs at least two results, got {len(given)}")
+    checked = []
+    for q, r in enumerate(given):
         if not isinstance(r, AttributionResult):
             raise InvalidRequestError(
                 f"compare(): argument {q + 1} is a {type(r).__name__}, "
                 f"not an AttributionResult (from iglens_viz.attribute)"
             )
-    return results
+        checked.append(r)
+    return checked
 
 
-def shared_limit(results) -> float:
+def shared_limit(results: Iterable[AttributionResult]) -> float:
     """The colour limit every panel shares: max |contribution| over all the results (NaN
     ignored; 1.0 when every contribution is 0), the same rule as one heatmap's limit."""
     vmax = 0.0
@@ -49,21 +59,21 @@ def shared_limit(results) -> float:
     return vmax if vmax > 0 else 1.0
 
 
-def _prompt_text(r) -> str:
+def _prompt_text(r: AttributionResult) -> str:
     prompt = r.request.prompt
     if isinstance(prompt, str):
         return prompt
     return "".join(str(t) for t in r.tokens[: min(len(r.tokens), int(r.answer_start) + 1)])
 
 
-def default_labels(results) -> list[str]:
+def default_labels(results: Iterable[AttributionResult]) -> list[str]:
     """One short label per result, naming what differs: the prompt when the prompts differ,
     else the target (and contrast), else the estimator, steps and boundaries."""
-    results = list(results)
-    prompts = [_prompt_text(r) for r in results]
+    given = list(results)
+    prompts = [_prompt_text(r) for r in given]
     if len(set(prompts)) > 1:
         return [format_token(p, max_len=60, all_spaces=False) for p in prompts]
-    controls = [r.request.controls() for r in results]
+    controls = [r.request.controls() for r in given]
     targets = [
         f"target: {c['target']}" + (f" vs {c['contrast']}" if c["contrast"] else "")
         for c in controls
@@ -73,7 +83,7 @@ def default_labels(results) -> list[str]:
     return [f"{c['estimator']}, m={c['steps']}, boundaries {c['boundaries']}" for c in controls]
 
 
-def default_pins(results) -> list[list[int]]:
+def default_pins(results: Iterable[AttributionResult]) -> list[list[int]]:
     """Each result's opening position: its first answer position, else its last one that
     has a target (``[r, i]`` pairs, the ``pinned`` trait's form)."""
     pins = []
@@ -87,25 +97,33 @@ def default_pins(results) -> list[list[int]]:
     return pins
 
 
-def comparison_payload(results, labels=None) -> dict:
+def comparison_payload(
+    results: Iterable[AttributionResult], labels: Iterable[object] | None = None
+) -> dict[str, Any]:
     """The ``comparison`` trait of a widget that shows ``results[0]``: one label per result,
     the protocol dicts of ``results[1:]`` and the shared colour limit."""
     from ..protocol import result_payload
 
-    results = _check(results)
-    labels = default_labels(results) if labels is None else [str(x) for x in labels]
-    if len(labels) != len(results):
+    checked = _check(results)
+    names = default_labels(checked) if labels is None else [str(x) for x in labels]
+    if len(names) != len(checked):
         raise InvalidRequestError(
-            f"{len(labels)} labels for {len(results)} results: give one label per result"
+            f"{len(names)} labels for {len(checked)} results: give one label per result"
         )
     return {
-        "labels": labels,
-        "results": [result_payload(r) for r in results[1:]],
-        "limit": shared_limit(results),
+        "labels": names,
+        "results": [result_payload(r) for r in checked[1:]],
+        "limit": shared_limit(checked),
     }
 
 
-def compare(*results, labels=None, pinned=None, view: str = "compare", selected: int | None = None):
+def compare(
+    *results: AttributionResult,
+    labels: Iterable[object] | None = None,
+    pinned: Iterable[Sequence[int]] | None = None,
+    view: View = "compare",
+    selected: int | None = None,
+) -> IGLensWidget:
     """Show two or more attributions side by side, on one colour scale.
 
     ``compare(a, b)`` for two prompts, or for one prompt attributed twice (two targets, a
@@ -140,18 +158,18 @@ def compare(*results, labels=None, pinned=None, view: str = "compare", selected:
     from ..protocol import VIEWS
     from .widget import IGLensWidget
 
-    results = _check(results)
+    checked = _check(results)
     if view not in VIEWS:
         raise InvalidRequestError(f"view={view!r}: choose one of {', '.join(VIEWS)}")
-    payload = comparison_payload(results, labels)
-    pins = default_pins(results) if pinned is None else [[int(r), int(i)] for r, i in pinned]
+    payload = comparison_payload(checked, labels)
+    pins = default_pins(checked) if pinned is None else [[int(r), int(i)] for r, i in pinned]
     for r, i in pins:
-        if not (0 <= r < len(results) and 0 <= i < len(results[r].input_ids)):
+        if not (0 <= r < len(checked) and 0 <= i < len(checked[r].input_ids)):
             raise InvalidRequestError(
                 f"pin [{r}, {i}] names no position: result r in 0 … "
-                f"{len(results) - 1}, position i within that result"
+                f"{len(checked) - 1}, position i within that result"
             )
-    widget = IGLensWidget(results[0], selected=selected)
+    widget = IGLensWidget(checked[0], selected=selected)
     with widget.hold_sync():
         widget.comparison = payload
         widget.pinned = pins

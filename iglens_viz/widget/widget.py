@@ -19,10 +19,13 @@ conditional marginal. It runs only when asked (a click), batched by
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
@@ -35,6 +38,12 @@ from ..errors import IGLensError, InvalidRequestError
 from ..protocol import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 from ..protocol.payload import ablation_payload, components_payload, path_payload
+
+if TYPE_CHECKING:
+    from ..core.lens import IGLens
+    from ..core.request import PromptSpec
+    from ..core.result import AttributionResult
+    from ..protocol import ColorBy
 
 __all__ = [
     "IGLensWidget",
@@ -66,16 +75,16 @@ PAGE_WRITABLE = frozenset(
     }
 )
 
-_MISSING_BUNDLE_ESM = """
-export default { render({ el }) {
+_MISSING_BUNDLE_ESM = f"""
+export default {{ render({{ el }}) {{
   const p = document.createElement("pre");
-  p.textContent = "iglens_viz: " + %s;
+  p.textContent = "iglens_viz: " + {json.dumps(MISSING_BUNDLE)};
   el.appendChild(p);
-} };
-""" % json.dumps(MISSING_BUNDLE)
+}} }};
+"""
 
 
-def _bundle(path: Path, fallback: str):
+def _bundle(path: Path, fallback: str) -> Path | str:
     # anywidget reads a Path when the class is created and fails if the file is missing;
     # a checkout without a built bundle still imports, and the widget says what to do.
     return path if path.is_file() else fallback
@@ -217,7 +226,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ page writes
 
-    def _position_range(self, name: str, value) -> int:
+    def _position_range(self, name: str, value: Any) -> int:
         T = len(self._attribution.input_ids)
         if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value < T:
             raise InvalidTraitError(
@@ -226,15 +235,15 @@ class IGLensWidget(anywidget.AnyWidget):
         return value
 
     @traitlets.validate("selected")
-    def _valid_selected(self, proposal):
+    def _valid_selected(self, proposal: Mapping[str, Any]) -> int:
         return self._position_range("selected", proposal["value"])
 
     @traitlets.validate("hovered")
-    def _valid_hovered(self, proposal):
+    def _valid_hovered(self, proposal: Mapping[str, Any]) -> int:
         return self._position_range("hovered", proposal["value"])
 
     @traitlets.validate("pinned")
-    def _valid_pinned(self, proposal):
+    def _valid_pinned(self, proposal: Mapping[str, Any]) -> list[list[int]]:
         lengths = [len(self.result.get("tokens") or ())] + [
             len(r.get("tokens") or ())
             for r in (self.comparison or {}).get("results") or ()
@@ -259,7 +268,7 @@ class IGLensWidget(anywidget.AnyWidget):
             pins.append([int(pair[0]), int(pair[1])])
         return pins
 
-    def set_state(self, sync_data):
+    def set_state(self, sync_data: Any) -> None:
         """Apply an update from the page (ipywidgets calls this for every ``update`` message).
 
         Only the traits in :data:`PAGE_WRITABLE` are taken, each validated as a Python
@@ -296,14 +305,14 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def __init__(
         self,
-        result=None,
-        lens=None,
-        text_or_ids=None,
+        result: AttributionResult | None = None,
+        lens: IGLens | None = None,
+        text_or_ids: PromptSpec | None = None,
         *,
         selected: int | None = None,
-        color_by: str = DEFAULT_STATE["color_by"],
-        **attribute_kwargs,
-    ):
+        color_by: ColorBy = DEFAULT_STATE["color_by"],
+        **attribute_kwargs: Any,
+    ) -> None:
         if result is None:
             if lens is None or text_or_ids is None:
                 raise TypeError(
@@ -350,16 +359,18 @@ class IGLensWidget(anywidget.AnyWidget):
         )
 
     @property
-    def attribution(self):
+    def attribution(self) -> AttributionResult:
         """The :class:`AttributionResult` currently shown."""
         return self._attribution
 
     @property
-    def lens(self):
+    def lens(self) -> IGLens | None:
         """The :class:`IGLens` that recomputes requests (None when not interactive)."""
         return self._lens
 
-    def to_html(self, path=None, *, title: str | None = None) -> str:
+    def to_html(
+        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
+    ) -> str:
         """A self-contained HTML page of the current view; see
         :func:`iglens_viz.export.to_html`. The selection and colouring are kept."""
         from ..export.html import to_html
@@ -368,9 +379,9 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ recompute
 
-    def _on_request(self, change) -> None:
-        controls = change["new"]
-        if not controls or self._lens is None:
+    def _on_request(self, change: Mapping[str, Any]) -> None:
+        controls, lens = change["new"], self._lens
+        if not controls or lens is None:
             return
         if self._worker is not None and self._worker.is_alive():
             self.error = "a recompute is running: wait for it or cancel it"
@@ -381,11 +392,11 @@ class IGLensWidget(anywidget.AnyWidget):
             self.progress = -1.0
         if self._threaded():
             self._worker = threading.Thread(
-                target=self._recompute, args=(controls,), name="iglens-recompute", daemon=True
+                target=self._recompute, args=(lens, controls), name="iglens-recompute", daemon=True
             )
             self._worker.start()
         else:
-            self._recompute(controls)
+            self._recompute(lens, controls)
 
     def _threaded(self) -> bool:
         if self.threaded is not None:
@@ -404,10 +415,10 @@ class IGLensWidget(anywidget.AnyWidget):
             with self._sync_lock:
                 self.progress = value
 
-    def _recompute(self, controls) -> None:
+    def _recompute(self, lens: IGLens, controls: Mapping[str, Any]) -> None:
         try:
             with progress_hook(self._report):
-                new = self._lens.run(self._attribution.request.with_controls(controls))
+                new = lens.run(self._attribution.request.with_controls(controls))
             payload = result_payload(new)
         except IGLensError as err:
             with self._sync_lock, self.hold_sync():
@@ -423,7 +434,7 @@ class IGLensWidget(anywidget.AnyWidget):
             raise
         self._show(new, payload)
 
-    def _on_cancel(self, change) -> None:
+    def _on_cancel(self, change: Mapping[str, Any]) -> None:
         if change["new"] and self.busy:
             self._cancel.set()
 
@@ -431,7 +442,7 @@ class IGLensWidget(anywidget.AnyWidget):
         """Stop the running recompute at its next chunk of points (the old result stays)."""
         self._cancel.set()
 
-    def recompute(self, **changes):
+    def recompute(self, **changes: Any) -> AttributionResult:
         """Replay the shown result's request with some fields changed (``target``,
         ``contrast``, ``boundaries``, ``estimator``, ``steps``, … as in
         :meth:`IGLens.attribute`) and show the new result.
@@ -448,7 +459,7 @@ class IGLensWidget(anywidget.AnyWidget):
         self._show(new, result_payload(new))
         return new
 
-    def _show(self, result, payload: dict) -> None:
+    def _show(self, result: AttributionResult, payload: dict[str, Any]) -> None:
         with self._sync_lock, self.hold_sync():
             self._attribution = result
             self.result = payload
@@ -463,7 +474,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ causal check
 
-    def causal_check(self, position: int | None = None) -> dict:
+    def causal_check(self, position: int | None = None) -> dict[str, Any]:
         """Zero-ablate each segment of the shown result and measure the drop of the lens
         value at ``position`` (default: the selected one); see :func:`segment_ablation`.
 
@@ -489,14 +500,14 @@ class IGLensWidget(anywidget.AnyWidget):
             self.ablation_busy = False
         return payload
 
-    def _on_ablation_request(self, change) -> None:
+    def _on_ablation_request(self, change: Mapping[str, Any]) -> None:
         wish = change["new"]
         if not wish:
             return
         position = wish.get("position") if isinstance(wish, dict) else None
         where = {"position": position} if is_position_index(position) else {}
         try:
-            if not is_position_index(position):
+            if position is None or not is_position_index(position):
                 raise InvalidRequestError(
                     f"an ablation request needs a position (an integer >= 0), got {position!r}"
                 )
@@ -511,7 +522,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ interior path
 
-    def interior_path(self, position: int | None = None, steps: int = 8) -> dict:
+    def interior_path(self, position: int | None = None, steps: int = 8) -> dict[str, Any]:
         """Compute the interior path of one position of the shown result (default: the
         selected one) at ``steps`` interpolation steps, and show it in the detail panel.
 
@@ -529,7 +540,7 @@ class IGLensWidget(anywidget.AnyWidget):
         self.path = payload
         return payload
 
-    def _on_path_request(self, change) -> None:
+    def _on_path_request(self, change: Mapping[str, Any]) -> None:
         wish = change["new"]
         if not wish:
             return
@@ -537,7 +548,7 @@ class IGLensWidget(anywidget.AnyWidget):
         steps = wish.get("steps", 8) if isinstance(wish, dict) else None
         where = {"position": position} if is_position_index(position) else {}
         try:
-            if not is_position_index(position):
+            if position is None or not is_position_index(position):
                 raise InvalidRequestError(
                     f"a path request needs a position (an integer >= 0), got {position!r}"
                 )
@@ -554,7 +565,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ component split
 
-    def _on_selected(self, change) -> None:
+    def _on_selected(self, change: Mapping[str, Any] | None) -> None:
         """Split the selected position's contributions over heads and MLPs (milliseconds once
         the lens holds the head outputs; the first call on a prompt runs the model once)."""
         result, position = self._attribution, self.selected
@@ -580,7 +591,7 @@ class IGLensWidget(anywidget.AnyWidget):
             self.components = payload
 
 
-def _running_kernel():
+def _running_kernel() -> Any:
     """The IPython kernel this process runs, or None (a script, a terminal IPython).
 
     Asked through IPython's API, not the ``get_ipython`` builtin: IPython installs that only
@@ -597,7 +608,9 @@ class InvalidTraitError(InvalidRequestError, traitlets.TraitError):
     instead (:meth:`IGLensWidget.set_state`)."""
 
 
-def segment_ablation(lens, result, position: int, *, mode: str = "zero") -> dict:
+def segment_ablation(
+    lens: IGLens, result: AttributionResult, position: int, *, mode: str = "zero"
+) -> dict[str, Any]:
     """The causal check of one token as the protocol's ``ablation`` dict
     (:func:`iglens_viz.protocol.payload.ablation_payload`): the drop of the lens value f at
     ``position`` when each segment of ``result`` is ablated; see
@@ -622,7 +635,9 @@ class RecomputeCancelled(IGLensError):
     """A recompute stopped by the Cancel button (or :meth:`IGLensWidget.cancel`)."""
 
 
-def position_path(lens, result, position: int, steps: int = 8) -> dict:
+def position_path(
+    lens: IGLens, result: AttributionResult, position: int, steps: int = 8
+) -> dict[str, Any]:
     """The interior path of ``result`` at ``position`` as the protocol's ``path`` dict
     (:func:`iglens_viz.protocol.payload.path_payload`): f along each segment at ``steps``
     interpolation steps, and the midpoint Riemann terms when the result's estimator is
@@ -643,14 +658,14 @@ def position_path(lens, result, position: int, steps: int = 8) -> dict:
 
 
 def show(
-    model_or_lens,
-    tokenizer=None,
-    text_or_ids=None,
+    model_or_lens: Any,
+    tokenizer: Any = None,
+    text_or_ids: PromptSpec | None = None,
     *,
     selected: int | None = None,
-    color_by: str = DEFAULT_STATE["color_by"],
+    color_by: ColorBy = DEFAULT_STATE["color_by"],
     name: str | None = None,
-    **attribute_kwargs,
+    **attribute_kwargs: Any,
 ) -> IGLensWidget:
     """Attribute ``text_or_ids`` and return an interactive :class:`IGLensWidget`.
 
