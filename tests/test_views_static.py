@@ -18,15 +18,15 @@ from tiny_models import random_ids, tiny_model, tiny_tokenizer  # noqa: E402
 
 import iglens_viz  # noqa: E402
 from iglens_viz.core import segment_labels  # noqa: E402
-from iglens_viz.views import (
+from iglens_viz.views import (  # noqa: E402
     against_segments,
     against_steps,
-    escape_mathtext,  # noqa: E402
+    escape_mathtext,
     format_token,
     non_monotone,
     plot_heatmap,
     plot_token,
-    static,  # noqa: E402
+    static,
     to_dataframe,
 )
 

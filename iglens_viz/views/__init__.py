@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..core.trajectory import NonMonotone, against_segments, against_steps, non_monotone
 from .token_format import escape_mathtext, format_token
 
@@ -29,7 +31,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _STATIC:
         from . import static
 

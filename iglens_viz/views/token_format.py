@@ -34,6 +34,7 @@ such as ``"$x^2$"`` would otherwise be typeset as a formula).
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 SPACE = "\u2423"  # ␣ OPEN BOX
 DOT_SPACE = "\u00b7"  # · MIDDLE DOT, the quieter alternative
@@ -94,7 +95,7 @@ def token_units(
 
 
 def format_token(
-    text,
+    text: object,
     *,
     max_len: int | None = DEFAULT_MAX_LEN,
     space: str = SPACE,
@@ -157,7 +158,7 @@ def format_token(
     return "".join(kept) + ellipsis
 
 
-def visible_text(text, *, keep: str = "\n\t") -> str:
+def visible_text(text: object, *, keep: str = "\n\t") -> str:
     r"""Free text (a generated answer, a model name, a page title) made safe to print or draw.
 
     Every character :func:`format_token` would escape — C0/C1 controls such as ESC (terminal
@@ -193,6 +194,6 @@ def escape_mathtext(label: str) -> str:
     return label.replace("$", r"\$")
 
 
-def plot_label(text, **kwargs) -> str:
+def plot_label(text: object, **kwargs: Any) -> str:
     """:func:`format_token` followed by :func:`escape_mathtext`: a safe matplotlib label."""
     return escape_mathtext(format_token(text, **kwargs))
