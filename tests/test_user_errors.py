@@ -4,6 +4,7 @@ work, or it works (inference mode, a mixed train/eval model, a string dtype)."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -110,6 +111,24 @@ def test_request_replace_with_an_unknown_field(next_result):
     with pytest.raises(InvalidRequestError, match="did you mean 'steps'"):
         request.replace(stpes=3)
     assert request.replace(steps=3).steps == 3  # the known fields still work
+
+
+def test_request_constructor_with_an_unknown_field():
+    """The constructor names the fields as ``replace`` does (it raised Python's own
+    TypeError, "__init__() got an unexpected keyword argument", before)."""
+    from iglens_viz import AttributionRequest
+
+    with pytest.raises(InvalidRequestError, match="no field 'unknown'") as err:
+        AttributionRequest("hi", unknown=3)
+    text = _one_line(err)
+    for name in ("prompt", "target", "boundaries", "estimator", "steps", "components"):
+        assert name in text
+    with pytest.raises(InvalidRequestError, match="did you mean 'estimator'"):
+        AttributionRequest("hi", estimater="riemann")
+    with pytest.raises(InvalidRequestError, match="no field 'stpes'"):
+        AttributionRequest.from_controls("hi", {}, stpes=3)
+    assert AttributionRequest("hi", steps=3).steps == 3  # the known fields still work
+    assert str(inspect.signature(AttributionRequest)).startswith("(prompt: 'PromptSpec'")
 
 
 # --- a model whose weights are not materialised ----------------------------------------------

@@ -17,23 +17,29 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 import numpy as np
+import torch
 
 from ..errors import InvalidRequestError
 from .boundaries import BoundarySpec, normalize_boundaries, resolve_boundaries
 
 __all__ = [
+    "CHAT_MODES",
     "ESTIMATORS",
     "MAX_STEPS",
     "PER_POSITION",
+    "TARGET_KEYWORDS",
     "AttributionRequest",
     "ChatMode",
     "Estimator",
+    "PromptSpec",
+    "TargetKeyword",
     "TargetSpec",
     "normalize_prompt",
     "normalize_target",
@@ -42,14 +48,24 @@ __all__ = [
 Estimator = Literal["prediction_aware", "riemann"]
 """``"prediction_aware"`` (exact: totals are first differences of f) or ``"riemann"``
 (midpoint-rule gradients through norm + head, with a discretisation error)."""
-ESTIMATORS: tuple[str, ...] = ("prediction_aware", "riemann")
+ESTIMATORS: tuple[Estimator, ...] = get_args(Estimator)
 
-ChatMode = Union[bool, Literal["auto"]]
+_ChatKeyword = Literal["auto"]
+ChatMode = bool | _ChatKeyword
 """Wrap a string prompt in the tokenizer's chat template: True, False or ``"auto"``."""
+CHAT_MODES: tuple[ChatMode, ...] = (True, False, *get_args(_ChatKeyword))
 
-TargetSpec = Union[Literal["predicted", "next"], int, str, Sequence[int]]
+TargetKeyword = Literal["predicted", "next"]
+"""``"predicted"`` (the model's own top-1 next token) or ``"next"`` (the text's next token)."""
+TARGET_KEYWORDS: tuple[TargetKeyword, ...] = get_args(TargetKeyword)
+
+TargetSpec = TargetKeyword | int | str | Sequence[int]
 """``"predicted"`` (the model's own top-1 next token), ``"next"`` (the text's next token), a
 token id, a single-token string, or one id per position (-1: no target there)."""
+
+PromptSpec = str | Sequence[int] | np.ndarray | torch.Tensor
+"""A prompt: text (not blank), or token ids as a sequence, a 1-D / ``[1, T]`` array or
+tensor."""
 
 MAX_STEPS = 1000
 """The most interpolation steps per segment. Prediction-aware totals do not depend on the
@@ -67,11 +83,11 @@ _TOKEN_ID_TEXT = re.compile(r"[0-9]+")
 _NO_TARGET = -1
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int | np.integer[Any]]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _id_tuple(values, what: str, *, allow_none_marker: bool) -> tuple[int, ...]:
+def _id_tuple(values: Any, what: str, *, allow_none_marker: bool) -> tuple[int, ...]:
     """A 1-D sequence / array / tensor of token ids as a tuple of ints (validated)."""
     array = np.asarray(values.detach().cpu() if hasattr(values, "detach") else values)
     if array.dtype == object and array.size and all(_is_int(v) for v in array.ravel()):
@@ -97,7 +113,7 @@ def _id_tuple(values, what: str, *, allow_none_marker: bool) -> tuple[int, ...]:
     return tuple(int(i) for i in array)
 
 
-def normalize_prompt(prompt) -> str | tuple[int, ...]:
+def normalize_prompt(prompt: PromptSpec) -> str | tuple[int, ...]:
     """A prompt as the request keeps it: non-blank text, or a tuple of token ids."""
     if isinstance(prompt, str):
         if not prompt.strip():
@@ -120,7 +136,9 @@ def normalize_prompt(prompt) -> str | tuple[int, ...]:
     return ids
 
 
-def normalize_target(spec, what: str = "target"):
+def normalize_target(
+    spec: TargetSpec | np.ndarray | torch.Tensor, what: str = "target"
+) -> str | int | tuple[int, ...]:
     """A target (or contrast) in the form a request keeps: ``"predicted"``, ``"next"``, an
     int id >= 0, a non-empty token string, or a tuple of ids (-1: no target there)."""
     if isinstance(spec, str):
@@ -145,7 +163,7 @@ def normalize_target(spec, what: str = "target"):
     )
 
 
-def _target_from_text(text, what: str, *, optional: bool):
+def _target_from_text(text: object, what: str, *, optional: bool) -> TargetSpec | None:
     """A target/contrast as typed in a text field (CLI flag, widget box).
 
     Empty means the default ("predicted", or no contrast); bare ASCII digits (``4``) are a
@@ -160,14 +178,14 @@ def _target_from_text(text, what: str, *, optional: bool):
         return normalize_target(int(text), what)
     if not isinstance(text, str):
         raise InvalidRequestError(f"{what} must be text or a token id, not {type(text).__name__}")
-    if text in ("predicted", "next"):
+    if text in TARGET_KEYWORDS:
         return text
     if _TOKEN_ID_TEXT.fullmatch(text):
         return normalize_target(int(text), what)
     return normalize_target(text, what)
 
 
-def _target_text(value) -> str:
+def _target_text(value: TargetSpec | None) -> str:
     if value is None:
         return ""
     if isinstance(value, tuple):
@@ -175,7 +193,7 @@ def _target_text(value) -> str:
     return str(value)
 
 
-def _steps(value) -> int:
+def _steps(value: object) -> int:
     if (
         isinstance(value, str)
         and _INTEGER_TEXT.fullmatch(value)
@@ -197,8 +215,9 @@ class AttributionRequest:
     validate again. Run it with :meth:`IGLens.run <iglens_viz.IGLens.run>`.
     """
 
-    prompt: str | tuple[int, ...]
-    """The user's text (not blank) or the token ids, as given (before any chat template)."""
+    prompt: PromptSpec
+    """The user's text (not blank) or the token ids, as given (before any chat template);
+    ids are kept as a tuple of ints."""
     target: TargetSpec = "predicted"
     """See :data:`TargetSpec`; a sequence is kept as a tuple of ids."""
     contrast: TargetSpec | None = None
@@ -219,8 +238,18 @@ class AttributionRequest:
     """Also split every segment's contribution over attention heads and MLPs
     (``result.components``; see :mod:`iglens_viz.core.components`)."""
 
-    def __post_init__(self):
-        def set_(name, value):
+    # The constructor's signature for inspect and help(): the generated __init__'s (set
+    # below the class), not __new__'s.
+    __signature__: ClassVar[inspect.Signature]
+
+    def __new__(cls, *args: object, **fields: object) -> AttributionRequest:
+        # Runs before the generated __init__: an unknown keyword is an InvalidRequestError
+        # naming the fields, not Python's TypeError (``replace`` comes through here too).
+        _check_field_names(fields)
+        return super().__new__(cls)
+
+    def __post_init__(self) -> None:
+        def set_(name: str, value: object) -> None:
             object.__setattr__(self, name, value)
 
         set_("prompt", normalize_prompt(self.prompt))
@@ -235,7 +264,7 @@ class AttributionRequest:
                 f"unknown estimator {self.estimator!r}; choose one of {', '.join(ESTIMATORS)}"
             )
         set_("steps", _steps(self.steps))
-        if self.chat not in (True, False, "auto") or isinstance(self.chat, np.bool_):
+        if self.chat not in CHAT_MODES or isinstance(self.chat, np.bool_):
             raise InvalidRequestError(f"chat must be 'auto', True or False, not {self.chat!r}")
         if self.chat is True and not isinstance(self.prompt, str):
             raise InvalidRequestError("chat=True needs the user message as a string, not token ids")
@@ -250,22 +279,17 @@ class AttributionRequest:
 
     # ------------------------------------------------------------------ building
 
-    def replace(self, **changes) -> AttributionRequest:
+    def replace(self, **changes: Any) -> AttributionRequest:
         """A copy with some fields changed (validated again); an unknown field name is an
-        :class:`~iglens_viz.errors.InvalidRequestError` naming the valid ones."""
-        names = [f.name for f in dataclasses.fields(self)]
-        unknown = [name for name in changes if name not in names]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InvalidRequestError(
-                f"AttributionRequest has no field {', '.join(map(repr, unknown))}{hint}; the "
-                f"fields are {', '.join(names)}"
-            )
+        :class:`~iglens_viz.errors.InvalidRequestError` naming the valid ones (as it is for
+        the constructor)."""
+        _check_field_names(changes)
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_controls(cls, prompt, controls: Mapping, **fixed) -> AttributionRequest:
+    def from_controls(
+        cls, prompt: PromptSpec, controls: Mapping[str, Any], **fixed: Any
+    ) -> AttributionRequest:
         """A request from text fields, as the CLI flags and the widget's controls give them.
 
         ``controls`` may hold ``target``, ``contrast``, ``boundaries``, ``estimator`` and
@@ -275,7 +299,7 @@ class AttributionRequest:
         """
         return cls(prompt, **fixed).with_controls(controls)
 
-    def with_controls(self, controls: Mapping) -> AttributionRequest:
+    def with_controls(self, controls: Mapping[str, Any]) -> AttributionRequest:
         """This request with the fields typed in ``controls`` (see :meth:`from_controls`).
 
         An empty or missing field means its default; the target text
@@ -286,11 +310,11 @@ class AttributionRequest:
                 f"the controls must be a mapping of field names to "
                 f"text, got {type(controls).__name__}"
             )
-        target = controls.get("target")
-        if isinstance(target, str) and target == PER_POSITION and isinstance(self.target, tuple):
-            target = self.target
+        typed = controls.get("target")
+        if isinstance(typed, str) and typed == PER_POSITION and isinstance(self.target, tuple):
+            target: TargetSpec | None = self.target
         else:
-            target = _target_from_text(target, "target", optional=False)
+            target = _target_from_text(typed, "target", optional=False)
         estimator = controls.get("estimator") or "prediction_aware"
         if not isinstance(estimator, str):
             raise InvalidRequestError(f"estimator must be text, got {type(estimator).__name__}")
@@ -305,18 +329,28 @@ class AttributionRequest:
 
     # ------------------------------------------------------------------ reading
 
-    def boundary_list(self, n_blocks: int) -> list[int]:
-        """The boundaries as block indices ``[0, …, n]`` for a model with ``n_blocks``."""
-        return resolve_boundaries(self.boundaries, n_blocks)
+    def boundary_list(self, n_blocks: int) -> list[float]:
+        """The boundaries as depths ``[0, …, n]`` for a model with ``n_blocks``: block
+        indices, and the half depths L − 0.5 (after block L's attention) under
+        ``"sublayer"``."""
+        return resolve_boundaries(self._boundary_form, n_blocks)
+
+    @property
+    def _boundary_form(self) -> str | tuple[int, ...]:
+        # The field as __post_init__ normalised it (its annotation is what the constructor
+        # takes).
+        b = self.boundaries
+        assert isinstance(b, (str, tuple)), "normalised by __post_init__"
+        return b
 
     @property
     def boundary_text(self) -> str:
         """The boundaries as the controls and the CLI write them (``all``, ``every:5``,
         ``0,10,20,30``)."""
-        b = self.boundaries
+        b = self._boundary_form
         return b if isinstance(b, str) else ",".join(str(x) for x in b)
 
-    def controls(self) -> dict:
+    def controls(self) -> dict[str, str | int]:
         """The text fields that reproduce this request in the widget's controls."""
         return {
             "target": _target_text(self.target),
@@ -326,9 +360,27 @@ class AttributionRequest:
             "steps": self.steps,
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (tuples become lists); ``AttributionRequest(**d)`` rebuilds it."""
         return {
             f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in dataclasses.fields(self)
         }
+
+
+_INIT = inspect.signature(AttributionRequest.__init__)
+AttributionRequest.__signature__ = _INIT.replace(parameters=list(_INIT.parameters.values())[1:])
+
+
+def _check_field_names(names: Mapping[str, object]) -> None:
+    """:class:`~iglens_viz.errors.InvalidRequestError` when a keyword of the constructor or
+    of :meth:`AttributionRequest.replace` is not a field: the one message naming them."""
+    fields = [f.name for f in dataclasses.fields(AttributionRequest)]
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], fields, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidRequestError(
+            f"AttributionRequest has no field {', '.join(map(repr, unknown))}{hint}; the "
+            f"fields are {', '.join(fields)}"
+        )
