@@ -9,7 +9,7 @@ without pyplot, as every static view (:func:`~iglens_viz.views.static.new_figure
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -18,10 +18,21 @@ from ..errors import InvalidRequestError
 from .static import new_figure
 from .token_format import plot_label
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..core.result import AttributionResult
+
+# The results drawn here (AblationResult, ValidationResult) are the causal package's, a floor
+# above the views: they are typed Any, and read through their public fields only.
+
 __all__ = ["plot_ablation_vs", "plot_validation"]
 
 
-def plot_ablation_vs(ablation: Any, attribution: Any, position: int, ax: Any = None) -> Any:
+def plot_ablation_vs(
+    ablation: Any, attribution: AttributionResult, position: int, ax: Axes | None = None
+) -> Figure:
     """Per-block IG-Lens contribution next to the ablation drop, for one token.
 
     ``ablation`` is an :class:`~iglens_viz.causal.AblationResult` of whole blocks
@@ -45,7 +56,7 @@ def plot_ablation_vs(ablation: Any, attribution: Any, position: int, ax: Any = N
     drop = ablation.drop[t, cols]
     if ax is None:
         ax = new_figure(max(4.0, 0.28 * len(drop) + 2), 3.2).add_subplot()
-    fig = ax.figure
+    fig = cast("Figure", ax.figure)  # (a SubFigure when ax is in one, as matplotlib's own)
     x = np.arange(len(drop))
     width = 0.4
     ax.bar(x - width / 2, contrib, width, label="IG-Lens contribution", color="#3b6fb6")
@@ -68,13 +79,13 @@ def plot_ablation_vs(ablation: Any, attribution: Any, position: int, ax: Any = N
     return fig
 
 
-def plot_validation(validation: Any, ax: Any = None) -> Any:
+def plot_validation(validation: Any, ax: Axes | None = None) -> Figure:
     """Scatter of contribution vs ablation drop for every (token, segment) of a
     :class:`~iglens_viz.causal.ValidationResult`, coloured by monotone / non-monotone
     trajectory. Returns the matplotlib Figure."""
     if ax is None:
         ax = new_figure(4.8, 4.0).add_subplot()
-    fig = ax.figure
+    fig = cast("Figure", ax.figure)  # (a SubFigure when ax is in one, as matplotlib's own)
     mono = validation.table["monotone"].to_numpy(dtype=bool)
     summary = validation.summary()
     for name, mask, colour in (("monotone", mono, "#3b6fb6"), ("non-monotone", ~mono, "#d9822b")):
