@@ -175,6 +175,21 @@ def test_a_weight_of_1e30_says_the_model_produces_inf_nan(family, name):
     assert "tolerance nan" not in text and "tolerance 0" not in text
 
 
+def test_nan_states_of_the_default_model_name_its_cached_copy():
+    """The embedded default model is read from its converted copy in the cache: a NaN in its
+    stream says how to check that copy (any other model's error does not)."""
+    from iglens_viz.loading import DEFAULT_MODEL_NAME
+
+    model = _with_weight("gpt2", "transformer.h.0.mlp.c_fc.weight", float("nan"))
+    with pytest.raises(ModelOutputError) as plain:
+        IGLens(model).attribute(IDS)
+    assert "verify_default_model" not in str(plain.value)
+    model.config.name_or_path = DEFAULT_MODEL_NAME  # as load_model() names it
+    with pytest.raises(ModelOutputError) as default:
+        IGLens(model).attribute(IDS)
+    assert "verify_default_model()" in _one_line(default)
+
+
 def test_an_exact_readout_with_zero_tolerance_passes():
     """A final norm of weight 0: every logit is exactly 0 on both sides (spread 0, tolerance
     0). The self-check used to divide 0 by 0 and report "differs at 0 of 8 positions,

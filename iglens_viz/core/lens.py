@@ -294,7 +294,13 @@ class IGLens:
         # The model's own output must be finite, and the readout of h_n must reproduce it at
         # every position.
         what = type(self.model).__name__
-        check_model_states(states, what, self.readout, captured.logits.dtype)
+        check_model_states(
+            states,
+            what,
+            self.readout,
+            captured.logits.dtype,
+            model_name=getattr(self.model.config, "name_or_path", None),
+        )
         features, log_normalizer, top_ids, top_logprobs = readout_map(
             self.readout, states, top_k, self.memory_budget
         )
