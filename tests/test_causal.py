@@ -245,7 +245,7 @@ def test_tuple_returning_blocks_are_ablated_too(llama):
 
         class TupleBlock(cls):
             def forward(self, *args, **kwargs):
-                return (cls.forward(self, *args, **kwargs), None)
+                return (super().forward(*args, **kwargs), None)
 
         def unwrap(module, args, kwargs):  # the next block gets the tensor back
             value = args[0] if args else kwargs["hidden_states"]

@@ -26,15 +26,15 @@ the values of exactly those batch rows that ablate it. The batch is cut into chu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..adapters import adapter_for
+from ..adapters import ModelAdapter, adapter_for
 from ..core.boundaries import segment_parts
 from ..core.capture import input_device
 from ..core.hooks import (
@@ -49,9 +49,16 @@ from ..core.inputs import to_input_ids
 from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
 from ..core.model_mode import eval_mode
 from ..core.readout import target_probability
-from ..core.request import TargetSpec
+from ..core.request import PromptSpec, TargetSpec
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..errors import InvalidRequestError, UnsupportedModelError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from transformers import PreTrainedTokenizerBase
+
+    from ..core.result import AttributionResult
 
 __all__ = [
     "ABLATION_MODES",
@@ -64,18 +71,27 @@ __all__ = [
 
 AblationMode = Literal["zero", "mean"]
 """How a block is made to add nothing; see :data:`ABLATION_MODES`."""
-ABLATION_MODES: tuple[str, ...] = ("zero", "mean")
+ABLATION_MODES: tuple[AblationMode, ...] = get_args(AblationMode)
 """``zero``: the block's output is its input (its update is skipped); for a part, its write
 is zero. ``mean``: the block's update (output − input), or the part's write, is replaced by
 its mean over the sequence's positions."""
 
 AblationPart = Literal["block", "attn", "mlp", "head"]
 """What one ablation removes; see :data:`ABLATION_PARTS`."""
-ABLATION_PARTS: tuple[str, ...] = ("block", "attn", "mlp", "head")
+ABLATION_PARTS: tuple[AblationPart, ...] = get_args(AblationPart)
 """``block``: the whole block's update. ``attn``: the attention's write to the residual stream
 as it enters it (Gemma-2/3: after the norm that follows the attention). ``mlp``: the MLP's
 write, likewise. ``head``: one attention head's write (its slice of the output projection's
 input), where the attention's write is linear in its heads."""
+
+_AppliedMode = Literal[AblationMode, "given"]
+"""What a result's ``mode`` reads: an :data:`AblationMode`, or ``given`` (``updates=``)."""
+
+Label = int | tuple[int, ...]
+"""A column label of :attr:`AblationResult.layers`: one 1-based block, or a group."""
+
+LayerSpec = Iterable[int | Iterable[int]]
+"""``layers=`` of :func:`ablate`: 1-based block numbers or groups (iterables) of them."""
 
 
 @dataclass
@@ -92,7 +108,7 @@ class AblationResult:
     """``(T,)`` input token ids."""
     target_ids: np.ndarray
     """``(T,)`` the token whose probability is measured at each position (-1: none)."""
-    layers: list
+    layers: list[Label]
     """``c`` column labels: the 1-based block ablated in each column (an int), or a tuple of
     blocks ablated together when a group was asked for. ``layers=None`` gives ``[1, …, n]``,
     so column ``L - 1`` is block ``L``. For ``part="head"``: the block (an int) of each
@@ -105,14 +121,14 @@ class AblationResult:
     drop: np.ndarray
     """``(T, c)`` ``clean_probs[:, None] - ablated_probs``: positive where the block (or part)
     raises the target probability in the real forward pass."""
-    mode: str = "zero"
+    mode: _AppliedMode = "zero"
     """``zero`` (output := input; a part's write := 0) or ``mean`` (the update, or the part's
     write, := its mean over positions)."""
     n_blocks: int = 0
     """n, the number of decoder blocks of the model."""
     token_text: dict[int, str] = field(default_factory=dict, repr=False)
     """Decoded text of every token id the result refers to."""
-    part: str = "block"
+    part: AblationPart = "block"
     """What each column removes: ``block``, ``attn``, ``mlp`` or ``head`` (see
     :data:`ABLATION_PARTS`)."""
     heads: list[int] | None = None
@@ -137,7 +153,7 @@ class AblationResult:
             return blocks
         return [f"L{b}.{self.part}" for b in blocks]
 
-    def column(self, layer, head: int | None = None) -> int:
+    def column(self, layer: int | Iterable[int], head: int | None = None) -> int:
         """The column index in ``drop`` of a 1-based block (or of a group tuple); for a
         ``part="head"`` result, of block ``layer`` and 0-based head ``head`` (both needed)."""
         key = _label(layer)
@@ -162,12 +178,12 @@ class AblationResult:
         except ValueError:
             raise KeyError(f"block {layer!r} was not ablated; columns are {self.layers}") from None
 
-    def drop_at(self, layer, head: int | None = None) -> np.ndarray:
+    def drop_at(self, layer: int | Iterable[int], head: int | None = None) -> np.ndarray:
         """``(T,)`` drop for one block (1-based) or group; for ``part="head"``, for head
         ``head`` (0-based) of block ``layer``."""
         return self.drop[:, self.column(layer, head)]
 
-    def segment_columns(self, attribution: Any) -> list[int]:
+    def segment_columns(self, attribution: AttributionResult) -> list[int]:
         """The column of each segment of ``attribution`` (an
         :class:`~iglens_viz.AttributionResult` of the same prompt): the column that ablates
         the segment's blocks together, as :func:`~iglens_viz.core.boundaries.segment_parts`
@@ -190,7 +206,9 @@ class AblationResult:
             cols.append(self.layers.index(key))
         return cols
 
-    def plot_vs(self, attribution, position: int, ax=None):
+    def plot_vs(
+        self, attribution: AttributionResult, position: int, ax: Axes | None = None
+    ) -> Figure:
         """Per-block IG-Lens contribution next to the ablation drop, for one token.
 
         ``attribution`` is an :class:`~iglens_viz.AttributionResult` of the same prompt and
@@ -204,13 +222,15 @@ class AblationResult:
         return plot_ablation_vs(self, attribution, position, ax=ax)
 
 
-def _label(layer):
+def _label(layer: int | Iterable[int]) -> Label:
     if isinstance(layer, (int, np.integer)) and not isinstance(layer, bool):
         return int(layer)
-    return tuple(int(b) for b in layer)
+    # a bool is an int to the type checker; iterating one raises TypeError, as for any
+    # other non-iterable
+    return tuple(int(b) for b in cast("Iterable[int]", layer))
 
 
-def _blocks_text(label) -> str:
+def _blocks_text(label: Label) -> str:
     """``"3"`` for one block, ``"1–4"`` for consecutive blocks, ``"1+3"`` otherwise."""
     if isinstance(label, int):
         return str(label)
@@ -222,7 +242,9 @@ def _blocks_text(label) -> str:
     return "+".join(str(b) for b in label)
 
 
-def _parse_layers(layers, n: int, part: str = "block") -> tuple[list, list[frozenset[int]]]:
+def _parse_layers(
+    layers: LayerSpec | None, n: int, part: str = "block"
+) -> tuple[list[Label], list[frozenset[int]]]:
     """Column labels and the set of 0-based blocks each column ablates (one block each, an
     int label, for ``part="head"``)."""
     if layers is None:
@@ -261,7 +283,7 @@ def _parse_layers(layers, n: int, part: str = "block") -> tuple[list, list[froze
     return labels, groups
 
 
-def _parse_heads(heads, n_heads: int) -> list[int]:
+def _parse_heads(heads: Iterable[int] | None, n_heads: int) -> list[int]:
     """The 0-based heads to ablate in each asked block (``None``: all of them)."""
     if heads is None:
         return list(range(n_heads))
@@ -283,7 +305,7 @@ def _parse_heads(heads, n_heads: int) -> list[int]:
     return out
 
 
-def _part_modules(adapter, part: str) -> tuple[nn.Module, ...]:
+def _part_modules(adapter: ModelAdapter, part: str) -> tuple[nn.Module, ...]:
     """The modules whose hooks ablate ``part``: blocks, write modules or output projections."""
     if part == "block":
         return adapter.blocks
@@ -329,10 +351,10 @@ class _AblationHooks:
     def __init__(
         self,
         blocks: Sequence[nn.Module],
-        mode: str,
+        mode: _AppliedMode,
         part: str = "block",
         updates: torch.Tensor | None = None,
-    ):
+    ) -> None:
         self.blocks = blocks
         self.mode = mode
         self.part = part
@@ -340,7 +362,7 @@ class _AblationHooks:
         self.rows: dict[int, torch.Tensor] = {}  # module index -> bool mask over batch rows
         self.hooks = Hooks()
 
-    def __enter__(self):
+    def __enter__(self) -> _AblationHooks:
         try:
             for i, module in enumerate(self.blocks):
                 if self.part == "block":
@@ -354,10 +376,10 @@ class _AblationHooks:
             raise
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.hooks.remove()
 
-    def _hook(self, index: int):
+    def _hook(self, index: int) -> Callable[..., Any]:
         def hook(module, args, kwargs, output):
             mask = self.rows.get(index)
             if mask is None:
@@ -367,6 +389,7 @@ class _AblationHooks:
             if self.mode == "zero":
                 replacement = inp
             elif self.mode == "given":
+                assert self.updates is not None, "mode 'given' comes with its updates"
                 replacement = inp + self.updates[index].to(inp.device, inp.dtype)
             else:
                 update = out - inp
@@ -382,7 +405,7 @@ class _AblationHooks:
             return torch.zeros((), dtype=x.dtype, device=x.device)
         return x.mean(dim=1, keepdim=True)
 
-    def _write_hook(self, index: int):
+    def _write_hook(self, index: int) -> Callable[..., Any]:
         def hook(module, args, output):
             mask = self.rows.get(index)
             if mask is None:
@@ -395,7 +418,7 @@ class _AblationHooks:
 
         return hook
 
-    def _head_hook(self, index: int):
+    def _head_hook(self, index: int) -> Callable[..., Any]:
         def hook(module, args, kwargs):
             mask = self.rows.get(index)  # [rows, H]
             if mask is None:
@@ -411,7 +434,7 @@ class _AblationHooks:
         return hook
 
 
-def _given_updates(updates, part: str, n: int, T: int) -> torch.Tensor:
+def _given_updates(updates: torch.Tensor | np.ndarray, part: str, n: int, T: int) -> torch.Tensor:
     """``updates`` checked: ``[n, T, d]`` block updates, only for whole blocks."""
     if part != "block":
         raise InvalidRequestError(
@@ -449,17 +472,17 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def ablate(
     model: nn.Module,
-    tokenizer,
-    text,
+    tokenizer: PreTrainedTokenizerBase | None,
+    text: PromptSpec,
     target: TargetSpec = "predicted",
-    layers=None,
+    layers: LayerSpec | None = None,
     mode: AblationMode = "zero",
     batch_size: int | None = None,
     *,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     part: AblationPart = "block",
-    heads=None,
-    updates=None,
+    heads: Iterable[int] | None = None,
+    updates: torch.Tensor | np.ndarray | None = None,
 ) -> AblationResult:
     """Drop in each position's target probability when a block, or one part of it (its
     attention, its MLP, one attention head), adds nothing to the stream.
@@ -545,9 +568,11 @@ def ablate(
     modules = _part_modules(adapter, part)
     vocab = adapter.head.weight.shape[0]
     ids = to_input_ids(text, tokenizer, model.config, vocab)
+    applied: _AppliedMode = mode
+    given = None
     if updates is not None:
-        updates = _given_updates(updates, part, n, ids.numel())
-        mode = "given"
+        given = _given_updates(updates, part, n, ids.numel())
+        applied = "given"
     labels, groups = _parse_layers(layers, n, part)
     column_heads = None
     if part == "head":
@@ -571,7 +596,7 @@ def ablate(
             ablation_rows(T, vocab, memory_budget) if batch_size is None else batch_size
         )
         ablated = np.empty((T, len(groups)), dtype=np.float64)
-        with _AblationHooks(modules, mode, part, updates) as hooks:
+        with _AblationHooks(modules, applied, part, given) as hooks:
             for start in range(0, len(groups), batch_size):
                 chunk = groups[start : start + batch_size]
                 hooks.rows = {}
@@ -601,7 +626,7 @@ def ablate(
         clean_probs=clean,
         ablated_probs=ablated,
         drop=clean[:, None] - ablated,
-        mode=mode,
+        mode=applied,
         n_blocks=n,
         token_text=text_of,
         part=part,

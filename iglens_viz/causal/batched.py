@@ -11,7 +11,9 @@ trace), so no ``[rows × T × vocab]`` logits are computed for positions without
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -22,6 +24,9 @@ from ..core.hooks import Hooks, block_input, block_output_states, replace_block_
 from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows, block_plan
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
+
+if TYPE_CHECKING:
+    from ..adapters import ModelAdapter
 
 __all__ = ["AblationJob", "ablated_probabilities"]
 
@@ -46,7 +51,7 @@ class _Stop(Exception):
 @torch.no_grad()
 def ablated_probabilities(
     model: nn.Module,
-    adapter,
+    adapter: ModelAdapter,
     readout: Readout,
     jobs: list[AblationJob],
     *,
@@ -73,15 +78,21 @@ def ablated_probabilities(
     return out
 
 
-def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
+def _ablated_final_states(
+    model: nn.Module,
+    adapter: ModelAdapter,
+    jobs: list[AblationJob],
+    chunk: list[tuple[int, int]],
+    device: torch.device,
+) -> torch.Tensor:
     """``[R, T_max, d]`` h_n of the chunk's rows, each with its own block ablated."""
     ids, mask = padded_batch([jobs[j].input_ids for j, _ in chunk], device)
     by_block: dict[int, list[int]] = {}
     for r, (_, block) in enumerate(chunk):
         by_block.setdefault(block, []).append(r)
-    kept = {}
+    kept: dict[str, torch.Tensor] = {}
 
-    def ablate_hook(block: int):
+    def ablate_hook(block: int) -> Callable[..., Any]:
         members = by_block.get(block)
 
         def hook(module, args, kwargs, output):
@@ -109,8 +120,8 @@ def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
         raise _Stop
 
     with Hooks() as hooks:
-        for i, block in enumerate(adapter.blocks):
-            hooks.after(block, ablate_hook(i), with_kwargs=True)
+        for i, module in enumerate(adapter.blocks):
+            hooks.after(module, ablate_hook(i), with_kwargs=True)
         hooks.after(adapter.blocks[-1], keep_last)
         try:
             with eval_mode(model):
@@ -120,9 +131,18 @@ def _ablated_final_states(model, adapter, jobs, chunk, device) -> torch.Tensor:
     return kept["h_n"]
 
 
-def _read_targets(readout: Readout, jobs, chunk, h_n: torch.Tensor, out, budget) -> None:
+def _read_targets(
+    readout: Readout,
+    jobs: list[AblationJob],
+    chunk: list[tuple[int, int]],
+    h_n: torch.Tensor,
+    out: list[np.ndarray],
+    budget: int,
+) -> None:
     """f(h_n) at every target position of the chunk's rows, into ``out[job][:, block]``."""
-    row_index, positions, targets = [], [], []
+    row_index: list[int] = []
+    positions: list[int] = []
+    targets: list[int] = []
     for r, (j, _) in enumerate(chunk):
         where = np.flatnonzero(np.asarray(jobs[j].target_ids) >= 0)
         row_index += [r] * len(where)

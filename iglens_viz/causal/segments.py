@@ -9,7 +9,8 @@ and head can newly read — stands beside the segment's total effect through lat
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -17,6 +18,12 @@ from ..core.boundaries import segment_parts
 from ..core.inputs import is_position_index
 from ..errors import InvalidRequestError
 from .ablation import AblationMode, AblationPart, ablate
+
+if TYPE_CHECKING:
+    from torch import nn
+    from transformers import PreTrainedTokenizerBase
+
+    from ..core.result import AttributionResult
 
 __all__ = [
     "SegmentAblation",
@@ -47,7 +54,7 @@ def segment_drops(
     tokenizer: Any,
     ids: Any,
     target: Any,
-    plan: list[tuple[str, tuple[int, ...]]],
+    plan: Sequence[tuple[AblationPart, tuple[int, ...]]],
     *,
     mode: AblationMode = "zero",
     batch_size: int | None = None,
@@ -64,7 +71,7 @@ def segment_drops(
             ids,
             target=target,
             mode=mode,
-            part=cast(AblationPart, part),
+            part=part,
             layers=[_layer(plan[j][1]) for j in cols],
             batch_size=batch_size,
         )
@@ -81,7 +88,12 @@ def _layer(blocks: tuple[int, ...]) -> int | tuple[int, ...]:
 
 
 def ablate_segments(
-    model, tokenizer, result, position: int, *, mode: str = "zero"
+    model: nn.Module,
+    tokenizer: PreTrainedTokenizerBase | None,
+    result: AttributionResult,
+    position: int,
+    *,
+    mode: AblationMode = "zero",
 ) -> SegmentAblation:
     """The causal check of one token: the drop of the lens value f at ``position`` when each
     segment of ``result`` (an :class:`~iglens_viz.AttributionResult` of ``model``) is

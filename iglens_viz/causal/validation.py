@@ -21,13 +21,15 @@ two disagree most.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.boundaries import BoundarySpec, parse_boundaries
 from ..core.lens import IGLens
-from ..core.request import TargetSpec
+from ..core.request import PromptSpec, TargetSpec
 from ..core.result import onset_segments
 from ..core.stats import spearman
 from ..core.targets import NO_TARGET
@@ -35,6 +37,13 @@ from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
 from .ablation import AblationMode
 from .segments import segment_drops, segment_parts
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from pandas import DataFrame
+    from torch import nn
+    from transformers import PreTrainedTokenizerBase
 
 __all__ = ["COLUMNS", "ValidationResult", "spearman", "validate_onset"]
 
@@ -71,7 +80,7 @@ class ValidationResult:
     N is the number of (prompt, position) rows kept, k the number of segments.
     """
 
-    table: object
+    table: DataFrame
     """Tidy ``pandas.DataFrame``, one row per (prompt, position), columns :data:`COLUMNS`:
     ``prompt`` (index into the prompts), ``position``, ``token`` and ``target`` (text),
     ``target_id``, ``p_final`` (the model's probability of the target), ``delta_p``
@@ -84,17 +93,18 @@ class ValidationResult:
     """``(N, k)`` IG-Lens contributions of each row's segments."""
     drops: np.ndarray
     """``(N, k)`` ablation drops of the same segments."""
-    boundaries: list[int]
-    """``k+1`` segment boundaries used."""
-    mode: str = "zero"
+    boundaries: list[float]
+    """``k+1`` segment boundaries used (ints, except L − 0.5 for h_L.attn under
+    ``"sublayer"`` boundaries)."""
+    mode: AblationMode = "zero"
     """The ablation mode (``zero`` or ``mean``)."""
     nonmonotone_threshold: float = NONMONOTONE_THRESHOLD
     """Fraction of a token's largest |contribution| above which an opposite-sign segment
     makes its trajectory non-monotone."""
-    prompts: list = field(default_factory=list, repr=False)
+    prompts: list[PromptSpec] = field(default_factory=list, repr=False)
     """The prompts, as given."""
 
-    def summary(self):
+    def summary(self) -> DataFrame:
         """``pandas.DataFrame`` indexed ``all`` / ``monotone`` / ``non-monotone`` with
         ``n_tokens``, ``mean_spearman`` (over tokens with a defined correlation),
         ``median_spearman``, ``hit_rate`` and ``chance_hit_rate``: the hit rate a segment
@@ -123,7 +133,7 @@ class ValidationResult:
             }
         return pd.DataFrame.from_dict(rows, orient="index")
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Figure:
         """Scatter of contribution vs ablation drop for every (token, segment), coloured by
         monotone / non-monotone trajectory. Returns the matplotlib Figure (built without
         pyplot); see :func:`iglens_viz.views.causal.plot_validation`."""
@@ -133,9 +143,9 @@ class ValidationResult:
 
 
 def validate_onset(
-    model,
-    tokenizer,
-    texts,
+    model: nn.Module,
+    tokenizer: PreTrainedTokenizerBase | None,
+    texts: str | Iterable[PromptSpec],
     *,
     target: TargetSpec = "predicted",
     boundaries: BoundarySpec = None,

@@ -12,13 +12,14 @@ prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
 from __future__ import annotations
 
 from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
-from .run import STUDY_MODES, Study, StudyFolderError, study
+from .run import STUDY_MODES, Study, StudyFolderError, StudyMode, study
 
 __all__ = [
     "BUILTIN_SETS",
     "STUDY_MODES",
     "Study",
     "StudyFolderError",
+    "StudyMode",
     "StudyPrompt",
     "builtin_set",
     "load_study_prompts",

@@ -25,8 +25,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidRequestError
 
@@ -47,6 +49,10 @@ class StudyPrompt:
     model's own prediction at every position."""
     source: str = ""
     """Where it came from: ``capitals``, ``shipped:<category>`` or ``file.jsonl:<line>``."""
+
+
+PromptsSpec = str | Path | Iterable[str | StudyPrompt | dict[str, Any]]
+"""What :func:`load_study_prompts` takes: a built-in set name, a file, or the prompts."""
 
 
 def _capitals() -> list[StudyPrompt]:
@@ -94,7 +100,7 @@ def builtin_set(name: str) -> list[StudyPrompt]:
     return BUILTIN_SETS[name]()
 
 
-def load_study_prompts(spec) -> list[StudyPrompt]:
+def load_study_prompts(spec: PromptsSpec) -> list[StudyPrompt]:
     """Study prompts from a built-in set name, a file path, or a list of strings /
     :class:`StudyPrompt` / ``{"prompt", "target"}`` dicts."""
     if isinstance(spec, (str, Path)) and str(spec) in BUILTIN_SETS:
@@ -112,7 +118,7 @@ def load_study_prompts(spec) -> list[StudyPrompt]:
     return prompts
 
 
-def _from_item(item, where: str) -> StudyPrompt:
+def _from_item(item: object, where: str) -> StudyPrompt:
     if isinstance(item, StudyPrompt):
         return item
     if isinstance(item, str):

@@ -8,21 +8,32 @@ block, contributions shuffled within the token, and the logit-lens readings.
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.result import display_name
 from ..files import OutputFileError, write_atomic
 from ..views.token_format import visible_text
-from .scoring import headline
+from .scoring import CLASSES, TokenClass, headline
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from pandas import DataFrame, Series
+
+    from .run import Study
 
 __all__ = ["plot_methods", "plot_onsets", "plot_drop_vs_contribution", "write_report"]
 
-CLASSES_SHOWN = ("all", "monotone", "non_monotone", "onset_not_last", "onset_last")
+CLASSES_SHOWN: tuple[TokenClass, ...] = (*(c for c in CLASSES if c != "onset_last"), "onset_last")
+"""The token classes the report shows, in its order: :data:`~.scoring.CLASSES` with
+``onset_last`` (where a zero ablation's drop is the contribution by construction) last."""
 
 
-def _interval(row, metric: str) -> str:
+def _interval(row: Series, metric: str) -> str:
     value, lo, hi = row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"]
     if not np.isfinite(value):
         return "—"
@@ -31,7 +42,7 @@ def _interval(row, metric: str) -> str:
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def markdown_table(rows) -> str:
+def markdown_table(rows: DataFrame) -> str:
     """The headline rows as a Markdown table: method, agreement, hit@3, ρ (95% intervals)."""
     lines = ["| method | top-1 agreement | hit@3 | Spearman ρ | tokens |", "|---|---|---|---|---|"]
     for _, row in rows.iterrows():
@@ -43,7 +54,7 @@ def markdown_table(rows) -> str:
     return "\n".join(lines)
 
 
-def _verdict(rows) -> str:
+def _verdict(rows: DataFrame) -> str:
     """One sentence comparing IG-Lens's agreement with the best baseline's, from the rows."""
     by = rows.set_index("label")
     if "ig_lens" not in by.index:
@@ -67,7 +78,7 @@ def _verdict(rows) -> str:
     )
 
 
-def plot_methods(summary, mode: str, ax=None):
+def plot_methods(summary: DataFrame, mode: str, ax: Axes | None = None) -> Figure:
     """Top-1 agreement and Spearman ρ per method (class ``all``), 95% intervals."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -108,7 +119,7 @@ def plot_methods(summary, mode: str, ax=None):
     return fig
 
 
-def plot_onsets(table):
+def plot_onsets(table: DataFrame) -> Figure:
     """Histogram of the IG-Lens onset block over tokens, and of the largest-drop block."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -140,7 +151,7 @@ def plot_onsets(table):
     return fig
 
 
-def plot_drop_vs_contribution(table, mode: str):
+def plot_drop_vs_contribution(table: DataFrame, mode: str) -> Figure:
     """The ablation drop against the IG-Lens contribution, every (token, block), by block."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -165,7 +176,7 @@ def plot_drop_vs_contribution(table, mode: str):
     return fig
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig: Figure, path: Path) -> None:
     """``fig`` as a PNG at ``path``, written whole or not at all; the figure is closed."""
     import matplotlib.pyplot as plt
 
@@ -177,7 +188,9 @@ def _save(fig, path: Path) -> None:
     write_atomic(path, data.getvalue())
 
 
-def write_report(study, folder, summary=None) -> Path:
+def write_report(
+    study: Study, folder: str | os.PathLike[str], summary: DataFrame | None = None
+) -> Path:
     """Write ``report.md`` and its figures into ``folder``; returns the report's path."""
     import matplotlib
 

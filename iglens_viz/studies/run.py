@@ -28,11 +28,13 @@ row per (prompt, position, segment). With ``out=`` each batch is written as a pa
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import numpy as np
 import torch
@@ -40,15 +42,26 @@ import torch
 from ..causal.batched import AblationJob, ablated_probabilities
 from ..core.lens import IGLens
 from ..core.readout import target_probability
-from ..core.trace import block_plan
+from ..core.trace import Trace, block_plan
 from ..core.trajectory import is_monotone
 from ..errors import IGLensError, InvalidRequestError
 from ..files import OutputFileError, check_output_folder, write_atomic
-from .prompts import StudyPrompt, load_study_prompts
+from .prompts import PromptsSpec, StudyPrompt, load_study_prompts
 
-__all__ = ["OUTPUT_FILES", "STUDY_MODES", "Study", "StudyFolderError", "study"]
+if TYPE_CHECKING:
+    from pandas import DataFrame
+    from tqdm.auto import tqdm
+    from transformers import PreTrainedTokenizerBase
 
-STUDY_MODES = ("zero", "mean", "resample")
+    from ..core.result import AttributionResult
+
+__all__ = ["OUTPUT_FILES", "STUDY_MODES", "Study", "StudyFolderError", "StudyMode", "study"]
+
+_T = TypeVar("_T")
+
+StudyMode = Literal["zero", "mean", "resample"]
+"""An ablation mode of a study; see :data:`STUDY_MODES`."""
+STUDY_MODES: tuple[StudyMode, ...] = get_args(StudyMode)
 """Ablation modes a study can measure (see the module docstring)."""
 
 OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet", "summary.csv", "report.md")
@@ -63,9 +76,9 @@ class StudyFolderError(IGLensError, RuntimeError):
 class Study:
     """The product of :func:`study`: one tidy table and what produced it."""
 
-    table: object
+    table: DataFrame
     """pandas DataFrame, one row per (prompt, position, segment); see :func:`study`."""
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     """Model, dtype, modes, reference set, seed, package version, request."""
 
     @property
@@ -73,21 +86,21 @@ class Study:
         """The ablation modes measured (the table's ``drop_<mode>`` columns)."""
         return [c[len("drop_") :] for c in self.table.columns if c.startswith("drop_")]
 
-    def scores(self, seed: int = 0):
+    def scores(self, seed: int = 0) -> DataFrame:
         """Per (mode, prompt, position, method) metrics; see
         :func:`iglens_viz.studies.scoring.score`."""
         from .scoring import score
 
         return score(self.table, seed=seed)
 
-    def summary(self, n_boot: int = 1000, seed: int = 0):
+    def summary(self, n_boot: int = 1000, seed: int = 0) -> DataFrame:
         """One row per (mode, method, token class) with bootstrap intervals over prompts;
         see :func:`iglens_viz.studies.scoring.summarize`."""
         from .scoring import summarize
 
         return summarize(self.scores(seed), n_boot=n_boot, seed=seed)
 
-    def report(self, folder, summary=None):
+    def report(self, folder: str | os.PathLike[str], summary: DataFrame | None = None) -> Path:
         """Write ``report.md`` with tables and seaborn figures into ``folder``; see
         :func:`iglens_viz.studies.report.write_report`. Returns its path."""
         from .report import write_report
@@ -95,7 +108,7 @@ class Study:
         return write_report(self, folder, summary)
 
     @classmethod
-    def load(cls, folder) -> Study:
+    def load(cls, folder: str | os.PathLike[str]) -> Study:
         """A study written by :func:`study` with ``out=folder`` (finished or not)."""
         folder = Path(folder)
         metadata = read_metadata(folder / "metadata.json")
@@ -111,7 +124,7 @@ class Study:
         return cls(_concat(tables), metadata)
 
 
-def read_metadata(path) -> dict | None:
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """A study folder's ``metadata.json`` at ``path`` as a dict, None where there is none;
     :class:`StudyFolderError` where it cannot be read or is not a JSON object."""
     path = Path(path)
@@ -138,13 +151,14 @@ def _part_files(folder: Path) -> list[Path]:
     return sorted((folder / "parts").glob("part-*.parquet"))
 
 
-def _read_part_files(folder: Path):
+def _read_part_files(folder: Path) -> tuple[list[DataFrame], list[tuple[Path, str]]]:
     """The tables of the readable parts, and ``(path, reason)`` of each damaged one. A part
     is written whole or not at all, so a damaged one was damaged afterwards: truncated by a
     full disk or a copy, or not a part at all."""
     import pandas as pd
 
-    tables, damaged = [], []
+    tables: list[DataFrame] = []
+    damaged: list[tuple[Path, str]] = []
     for path in _part_files(folder):
         try:
             table = pd.read_parquet(path)
@@ -159,13 +173,13 @@ def _read_part_files(folder: Path):
     return tables, damaged
 
 
-def _concat(tables):
+def _concat(tables: list[DataFrame]) -> DataFrame:
     import pandas as pd
 
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
-def _read_parts(folder: Path):
+def _read_parts(folder: Path) -> DataFrame:
     tables, damaged = _read_part_files(folder)
     if damaged:
         path, reason = damaged[0]
@@ -176,9 +190,9 @@ def _read_parts(folder: Path):
 class _References:
     """Block updates of the reference prompts, for ``mean`` and ``resample`` ablation."""
 
-    def __init__(self, lens: IGLens, ids: list[torch.Tensor], indices: Sequence[int]):
+    def __init__(self, lens: IGLens, ids: list[torch.Tensor], indices: Sequence[int]) -> None:
         self.indices = list(indices)
-        self.updates = []  # per reference prompt: [n, T_r, d] float32, CPU
+        self.updates: list[torch.Tensor] = []  # per reference prompt: [n, T_r, d] float32, CPU
         for first in range(0, len(self.indices), lens.cache_size):
             batch = [ids[i] for i in self.indices[first : first + lens.cache_size]]
             for trace in lens.traces(batch):
@@ -235,14 +249,16 @@ class _References:
         return torch.cat([u, u[:, -1:].expand(-1, T - u.shape[1], -1)], dim=1)
 
 
-def _answer_id(tokenizer, answer: str) -> int:
+def _answer_id(tokenizer: PreTrainedTokenizerBase, answer: str) -> int:
     ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
     if not ids:
         raise InvalidRequestError(f"the answer {answer!r} has no tokens")
     return int(ids[0])
 
 
-def _targets(tokenizer, prompt: StudyPrompt, T: int):
+def _targets(
+    tokenizer: PreTrainedTokenizerBase, prompt: StudyPrompt, T: int
+) -> Literal["predicted"] | list[int]:
     """The target spec: the answer's first token at the last position, or ``predicted``."""
     if prompt.answer is None:
         return "predicted"
@@ -250,7 +266,9 @@ def _targets(tokenizer, prompt: StudyPrompt, T: int):
 
 
 @torch.no_grad()
-def _lens_readings(lens: IGLens, traces, ys: list[torch.Tensor]):
+def _lens_readings(
+    lens: IGLens, traces: list[Trace], ys: list[torch.Tensor]
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per trace, ``[n+1, T]`` each: the target's lens logit, whether it is the lens's top-1,
     and its probability with the final norm's scale frozen at h_n's (the rows of every trace
     streamed together, under the lens's memory budget, as the readout map streams)."""
@@ -289,15 +307,15 @@ def _lens_readings(lens: IGLens, traces, ys: list[torch.Tensor]):
 
 
 def _batch_rows(
-    lens,
-    model,
-    tokenizer,
+    lens: IGLens,
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
     batch: list[int],
     items: list[StudyPrompt],
-    ids,
-    modes,
+    ids: list[torch.Tensor],
+    modes: Sequence[StudyMode],
     references: _References | None,
-) -> list[dict]:
+) -> list[dict[str, np.ndarray]]:
     """The table's columns for a batch of prompts (one dict per prompt): their forward
     passes, readouts and ablations run together (see :func:`_prompt_rows`)."""
     lens.clear_cache()  # a batch's rows come from its own passes, whatever ran before
@@ -314,8 +332,10 @@ def _batch_rows(
         for mode in modes:
             updates = None
             if mode == "mean":
+                assert references is not None, "mean ablation builds its references"
                 updates = references.mean(i, T)
             elif mode == "resample":
+                assert references is not None, "resample ablation builds its references"
                 updates = references.donor(i, T)
             jobs.append(AblationJob(ids[i], targets, updates))
     ablated = iter(
@@ -330,7 +350,13 @@ def _batch_rows(
     return rows
 
 
-def _prompt_rows(index: int, prompt: StudyPrompt, result, readings, drops: dict) -> dict:
+def _prompt_rows(
+    index: int,
+    prompt: StudyPrompt,
+    result: AttributionResult,
+    readings: tuple[np.ndarray, np.ndarray, np.ndarray],
+    drops: dict[StudyMode, np.ndarray],
+) -> dict[str, np.ndarray]:
     """The table's columns for one prompt (every position with a target × every block)."""
     target_ids = np.asarray(result.target_ids)
     keep = np.flatnonzero(target_ids >= 0)
@@ -369,14 +395,14 @@ def _prompt_rows(index: int, prompt: StudyPrompt, result, readings, drops: dict)
 
 
 def study(
-    model,
-    tokenizer,
-    prompts,
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    prompts: PromptsSpec,
     *,
-    modes: Sequence[str] = STUDY_MODES,
+    modes: Sequence[StudyMode] = STUDY_MODES,
     reference: int = 32,
     seed: int = 0,
-    out=None,
+    out: str | os.PathLike[str] | None = None,
     limit: int | None = None,
     progress: bool = True,
     dtype: torch.dtype = torch.float32,
@@ -450,7 +476,7 @@ def study(
         if needs_references
         else []
     )
-    metadata = {
+    metadata: dict[str, Any] = {
         "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
         "dtype": str(next(model.parameters()).dtype),
         "readout_dtype": str(dtype),
@@ -531,20 +557,22 @@ class _Shard:
             dist.init_process_group(backend="gloo")
         return cls(dist.get_rank(), dist.get_world_size())
 
-    def on_rank_0(self, fn):
+    def on_rank_0(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` run by rank 0, its result (or its error) shared with every rank."""
         if self.world == 1:
             return fn()
         import torch.distributed as dist
 
-        box = [None]
+        box: list[tuple[str, Any] | None] = [None]
         if self.rank == 0:
             try:
                 box[0] = ("ok", fn())
             except Exception as err:  # every rank raises it, none waits forever
                 box[0] = ("error", err)
         dist.broadcast_object_list(box, src=0)
-        status, value = box[0]
+        shared = box[0]
+        assert shared is not None, "rank 0's result, broadcast to every rank"
+        status, value = shared
         if status == "error":
             raise value
         return value
@@ -555,18 +583,21 @@ class _Shard:
 
             dist.barrier()
 
-    def gather(self, tables: list) -> list:
+    def gather(self, tables: list[DataFrame]) -> list[DataFrame]:
         """Every rank's list of tables, concatenated on rank 0 (others keep their own)."""
         if self.world == 1:
             return tables
         import torch.distributed as dist
 
-        gathered = [None] * self.world if self.rank == 0 else None
+        if self.rank != 0:
+            dist.gather_object(tables, None, dst=0)
+            return tables
+        gathered: list[Any] = [None] * self.world
         dist.gather_object(tables, gathered, dst=0)
-        return [t for part in gathered for t in part] if self.rank == 0 else tables
+        return [t for part in gathered for t in part]
 
 
-def _progress(total: int, done: int, show: bool):
+def _progress(total: int, done: int, show: bool) -> tqdm:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, initial=done, disable=not show, unit="prompt", desc="iglens study")
@@ -585,7 +616,7 @@ _SETTINGS = (
 """What must match for a folder to resume a study (the number of processes need not)."""
 
 
-def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
+def _prepare_folder(folder: Path, metadata: dict[str, Any]) -> set[int]:
     """Create ``folder`` (or check it holds the same study) and return the prompts done.
 
     A damaged part (one that cannot be read back) is renamed ``<part>.damaged`` and its
@@ -633,7 +664,7 @@ def _prepare_folder(folder: Path, metadata: dict) -> set[int]:
     return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
 
 
-def write_table(path, table) -> Path:
+def write_table(path: str | os.PathLike[str], table: DataFrame) -> Path:
     """``table`` as Parquet at ``path``, written whole or not at all."""
     import io
 
@@ -642,6 +673,6 @@ def write_table(path, table) -> Path:
     return write_atomic(path, data.getvalue())
 
 
-def _write_part(folder: Path, part) -> None:
+def _write_part(folder: Path, part: DataFrame) -> None:
     """One part file of prompts, named after its first prompt."""
     write_table(folder / "parts" / f"part-{int(part['prompt'].min()):06d}.parquet", part)

@@ -50,6 +50,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
@@ -58,6 +59,10 @@ from ..core.stats import argmax_rows as _argmax_rows
 from ..core.stats import spearman_rows
 from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from ..errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from pandas import DataFrame
 
 __all__ = [
     "CLASSES",
@@ -69,6 +74,7 @@ __all__ = [
     "SCORE_COLUMNS",
     "SUMMARY_COLUMNS",
     "TABLE_COLUMNS",
+    "TokenClass",
     "best_constant",
     "bootstrap_interval",
     "constant_name",
@@ -111,7 +117,9 @@ scale frozen at the last state's). Methods only read the columns they need (see
 METRICS = ("agreement", "hit_at_3", "rho")
 """The per-token metrics, in the order of the summary's columns."""
 
-CLASSES = ("all", "monotone", "non_monotone", "onset_last", "onset_not_last")
+TokenClass = Literal["all", "monotone", "non_monotone", "onset_last", "onset_not_last"]
+"""A token class of the summary; see :data:`CLASSES`."""
+CLASSES: tuple[TokenClass, ...] = get_args(TokenClass)
 """Token classes of the summary: every token; tokens whose trajectory is (non-)monotone
 (:func:`iglens_viz.core.trajectory.is_monotone`); tokens whose IG-Lens onset is (not) the last
 block."""
@@ -285,7 +293,9 @@ def _rng(seed: int, method: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), index])
 
 
-def predict(method: str, arrays: Arrays, seed: int = 0) -> Prediction:
+def predict(
+    method: str, arrays: Arrays, seed: int = 0
+) -> tuple[np.ndarray | int, np.ndarray | None]:
     """Run one method on tokens given as arrays over their segments.
 
     Parameters
@@ -306,6 +316,14 @@ def predict(method: str, arrays: Arrays, seed: int = 0) -> Prediction:
     prediction and ``(k,)`` scores).
     """
     single = all(np.ndim(v) == 1 for v in arrays.values())
+    predicted, scores = _predict_rows(method, arrays, seed)
+    if single:
+        return int(predicted[0]), (None if scores is None else scores[0])
+    return predicted, scores
+
+
+def _predict_rows(method: str, arrays: Arrays, seed: int) -> Prediction:
+    """:func:`predict` of ``(N, k)`` (or ``(k,)``: one row) arrays: ``(N,)`` predictions."""
     a = {name: np.atleast_2d(np.asarray(v)) for name, v in arrays.items()}
     if not a:
         raise InvalidRequestError("predict needs the token's arrays")
@@ -333,15 +351,15 @@ def predict(method: str, arrays: Arrays, seed: int = 0) -> Prediction:
         raise InvalidRequestError(
             f"unknown method {method!r}: use one of {list(PREDICTORS)} or {CONSTANT_PREFIX}<L>"
         )
-    if single:
-        return int(predicted[0]), (None if scores is None else scores[0])
     return predicted, scores
 
 
 # --------------------------------------------------------------------------- metrics
 
 
-def _token_metrics(predicted: np.ndarray, scores, drops: np.ndarray):
+def _token_metrics(
+    predicted: np.ndarray, scores: np.ndarray | None, drops: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(agreement, hit_at_3, rho)`` per token; see :func:`score`."""
     finite = np.isfinite(drops)
     # descending drops, NaN last, ties in index order: order[:, 0] is np.argmax's answer
@@ -358,7 +376,7 @@ def _token_metrics(predicted: np.ndarray, scores, drops: np.ndarray):
 # --------------------------------------------------------------------------- score
 
 
-def _modes(table, modes) -> list[str]:
+def _modes(table: DataFrame, modes: str | Iterable[str] | None) -> list[str]:
     present = [
         c[len(DROP_PREFIX) :]
         for c in table.columns
@@ -381,7 +399,9 @@ def _modes(table, modes) -> list[str]:
     return out
 
 
-def _token_arrays(table, columns: Iterable[str]):
+def _token_arrays(
+    table: DataFrame, columns: Iterable[str]
+) -> tuple[DataFrame, int, dict[str, np.ndarray]]:
     """Sort the table by token and segment, check every token has segments 0..k−1, and
     reshape the requested columns to ``(N, k)``. Returns (tokens frame, k, arrays)."""
     t = table.sort_values([*_TOKEN, "segment"], kind="stable")
@@ -417,13 +437,13 @@ def _token_arrays(table, columns: Iterable[str]):
 
 
 def score(
-    table,
-    modes=None,
+    table: DataFrame,
+    modes: str | Iterable[str] | None = None,
     seed: int = 0,
     *,
-    methods=None,
+    methods: Iterable[str] | None = None,
     nonmonotone_threshold: float = NONMONOTONE_THRESHOLD,
-):
+) -> DataFrame:
     """Score every method on every token against every ablation mode's drops.
 
     For each token (a (prompt, position) with all its k segments), each method names a
@@ -500,7 +520,7 @@ def score(
     delta_p = np.nansum(contributions, axis=1)
     monotone = np.asarray(is_monotone(contributions, delta_p, nonmonotone_threshold), dtype=bool)
     onset_last = onset_segments(contributions) == k - 1
-    predictions = {m: predict(m, arrays, seed) for m in methods}
+    predictions = {m: _predict_rows(m, arrays, seed) for m in methods}
 
     frames = []
     for mode in modes:
@@ -569,7 +589,7 @@ def _bootstrap(
     rng: np.random.Generator,
     level: float,
     center: np.ndarray | None = None,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised cluster bootstrap of nan-means of the columns of ``values`` ``(N, M)``.
 
     A replicate mean is the estimate's mean summed in another order, so a bound can pass
@@ -617,7 +637,13 @@ def _check_level(level: float) -> float:
     return level
 
 
-def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
+def bootstrap_interval(
+    values: ArrayLike,
+    clusters: ArrayLike,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
     """Percentile cluster-bootstrap interval of the mean of ``values``.
 
     The tokens of one prompt share the prompt's context, so they are not independent; the
@@ -664,7 +690,7 @@ def bootstrap_interval(values, clusters, n_boot: int = 1000, seed: int = 0, leve
 # --------------------------------------------------------------------------- summary
 
 
-def _class_masks(tokens) -> dict[str, np.ndarray]:
+def _class_masks(tokens: DataFrame) -> dict[TokenClass, np.ndarray]:
     mono = tokens["monotone"].to_numpy(dtype=bool)
     last = tokens["onset_last"].to_numpy(dtype=bool)
     return {
@@ -676,7 +702,9 @@ def _class_masks(tokens) -> dict[str, np.ndarray]:
     }
 
 
-def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
+def summarize(
+    scores: DataFrame, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> DataFrame:
     """Per (mode, method, token class): mean metrics with cluster-bootstrap intervals.
 
     Parameters
@@ -763,7 +791,7 @@ def summarize(scores, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
     )[list(SUMMARY_COLUMNS)]
 
 
-def best_constant(summary):
+def best_constant(summary: DataFrame) -> DataFrame:
     """The best constant predictor per (mode, token class): the ``block_<L>`` rows of
     :func:`summarize`'s output flagged ``best_constant`` (highest agreement; ties: lowest L),
     with the same columns. The bar any method must clear: a block named without looking at
@@ -772,7 +800,7 @@ def best_constant(summary):
     return summary[summary["best_constant"]].reset_index(drop=True)
 
 
-def headline(summary):
+def headline(summary: DataFrame) -> DataFrame:
     """The rows a report shows: every non-constant method, then the first block, the last
     block and the best constant, per (mode, token class), instead of all k constants.
 
@@ -784,7 +812,7 @@ def headline(summary):
     blocks = summary["method"].map(_constant_block)
     is_const = blocks.notna()
     parts = []
-    for (mode, cls), g in summary.groupby(["mode", "token_class"], sort=False):
+    for _, g in summary.groupby(["mode", "token_class"], sort=False):
         gb = blocks.loc[g.index]
         named = g[~is_const.loc[g.index]].copy()
         named.insert(0, "label", named["method"])
