@@ -1,0 +1,102 @@
+// @vitest-environment jsdom
+// The contract between the Python payload and the front end: js/testing/payload.json is made
+// by js/testing/make_payload.py (a tiny random Llama, the same functions the widget calls);
+// here the real codec decodes it and the real app renders it. A payload change on the Python
+// side that the JS cannot read fails here; tests/test_payload_contract.py fails when the
+// committed file is not regenerated after one.
+import { describe, it, expect, beforeAll, afterEach } from "vitest";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { installFakeCanvas, fire } from "./testing/dom.js";
+import { decodeResult, contributionSum } from "./result.js";
+import { readComponentsTrait } from "./components.js";
+import { readAblationTrait } from "./ablation.js";
+import { readPathTrait } from "./path.js";
+import { formatToken } from "./tokens.js";
+import { completenessText } from "./format.js";
+import { render } from "./app.js";
+import { createModel } from "./standalone.js";
+
+/** @type {{state: Record<string, any>, ablation: Record<string, any>, path: Record<string, any>, expected: Record<string, any>}} */
+const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
+const want = golden.expected;
+
+beforeAll(() => {
+  installFakeCanvas();
+});
+afterEach(() => {
+  document.body.replaceChildren();
+});
+
+const decoded = () => /** @type {import("./result.js").Result} */ (decodeResult(structuredClone(golden.state.result)));
+
+function mountGolden() {
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  const model = createModel(structuredClone(golden.state));
+  render({ model, el });
+  return { el, model };
+}
+
+describe("the Python payload (js/testing/payload.json)", () => {
+  it("decodes with the real codec into the values Python computed", () => {
+    const r = decoded();
+    const i = want.position;
+    expect(r.tokens).toEqual(want.tokens);
+    expect(r.targetTokens).toEqual(want.target_tokens);
+    expect(r.segmentLabels).toEqual(want.segment_labels);
+    expect(r.nBlocks).toBe(want.n_blocks);
+    expect(r.k).toBe(want.contributions.length);
+    for (let j = 0; j < r.k; j++) expect(r.contributions[i * r.k + j]).toBe(want.contributions[j]); // float32, exactly
+    expect(r.deltaP[i]).toBe(want.delta_p);
+    expect(contributionSum(r, i)).toBeCloseTo(want.sum, 12);
+    // completeness: Σ contributions = Δp (the prediction-aware estimator is exact)
+    expect(Math.abs(contributionSum(r, i) - r.deltaP[i])).toBeLessThan(1e-6);
+  });
+
+  it("the answers (components, ablation, path) fit the result", () => {
+    const r = decoded();
+    const comp = readComponentsTrait(structuredClone(golden.state.components), r);
+    expect(comp.error ?? null).toBeNull();
+    const abl = readAblationTrait(structuredClone(golden.ablation), r);
+    expect(abl.error).toBeNull();
+    expect(abl.ablation).not.toBeNull();
+    expect(Array.from(/** @type {any} */ (abl.ablation).drops)).toEqual(golden.ablation.drops);
+    const path = readPathTrait(structuredClone(golden.path), r);
+    expect(path.error).toBeNull();
+    expect(path.path).not.toBeNull();
+  });
+
+  it("renders: token texts, the selected token's bars and completeness line, the model name as text", () => {
+    const { el } = mountGolden();
+    const r = decoded();
+    const i = want.position;
+    const items = /** @type {HTMLElement[]} */ ([...el.querySelectorAll(".iglens-strip [data-token-index]")]);
+    expect(items.map((t) => t.textContent)).toEqual(want.tokens.map((/** @type {string} */ t) => formatToken(t, { maxLen: 32 })));
+    const detail = /** @type {HTMLElement} */ (el.querySelector(".iglens-detail"));
+    expect(detail.getAttribute("data-selected-index")).toBe(String(i));
+    expect(detail.textContent).toContain(want.target_tokens[i]);
+    expect(el.querySelectorAll(".iglens-detail .iglens-bar").length).toBe(want.contributions.length);
+    const line = /** @type {HTMLElement} */ (el.querySelector(".iglens-completeness"));
+    expect(line.textContent).toContain(completenessText(contributionSum(r, i), r.deltaP[i]));
+    expect(line.classList.contains("iglens-ok")).toBe(true);
+    expect(el.textContent).toContain("tiny-llama <b>"); // a string, never markup
+    expect(el.querySelector("b")).toBeNull();
+  });
+
+  it("renders the answers: component matrix, ablation drops, interior path", () => {
+    const { el, model } = mountGolden();
+    expect(el.querySelector("[data-view=components]")).not.toBeNull();
+    expect(el.querySelectorAll("[data-view=components] [data-component]").length).toBeGreaterThan(0);
+    model.set("ablation", structuredClone(golden.ablation));
+    const drops = [...el.querySelectorAll("[data-series=ablation] [data-drop]")].map((b) => Number(b.getAttribute("data-drop")));
+    expect(drops).toEqual(golden.ablation.drops);
+    model.set("path", structuredClone(golden.path));
+    expect(el.querySelector("[data-series=lazy-path]")?.getAttribute("data-steps")).toBe(String(golden.path.steps));
+    const lines = [...el.querySelectorAll(".iglens-path")];
+    expect(lines.length).toBe(golden.path.path.length);
+    expect(lines[0].getAttribute("data-values")?.split(" ").map(Number)).toEqual(golden.path.path[0]);
+    void fire;
+  });
+});

@@ -1,0 +1,93 @@
+"""Write js/testing/payload.json: a widget state and its answers made by the Python side.
+
+Run from the repository root with the project's Python:
+``.venv/bin/python js/testing/make_payload.py``. It attributes a short prompt on a tiny
+random Llama (tests/tiny_models.py, fixed seed) and keeps what the widget would send: the
+model state (``initial_state`` of ``result_payload``, buffers as base64 as in the exported
+page), the ``components`` answer of the selected token, an ``ablation`` answer
+(``segment_ablation``) and a ``path`` answer (``position_path``) — made by the same
+functions the widget calls — and a few values computed here with numpy (``expected``).
+
+The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
+renders it; tests/test_payload_contract.py rebuilds it in memory and compares it with the
+committed file, so a change of the Python payload that is not regenerated fails pytest, and
+a regenerated one that the JS cannot read fails ``npm test``.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from typing import Any
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = pathlib.Path(__file__).with_name("payload.json")
+PROMPT = "w5 w17 w3 w42 w8"
+STEPS = 1  # no path in the result: the lazy path answer is the one drawn
+PATH_STEPS = 4
+
+
+def build() -> dict[str, Any]:
+    """The payload file's content (deterministic: seconds are zeroed)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT))
+    from tiny_models import tiny_model, tiny_tokenizer
+
+    from iglens_viz import IGLens
+    from iglens_viz.core.components import component_segments
+    from iglens_viz.protocol import initial_state, result_payload
+    from iglens_viz.protocol.payload import components_payload
+    from iglens_viz.protocol.serializers import to_base64_state
+    from iglens_viz.widget.widget import position_path, segment_ablation
+
+    lens = IGLens(tiny_model("llama"), tiny_tokenizer(), name="tiny-llama <b>")
+    result = lens.attribute(PROMPT, boundaries=[0, 1, 4], steps=STEPS)
+    state = initial_state(result_payload(result), interactive=True)
+    position = int(state["selected"])
+    names = lens.component_names
+    components = components_payload(
+        names,
+        component_segments(result.boundaries, names, result.n_blocks),
+        [position],
+        lens.components(result, [position]),
+    )
+    ablation = segment_ablation(lens, result, position)
+    path = position_path(lens, result, position, PATH_STEPS)
+    ablation["seconds"] = path["seconds"] = 0.0  # wall time: not part of the contract
+    contributions = np.asarray(result.contributions, dtype=np.float32)
+    delta_p = np.asarray(result.delta_p, dtype=np.float32)
+    expected = {
+        "position": position,
+        "tokens": [str(t) for t in result.tokens],
+        "target_tokens": [str(t) for t in result.target_tokens],
+        "segment_labels": list(result.segment_labels),
+        "contributions": [float(v) for v in contributions[position]],
+        "sum": float(contributions[position].astype(np.float64).sum()),
+        "delta_p": float(delta_p[position]),
+        "n_blocks": int(result.n_blocks),
+    }
+    return {
+        "about": "made by js/testing/make_payload.py; do not edit by hand",
+        "state": to_base64_state({**state, "components": components}),
+        "ablation": ablation,
+        "path": path,
+        "expected": expected,
+    }
+
+
+def dumps(content: dict[str, Any]) -> str:
+    """The file's text (the committed file is exactly this)."""
+    return json.dumps(content, indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+
+def main() -> None:
+    text = dumps(build())
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT}: {len(text.encode())} bytes")
+
+
+if __name__ == "__main__":
+    main()
