@@ -23,17 +23,15 @@ import time
 from pathlib import Path
 
 import pytest
+import test_loading
 import torch
-from test_loading import (  # noqa: F401 - fake_default is a fixture
-    _hide_module,
-    _save_tiny,
-    _write_tiny_gguf,
-    fake_default,
-)
+from test_loading import _hide_module, _save_tiny, _write_tiny_gguf
 
 from iglens_viz import loading
 from iglens_viz.errors import IGLensError, InvalidRequestError
 from iglens_viz.loading import ModelLoadError, cache, default_model, load_model
+
+fake_default = test_loading.fake_default  # the fixture, shared with test_loading.py
 
 _TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
 

@@ -630,7 +630,7 @@ def test_damaged_cache_file_is_converted_again(fake_default, capsys, name, damag
     assert len(calls) == 2
     assert "converting it again" in err and name in err and str(folder) in err
     assert model.config.num_hidden_layers == 30 and tokenizer.chat_template
-    assert cache._cache_problem(folder, calls[0], checksums=True) is None
+    assert cache._cache_problem(folder, calls[0], checksums="all") is None
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left aside
 
 

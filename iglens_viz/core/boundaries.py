@@ -16,16 +16,18 @@ MLP (only ``"sublayer"`` has such half depths). Segment labels read ``"12"`` (bl
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Union
+from collections.abc import Iterable, Sequence
+from typing import Literal, get_args
 
 import numpy as np
 
 from ..errors import InvalidRequestError
 
 __all__ = [
+    "SEGMENT_PARTS",
     "SUBLAYER",
     "BoundarySpec",
+    "SegmentPart",
     "block_of_depth",
     "depth_list",
     "is_sublayer",
@@ -37,17 +39,22 @@ __all__ = [
     "segment_parts",
 ]
 
-BoundarySpec = Union[str, Sequence[int], None]
+BoundarySpec = str | Sequence[int] | None
 """``"all"`` / None, ``"every:K"``, ``"0,10,20,30"``, a sequence of block indices, or
 ``"sublayer"``."""
 
 SUBLAYER = "sublayer"
 """The spec with a boundary at every attention and every MLP output (sequential blocks)."""
 
+SegmentPart = Literal["block", "attn", "mlp"]
+"""What a segment covers (:func:`segment_parts`): whole blocks, or the attention or the MLP
+half of one block."""
+SEGMENT_PARTS: tuple[SegmentPart, ...] = get_args(SegmentPart)
+
 _EXAMPLE = "'all', 'every:5', 'sublayer' or a comma list such as '0,10,20,30'"
 
 
-def _int_list(values, spec) -> tuple[int, ...]:
+def _int_list(values: Iterable[object], spec: object) -> tuple[int, ...]:
     out = []
     for value in values:
         if isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes)):
@@ -111,7 +118,7 @@ def resolve_boundaries(spec: str | tuple[int, ...], n: int) -> list[float]:
     if isinstance(spec, str):  # "every:K"
         step = int(spec.split(":", 1)[1])
         return sorted({*range(0, n, step), n})
-    out = list(spec)
+    out: list[float] = list(spec)
     if len(out) < 2 or out[0] != 0 or out[-1] != n:
         raise InvalidRequestError(
             f"boundaries must start at 0 and end at n={n} (the model's "
@@ -127,7 +134,7 @@ def parse_boundaries(spec: BoundarySpec, n: int) -> list[float]:
     return resolve_boundaries(normalize_boundaries(spec), n)
 
 
-def is_sublayer(boundaries) -> bool:
+def is_sublayer(boundaries: Iterable[float]) -> bool:
     """Whether a boundary list has half depths (h_L.attn states)."""
     return any(float(b) % 1 for b in boundaries)
 
@@ -147,19 +154,19 @@ def segment_label(start: float, end: float) -> str:
     return str(end) if end - start == 1 else f"{start + 1}\u2013{end}"
 
 
-def segment_labels(boundaries) -> list[str]:
+def segment_labels(boundaries: Iterable[float]) -> list[str]:
     """:func:`segment_label` of every segment of a boundary list."""
     b = depth_list(boundaries)
     return [segment_label(lo, hi) for lo, hi in zip(b[:-1], b[1:])]
 
 
-def segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
+def segment_parts(boundaries: Sequence[float]) -> list[tuple[SegmentPart, tuple[int, ...]]]:
     """What each segment of a boundary list covers, as an ablation removes it:
     ``("block", (a+1, …, b))`` for the blocks of a segment between block depths a → b,
     ``("attn", (L,))`` for L − 1 → L − ½ and ``("mlp", (L,))`` for L − ½ → L
     (``boundaries="sublayer"``). The one mapping from segments to ablated parts: the causal
     check, :func:`~iglens_viz.causal.validate_onset` and ``AblationResult.plot_vs`` read it."""
-    out = []
+    out: list[tuple[SegmentPart, tuple[int, ...]]] = []
     for lo, hi in zip(boundaries[:-1], boundaries[1:]):
         lo, hi = float(lo), float(hi)
         if lo.is_integer() and hi.is_integer():
@@ -175,7 +182,7 @@ def segment_parts(boundaries) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-def depth_list(boundaries) -> list[float]:
+def depth_list(boundaries: Iterable[float]) -> list[float]:
     """Boundaries as plain Python numbers: ints for block depths, floats for half depths
     (so JSON and labels write ``12`` and ``11.5``)."""
     return [int(x) if float(x).is_integer() else float(x) for x in boundaries]

@@ -8,7 +8,7 @@ its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both ar
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import torch
 from torch import nn
@@ -16,6 +16,9 @@ from torch import nn
 from ..adapters import ModelAdapter
 from .hooks import Hooks, block_input, block_output_states, by_row
 from .model_mode import eval_mode
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 CHECKED_POSITIONS = 8
 """Positions per sequence at which the model computes its own logits (see :class:`Capture`)."""
@@ -81,7 +84,9 @@ def checked_positions(length: int, count: int = CHECKED_POSITIONS) -> torch.Tens
     return torch.linspace(0, length - 1, min(count, length)).round().long()
 
 
-def padded_batch(sequences: list[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
+def padded_batch(
+    sequences: list[torch.Tensor], device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, T_max]`` ids and attention mask of ``sequences``, padded on the right.
 
     Right padding leaves every real position as it is alone: a causal model's position t
@@ -198,7 +203,7 @@ def capture_batch(
         k_b = checked[b].numel()
         captures.append(
             Capture(
-                cut("states", b, T),
+                buffers["states"][:, b, :T],
                 buffers["unembed_input"][b, :T],
                 checked[b],
                 out.logits[b, :k_b],
@@ -212,10 +217,11 @@ def capture_batch(
 def joined(captures: list[Capture]) -> Capture:
     """The self-check's part of several captures as one, their positions laid end to end
     (as a batched readout map lays their rows): head inputs and logits concatenated, the
-    checked positions offset. Only ``unembed_input``, ``checked`` and ``logits`` are kept."""
+    checked positions offset. Only ``unembed_input``, ``checked`` and ``logits`` are kept:
+    ``states`` is empty (shape ``[0]``) and the optional fields are None."""
     offsets = torch.tensor([0] + [c.unembed_input.shape[0] for c in captures[:-1]]).cumsum(0)
     return Capture(
-        states=None,
+        states=captures[0].states.new_empty(0),
         unembed_input=torch.cat([c.unembed_input for c in captures]),
         checked=torch.cat([c.checked + int(o) for c, o in zip(captures, offsets)]),
         logits=torch.cat([c.logits for c in captures]),
@@ -224,9 +230,10 @@ def joined(captures: list[Capture]) -> Capture:
 
 def input_device(model: nn.Module) -> torch.device:
     """Where the model's input ids must live (the embeddings' execution device)."""
-    embeddings = model.get_input_embeddings()
-    hook = getattr(embeddings, "_hf_hook", None)
-    if getattr(hook, "execution_device", None) is not None:
-        return torch.device(hook.execution_device)
+    # a transformers model: nn.Module's stubs type an unknown attribute as Tensor | Module
+    embeddings = cast("PreTrainedModel", model).get_input_embeddings()
+    execution_device = getattr(getattr(embeddings, "_hf_hook", None), "execution_device", None)
+    if execution_device is not None:  # dispatched by accelerate (device_map="auto")
+        return torch.device(execution_device)
     param = next(embeddings.parameters())
     return param.device if param.device.type != "meta" else torch.device("cpu")

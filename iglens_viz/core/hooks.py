@@ -38,7 +38,7 @@ class Hooks:
     """Forward hooks registered through this object and removed together when the ``with``
     block ends, also when it raises (as TransformerLens's ``hooks()`` context manager)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._handles: list[Any] = []
 
     def after(

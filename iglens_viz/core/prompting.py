@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import torch
 from torch import nn
 
@@ -9,8 +11,15 @@ from ..errors import InvalidRequestError
 from .capture import input_device
 from .model_mode import eval_mode
 
+if TYPE_CHECKING:
+    from transformers import GenerationMixin, PreTrainedTokenizerBase
 
-def wants_chat(chat, text_or_ids, tokenizer) -> bool:
+    from .request import ChatMode
+
+
+def wants_chat(
+    chat: ChatMode, text_or_ids: object, tokenizer: PreTrainedTokenizerBase | None
+) -> bool:
     """Resolve ``chat`` ("auto", True, False; validated by the request) for this input."""
     has_template = tokenizer is not None and bool(getattr(tokenizer, "chat_template", None))
     if chat == "auto":
@@ -22,9 +31,12 @@ def wants_chat(chat, text_or_ids, tokenizer) -> bool:
     return bool(chat)
 
 
-def chat_prompt_ids(tokenizer, message: str) -> list[int]:
+def chat_prompt_ids(tokenizer: PreTrainedTokenizerBase | None, message: str) -> list[int]:
     """Token ids of ``message`` as one user turn, ready for the assistant's answer."""
     import jinja2
+
+    if tokenizer is None:
+        raise InvalidRequestError("a chat prompt needs a tokenizer; pass chat=False")
 
     try:
         text = tokenizer.apply_chat_template(
@@ -41,7 +53,10 @@ def chat_prompt_ids(tokenizer, message: str) -> list[int]:
 
 @torch.no_grad()
 def generate_greedy(
-    model: nn.Module, prompt_ids: torch.Tensor, max_new_tokens: int, eos_token_id=None
+    model: nn.Module,
+    prompt_ids: torch.Tensor,
+    max_new_tokens: int,
+    eos_token_id: int | list[int] | None = None,
 ) -> torch.Tensor:
     """The greedy continuation of ``prompt_ids`` ``[T]`` (new tokens only, stops at EOS).
 
@@ -52,7 +67,8 @@ def generate_greedy(
         {} if eos_token_id is None else {"eos_token_id": eos_token_id, "pad_token_id": eos_token_id}
     )
     with eval_mode(model):
-        out = model.generate(
+        # a transformers model: nn.Module's stubs type an unknown attribute as Tensor | Module
+        out = cast("GenerationMixin", model).generate(
             ids,
             attention_mask=torch.ones_like(ids),
             do_sample=False,

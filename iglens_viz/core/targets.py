@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from ..errors import InvalidRequestError
-from .request import normalize_target
+from .request import TargetSpec, normalize_target
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 NO_TARGET = -1
 """Marks a position without a target (the last position under ``target="next"``)."""
 
 
-def token_id_of(token: str, tokenizer, what: str = "target") -> int:
+def token_id_of(token: str, tokenizer: PreTrainedTokenizerBase | None, what: str = "target") -> int:
     """The id of a single-token string; a clear error showing its tokenisation otherwise."""
     # Typed text such as " 4" or "-1" is a token string, not an id: say how to type an id.
     hint = (
@@ -28,7 +33,11 @@ def token_id_of(token: str, tokenizer, what: str = "target") -> int:
         )
     ids = tokenizer.encode(token, add_special_tokens=False)
     unk = getattr(tokenizer, "unk_token_id", None)
-    if ids == [unk] and token not in (tokenizer.unk_token, tokenizer.decode([unk])):
+    if (
+        unk is not None
+        and ids == [unk]
+        and token not in (tokenizer.unk_token, tokenizer.decode([unk]))
+    ):
         raise InvalidRequestError(
             f"the {what} {token!r} is not in the vocabulary (it tokenises to the unknown token "
             f"{tokenizer.unk_token!r}){hint}. Pass a token of the vocabulary or its id."
@@ -45,10 +54,10 @@ def token_id_of(token: str, tokenizer, what: str = "target") -> int:
 
 
 def resolve_targets(
-    spec,
+    spec: TargetSpec | np.ndarray | torch.Tensor,
     input_ids: torch.Tensor,
     predicted: torch.Tensor,
-    tokenizer,
+    tokenizer: PreTrainedTokenizerBase | None,
     vocab_size: int,
     *,
     what: str = "target",
@@ -106,11 +115,17 @@ def check_contrast(target_ids: np.ndarray, contrast_ids: np.ndarray) -> None:
         )
 
 
-def token_texts(tokenizer, *id_arrays) -> dict[int, str]:
+def token_texts(
+    tokenizer: PreTrainedTokenizerBase | None, *id_arrays: ArrayLike | None
+) -> dict[int, str]:
     """Decoded text of every distinct id in ``id_arrays`` (``NO_TARGET`` and None skipped)."""
     arrays = [np.asarray(a).reshape(-1) for a in id_arrays if a is not None]
     ids = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
     ids = ids[ids != NO_TARGET]
     if tokenizer is None:
         return {int(i): f"<{int(i)}>" for i in ids}
-    return {int(i): tokenizer.decode([int(i)], clean_up_tokenization_spaces=False) for i in ids}
+    # decode of one sequence of ids is a str (its list[str] is the result for a batch)
+    return {
+        int(i): cast(str, tokenizer.decode([int(i)], clean_up_tokenization_spaces=False))
+        for i in ids
+    }

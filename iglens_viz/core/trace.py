@@ -8,6 +8,7 @@ contrast or boundary set then needs only a dot product per row (see ``Readout.ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -45,7 +46,7 @@ class Trace:
     attn_writes: torch.Tensor | None = None
     """``[n, T, d]`` each parallel block's attention write (its output projection's output)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.sublayers and self.mid_states is None:
             self.mid_states = self.states[1::2]
 
@@ -54,7 +55,7 @@ class Trace:
         """K, the number of lens tokens kept per row."""
         return self.top_ids.shape[-1]
 
-    def rows(self, depths) -> list[int]:
+    def rows(self, depths: Sequence[float]) -> list[int]:
         """Row indices of ``states`` (and the map) for boundary depths (L, or L − ½ for
         h_L.attn, which only a ``sublayers`` trace has)."""
         scale = 2 if self.sublayers else 1
@@ -78,7 +79,11 @@ class Trace:
         return self.top_ids[-1, :, 0]
 
     def lens_probs(
-        self, readout: Readout, depths, ids: torch.Tensor, contrast: torch.Tensor | None = None
+        self,
+        readout: Readout,
+        depths: Sequence[float],
+        ids: torch.Tensor,
+        contrast: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``[len(depths), T]`` f at boundary depths for target ``ids`` (``[T]``), minus
         p(contrast)."""
@@ -110,7 +115,7 @@ def readout_map(
     )
     done = readout.scan(features, k, online=False, max_rows=rows, max_columns=cols)
     lse = done.log_normalizer
-    if k:
+    if done.top_ids is not None and done.top_values is not None:  # k > 0
         top_ids, top_logprobs = done.top_ids, done.top_values.sub_(lse[:, None])
     else:
         top_ids = torch.empty(n_rows, 0, device=features.device, dtype=torch.long)

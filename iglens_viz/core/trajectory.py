@@ -25,10 +25,15 @@ mirrors the two rules (``js/nonmonotone.js``, checked against golden cases).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from .result import AttributionResult
 
 NONMONOTONE_THRESHOLD = 0.05
 """The default threshold: a stretch must exceed 5% of the token's largest move to count."""
@@ -42,7 +47,7 @@ def _check_threshold(threshold: float) -> float:
 
 
 def against_segments(
-    contributions, delta_p, threshold: float = NONMONOTONE_THRESHOLD
+    contributions: ArrayLike, delta_p: ArrayLike, threshold: float = NONMONOTONE_THRESHOLD
 ) -> np.ndarray:
     """Boolean mask of segments whose contribution opposes Δp by more than the threshold.
 
@@ -70,7 +75,7 @@ def against_segments(
     return opposite & big & finite & np.isfinite(d)
 
 
-def against_steps(path_probs, threshold: float = NONMONOTONE_THRESHOLD) -> np.ndarray:
+def against_steps(path_probs: ArrayLike, threshold: float = NONMONOTONE_THRESHOLD) -> np.ndarray:
     """Boolean mask of interpolation steps that move against their segment's net change.
 
     Parameters
@@ -101,14 +106,16 @@ def against_steps(path_probs, threshold: float = NONMONOTONE_THRESHOLD) -> np.nd
     return opposite & big & finite
 
 
-def is_monotone(contributions, delta_p, threshold: float = NONMONOTONE_THRESHOLD):
+def is_monotone(
+    contributions: ArrayLike, delta_p: ArrayLike, threshold: float = NONMONOTONE_THRESHOLD
+) -> bool | np.ndarray:
     """Whether each trajectory moves one way: no segment flagged by :func:`against_segments`.
 
     ``contributions`` ``(k,)`` with a scalar ``delta_p`` gives a bool; ``(T, k)`` with
     ``(T,)`` gives a boolean array. Δp = 0 has no direction to go against: monotone.
     """
     flags = against_segments(contributions, delta_p, threshold).any(axis=-1)
-    return (not bool(flags)) if np.ndim(flags) == 0 else ~flags
+    return (not bool(flags)) if np.ndim(flags) == 0 else ~np.asarray(flags)
 
 
 @dataclass(frozen=True)
@@ -138,7 +145,9 @@ class NonMonotone:
         return bool(self.segments.any() or (self.steps is not None and self.steps.any()))
 
 
-def non_monotone(result, i: int, threshold: float = NONMONOTONE_THRESHOLD) -> NonMonotone:
+def non_monotone(
+    result: AttributionResult, i: int, threshold: float = NONMONOTONE_THRESHOLD
+) -> NonMonotone:
     """Flag the non-monotone segments (and interior steps) of position ``i`` of a result.
 
     ``result`` is an :class:`~iglens_viz.AttributionResult` (only ``contributions``,

@@ -98,9 +98,9 @@ def load_model(
         ``dtype`` or ``device`` is not understood (or is not floating-point / is ``"meta"``),
         or ``name_or_path`` is empty. Also a ``ValueError``.
 
-    The default model is converted once into :func:`default_model_dir`; a folder whose file
-    sizes no longer match the record written at conversion is converted again (see
-    :mod:`iglens_viz.loading.cache` for when checksums are compared).
+    The default model is converted once into :func:`default_model_dir`; a folder whose files
+    no longer match the sizes and sha256 checksums recorded at conversion is converted again
+    (:mod:`iglens_viz.loading.cache` says which checksums each load compares).
     """
     name, gguf_file = _split_gguf(
         None if name_or_path is None else os.fspath(name_or_path), gguf_file

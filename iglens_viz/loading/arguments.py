@@ -47,7 +47,8 @@ _DTYPE_ALIASES = {
 
 
 def _resolve_dtype(dtype: Any) -> torch.dtype | str | None:
-    """Map ``None``, ``"auto"``, a torch dtype, or a name like ``"bfloat16"`` to what transformers takes."""
+    """Map ``None``, ``"auto"``, a torch dtype, or a name like ``"bfloat16"`` to what
+    transformers takes."""
     if isinstance(dtype, torch.dtype):
         if not dtype.is_floating_point:
             raise InvalidRequestError(
@@ -70,7 +71,8 @@ def _resolve_dtype(dtype: Any) -> torch.dtype | str | None:
 
 
 def _resolve_device(device: Any) -> str | None:
-    """Validate ``device`` ("cpu", "cuda", "cuda:0", "mps", "auto", a torch.device) for device_map."""
+    """Validate ``device`` ("cpu", "cuda", "cuda:0", "mps", "auto", a torch.device) for
+    ``device_map``."""
     if device is None:
         return None
     if isinstance(device, str) and device == "auto":

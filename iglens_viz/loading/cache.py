@@ -30,6 +30,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Literal
 
 _MARKER = "iglens_source.json"  # written last inside the cache folder: proof it is complete
 _MARKER_FORMAT = 2  # 2: the marker lists every file with its size and sha256
@@ -40,6 +41,9 @@ _STALE_TMP_S = 3600  # a temporary conversion folder unchanged this long is aban
 # A conversion writes its owner file right after creating its folder, so a folder without one
 # that has not changed for this long was left by a killed process (or an older iglens_viz).
 _NO_OWNER_STALE_S = 120
+
+_Checksums = Literal["changed", "all", "sizes"]
+"""Which checksums a cache check compares (see :func:`_cache_problem`)."""
 
 
 # --------------------------------------------------------------------------- cache location
@@ -64,7 +68,7 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "iglens_viz"
 
 
-# --------------------------------------------------------------------------- marker: sizes and checksums
+# ------------------------------------------------------------------ marker: sizes and checksums
 
 
 def _sha256(path: Path) -> str:
@@ -134,7 +138,9 @@ def _write_marker(folder: Path, gguf_path: Path) -> None:
     (folder / _MARKER).write_text(json.dumps(marker, indent=2))
 
 
-def _checksum_problem(folder: Path, files: dict, checksums: str) -> str | None:
+def _checksum_problem(
+    folder: Path, files: dict, checksums: Literal["changed", "all"]
+) -> str | None:
     """Compare checksums: every file (``"all"``) or those changed since last proven."""
     proven = _read_verified(folder) if checksums == "changed" else {}
     updated, changed = {}, False
@@ -169,7 +175,9 @@ def _checksum_problem(folder: Path, files: dict, checksums: str) -> str | None:
     return None
 
 
-def _cache_problem(folder: Path, gguf_path: Path, *, checksums: str = "changed") -> str | None:
+def _cache_problem(
+    folder: Path, gguf_path: Path, *, checksums: _Checksums = "changed"
+) -> str | None:
     """Why ``folder`` is not a finished, intact conversion of ``gguf_path``; ``None`` if it is.
 
     Compares every file's size with the marker, then its SHA-256 checksum: ``checksums`` is
@@ -221,7 +229,7 @@ def _cache_problem(folder: Path, gguf_path: Path, *, checksums: str = "changed")
     return _checksum_problem(folder, files, checksums)
 
 
-# --------------------------------------------------------------------------- temporary and damaged folders
+# ---------------------------------------------------------------- temporary and damaged folders
 
 
 def _pid_alive(pid: int) -> bool:

