@@ -10,7 +10,7 @@ import { h, listen } from "../dom.js";
 import { VIEWS } from "../comparison.js";
 import { createGrid } from "./grid.js";
 import { createCompare } from "./compare.js";
-import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines } from "../export-image.js";
+import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines, withDetail } from "../export-image.js";
 
 /** How long "saved …" stays beside the export buttons. */
 const SAVED_MS = 5000;
@@ -146,7 +146,8 @@ export function createViews(ctx, heatmap) {
     const { draw, title } = figureFor(name, r, grid, compare, theme, sel);
     say("exporting\u2026");
     try {
-      const blob = await renderFigure(kind, draw, title);
+      // the detail panel's charts of the selected token below the view (the curve for a slide)
+      const blob = await renderFigure(kind, withDetail(draw, r, { theme, selected: sel }), title);
       const file = figureFileName(name, r.modelName || r.family, kind);
       download(blob, file, ctx.root);
       say(`saved ${file}`, SAVED_MS);

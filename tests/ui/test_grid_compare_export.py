@@ -268,6 +268,14 @@ def test_export_buttons_download_an_svg_with_the_title_and_a_png(page, page_url,
     ):
         assert needle in title, (needle, title)
         assert any(needle in t for t in texts), (needle, texts[:5])
+    # below the view, the detail panel's charts of the selected (last) token, titled
+    last = len(TOKENS) - 1
+    heading = (
+        f"detail of position {last}: {format_token(result.tokens[last], max_len=24)} \u2192 "
+        f"{format_token(result.target_tokens[last], max_len=24)}"
+    )
+    assert heading in texts, [t for t in texts if t.startswith("detail")]
+    assert "(b) p(target) after block L" in texts
     if view == "grid":  # the exported cells (the columns in view) hold the lens's top-1 tokens
         first = int(attr(page, "[data-view='grid']", "data-first-column"))
         last = int(attr(page, "[data-view='grid']", "data-last-column"))
