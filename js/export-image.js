@@ -15,7 +15,7 @@ import { formatToken, escapeChar } from "./tokens.js";
 import { divergingScale, hexToRgb, rgbToHex, textColorFor, legendTicks, niceTicks, formatTick } from "./colorscale.js";
 import { thinLabels, linearScale, clamp } from "./layout.js";
 import { contribution, topAt, idText } from "./result.js";
-import { cellValue, gridScale, boundaryLabel, curveValues, pinText, resultLetter } from "./figure-data.js";
+import { cellValue, gridScale, boundaryLabel, curveValues, pinText, resultLetter, labelledRows } from "./figure-data.js";
 import { NAN_COLOR } from "./palette.js";
 import { PIN_COLORS } from "./comparison.js";
 
@@ -569,11 +569,15 @@ export function compareFigure(make, cmp, o) {
       `${cmp.multi ? resultLetter(rr, true) + ": " : ""}${formatToken(cmp.labels[rr] || `${r.T} positions \u00d7 ${r.k} segments`, { maxLen: 50 })}`,
       { size: 12, weight: 600, fill: th.fg },
     );
-    p.image(contributionBitmap(r, scale, th.nan), px, top + 12, pw, panelH - 20);
+    const labelW = Math.min(100, Math.floor(pw * 0.3)); // the rows' token labels, as text
+    const rowH = (panelH - 20) / r.T;
+    p.image(contributionBitmap(r, scale, th.nan), px + labelW, top + 12, pw - labelW, panelH - 20);
+    const size = Math.min(11, Math.max(8, rowH - 2));
+    for (const i of labelledRows(r.T, rowH))
+      p.text(px + labelW - 4, top + 12 + (i + 0.5) * rowH, formatToken(r.tokens[i], { maxLen: 12 }), { size, anchor: "end", fill: th.fg });
     pins.forEach(([pr, pi], q) => {
       if (pr !== rr) return;
-      const rowH = (panelH - 20) / r.T;
-      p.rect(px - 6, top + 12 + pi * rowH, 4, Math.max(2, rowH), o.pins.length ? colors[q % colors.length] : th.fg);
+      p.rect(px + labelW - 2, top + 12 + pi * rowH, 2, Math.max(2, rowH), o.pins.length ? colors[q % colors.length] : th.fg);
     });
   });
   drawLegendBar(

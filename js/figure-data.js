@@ -70,3 +70,18 @@ export function pinText(cmp, rr, i, maxLen = 12) {
   const tgt = r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen }) : "\u2013";
   return `${letter ? letter + " " : ""}[${i}] ${formatToken(r.tokens[i], { maxLen })} \u2192 ${tgt}`;
 }
+
+/** The tallest a row label's line is (px); shorter rows label every n-th row only. */
+export const LABEL_LINE = 12;
+
+/**
+ * Which rows of a compare panel carry a token label: all when a row holds a line, else
+ * every n-th (the live panels and the exported figure alike).
+ * @param {number} T @param {number} rowH @returns {number[]}
+ */
+export function labelledRows(T, rowH) {
+  const every = Math.max(1, Math.ceil(LABEL_LINE / Math.max(rowH, 1e-6)));
+  const rows = [];
+  for (let i = 0; i < T; i += every) rows.push(i);
+  return rows;
+}

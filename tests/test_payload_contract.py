@@ -41,7 +41,9 @@ def _same(got: Any, want: Any, where: str) -> None:
             a = np.frombuffer(base64.b64decode(got["buffer"]), dtype=got["dtype"])
             b = np.frombuffer(base64.b64decode(want["buffer"]), dtype=want["dtype"])
             if b.dtype.kind == "f":
-                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True, err_msg=where)
+                np.testing.assert_allclose(
+                    a, b, rtol=1e-5, atol=1e-7, equal_nan=True, err_msg=where
+                )
             else:
                 np.testing.assert_array_equal(a, b, err_msg=where)
             return

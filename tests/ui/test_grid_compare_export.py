@@ -192,6 +192,17 @@ def test_compare_page_shares_one_scale_and_overlays_pinned_curves(page, compare_
         shared_limit([a, b]), rel=1e-6
     )
     assert PWN in panels.nth(1).text_content()  # the label, as text
+    # Each row is labelled with its token (as text), in a column left of the canvas.
+    for q, res in ((0, a), (1, b)):
+        row_labels = panels.nth(q).locator(".iglens-compare-row-label")
+        rows = [int(v) for v in row_labels.evaluate_all("(els) => els.map((e) => e.dataset.row)")]
+        assert rows and rows[0] == 0 and set(rows) <= set(range(len(res.tokens)))
+        texts = row_labels.evaluate_all("(els) => els.map((e) => e.textContent)")
+        assert texts == [format_token(res.tokens[i], max_len=12) for i in rows]
+        label_box = row_labels.first.bounding_box()
+        canvas_box = panels.nth(q).locator("canvas").bounding_box()
+        assert label_box["x"] + label_box["width"] <= canvas_box["x"] + 0.5
+        assert canvas_box["y"] <= label_box["y"] + 0.5 <= canvas_box["y"] + canvas_box["height"]
     # The default pins: each result's last position; their curves are Python's cumsums.
     for r, res in ((0, a), (1, b)):
         i = len(res.tokens) - 1

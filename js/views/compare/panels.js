@@ -1,14 +1,15 @@
 /**
  * The compare view's panels: every result of a comparison as a fit-to-height heatmap (the
  * shared contribution bitmap, scaled up without smoothing) on one colour scale, its pins
- * marked; a click pins a row, hover reads it out.
+ * marked; a click pins a row, hover reads it out. Each row is labelled with its token, as
+ * text (a DOM column beside the canvas, thinned where rows are shorter than a line).
  * @module views/compare/panels
  */
 import { h, listen, context2d } from "../../dom.js";
 import { clamp } from "../../layout.js";
 import { formatToken } from "../../tokens.js";
 import { fmtProb } from "../../format.js";
-import { resultLetter } from "../../figure-data.js";
+import { resultLetter, labelledRows, LABEL_LINE } from "../../figure-data.js";
 import { contributionBitmap } from "../../paint/bitmap.js";
 
 /**
@@ -54,7 +55,43 @@ export function paintPanel(c, r, rr, bitmap, g, m) {
 }
 
 /**
- * One result's panel: a figure with its title, its provenance and the canvas.
+ * The row labels of a panel: the token of each (labelled) row, inserted as text.
+ * @param {import("../../result.js").Result} r @param {number} rowH @param {number} gridH @param {number} labelW
+ * @returns {HTMLElement}
+ */
+function rowLabels(r, rowH, gridH, labelW) {
+  const col = h("div", { class: "iglens-compare-rows", "data-rows": r.T });
+  Object.assign(col.style, { position: "relative", flex: "none", width: `${labelW}px`, height: `${gridH}px`, overflow: "hidden" });
+  const line = Math.max(rowH, LABEL_LINE);
+  const size = Math.min(LABEL_LINE, Math.max(9, rowH - 2));
+  for (const i of labelledRows(r.T, rowH)) {
+    const label = h("span", {
+      class: "iglens-compare-row-label",
+      "data-row": i,
+      text: formatToken(r.tokens[i], { maxLen: 12 }),
+      title: `[${i}] ${formatToken(r.tokens[i], { maxLen: 40 })}`,
+    });
+    Object.assign(label.style, {
+      position: "absolute",
+      right: "6px",
+      left: "0",
+      top: `${Math.min(gridH - line, Math.max(0, (i + 0.5) * rowH - line / 2))}px`,
+      height: `${line}px`,
+      lineHeight: `${line}px`,
+      fontSize: `${size}px`,
+      textAlign: "right",
+      whiteSpace: "pre",
+      overflow: "hidden",
+      textOverflow: "ellipsis",
+      cursor: "pointer",
+    });
+    col.appendChild(label);
+  }
+  return col;
+}
+
+/**
+ * One result's panel: a figure with its title, its provenance, its row labels and the canvas.
  * @param {import("../../comparison.js").Comparison} cmp @param {number} rr @param {number} pw panel width
  * @param {import("../../colorscale.js").Scale} scale @param {import("../../colorscale.js").RGB} nan
  * @param {PanelMarks} m
@@ -65,8 +102,9 @@ export function comparePanel(cmp, rr, pw, scale, nan, m, on) {
   const r = cmp.results[rr];
   const rowH = clamp(360 / Math.max(1, r.T), 0.5, 16);
   const gridH = Math.round(rowH * r.T);
-  const labelW = rowH >= 11 ? Math.min(120, Math.floor(pw * 0.4)) : 8;
-  const cw = pw;
+  const labelW = Math.min(110, Math.floor(pw * 0.35)); // the labels' column, beside the canvas
+  const gutter = 6; // the canvas's own margin: the pin marks
+  const cw = pw - labelW;
   const canvas = /** @type {HTMLCanvasElement} */ (
     h("canvas", {
       class: "iglens-compare-canvas",
@@ -83,15 +121,24 @@ export function comparePanel(cmp, rr, pw, scale, nan, m, on) {
   const c = context2d(canvas);
   if (c) {
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
-    paintPanel(c, r, rr, contributionBitmap(r, scale, nan), { rowH, gridH, labelW, cw }, m);
+    paintPanel(c, r, rr, contributionBitmap(r, scale, nan), { rowH, gridH, labelW: gutter, cw }, m);
   }
   const rowAt = (/** @type {MouseEvent} */ e) => {
     const rect = canvas.getBoundingClientRect();
     const i = Math.floor((e.clientY - rect.top) / rowH);
     return i >= 0 && i < r.T ? i : -1;
   };
+  const labels = rowLabels(r, rowH, gridH, labelW);
+  const labelRow = (/** @type {Event} */ e) => {
+    const t = e.target instanceof Element ? e.target.closest("[data-row]") : null;
+    return t ? Number(t.getAttribute("data-row")) : -1;
+  };
   const offs = [
     listen(canvas, "click", (e) => on.click(rowAt(e))),
+    listen(labels, "click", (e) => {
+      const i = labelRow(e);
+      if (i >= 0) on.click(i);
+    }),
     listen(canvas, "mousemove", (e) => on.move(rowAt(e))),
     listen(canvas, "mouseleave", () => on.leave()),
   ];
@@ -105,12 +152,14 @@ export function comparePanel(cmp, rr, pw, scale, nan, m, on) {
     class: "iglens-muted iglens-compare-panel-meta",
     text: `${r.modelName || r.family || "model"} \u00b7 target: ${r.controls.target}${r.hasContrast && r.controls.contrast ? ` vs ${r.controls.contrast}` : ""} \u00b7 ${r.estimator}, m=${r.steps} \u00b7 max |contribution| ${fmtProb(r.contribLimit)}`,
   });
+  const body = h("div", { class: "iglens-compare-panel-body" }, labels, canvas);
+  Object.assign(body.style, { display: "flex", alignItems: "flex-start" });
   const fig = h(
     "figure",
     { class: "iglens-compare-panel", "data-result": rr, "data-limit": String(cmp.limit), "data-own-limit": String(r.contribLimit) },
     head,
     meta,
-    canvas,
+    body,
   );
   fig.style.width = `${pw}px`;
   return { fig, canvas, offs };
