@@ -46,10 +46,11 @@ export function detectTheme(el) {
 function buildParts(ctx, root) {
   const help = createHelp();
   const titleMeta = h("span", { class: "iglens-meta" });
-  /** @type {{heatmap: ReturnType<typeof createHeatmap>, detail: ReturnType<typeof createDetail>}|null} */
+  /** @type {{heatmap: ReturnType<typeof createHeatmap>, detail: ReturnType<typeof createDetail>, strip: ReturnType<typeof createStrip>}|null} */
   let redraw = null;
+  // a div, not a <header>: inside the widget's region a banner landmark would not be top-level
   const head = h(
-    "header",
+    "div",
     { class: "iglens-head" },
     h("span", { class: "iglens-logo", "aria-hidden": "true" }),
     h("span", { class: "iglens-title", text: "IG-Lens" }),
@@ -60,6 +61,7 @@ function buildParts(ctx, root) {
       redraw.heatmap.full();
       redraw.detail.render();
       redraw.heatmap.updateSelection(true);
+      redraw.strip.scrollToSelected(); // the chips changed size: the selected one back in the strip's view
     }),
     help.button,
   );
@@ -68,7 +70,7 @@ function buildParts(ctx, root) {
   const strip = createStrip(ctx);
   const heatmap = createHeatmap(ctx);
   const detail = createDetail(ctx);
-  redraw = { heatmap, detail };
+  redraw = { heatmap, detail, strip };
   const views = createViews(ctx, heatmap); // tabs: heatmap | grid | compare, and the export buttons
   const main = h("div", { class: "iglens-main" }, views.el, detail.el);
   root.append(head, help.panel, controls.el, notice, strip.el, main);
@@ -281,7 +283,7 @@ function observePage(root, p, rethemeAll) {
  * @returns {() => void} cleanup
  */
 export function render({ model, el }) {
-  const root = h("div", { class: "iglens-root" });
+  const root = h("div", { class: "iglens-root", role: "region", "aria-label": "IG-Lens" });
   el.appendChild(root);
   const ctx = createContext(model, root);
   const p = buildParts(ctx, root);

@@ -53,7 +53,7 @@ function compareDom() {
     h(
       "div",
       { class: "iglens-section-head" },
-      h("h3", { class: "iglens-section-title", text: "Compare" }),
+      h("h2", { class: "iglens-section-title", text: "Compare" }),
       pinButton,
       clearButton,
       h("span", { class: "iglens-spacer" }),

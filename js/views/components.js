@@ -63,7 +63,7 @@ export function buildComponents(ctx, r, i, preview) {
     "div",
     { class: "iglens-components-head" },
     h(
-      "h4",
+      "h3",
       { class: "iglens-components-title" },
       h("span", { text: "Heads and MLPs in " }),
       h("span", { class: "iglens-components-segment", "data-segment": j, text: segmentText(r, j) }),

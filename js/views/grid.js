@@ -57,7 +57,7 @@ function gridDom(mode) {
     h(
       "div",
       { class: "iglens-section-head" },
-      h("h3", { class: "iglens-section-title", text: "Logit lens: top-1 token after each block" }),
+      h("h2", { class: "iglens-section-title", text: "Logit lens: top-1 token after each block" }),
       h("span", { class: "iglens-spacer" }),
       modeGroup,
       legend,

@@ -31,7 +31,7 @@ function heatmapDom() {
   const tooltip = h("div", { class: "iglens-tooltip", role: "tooltip" });
   tooltip.hidden = true;
   const legend = createLegend("iglens-heatmap-legend");
-  const title = h("h3", { class: "iglens-section-title", text: "Contribution of each block" });
+  const title = h("h2", { class: "iglens-section-title", text: "Contribution of each block" });
   const note = h("p", { class: "iglens-foot" });
   // the overview of every row (long prompts): click or drag to scroll there
   const minimap = h("canvas", { class: "iglens-minimap", "data-view": "minimap", role: "img", "aria-label": "Overview of all rows: click to scroll there" });
@@ -101,7 +101,11 @@ function layoutHeatmap(d, r, present, fallback) {
   const { scroller, stage, spacer, minimap } = d;
   const avail = d.body.clientWidth || d.el.clientWidth || fallback || 640;
   const frame = borders(scroller);
-  const rough = heatmapGeometry({ T: r.T, k: r.k, width: avail, present });
+  // presentation mode: a shorter view on a short screen (a 1024×768 projector shows the strip,
+  // the rows and the detail's curve at once); elsewhere the default height
+  const innerH = typeof window !== "undefined" ? window.innerHeight : 0;
+  const maxHeight = present && innerH > 0 ? Math.max(240, Math.min(440, Math.round(innerH * 0.44))) : undefined;
+  const rough = heatmapGeometry({ T: r.T, k: r.k, width: avail, present, maxHeight });
   const minimapW = rough.contentH > rough.viewH ? 30 : 0; // an overview only when rows scroll
   const dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
   minimap.hidden = !minimapW;
@@ -119,7 +123,7 @@ function layoutHeatmap(d, r, present, fallback) {
   spacer.style.width = "0px";
   const inner = scroller.clientWidth;
   const w = Math.max(160, inner > 0 ? inner : avail - (minimapW ? minimapW + 6 : 0) - frame.x);
-  const g = heatmapGeometry({ T: r.T, k: r.k, width: w, present });
+  const g = heatmapGeometry({ T: r.T, k: r.k, width: w, present, maxHeight });
   stage.style.width = `${g.width}px`;
   spacer.style.width = `${g.width}px`;
   d.canvas.setAttribute("data-row-height", String(g.rowH));

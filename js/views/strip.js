@@ -5,9 +5,9 @@
  * in the tab order.
  * @module views/strip
  */
-import { h, clear, listen, scrollIntoContainer } from "../dom.js";
+import { h, clear, listen, scrollIntoContainer, uniqueId } from "../dom.js";
 import { formatTokenParts, formatToken, quoteToken } from "../tokens.js";
-import { divergingScale, sequentialScale, ordinalScale, oppositionScale, textColorFor } from "../colorscale.js";
+import { divergingScale, sequentialScale, ordinalScale, oppositionScale, luminance } from "../colorscale.js";
 import { ruleText, stepRuleText } from "../nonmonotone.js";
 import { pFinal, idText, segmentText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
@@ -87,27 +87,31 @@ function stripDom(ctx) {
     "aria-label": "Tokens: click to select, arrow keys to move, Escape to clear",
     "aria-orientation": "horizontal",
   });
+  // where the answer starts, said in words (the divider between the chips is only drawn)
+  const answerNote = h("span", { class: "iglens-sr-only", id: uniqueId("answer-note") });
+  list.setAttribute("aria-describedby", answerNote.id);
   const el = h(
     "section",
     { class: "iglens-strip-section", "aria-label": "Token strip" },
     h(
       "div",
       { class: "iglens-section-head" },
-      h("h3", { class: "iglens-section-title", text: "Tokens" }),
+      h("h2", { class: "iglens-section-title", text: "Tokens" }),
       h("span", { class: "iglens-hint", text: "click to select \u00b7 hover to preview \u00b7 \u2190 \u2192 Esc" }),
       h("span", { class: "iglens-spacer" }),
       h("label", { class: "iglens-colorby-label" }, h("span", { text: "colour by" }), select),
       legend,
     ),
     list,
+    answerNote,
   );
   // the non-monotone tokens of the whole prompt, listed (click to jump), with the rule stated
   const nmSummary = h("summary", { class: "iglens-nonmono-summary" });
   const nmRule = h("p", { class: "iglens-muted iglens-nonmono-rule" });
-  const nmItems = h("div", { class: "iglens-nonmono-items", role: "list" });
+  const nmItems = h("div", { class: "iglens-nonmono-items", role: "group", "aria-label": "Non-monotone tokens: click to jump" });
   const nmList = h("details", { class: "iglens-nonmono-list" }, nmSummary, nmRule, nmItems);
   el.appendChild(nmList);
-  return { el, select, legend, list, nmSummary, nmRule, nmItems, nmList };
+  return { el, select, legend, list, answerNote, nmSummary, nmRule, nmItems, nmList };
 }
 
 /**
@@ -124,7 +128,8 @@ function tokenChips(r) {
       frag.appendChild(
         h(
           "span",
-          { class: "iglens-answer-divider", role: "separator", "aria-label": "the positions that predict the generated answer follow" },
+          // not a separator: a listbox holds options only (the listbox's description says where the answer starts)
+          { class: "iglens-answer-divider", "aria-hidden": "true" },
           h("span", { text: "answer" }),
         ),
       );
@@ -186,7 +191,7 @@ function fillNonmono(nmItems, r) {
     nmItems.appendChild(
       h(
         "button",
-        { type: "button", class: "iglens-jump-item", role: "listitem", "data-jump": i, title: describePosition(r, i) },
+        { type: "button", class: "iglens-jump-item", "data-jump": i, title: describePosition(r, i) },
         h("span", { class: "iglens-pos", text: `[${i}]` }),
         " ",
         formatToken(r.tokens[i], { maxLen: 14 }),
@@ -214,6 +219,16 @@ function keyTarget(key, cur, T, focused) {
 }
 
 /**
+ * Black or white text on a chip of colour `rgb`, whichever contrasts more: pure black, so
+ * that the worse of the two is still √21 ≈ 4.58:1 (WCAG AA for small text).
+ * @param {[number, number, number]|number[]} rgb
+ */
+export function chipText(rgb) {
+  const L = luminance(/** @type {[number, number, number]} */ (rgb));
+  return (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000000" : "#ffffff";
+}
+
+/**
  * Colour the chips by a quantity; returns its scale and legend title.
  * @param {HTMLElement[]} items @param {import("../result.js").Result} r
  * @param {(typeof COLOR_BY)[number]} by @param {"light"|"dark"} theme
@@ -225,7 +240,7 @@ function colourChips(items, r, by, theme) {
     const st = items[i].style;
     if (rgb) {
       st.backgroundColor = `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`;
-      st.color = textColorFor(rgb);
+      st.color = chipText(rgb);
     } else {
       st.backgroundColor = "";
       st.color = "";
@@ -260,6 +275,7 @@ export function createStrip(ctx) {
     const frag = chips.frag;
     items = chips.items;
     list.appendChild(frag);
+    d.answerNote.textContent = r.answerStart > 0 && r.answerStart < r.T ? `Positions ${r.answerStart} to ${r.T - 1} predict the generated answer.` : "";
     buildNonmono(d, r);
     focusIndex = Math.max(0, ctx.selected());
     if (items[focusIndex]) items[focusIndex].tabIndex = 0;

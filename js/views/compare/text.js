@@ -20,6 +20,9 @@ export function renderPins(pins, cmp, pinned, colors, unpin) {
   clear(pins);
   /** @type {Array<() => void>} */
   const offs = [];
+  // a list only when there are pins (an empty list is an error for screen readers)
+  if (pinned.length) pins.setAttribute("role", "list");
+  else pins.removeAttribute("role");
   if (!pinned.length) {
     pins.appendChild(
       h("span", {

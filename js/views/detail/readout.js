@@ -4,7 +4,7 @@
  * of non-monotone segments and steps (text, so colour is never the only cue).
  * @module views/detail/readout
  */
-import { h, s, clear, listen } from "../../dom.js";
+import { h, s, clear, listen, uniqueId } from "../../dom.js";
 import { formatToken } from "../../tokens.js";
 import { ruleText, stepRuleText, flagged } from "../../nonmonotone.js";
 import { topAt, segmentText, depthText } from "../../result.js";
@@ -20,10 +20,10 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
   const { M, b, k, c, lens, segFlags, x } = S;
   /** @type {Array<() => void>} */
   const offs = [];
-  const readout = h("div", { class: "iglens-readout", "aria-live": "off" });
+  const readout = h("div", { class: "iglens-readout", id: uniqueId("readout"), "aria-live": "off" });
   const defaultReadout = () => {
     clear(readout);
-    readout.appendChild(h("span", { class: "iglens-muted", text: "Hover the charts for the values at each block." }));
+    readout.appendChild(h("span", { class: "iglens-muted", text: "Hover the charts (or Tab to one and use \u2190 \u2192) for the values at each block." }));
   };
   defaultReadout();
   const guides = [A, B, C].filter(Boolean).map((F) => {
@@ -38,17 +38,8 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
     /** @type {any} */ (F).svg.appendChild(line);
     return line;
   });
-  const onMove = (/** @type {MouseEvent} */ e) => {
-    const svg = /** @type {SVGElement} */ (e.currentTarget);
-    const rect = svg.getBoundingClientRect();
-    const bx = x.invert(e.clientX - rect.left);
-    // nearest boundary
-    let jb = 0;
-    for (let j = 1; j <= k; j++) if (Math.abs(b[j] - bx) < Math.abs(b[jb] - bx)) jb = j;
-    // segment containing bx
-    let js = 0;
-    while (js < k - 1 && bx > b[js + 1]) js++;
-    const onBars = svg === A.svg;
+  /** @param {number} jb nearest boundary @param {number} js segment */
+  const showAt = (/** @type {boolean} */ onBars, jb, js) => {
     const gx = onBars ? (x(b[js]) + x(b[js + 1])) / 2 : x(b[jb]);
     for (const line of guides) {
       line.setAttribute("x1", String(gx));
@@ -75,6 +66,19 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
       );
     }
   };
+  const onMove = (/** @type {MouseEvent} */ e) => {
+    const svg = /** @type {SVGElement} */ (e.currentTarget);
+    const rect = svg.getBoundingClientRect();
+    const bx = x.invert(e.clientX - rect.left);
+    // nearest boundary
+    let jb = 0;
+    for (let j = 1; j <= k; j++) if (Math.abs(b[j] - bx) < Math.abs(b[jb] - bx)) jb = j;
+    // segment containing bx
+    let js = 0;
+    while (js < k - 1 && bx > b[js + 1]) js++;
+    readout.setAttribute("aria-live", "off"); // the mouse: no announcements
+    showAt(svg === A.svg, jb, js);
+  };
   const onLeave = () => {
     for (const line of guides) line.setAttribute("visibility", "hidden");
     defaultReadout();
@@ -83,6 +87,7 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
     if (!F) continue;
     offs.push(listen(F.svg, "mousemove", onMove), listen(F.svg, "mouseleave", onLeave));
   }
+  offs.push(...keyboardReadout(ctx, r, i, k, [A, B, C], readout, showAt, onLeave));
   // a click on chart (a) picks the segment whose head shares the section below shows
   A.svg.classList.add("iglens-chart-pick");
   offs.push(
@@ -95,6 +100,65 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
     }),
   );
   return { readout, offs };
+}
+
+/**
+ * The charts' values by keyboard: each chart is a tab stop; \u2190 \u2192 (Home, End) step through
+ * its segments (chart a) or boundaries (b, c), shown by the crosshair and said in the readout
+ * (a live region while the keyboard drives it); Enter or Space on chart (a) picks the segment
+ * for the heads section, as a click does. The position starts at the onset segment.
+ * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {number} i @param {number} k segments
+ * @param {Array<import("./space.js").ChartFrame|null>} frames [A, B, C] @param {HTMLElement} readout
+ * @param {(onBars: boolean, jb: number, js: number) => void} showAt @param {() => void} hide
+ */
+function keyboardReadout(ctx, r, i, k, frames, readout, showAt, hide) {
+  const A = frames[0];
+  const start = r.onset[i] >= 0 ? r.onset[i] : 0;
+  /** @type {Array<() => void>} */
+  const offs = [];
+  for (const F of frames) {
+    if (!F) continue;
+    const onBars = F === A;
+    const last = onBars ? k - 1 : k; // segments 0..k-1, boundaries 0..k
+    let q = onBars ? start : Math.min(k, start + 1);
+    const svg = F.svg;
+    svg.setAttribute("tabindex", "0");
+    // the chart keeps its name; on focus a screen reader also reads the value shown (the readout)
+    svg.setAttribute("aria-describedby", readout.id);
+    svg.setAttribute("aria-keyshortcuts", onBars ? "ArrowLeft ArrowRight Home End Enter" : "ArrowLeft ArrowRight Home End");
+    const say = () => {
+      readout.setAttribute("aria-live", "polite");
+      showAt(onBars, q, q);
+    };
+    offs.push(
+      listen(svg, "focus", say),
+      listen(svg, "blur", hide),
+      listen(svg, "keydown", (/** @type {KeyboardEvent} */ e) => {
+        const next =
+          e.key === "ArrowRight" || e.key === "ArrowDown"
+            ? Math.min(last, q + 1)
+            : e.key === "ArrowLeft" || e.key === "ArrowUp"
+              ? Math.max(0, q - 1)
+              : e.key === "Home"
+                ? 0
+                : e.key === "End"
+                  ? last
+                  : -1;
+        if (onBars && (e.key === "Enter" || e.key === " ")) {
+          e.preventDefault();
+          ctx.focusSegment(i, q);
+          return;
+        }
+        if (next < 0) return;
+        e.preventDefault();
+        e.stopPropagation();
+        q = next;
+        say();
+      }),
+    );
+  }
+  return offs;
 }
 
 /**
