@@ -77,6 +77,6 @@ describe("accessibility", () => {
     fire(curve, "keydown", { key: "End" });
     expect(readout.textContent).toContain(`after block ${r.nBlocks}`);
     curve.dispatchEvent(new FocusEvent("blur"));
-    expect(readout.textContent).toContain("Hover the charts");
+    expect(readout.textContent).toContain("for the values at each block");
   });
 });

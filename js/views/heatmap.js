@@ -104,7 +104,7 @@ function layoutHeatmap(d, r, present, fallback) {
   // presentation mode: a shorter view on a short screen (a 1024×768 projector shows the strip,
   // the rows and the detail's curve at once); elsewhere the default height
   const innerH = typeof window !== "undefined" ? window.innerHeight : 0;
-  const maxHeight = present && innerH > 0 ? Math.max(240, Math.min(440, Math.round(innerH * 0.44))) : undefined;
+  const maxHeight = present && innerH > 0 ? Math.max(240, Math.min(440, Math.round(innerH * 0.42))) : undefined;
   const rough = heatmapGeometry({ T: r.T, k: r.k, width: avail, present, maxHeight });
   const minimapW = rough.contentH > rough.viewH ? 30 : 0; // an overview only when rows scroll
   const dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;

@@ -25,7 +25,10 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 SELECTED = 40
 
 MEASURE = """() => {
-  const box = (el) => { const q = el.getBoundingClientRect(); return {top: q.top, bottom: q.bottom}; };
+  const box = (el) => {
+    const q = el.getBoundingClientRect();
+    return {top: q.top, bottom: q.bottom};
+  };
   const jump = document.querySelector('.iglens-jump-input');
   const cs = getComputedStyle(jump);
   const c = document.createElement('canvas').getContext('2d');
@@ -61,6 +64,19 @@ def page_path(tmp_path_factory):
     return path
 
 
+def assert_fits(m, parts, height=768):
+    """The page not scrolled; the selected token inside the strip's box; `parts` on screen;
+    the export buttons on one line; the jump box's placeholder whole."""
+    assert m["scrollTop"] == 0, m
+    token, strip = m["token"], m["strip"]
+    assert strip["top"] <= token["top"] and token["bottom"] <= strip["bottom"], m
+    for part in parts:
+        assert m[part]["top"] >= 0 and m[part]["bottom"] <= height, (part, m)
+    assert len(set(m["exportTops"])) == 1, m  # ⤓ PNG and ⤓ SVG on one line
+    j = m["jump"]
+    assert j["scrollWidth"] <= j["clientWidth"] and j["placeholder"] <= j["inner"], m
+
+
 def open_page(browser, path, **kwargs):
     context = browser.new_context(**kwargs)
     page = context.new_page()
@@ -77,15 +93,7 @@ def test_present_mode_fits_a_1024x768_projector(browser, page_path):
     page.click("[data-action=present]")
     page.wait_for_timeout(300)
     assert page.get_attribute("[data-action=present]", "aria-pressed") == "true"
-    m = page.evaluate(MEASURE)
-    assert m["scrollTop"] == 0, m
-    # the selected answer token inside the strip's box, the strip, the heatmap and the curve on screen
-    assert m["strip"]["top"] <= m["token"]["top"] and m["token"]["bottom"] <= m["strip"]["bottom"], m
-    for part in ("token", "strip", "heatmap", "curve"):
-        assert 0 <= m[part]["top"] and m[part]["bottom"] <= 768, (part, m)
-    assert len(set(m["exportTops"])) == 1, m  # ⤓ PNG and ⤓ SVG on one line
-    j = m["jump"]
-    assert j["scrollWidth"] <= j["clientWidth"] and j["placeholder"] <= j["inner"], m
+    assert_fits(page.evaluate(MEASURE), ("token", "strip", "heatmap", "curve"))
     assert recorder.console_errors == [] and recorder.page_errors == []
     context.close()
 
@@ -139,5 +147,6 @@ def test_chart_values_by_keyboard(browser, page_path):
     page.keyboard.press("ArrowRight")
     assert "block 2" in readout.text_content()
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.getAttribute('aria-label')") != "segment contributions"
+    focused = page.evaluate("document.activeElement.getAttribute('aria-label')")
+    assert focused != "segment contributions"
     context.close()

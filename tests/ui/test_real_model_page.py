@@ -49,3 +49,19 @@ def test_vietnam_page(browser, vietnam, scheme, tmp_path):
     context.close()
     assert recorder.console_errors == [] and recorder.page_errors == []
     assert recorder.network == []
+
+
+def test_vietnam_page_in_present_mode_fits_1024x768(browser, vietnam):
+    """A classroom projector: the selected answer token (in the strip's box), the heatmap and
+    the cumulative curve on one screen, the page not scrolled; ⤓ PNG and ⤓ SVG on one line."""
+    from .test_present_a11y import MEASURE, assert_fits
+
+    _, path, selected = vietnam
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    page.goto(path.as_uri())
+    page.wait_for_selector(f"[data-selected-index='{selected}']", timeout=30_000)
+    page.click("[data-action=present]")
+    page.wait_for_timeout(300)
+    assert_fits(page.evaluate(MEASURE), ("token", "heatmap", "curve"))
+    context.close()

@@ -23,7 +23,7 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
   const readout = h("div", { class: "iglens-readout", id: uniqueId("readout"), "aria-live": "off" });
   const defaultReadout = () => {
     clear(readout);
-    readout.appendChild(h("span", { class: "iglens-muted", text: "Hover the charts (or Tab to one and use \u2190 \u2192) for the values at each block." }));
+    readout.appendChild(h("span", { class: "iglens-muted", text: "Hover or Tab to a chart (\u2190 \u2192) for the values at each block." }));
   };
   defaultReadout();
   const guides = [A, B, C].filter(Boolean).map((F) => {
