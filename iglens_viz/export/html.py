@@ -25,15 +25,19 @@ import os
 import re
 
 from ..errors import InvalidRequestError
-from ..protocol import initial_state, result_payload, to_base64_state
-from ..protocol import bundle
-from ..views.token_format import visible_text
 from ..files import write_atomic
+from ..protocol import bundle, initial_state, result_payload, to_base64_state
+from ..views.token_format import visible_text
 
 __all__ = ["CSP", "page_state", "to_html"]
 
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
-                 "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
 _JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
 
 
@@ -143,9 +147,11 @@ try {
 """
 
 _LOADER_HASH = base64.b64encode(hashlib.sha256(_LOADER.encode("utf-8")).digest()).decode()
-CSP = (f"default-src 'none'; script-src 'sha256-{_LOADER_HASH}' blob:; "
-       "style-src 'unsafe-inline'; img-src data: blob:; font-src data:; "
-       "base-uri 'none'; form-action 'none'")
+CSP = (
+    f"default-src 'none'; script-src 'sha256-{_LOADER_HASH}' blob:; "
+    "style-src 'unsafe-inline'; img-src data: blob:; font-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
 """The page's Content-Security-Policy: the loader script (by hash) and the ``blob:`` module
 it imports, inline styles; no network, no ``<base>``, no forms."""
 
@@ -164,7 +170,7 @@ def default_title(result: dict, *, max_prompt: int = 60) -> str:
         prompt = "".join(tokens[:start] if isinstance(start, int) else tokens)
     prompt = " ".join(prompt.split())
     if len(prompt) > max_prompt:
-        prompt = prompt[:max_prompt - 1].rstrip() + "\u2026"
+        prompt = prompt[: max_prompt - 1].rstrip() + "\u2026"
     parts = ["IG-Lens", str(name)]
     if prompt:
         parts.append(f"\u201c{prompt}\u201d")
@@ -172,8 +178,14 @@ def default_title(result: dict, *, max_prompt: int = 60) -> str:
     return " \u00b7 ".join(parts)
 
 
-def to_html(obj, path=None, *, title: str | None = None, selected: int | None = None,
-            color_by: str | None = None) -> str:
+def to_html(
+    obj,
+    path=None,
+    *,
+    title: str | None = None,
+    selected: int | None = None,
+    color_by: str | None = None,
+) -> str:
     """A self-contained HTML page of the IG-Lens views; written to ``path`` when given.
 
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
@@ -186,8 +198,10 @@ def to_html(obj, path=None, *, title: str | None = None, selected: int | None = 
     from .._version import __version__
 
     if path is not None and not isinstance(path, (str, os.PathLike)):
-        raise InvalidRequestError(f"to_html's path must be a str or os.PathLike (e.g. "
-                                  f"'iglens.html'), not {type(path).__name__} {path!r}")
+        raise InvalidRequestError(
+            f"to_html's path must be a str or os.PathLike (e.g. "
+            f"'iglens.html'), not {type(path).__name__} {path!r}"
+        )
     js, css = _bundle_text()
     state = page_state(obj, selected=selected, color_by=color_by)
     if title is None:
@@ -196,10 +210,16 @@ def to_html(obj, path=None, *, title: str | None = None, selected: int | None = 
     # become visible escapes before the HTML escaping (a title is one line).
     title = visible_text(title, keep="")
     heading = f'<h1 class="iglens-page-title">{html.escape(title)}</h1>\n' if title else ""
-    page = _TEMPLATE.format(csp=html.escape(CSP, quote=True), version=__version__,
-                            title=html.escape(title or "IG-Lens"), css=_style_text(css),
-                            heading=heading, state=script_json(state),
-                            bundle=script_json(js), loader=_LOADER)
+    page = _TEMPLATE.format(
+        csp=html.escape(CSP, quote=True),
+        version=__version__,
+        title=html.escape(title or "IG-Lens"),
+        css=_style_text(css),
+        heading=heading,
+        state=script_json(state),
+        bundle=script_json(js),
+        loader=_LOADER,
+    )
     if path is not None:
         write_atomic(path, page)
     return page

@@ -47,6 +47,7 @@ _TEXT = {"usetex": False}  # token text is never LaTeX
 
 # ----------------------------------------------------------------------------- helpers
 
+
 def position_label(result, i: int, max_len: int = 14) -> str:
     """``"[i] token → target"`` with visible whitespace, safe for matplotlib."""
     token = plot_label(result.tokens[i], max_len=max_len)
@@ -106,8 +107,16 @@ def _colormap(cmap):
 
 # ----------------------------------------------------------------------------- heatmap
 
-def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: bool = False,
-                 mark_onset: bool = True, max_label_len: int = 14):
+
+def plot_heatmap(
+    result,
+    ax=None,
+    positions=None,
+    cmap=DEFAULT_CMAP,
+    annotate: bool = False,
+    mark_onset: bool = True,
+    max_label_len: int = 14,
+):
     """Heatmap of signed contributions: positions (rows) × segments (columns).
 
     Parameters
@@ -144,27 +153,41 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
     P, k = data.shape
     vmax = symmetric_limit(data)
     if ax is None:
-        fig = new_figure(min(3.5 + 0.34 * k, 22.0) + 0.06 * max_label_len * 2,
-                          min(1.6 + 0.26 * max(P, 3), 40.0))
+        fig = new_figure(
+            min(3.5 + 0.34 * k, 22.0) + 0.06 * max_label_len * 2, min(1.6 + 0.26 * max(P, 3), 40.0)
+        )
         ax = fig.add_subplot()
     fig = ax.figure
     ax.set_facecolor(NAN_COLOR)
     small = P * k > 1500
-    mesh = ax.pcolormesh(np.ma.masked_invalid(data), cmap=_colormap(cmap), vmin=-vmax,
-                         vmax=vmax, edgecolors="none" if small else "white",
-                         linewidth=0 if small else 0.5)
+    mesh = ax.pcolormesh(
+        np.ma.masked_invalid(data),
+        cmap=_colormap(cmap),
+        vmin=-vmax,
+        vmax=vmax,
+        edgecolors="none" if small else "white",
+        linewidth=0 if small else 0.5,
+    )
     mesh.set_gid(GID_HEATMAP)
     ax.set_xlim(0, k)
     ax.set_ylim(P, 0)  # position order top to bottom
     seg = result.segment_labels
     single = all(b - a == 1 for a, b in result.segments)
-    ax.set_xticks(np.arange(k) + 0.5, labels=seg, rotation=90 if (k > 16 or (k > 8 and not single)) else 0,
-                  fontsize=8 if k > 16 else 9)
-    ax.set_xlabel("sub-layer" if is_sublayer(result.boundaries) else
-                  "block" if single else "blocks (segment)")
-    ax.set_yticks(np.arange(P) + 0.5,
-                  labels=[position_label(result, int(p), max_len=max_label_len) for p in pos],
-                  fontsize=8 if P > 20 else 9, **_TEXT)
+    ax.set_xticks(
+        np.arange(k) + 0.5,
+        labels=seg,
+        rotation=90 if (k > 16 or (k > 8 and not single)) else 0,
+        fontsize=8 if k > 16 else 9,
+    )
+    ax.set_xlabel(
+        "sub-layer" if is_sublayer(result.boundaries) else "block" if single else "blocks (segment)"
+    )
+    ax.set_yticks(
+        np.arange(P) + 0.5,
+        labels=[position_label(result, int(p), max_len=max_label_len) for p in pos],
+        fontsize=8 if P > 20 else 9,
+        **_TEXT,
+    )
     ax.set_ylabel("position: token → target")
     ax.tick_params(length=0)
     for spine in ax.spines.values():
@@ -172,26 +195,50 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
 
     missing = ~np.isfinite(data).any(axis=1)
     for r in np.flatnonzero(missing):
-        ax.add_patch(Rectangle((0, r), k, 1, facecolor="none", edgecolor="#9e9e9e",
-                               hatch="//", linewidth=0))
-        ax.text(k / 2, r + 0.5, "no target", ha="center", va="center", fontsize=8,
-                color="#4d4d4d", bbox=dict(facecolor=NAN_COLOR, edgecolor="none", pad=1.5),
-                **_TEXT)
+        ax.add_patch(
+            Rectangle((0, r), k, 1, facecolor="none", edgecolor="#9e9e9e", hatch="//", linewidth=0)
+        )
+        ax.text(
+            k / 2,
+            r + 0.5,
+            "no target",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="#4d4d4d",
+            bbox=dict(facecolor=NAN_COLOR, edgecolor="none", pad=1.5),
+            **_TEXT,
+        )
     if mark_onset:
         onset = result.onset_segment[pos]
         for r in np.flatnonzero(onset >= 0):
             j = int(onset[r])
-            ax.add_patch(Rectangle((j + 0.06, r + 0.06), 0.88, 0.88, facecolor="none",
-                                   edgecolor="black", linewidth=1.2))
+            ax.add_patch(
+                Rectangle(
+                    (j + 0.06, r + 0.06),
+                    0.88,
+                    0.88,
+                    facecolor="none",
+                    edgecolor="black",
+                    linewidth=1.2,
+                )
+            )
     if annotate:
         digits = max(2, 1 - int(np.floor(np.log10(vmax))))  # two significant digits of vmax
         for r, j in zip(*np.nonzero(np.isfinite(data))):
             v = data[r, j]
-            ax.text(j + 0.5, r + 0.5, f"{v:+.{digits}f}", ha="center", va="center", fontsize=7,
-                    color="white" if abs(v) > 0.6 * vmax else "black", **_TEXT)
+            ax.text(
+                j + 0.5,
+                r + 0.5,
+                f"{v:+.{digits}f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if abs(v) > 0.6 * vmax else "black",
+                **_TEXT,
+            )
 
-    bar = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.02, shrink=min(1.0, 6.0 / max(P, 1)
-                                                                       + 0.4))
+    bar = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.02, shrink=min(1.0, 6.0 / max(P, 1) + 0.4))
     bar.set_label(f"contribution to {result.target_name}")
     bar.outline.set_visible(False)
     title = "IG-Lens: contribution of each segment"
@@ -203,13 +250,16 @@ def plot_heatmap(result, ax=None, positions=None, cmap=DEFAULT_CMAP, annotate: b
 
 # ----------------------------------------------------------------------------- one token
 
+
 def _completeness_text(result, i: int) -> str:
     total = float(np.sum(result.contributions[i]))
     dp = float(result.delta_p[i])
     est = getattr(result, "estimator", "prediction_aware")
     steps = getattr(result, "steps", 1)
-    return (f"Σ contributions = {total:+.4f},  Δp = {dp:+.4f}  (error {abs(total - dp):.1e};"
-            f" {est}, m={steps})")
+    return (
+        f"Σ contributions = {total:+.4f},  Δp = {dp:+.4f}  (error {abs(total - dp):.1e};"
+        f" {est}, m={steps})"
+    )
 
 
 def _draw_bars(ax, result, i, flags):
@@ -218,8 +268,9 @@ def _draw_bars(ax, result, i, flags):
     widths = 0.8 * np.diff(b)
     centres = (b[:-1] + b[1:]) / 2
     colors = [POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in c]
-    bars = ax.bar(centres, c, width=widths, color=colors, edgecolor="none", zorder=3,
-                  gid=GID_BARS)  # every bar Rectangle carries the gid
+    bars = ax.bar(
+        centres, c, width=widths, color=colors, edgecolor="none", zorder=3, gid=GID_BARS
+    )  # every bar Rectangle carries the gid
     for patch, flagged in zip(bars.patches, flags.segments):
         if flagged:  # a second, colour-free cue
             patch.set_hatch(NONMONOTONE_HATCH)
@@ -239,10 +290,17 @@ def _shade(ax, result, flags, label: bool):
     b = result.boundaries
     first = True
     for j in flags.segment_indices:
-        ax.axvspan(b[j], b[j + 1], facecolor=to_rgba(NONMONOTONE_COLOR, 0.16),
-                   edgecolor=to_rgba(NONMONOTONE_COLOR, 0.6), hatch=NONMONOTONE_HATCH,
-                   linewidth=0, zorder=0, gid=GID_NONMONOTONE,
-                   label="segment against Δp (non-monotone)" if (label and first) else None)
+        ax.axvspan(
+            b[j],
+            b[j + 1],
+            facecolor=to_rgba(NONMONOTONE_COLOR, 0.16),
+            edgecolor=to_rgba(NONMONOTONE_COLOR, 0.6),
+            hatch=NONMONOTONE_HATCH,
+            linewidth=0,
+            zorder=0,
+            gid=GID_NONMONOTONE,
+            label="segment against Δp (non-monotone)" if (label and first) else None,
+        )
         first = False
 
 
@@ -250,8 +308,16 @@ def _draw_curve(ax, result, i, flags):
     b = np.asarray(result.boundaries, dtype=np.float64)
     lens = np.asarray(result.lens_probs[i], dtype=np.float64)
     ax.axhline(lens[0], color="#bdbdbd", linewidth=0.8, linestyle=":", zorder=1)
-    (curve,) = ax.plot(b, lens, color=CURVE_COLOR, marker="o", markersize=4, linewidth=1.8,
-                       zorder=5, label=f"{result.target_name} at each boundary")
+    (curve,) = ax.plot(
+        b,
+        lens,
+        color=CURVE_COLOR,
+        marker="o",
+        markersize=4,
+        linewidth=1.8,
+        zorder=5,
+        label=f"{result.target_name} at each boundary",
+    )
     curve.set_gid(GID_CURVE)
     path = getattr(result, "path_probs", None)
     if path is not None:
@@ -259,16 +325,31 @@ def _draw_curve(ax, result, i, flags):
         m = p.shape[-1] - 1
         frac = np.arange(m + 1) / m
         xs = b[:-1, None] + frac[None, :] * np.diff(b)[:, None]  # [k, m+1]
-        (line,) = ax.plot(xs.ravel(), p.ravel(), color="#4393c3", linewidth=1.0,
-                          marker=".", markersize=3, zorder=4,
-                          label=f"interpolation path (m={m})")
+        (line,) = ax.plot(
+            xs.ravel(),
+            p.ravel(),
+            color="#4393c3",
+            linewidth=1.0,
+            marker=".",
+            markersize=3,
+            zorder=4,
+            label=f"interpolation path (m={m})",
+        )
         line.set_gid(GID_PATH)
         if flags.steps is not None and flags.steps.any():
             first = True
             for j, s in flags.step_indices:
-                ax.plot(xs[j, s:s + 2], p[j, s:s + 2], color=NONMONOTONE_COLOR, linewidth=2.6,
-                        marker="x", markersize=6, markeredgecolor="black", zorder=6,
-                        label="step against its segment" if first else None)
+                ax.plot(
+                    xs[j, s : s + 2],
+                    p[j, s : s + 2],
+                    color=NONMONOTONE_COLOR,
+                    linewidth=2.6,
+                    marker="x",
+                    markersize=6,
+                    markeredgecolor="black",
+                    zorder=6,
+                    label="step against its segment" if first else None,
+                )
                 first = False
     return curve
 
@@ -279,27 +360,62 @@ def _draw_top1(ax, result, i, max_label_len):
     ids = np.asarray(result.top_ids)[i, :, 0]
     probs = np.asarray(result.top_probs, dtype=np.float64)[i, :, 0]
     hits = ids == int(result.target_ids[i])
-    (line,) = ax.plot(b, probs, color=TOP1_COLOR, linestyle="--", linewidth=1.0, zorder=3,
-                      label="top-1 lens token")
+    (line,) = ax.plot(
+        b,
+        probs,
+        color=TOP1_COLOR,
+        linestyle="--",
+        linewidth=1.0,
+        zorder=3,
+        label="top-1 lens token",
+    )
     line.set_gid(GID_TOP1)
-    ax.scatter(b[hits], probs[hits], s=26, color=CURVE_COLOR, zorder=4,
-               label="top-1 is the target")
-    ax.scatter(b[~hits], probs[~hits], s=26, facecolors="white", edgecolors=TOP1_COLOR,
-               zorder=4, label="top-1 is another token")
+    ax.scatter(b[hits], probs[hits], s=26, color=CURVE_COLOR, zorder=4, label="top-1 is the target")
+    ax.scatter(
+        b[~hits],
+        probs[~hits],
+        s=26,
+        facecolors="white",
+        edgecolors=TOP1_COLOR,
+        zorder=4,
+        label="top-1 is another token",
+    )
     lens = np.asarray(result.lens_probs[i], dtype=np.float64)
-    ax.plot(b, lens, color=CURVE_COLOR, linewidth=0.8, alpha=0.5, zorder=2,
-            label=f"{result.target_name} (same scale)")
+    ax.plot(
+        b,
+        lens,
+        color=CURVE_COLOR,
+        linewidth=0.8,
+        alpha=0.5,
+        zorder=2,
+        label=f"{result.target_name} (same scale)",
+    )
     changes = [0] + [j for j in range(1, len(ids)) if ids[j] != ids[j - 1]]
     for n, j in enumerate(changes):
-        text = plot_label(result.token_text.get(int(ids[j]), f"<{int(ids[j])}>"),
-                          max_len=max_label_len)
+        text = plot_label(
+            result.token_text.get(int(ids[j]), f"<{int(ids[j])}>"), max_len=max_label_len
+        )
         # Three staggered heights keep neighbouring labels apart; the box makes one-glyph
         # tokens ("." "," "␣") readable as labels.
-        ax.annotate(text, (b[j], probs[j]), xytext=(0, 6 + 11 * (n % 3)),
-                    textcoords="offset points", fontsize=8, color="#1a1a1a", ha="center",
-                    va="bottom", annotation_clip=False,
-                    bbox=dict(boxstyle="round,pad=0.15", facecolor="white", alpha=0.85,
-                              edgecolor="#bdbdbd", linewidth=0.6), **_TEXT)
+        ax.annotate(
+            text,
+            (b[j], probs[j]),
+            xytext=(0, 6 + 11 * (n % 3)),
+            textcoords="offset points",
+            fontsize=8,
+            color="#1a1a1a",
+            ha="center",
+            va="bottom",
+            annotation_clip=False,
+            bbox=dict(
+                boxstyle="round,pad=0.15",
+                facecolor="white",
+                alpha=0.85,
+                edgecolor="#bdbdbd",
+                linewidth=0.6,
+            ),
+            **_TEXT,
+        )
     ax.set_ylim(0, 1.25)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
     return line
@@ -323,11 +439,14 @@ def _token_position(result, i) -> int:
     the positions that would work."""
     T = len(result.tokens)
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-        raise PositionTypeError(f"plot_token needs an integer position in [-{T}, {T}), not "
-                                f"{type(i).__name__} {i!r}")
+        raise PositionTypeError(
+            f"plot_token needs an integer position in [-{T}, {T}), not {type(i).__name__} {i!r}"
+        )
     if not -T <= int(i) < T:
-        raise PositionRangeError(f"position {int(i)} is out of range: the result has {T} "
-                                 f"positions; pick one in [-{T}, {T})")
+        raise PositionRangeError(
+            f"position {int(i)} is out of range: the result has {T} "
+            f"positions; pick one in [-{T}, {T})"
+        )
     i = int(i) % T
     has = (np.asarray(result.target_ids) >= 0) & np.isfinite(np.asarray(result.delta_p))
     if not has[i]:
@@ -337,15 +456,21 @@ def _token_position(result, i) -> int:
         elif ok[-1] - ok[0] + 1 == ok.size:
             where = f"positions {ok[0]}–{ok[-1]} have one"
         else:
-            where = "positions " + ", ".join(str(p) for p in ok[:8]) + \
-                (", …" if ok.size > 8 else "") + " have one"
-        raise InvalidRequestError(f"position {i} has no target (with target='next' the last "
-                                  f"position has none): {where}")
+            where = (
+                "positions "
+                + ", ".join(str(p) for p in ok[:8])
+                + (", …" if ok.size > 8 else "")
+                + " have one"
+            )
+        raise InvalidRequestError(
+            f"position {i} has no target (with target='next' the last position has none): {where}"
+        )
     return i
 
 
-def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESHOLD,
-               max_label_len: int = 12):
+def plot_token(
+    result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESHOLD, max_label_len: int = 12
+):
     """Detail figure for position ``i``.
 
     With ``ax=None``, a figure of stacked panels sharing the x axis (block number,
@@ -400,14 +525,16 @@ def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESH
     for a in axes:
         _shade(a, result, flags, label=a is ax_bar)
     _draw_bars(ax_bar, result, i, flags)
-    ax_bar.set_title("(a) contribution of each segment (hatched: against Δp)", fontsize=9,
-                     loc="left")
+    ax_bar.set_title(
+        "(a) contribution of each segment (hatched: against Δp)", fontsize=9, loc="left"
+    )
     _draw_curve(ax_curve, result, i, flags)
     ax_curve.set_ylabel(result.target_name)
     if np.nanmin(result.lens_probs[i]) >= 0:  # a probability: show its distance from 0
         ax_curve.set_ylim(bottom=0)
-    ax_curve.set_title("(b) cumulative: lens probability of the target after block L",
-                       fontsize=9, loc="left")
+    ax_curve.set_title(
+        "(b) cumulative: lens probability of the target after block L", fontsize=9, loc="left"
+    )
     if overlay:
         _draw_top1(axes[2], result, i, max_label_len)
         axes[2].set_ylabel("probability")
@@ -431,8 +558,10 @@ def plot_token(result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESH
 
 # ----------------------------------------------------------------------------- components
 
-def plot_components(result, i: int, segment: int | None = None, ax=None, *,
-                    cmap=DEFAULT_CMAP, top: int = 5):
+
+def plot_components(
+    result, i: int, segment: int | None = None, ax=None, *, cmap=DEFAULT_CMAP, top: int = 5
+):
     """Block × component matrix of position ``i``'s shares (heads, MLP, remainder).
 
     Rows are the blocks of ``segment`` (every block when None), columns the components
@@ -459,17 +588,31 @@ def plot_components(result, i: int, segment: int | None = None, ax=None, *,
         data = np.where(inside, shares, np.nan)[blocks]
         what = f"segment {result.segment_labels[segment]}"
     if ax is None:
-        ax = new_figure(max(4.0, 0.45 * len(names) + 2.5), max(2.4, 0.28 * len(blocks) + 1.6)
-                        ).add_subplot()
+        ax = new_figure(
+            max(4.0, 0.45 * len(names) + 2.5), max(2.4, 0.28 * len(blocks) + 1.6)
+        ).add_subplot()
     vmax = symmetric_limit(data)
-    mesh = ax.pcolormesh(np.ma.masked_invalid(data), cmap=_colormap(cmap), vmin=-vmax,
-                         vmax=vmax, edgecolors="white", linewidth=0.5)
+    mesh = ax.pcolormesh(
+        np.ma.masked_invalid(data),
+        cmap=_colormap(cmap),
+        vmin=-vmax,
+        vmax=vmax,
+        edgecolors="white",
+        linewidth=0.5,
+    )
     mesh.set_gid(GID_COMPONENTS)
     ax.set_facecolor(NAN_COLOR)
-    ax.set_xticks(np.arange(len(names)) + 0.5, labels=[_component_short(n) for n in names],
-                  rotation=90 if len(names) > 12 else 0, fontsize=8)
-    ax.set_yticks(np.arange(len(blocks)) + 0.5, labels=[str(b + 1) for b in blocks],
-                  fontsize=8 if len(blocks) > 20 else 9)
+    ax.set_xticks(
+        np.arange(len(names)) + 0.5,
+        labels=[_component_short(n) for n in names],
+        rotation=90 if len(names) > 12 else 0,
+        fontsize=8,
+    )
+    ax.set_yticks(
+        np.arange(len(blocks)) + 0.5,
+        labels=[str(b + 1) for b in blocks],
+        fontsize=8 if len(blocks) > 20 else 9,
+    )
     ax.set_ylim(len(blocks), 0)
     ax.set_xlabel("component")
     ax.set_ylabel("block")
@@ -478,12 +621,15 @@ def plot_components(result, i: int, segment: int | None = None, ax=None, *,
     for flat in best:
         r, c = divmod(flat, len(names))
         ax.text(c + 0.5, r + 0.5, f"{data[r, c]:+.2g}", ha="center", va="center", fontsize=7)
-    named = ", ".join(f"L{blocks[f // len(names)] + 1}.{_component_short(names[f % len(names)])}"
-                      for f in best[:3])
+    named = ", ".join(
+        f"L{blocks[f // len(names)] + 1}.{_component_short(names[f % len(names)])}"
+        for f in best[:3]
+    )
     colorbar = ax.figure.colorbar(mesh, ax=ax, shrink=0.8)
     colorbar.set_label(f"share of {result.target_name}")
-    ax.set_title(f"{position_label(result, i)} — {what}\nlargest: {named or 'none'}",
-                 fontsize=9, **_TEXT)
+    ax.set_title(
+        f"{position_label(result, i)} — {what}\nlargest: {named or 'none'}", fontsize=9, **_TEXT
+    )
     return ax.figure
 
 
@@ -493,6 +639,7 @@ def _component_short(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------- table
+
 
 def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD, components: bool = False):
     """A tidy :class:`pandas.DataFrame`, one row per (position, segment).
@@ -522,22 +669,24 @@ def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD, components: b
     onset_seg = result.onset_segment
     position = np.repeat(np.arange(T), k)
     segment = np.tile(np.arange(k), T)
-    table = pd.DataFrame({
-        "position": position,
-        "token": np.asarray(result.tokens, dtype=object)[position],
-        "target": np.asarray(result.target_tokens, dtype=object)[position],
-        "target_id": np.asarray(result.target_ids, dtype=np.int64)[position],
-        "segment": segment,
-        "label": np.asarray(result.segment_labels, dtype=object)[segment],
-        "block_start": np.floor(b[:-1]).astype(np.int64)[segment] + 1,
-        "block_end": np.ceil(b[1:]).astype(np.int64)[segment],
-        "contribution": contrib.ravel(),
-        "lens_prob_start": lens[:, :-1].ravel(),
-        "lens_prob_end": lens[:, 1:].ravel(),
-        "onset": onset_seg[position] == segment,
-        "non_monotone": against_segments(contrib, result.delta_p, threshold).ravel(),
-        "delta_p": np.asarray(result.delta_p, dtype=np.float64)[position],
-    })
+    table = pd.DataFrame(
+        {
+            "position": position,
+            "token": np.asarray(result.tokens, dtype=object)[position],
+            "target": np.asarray(result.target_tokens, dtype=object)[position],
+            "target_id": np.asarray(result.target_ids, dtype=np.int64)[position],
+            "segment": segment,
+            "label": np.asarray(result.segment_labels, dtype=object)[segment],
+            "block_start": np.floor(b[:-1]).astype(np.int64)[segment] + 1,
+            "block_end": np.ceil(b[1:]).astype(np.int64)[segment],
+            "contribution": contrib.ravel(),
+            "lens_prob_start": lens[:, :-1].ravel(),
+            "lens_prob_end": lens[:, 1:].ravel(),
+            "onset": onset_seg[position] == segment,
+            "non_monotone": against_segments(contrib, result.delta_p, threshold).ravel(),
+            "delta_p": np.asarray(result.delta_p, dtype=np.float64)[position],
+        }
+    )
     if not components:
         return table
     return result.components.merge(table, on=["position", "segment"], how="left")
