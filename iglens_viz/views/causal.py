@@ -9,13 +9,13 @@ without pyplot, as every static view (:func:`~iglens_viz.views.static.new_figure
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.result import onset_segments
 from ..errors import InvalidRequestError
-from .static import new_figure
+from .static import figure_of, new_figure
 from .token_format import plot_label
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def plot_ablation_vs(
     drop = ablation.drop[t, cols]
     if ax is None:
         ax = new_figure(max(4.0, 0.28 * len(drop) + 2), 3.2).add_subplot()
-    fig = cast("Figure", ax.figure)  # (a SubFigure when ax is in one, as matplotlib's own)
+    fig = figure_of(ax)
     x = np.arange(len(drop))
     width = 0.4
     ax.bar(x - width / 2, contrib, width, label="IG-Lens contribution", color="#3b6fb6")
@@ -85,7 +85,7 @@ def plot_validation(validation: Any, ax: Axes | None = None) -> Figure:
     trajectory. Returns the matplotlib Figure."""
     if ax is None:
         ax = new_figure(4.8, 4.0).add_subplot()
-    fig = cast("Figure", ax.figure)  # (a SubFigure when ax is in one, as matplotlib's own)
+    fig = figure_of(ax)
     mono = validation.table["monotone"].to_numpy(dtype=bool)
     summary = validation.summary()
     for name, mask, colour in (("monotone", mono, "#3b6fb6"), ("non-monotone", ~mono, "#d9822b")):

@@ -16,12 +16,26 @@ piles up in pyplot's global state: return one from a notebook cell to show it, o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, cast
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..core.boundaries import is_sublayer
 from ..core.trajectory import NONMONOTONE_THRESHOLD, non_monotone
 from ..errors import InvalidRequestError
 from .token_format import plot_label
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap
+    from matplotlib.container import BarContainer
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from pandas import DataFrame
+
+    from ..core.result import AttributionResult
+    from ..core.trajectory import NonMonotone
 
 DEFAULT_CMAP = "RdBu_r"
 """ColorBrewer RdBu reversed: diverging, colour-blind safe, red = positive, blue = negative."""
@@ -42,13 +56,13 @@ GID_TOP1 = "iglens-top1"
 GID_NONMONOTONE = "iglens-nonmonotone"
 GID_COMPONENTS = "iglens-components"
 
-_TEXT = {"usetex": False}  # token text is never LaTeX
+_TEXT: dict[str, Any] = {"usetex": False}  # token text is never LaTeX
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def position_label(result, i: int, max_len: int = 14) -> str:
+def position_label(result: AttributionResult, i: int, max_len: int = 14) -> str:
     """``"[i] token → target"`` with visible whitespace, safe for matplotlib."""
     token = plot_label(result.tokens[i], max_len=max_len)
     if int(result.target_ids[i]) < 0:
@@ -60,17 +74,17 @@ def position_label(result, i: int, max_len: int = 14) -> str:
     return label
 
 
-def _check_position(result, i) -> int:
+def _check_position(result: AttributionResult, i: object) -> int:
     T = len(result.tokens)
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise TypeError(f"position must be an int, not {type(i).__name__}")
-    i = int(i)
-    if not -T <= i < T:
-        raise IndexError(f"position {i} is out of range for {T} positions")
-    return i % T
+    t = int(i)
+    if not -T <= t < T:
+        raise IndexError(f"position {t} is out of range for {T} positions")
+    return t % T
 
 
-def _positions(result, positions) -> np.ndarray:
+def _positions(result: AttributionResult, positions: ArrayLike | slice | None) -> np.ndarray:
     T = len(result.tokens)
     if positions is None:
         return np.arange(T)
@@ -84,21 +98,27 @@ def _positions(result, positions) -> np.ndarray:
     return np.array([_check_position(result, int(p)) for p in out], dtype=np.int64)
 
 
-def symmetric_limit(values) -> float:
+def symmetric_limit(values: ArrayLike) -> float:
     """max |value| ignoring NaN (1.0 when there is nothing nonzero), for vmin = −vmax."""
-    values = np.asarray(values, dtype=np.float64)
-    finite = values[np.isfinite(values)]
+    array = np.asarray(values, dtype=np.float64)
+    finite = array[np.isfinite(array)]
     vmax = float(np.abs(finite).max()) if finite.size else 0.0
     return vmax if vmax > 0 else 1.0
 
 
-def new_figure(width: float, height: float):
+def new_figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _colormap(cmap):
+def figure_of(ax: Axes) -> Figure:
+    """The figure a view drew into, returned by the plots: ``ax.figure`` (a SubFigure when
+    ``ax`` is in one; matplotlib types it ``Figure | SubFigure``)."""
+    return cast("Figure", ax.figure)
+
+
+def _colormap(cmap: str | Colormap) -> Colormap:
     import matplotlib
 
     cm = matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap
@@ -109,14 +129,14 @@ def _colormap(cmap):
 
 
 def plot_heatmap(
-    result,
-    ax=None,
-    positions=None,
-    cmap=DEFAULT_CMAP,
+    result: AttributionResult,
+    ax: Axes | None = None,
+    positions: ArrayLike | slice | None = None,
+    cmap: str | Colormap = DEFAULT_CMAP,
     annotate: bool = False,
     mark_onset: bool = True,
     max_label_len: int = 14,
-):
+) -> Figure:
     """Heatmap of signed contributions: positions (rows) × segments (columns).
 
     Parameters
@@ -157,7 +177,7 @@ def plot_heatmap(
             min(3.5 + 0.34 * k, 22.0) + 0.06 * max_label_len * 2, min(1.6 + 0.26 * max(P, 3), 40.0)
         )
         ax = fig.add_subplot()
-    fig = ax.figure
+    fig = figure_of(ax)
     ax.set_facecolor(NAN_COLOR)
     small = P * k > 1500
     mesh = ax.pcolormesh(
@@ -196,7 +216,9 @@ def plot_heatmap(
     missing = ~np.isfinite(data).any(axis=1)
     for r in np.flatnonzero(missing):
         ax.add_patch(
-            Rectangle((0, r), k, 1, facecolor="none", edgecolor="#9e9e9e", hatch="//", linewidth=0)
+            Rectangle(
+                (0, int(r)), k, 1, facecolor="none", edgecolor="#9e9e9e", hatch="//", linewidth=0
+            )
         )
         ax.text(
             k / 2,
@@ -251,7 +273,7 @@ def plot_heatmap(
 # ----------------------------------------------------------------------------- one token
 
 
-def _completeness_text(result, i: int) -> str:
+def _completeness_text(result: AttributionResult, i: int) -> str:
     total = float(np.sum(result.contributions[i]))
     dp = float(result.delta_p[i])
     est = getattr(result, "estimator", "prediction_aware")
@@ -262,7 +284,7 @@ def _completeness_text(result, i: int) -> str:
     )
 
 
-def _draw_bars(ax, result, i, flags):
+def _draw_bars(ax: Axes, result: AttributionResult, i: int, flags: NonMonotone) -> BarContainer:
     b = np.asarray(result.boundaries, dtype=np.float64)
     c = np.asarray(result.contributions[i], dtype=np.float64)
     widths = 0.8 * np.diff(b)
@@ -284,7 +306,7 @@ def _draw_bars(ax, result, i, flags):
     return bars
 
 
-def _shade(ax, result, flags, label: bool):
+def _shade(ax: Axes, result: AttributionResult, flags: NonMonotone, label: bool) -> None:
     from matplotlib.colors import to_rgba
 
     b = result.boundaries
@@ -304,7 +326,7 @@ def _shade(ax, result, flags, label: bool):
         first = False
 
 
-def _draw_curve(ax, result, i, flags):
+def _draw_curve(ax: Axes, result: AttributionResult, i: int, flags: NonMonotone) -> Line2D:
     b = np.asarray(result.boundaries, dtype=np.float64)
     lens = np.asarray(result.lens_probs[i], dtype=np.float64)
     ax.axhline(lens[0], color="#bdbdbd", linewidth=0.8, linestyle=":", zorder=1)
@@ -354,7 +376,7 @@ def _draw_curve(ax, result, i, flags):
     return curve
 
 
-def _draw_top1(ax, result, i, max_label_len):
+def _draw_top1(ax: Axes, result: AttributionResult, i: int, max_label_len: int) -> Line2D:
     """The logit-lens overlay: top-1 lens token and its probability at every boundary."""
     b = np.asarray(result.boundaries, dtype=np.float64)
     ids = np.asarray(result.top_ids)[i, :, 0]
@@ -421,7 +443,7 @@ def _draw_top1(ax, result, i, max_label_len):
     return line
 
 
-def _has_top1(result) -> bool:
+def _has_top1(result: AttributionResult) -> bool:
     top_ids = getattr(result, "top_ids", None)
     return top_ids is not None and np.ndim(top_ids) == 3 and np.shape(top_ids)[-1] > 0
 
@@ -434,7 +456,7 @@ class PositionRangeError(InvalidRequestError, IndexError):
     """A position outside the result's tokens (also an ``IndexError``)."""
 
 
-def _token_position(result, i) -> int:
+def _token_position(result: AttributionResult, i: object) -> int:
     """``i`` as a position in [0, T) that has a target, or an InvalidRequestError naming
     the positions that would work."""
     T = len(result.tokens)
@@ -469,8 +491,13 @@ def _token_position(result, i) -> int:
 
 
 def plot_token(
-    result, i: int, ax=None, *, threshold: float = NONMONOTONE_THRESHOLD, max_label_len: int = 12
-):
+    result: AttributionResult,
+    i: int,
+    ax: Axes | None = None,
+    *,
+    threshold: float = NONMONOTONE_THRESHOLD,
+    max_label_len: int = 12,
+) -> Figure:
     """Detail figure for position ``i``.
 
     With ``ax=None``, a figure of stacked panels sharing the x axis (block number,
@@ -505,7 +532,7 @@ def plot_token(
     check = _completeness_text(result, i)
 
     if ax is not None:
-        fig = ax.figure
+        fig = figure_of(ax)
         _shade(ax, result, flags, label=True)
         for bar in _draw_bars(ax, result, i, flags).patches:
             bar.set_alpha(0.75)  # the curve on the twin axis stays readable over the bars
@@ -560,8 +587,14 @@ def plot_token(
 
 
 def plot_components(
-    result, i: int, segment: int | None = None, ax=None, *, cmap=DEFAULT_CMAP, top: int = 5
-):
+    result: AttributionResult,
+    i: int,
+    segment: int | None = None,
+    ax: Axes | None = None,
+    *,
+    cmap: str | Colormap = DEFAULT_CMAP,
+    top: int = 5,
+) -> Figure:
     """Block × component matrix of position ``i``'s shares (heads, MLP, remainder).
 
     Rows are the blocks of ``segment`` (every block when None), columns the components
@@ -571,9 +604,11 @@ def plot_components(
     Returns the matplotlib Figure (built without pyplot).
     """
     i = _check_position(result, i)
-    shares = np.asarray(result.component_shares, dtype=np.float64)[i]  # raises if absent
-    names = list(result.component_names)
+    # Without a split, the result's own AttributeError says how to get one (the shares, read
+    # first, were a 0-d NaN array: "too many indices for array").
     where = result.component_segments
+    names = list(result.component_names or ())  # (set whenever the segments are)
+    shares = np.asarray(result.component_shares, dtype=np.float64)[i]
     if segment is None:
         blocks = np.arange(result.n_blocks)
         data = shares
@@ -625,12 +660,13 @@ def plot_components(
         f"L{blocks[f // len(names)] + 1}.{_component_short(names[f % len(names)])}"
         for f in best[:3]
     )
-    colorbar = ax.figure.colorbar(mesh, ax=ax, shrink=0.8)
+    fig = figure_of(ax)
+    colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8)
     colorbar.set_label(f"share of {result.target_name}")
     ax.set_title(
         f"{position_label(result, i)} — {what}\nlargest: {named or 'none'}", fontsize=9, **_TEXT
     )
-    return ax.figure
+    return fig
 
 
 def _component_short(name: str) -> str:
@@ -641,7 +677,9 @@ def _component_short(name: str) -> str:
 # ----------------------------------------------------------------------------- table
 
 
-def to_dataframe(result, threshold: float = NONMONOTONE_THRESHOLD, components: bool = False):
+def to_dataframe(
+    result: AttributionResult, threshold: float = NONMONOTONE_THRESHOLD, components: bool = False
+) -> DataFrame:
     """A tidy :class:`pandas.DataFrame`, one row per (position, segment).
 
     Columns: ``position``, ``token``, ``target`` (raw text, not escaped), ``target_id``,
