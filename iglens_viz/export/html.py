@@ -23,13 +23,33 @@ import html
 import json
 import os
 import re
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import InvalidRequestError
 from ..files import write_atomic
 from ..protocol import bundle, initial_state, result_payload, to_base64_state
 from ..views.token_format import visible_text
 
+if TYPE_CHECKING:
+    from ..core.result import AttributionResult
+    from ..protocol import ColorBy
+
 __all__ = ["CSP", "page_state", "to_html"]
+
+
+class ShownWidget(Protocol):
+    """What an export reads from a widget (an :class:`~iglens_viz.widget.IGLensWidget`,
+    typed by its shape: the widget imports this module, not the other way round)."""
+
+    @property
+    def result(self) -> dict[str, Any]: ...
+
+    @property
+    def selected(self) -> int: ...
+
+    @property
+    def color_by(self) -> ColorBy: ...
+
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -41,7 +61,7 @@ _JSON_ESCAPES = {
 _JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
 
 
-def script_json(value) -> str:
+def script_json(value: Any) -> str:
     """JSON text that is safe inside a ``<script>`` element (cannot end it or the page)."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)
@@ -53,7 +73,12 @@ def _style_text(css: str) -> str:
     return re.sub(r"</(?=style)", r"<\\/", css, flags=re.IGNORECASE)
 
 
-def page_state(obj, *, selected: int | None = None, color_by: str | None = None) -> dict:
+def page_state(
+    obj: AttributionResult | ShownWidget,
+    *,
+    selected: int | None = None,
+    color_by: ColorBy | None = None,
+) -> dict[str, Any]:
     """The model state the page mounts (see :func:`iglens_viz.protocol.initial_state`),
     buffers as base64.
 
@@ -63,11 +88,12 @@ def page_state(obj, *, selected: int | None = None, color_by: str | None = None)
     has them: the ``ablation`` trait, plain JSON; its ``view`` tab, ``pinned`` positions and
     — from :func:`iglens_viz.compare` — its ``comparison`` of further results).
     """
-    extra = {}
+    extra: dict[str, Any] = {}
     if isinstance(getattr(obj, "result", None), dict) and hasattr(obj, "selected"):
-        payload = obj.result
-        selected = obj.selected if selected is None else selected
-        color_by = obj.color_by if color_by is None else color_by
+        widget = cast("ShownWidget", obj)
+        payload = widget.result
+        selected = widget.selected if selected is None else selected
+        color_by = widget.color_by if color_by is None else color_by
         ablation = getattr(obj, "ablation", None)
         if isinstance(ablation, dict) and "drops" in ablation:
             extra["ablation"] = ablation
@@ -79,7 +105,7 @@ def page_state(obj, *, selected: int | None = None, color_by: str | None = None)
         if isinstance(comparison, dict) and comparison.get("results"):
             extra["comparison"] = to_base64_state(comparison)
     else:
-        payload = result_payload(obj)
+        payload = result_payload(cast("AttributionResult", obj))
     state = initial_state(payload, selected=selected, color_by=color_by)
     return {**state, "result": to_base64_state(payload), **extra}
 
@@ -156,7 +182,7 @@ CSP = (
 it imports, inline styles; no network, no ``<base>``, no forms."""
 
 
-def default_title(result: dict, *, max_prompt: int = 60) -> str:
+def default_title(result: dict[str, Any], *, max_prompt: int = 60) -> str:
     """The page title of a result payload: the model, the prompt (its text, shortened, with
     whitespace collapsed) and the number of tokens, e.g.
     ``IG-Lens · gpt2 · “The capital of Vietnam is” · 6 tokens``. Raw text: :func:`to_html`
@@ -179,12 +205,12 @@ def default_title(result: dict, *, max_prompt: int = 60) -> str:
 
 
 def to_html(
-    obj,
-    path=None,
+    obj: AttributionResult | ShownWidget,
+    path: str | os.PathLike[str] | None = None,
     *,
     title: str | None = None,
     selected: int | None = None,
-    color_by: str | None = None,
+    color_by: ColorBy | None = None,
 ) -> str:
     """A self-contained HTML page of the IG-Lens views; written to ``path`` when given.
 
