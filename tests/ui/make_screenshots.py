@@ -6,7 +6,9 @@ file:// in headless Chromium with the light and dark colour schemes at 1280 and 
 the token before the answer's city selected and its head split (``lens.with_components``):
 the default view (``widget-{light,dark}.png``, ``widget-700-{light,dark}.png``), the
 logit-lens grid (``grid-…``) and the compare view of the Vietnam and France prompts on one
-colour scale (``compare-…``). Not a test; run from the repository root::
+colour scale (``compare-…``); and presentation mode (the header's "present" button clicked)
+on a 1024×768 projector, the viewport as shown: the default view (``present-1024-…``) and the
+grid (``present-grid-1024-…``). Not a test; run from the repository root::
 
     python tests/ui/make_screenshots.py [--out docs/screenshots]
 """
@@ -26,6 +28,26 @@ sys.path.insert(0, str(ROOT / "tests"))
 PROMPT = "What is the capital of Vietnam?"
 OTHER_PROMPT = "What is the capital of France?"
 WIDTHS = (1280, 700)
+PROJECTOR = {"width": 1024, "height": 768}
+PRESENT = {"widget": "present-1024", "grid": "present-grid-1024"}  # view -> file name stem
+
+# Where, in present mode, the strip's selected token, the strip, the main view and the
+# cumulative curve (the detail's second chart) are: the page should not scroll.
+PRESENT_BOXES = """(main) => {
+  const box = (el) => {
+    if (!el) return null;
+    const q = el.getBoundingClientRect();
+    return {top: Math.round(q.top), bottom: Math.round(q.bottom)};
+  };
+  return {
+    scrollTop: document.scrollingElement.scrollTop,
+    token: box(document.querySelector('.iglens-token.iglens-selected')),
+    strip: box(document.querySelector('.iglens-strip')),
+    main: box(document.querySelector(main)),
+    curve: box(document.querySelectorAll('.iglens-detail svg.iglens-chart')[1]),
+  };
+}"""
+MAIN_VIEW = {"widget": ".iglens-heatmap-body", "grid": ".iglens-grid-scroll"}
 
 
 def _attribute(lens, prompt: str):
@@ -99,8 +121,41 @@ def shoot(pages: dict[str, Path], out: Path, selected: int) -> list[Path]:
                 raise RuntimeError(f"{view} {width} {scheme}: {problems}")
             written.append(target)
             context.close()
+        for (view, stem), scheme in product(PRESENT.items(), ("light", "dark")):
+            written.append(_shoot_present(browser, pages[view], out, view, stem, scheme, selected))
         browser.close()
     return written
+
+
+def _shoot_present(browser, page_path: Path, out: Path, view, stem, scheme, selected) -> Path:
+    """Presentation mode switched on as a user would (its button), the 1024×768 viewport."""
+    from ui.helpers import PageRecorder
+
+    context = browser.new_context(color_scheme=scheme, device_scale_factor=1, viewport=PROJECTOR)
+    page = context.new_page()
+    recorder = PageRecorder().attach(page)
+    page.goto(page_path.as_uri())
+    page.wait_for_selector(f"[data-selected-index='{selected}']", timeout=30_000)
+    page.click("[data-action=present]")
+    if page.get_attribute("[data-action=present]", "aria-pressed") != "true":
+        raise RuntimeError(f"present {view} {scheme}: the button did not switch it on")
+    page.mouse.move(2, 2)  # park the mouse outside the views
+    page.wait_for_timeout(400)  # the views redraw at the larger size on the next frame
+    target = out / f"{stem}-{scheme}.png"
+    page.screenshot(path=str(target))  # the viewport: what the projector shows
+    boxes = page.evaluate(PRESENT_BOXES, MAIN_VIEW[view])
+    off = [
+        k
+        for k, b in boxes.items()
+        if k != "scrollTop" and (b is None or b["top"] < 0 or b["bottom"] > PROJECTOR["height"])
+    ]
+    if boxes["scrollTop"] or off:
+        print(f"warning: present {view} {scheme}: not all on screen: {off} {boxes}")
+    problems = recorder.console_errors + recorder.page_errors + recorder.network
+    if problems:
+        raise RuntimeError(f"present {view} {scheme}: {problems}")
+    context.close()
+    return target
 
 
 def main() -> None:
