@@ -9,11 +9,26 @@ anywidget; both transports sit on top of this package.
 
 from .payload import result_payload
 from .serializers import array_from_payload, array_to_payload, to_base64_state
-from .state import COLOR_BY, DEFAULT_STATE, VIEWS, ColorBy, View, initial_state
+from .state import (
+    COLOR_BY,
+    DEFAULT_STATE,
+    PAGE_WRITABLE,
+    STATE,
+    STATE_KEYS,
+    VIEWS,
+    ColorBy,
+    StateKey,
+    View,
+    initial_state,
+)
 
 __all__ = [
     "COLOR_BY",
     "DEFAULT_STATE",
+    "PAGE_WRITABLE",
+    "STATE",
+    "STATE_KEYS",
+    "StateKey",
     "array_from_payload",
     "array_to_payload",
     "initial_state",

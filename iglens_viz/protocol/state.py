@@ -1,12 +1,28 @@
-"""The front-end model's state: its defaults, once, for the widget's traits and the page."""
+"""The front-end model's state, declared once (:data:`STATE`): each synced value's type,
+default, direction and meaning, behind the widget's traits, :data:`DEFAULT_STATE`, the
+standalone page's defaults and the protocol doc's trait table."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ..errors import InvalidRequestError
 
-__all__ = ["COLOR_BY", "DEFAULT_STATE", "VIEWS", "ColorBy", "View", "initial_state"]
+__all__ = [
+    "COLOR_BY",
+    "DEFAULT_STATE",
+    "PAGE_WRITABLE",
+    "STATE",
+    "STATE_KEYS",
+    "VIEWS",
+    "ColorBy",
+    "Direction",
+    "Kind",
+    "StateKey",
+    "View",
+    "initial_state",
+]
 
 ColorBy = Literal["p_final", "delta_p", "onset", "nonmonotone"]
 """A token-strip colouring; see :data:`COLOR_BY`."""
@@ -15,23 +31,230 @@ COLOR_BY: tuple[ColorBy, ...] = get_args(ColorBy)
 much of the trajectory moves against Δp (the largest opposing segment as a share of the
 token's largest |contribution|; 0 for a monotone token)."""
 
-DEFAULT_STATE: dict[str, Any] = {
-    "selected": -1,  # no position selected
-    "hovered": -1,  # nothing hovered
-    "color_by": "p_final",
-    "interactive": False,  # no kernel to recompute (an exported page, or a plain result)
-    "request": {},  # the controls' last wish (JS → Python)
-    "busy": False,
-    "error": "",
-    "view": "heatmap",  # the main view's tab: "heatmap", "grid" or "compare"
-    "pinned": [],  # [result, position] pairs the compare view overlays
-}
-"""Every synced value but ``result``, as a new widget or an exported page starts."""
-
 View = Literal["heatmap", "grid", "compare"]
 """A tab of the main view; see :data:`VIEWS`."""
 VIEWS: tuple[View, ...] = get_args(View)
 """The main view's tabs: the layer heatmap, the logit-lens grid, the compare view."""
+
+
+Direction = Literal["to_page", "to_kernel", "both"]
+"""Who writes a synced value: Python only (``"to_page"``: the kernel's answer or its own
+state), the page only (``"to_kernel"``: a wish Python answers), or either (``"both"``)."""
+
+Kind = Literal["int", "float", "bool", "str", "dict", "list"]
+"""The JSON type of a synced value (a ``str`` with ``choices`` is an enumeration)."""
+
+
+@dataclass(frozen=True)
+class StateKey:
+    """One synced value of the front-end model: the one declaration behind the widget's
+    trait, :data:`DEFAULT_STATE`, the standalone page's defaults (``js/standalone.js``) and
+    the trait table of ``docs/widget-protocol.md`` (tests/test_state_contract.py checks
+    that all four agree)."""
+
+    name: str
+    kind: Kind
+    default: Any
+    direction: Direction
+    doc: str
+    choices: tuple[str, ...] = ()
+    """The values a ``str`` may take (empty: any string)."""
+    initial: bool = False
+    """In :data:`DEFAULT_STATE`: part of every exported page's state. The others start
+    empty and are Python's lazy answers (or the page's wishes), left out of exports."""
+
+    @property
+    def page_writes(self) -> bool:
+        """The page may write this value (it is a wish, or shared view state)."""
+        return self.direction != "to_page"
+
+
+STATE: tuple[StateKey, ...] = (
+    StateKey(
+        "result",
+        "dict",
+        {},
+        "to_page",
+        """The shown attribution as the protocol's ``result`` dict (arrays as ndarray payloads:
+    ``{"dtype", "shape", "buffer"}``, float32/int32). Replaced whole on every recompute.""",
+    ),
+    StateKey(
+        "selected",
+        "int",
+        -1,
+        "both",
+        """The selected position, -1 for none. Set by clicks and arrow keys in the browser,
+    and settable from Python; every view follows it.""",
+        initial=True,
+    ),
+    StateKey(
+        "hovered",
+        "int",
+        -1,
+        "both",
+        "The hovered position, -1 for none (a transient preview; set by the browser).",
+        initial=True,
+    ),
+    StateKey(
+        "color_by",
+        "str",
+        "p_final",
+        "both",
+        """The token-strip colouring: the final target probability ``"p_final"``, the total
+    change ``"delta_p"``, the ``"onset"`` layer, or ``"nonmonotone"`` (how much of the
+    trajectory moves against Δp).""",
+        choices=COLOR_BY,
+        initial=True,
+    ),
+    StateKey(
+        "interactive",
+        "bool",
+        False,
+        "to_page",
+        """True when this kernel can recompute (the widget was given its ``IGLens``): the
+    controls are enabled. False for a plain result and in static exports.""",
+        initial=True,
+    ),
+    StateKey(
+        "request",
+        "dict",
+        {},
+        "to_kernel",
+        """Written by the browser's controls: ``{target, contrast, boundaries, estimator,
+    steps}`` as typed (``boundaries`` is a spec: ``all``, ``every:K`` or ``0,10,20,30``).
+    Python answers with a new ``result`` (the shown request with these fields replaced), or
+    with ``error``.""",
+        initial=True,
+    ),
+    StateKey(
+        "busy", "bool", False, "to_page", "True while Python recomputes a request.", initial=True
+    ),
+    StateKey(
+        "error",
+        "str",
+        "",
+        "to_page",
+        'The last request\'s error message ("" when it succeeded); the old result stays.',
+        initial=True,
+    ),
+    StateKey(
+        "components",
+        "dict",
+        {},
+        "to_page",
+        """The component split (heads, MLP, remainder) of the selected position, computed by
+    Python when the selection changes in an interactive widget whose result has none:
+    ``{names, segments, positions, shares}`` as in the result's ``components``, ``{}``
+    before, or ``{"error": message}`` when this model cannot be split.""",
+    ),
+    StateKey(
+        "ablation_request",
+        "dict",
+        {},
+        "to_kernel",
+        """Written by the browser's "Causal check" button: ``{position, _n}`` (``_n`` a counter
+    that makes every click a change). Python answers through ``ablation_busy`` and
+    ``ablation``. Nothing is ablated before the first click.""",
+    ),
+    StateKey(
+        "ablation_busy",
+        "bool",
+        False,
+        "to_page",
+        "True while Python ablates the segments for an ``ablation_request``.",
+    ),
+    StateKey(
+        "ablation",
+        "dict",
+        {},
+        "to_page",
+        """The causal check of one token (``segment_ablation``): ``{position, mode, drops,
+    clean, labels, parts, target_id, contrast_id, target_name, seconds}``, ``{}`` before the
+    first check and after every new result, or ``{"error": message, "position": p}``. Kept
+    when the selection moves (the browser shows it for its position only); exported by
+    ``to_html``.""",
+    ),
+    StateKey(
+        "path_request",
+        "dict",
+        {},
+        "to_kernel",
+        """Written by the browser's detail panel: ``{position, steps, _n}``, the interior path
+    of one position at ``steps`` interpolation steps. Python answers through ``path``
+    (milliseconds: one position's points, no model run).""",
+    ),
+    StateKey(
+        "path",
+        "dict",
+        {},
+        "to_page",
+        """The interior path of one position (``IGLens.interior_path``): ``{position, steps,
+    path, terms, labels, target_id, estimator, seconds}`` (``path`` ``(k, m+1)`` lists,
+    ``terms`` the ``(k, m)`` midpoint Riemann terms), ``{}`` before the first request and
+    after every new result, or ``{"error": message, "position": p}``.""",
+    ),
+    StateKey(
+        "view",
+        "str",
+        "heatmap",
+        "both",
+        """The main view's tab: the layer ``"heatmap"``, the logit-lens ``"grid"`` (top-1 lens
+    token per block and position) or ``"compare"`` (pinned curves, results side by side).
+    Set by the browser's tabs and settable from Python.""",
+        choices=VIEWS,
+        initial=True,
+    ),
+    StateKey(
+        "pinned",
+        "list",
+        [],
+        "both",
+        """The compare view's pins: ``[r, i]`` pairs (result r — 0 for ``result``, r ≥ 1 for
+    ``comparison["results"][r - 1]`` — and position i) whose cumulative curves are overlaid.
+    Set by the browser (pin buttons, clicks in the compare view) and settable from Python.""",
+        initial=True,
+    ),
+    StateKey(
+        "comparison",
+        "dict",
+        {},
+        "to_page",
+        """Further results shown beside ``result`` on one colour scale
+    (``iglens_viz.compare``): ``{labels, results, limit}`` — one label per result, the other
+    results' protocol dicts, and the shared colour limit (the largest |contribution| of all
+    results) — or ``{}`` for one result.""",
+    ),
+    StateKey(
+        "progress",
+        "float",
+        -1.0,
+        "to_page",
+        """The running recompute's progress, 0 … 1 (the share of interior points done), -1
+    when no recompute runs or none reports progress (a steps = 1 prediction-aware request
+    has no interior points).""",
+    ),
+    StateKey(
+        "cancel_request",
+        "dict",
+        {},
+        "to_kernel",
+        """Written by the browser's Cancel button: ``{_n}``. The running recompute stops at
+    its next chunk of points; ``error`` then reads "cancelled" and the old result stays.""",
+    ),
+)
+"""Every synced value of the model, in the widget's declaration order."""
+
+STATE_KEYS: dict[str, StateKey] = {key.name: key for key in STATE}
+""":data:`STATE` by name."""
+
+DEFAULT_STATE: dict[str, Any] = {key.name: key.default for key in STATE if key.initial}
+"""The synced values every exported page carries (all but ``result`` and Python's lazy
+answers and the page's wishes that start empty), as a new widget or an exported page
+starts."""
+
+PAGE_WRITABLE: frozenset[str] = frozenset(key.name for key in STATE if key.page_writes)
+"""The values the page may write: its wishes and the shared view state. An update from the
+page that writes any other is refused, so exports always carry what Python computed."""
 
 
 def initial_state(

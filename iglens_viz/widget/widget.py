@@ -18,6 +18,7 @@ conditional marginal. It runs only when asked (a click), batched by
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -35,7 +36,7 @@ from ..core.estimators import progress_hook
 from ..core.extensions import provider
 from ..core.inputs import is_position_index
 from ..errors import IGLensError, InvalidRequestError
-from ..protocol import COLOR_BY, DEFAULT_STATE, VIEWS, initial_state, result_payload
+from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 from ..protocol.payload import ablation_payload, components_payload, path_payload
 
@@ -57,23 +58,35 @@ __all__ = [
 
 # The traits the page writes (js/views: strip, heatmap and context select/hover, the colour
 # select, the view tabs, the compare view's pins, the controls' Apply and Cancel, the detail
-# panel's causal check and path). Every other synced trait is Python's answer or Python's
-# own state (result, interactive, busy, error, components, ablation, ablation_busy, path,
-# comparison, progress, and anywidget's and ipywidgets' own traits): an update from the page
+# panel's causal check and path) are PAGE_WRITABLE, derived from the direction of each
+# value in iglens_viz.protocol.state.STATE. Every other synced trait is Python's answer or
+# Python's own state (and anywidget's and ipywidgets' own traits): an update from the page
 # that writes one of those is refused, so exports always carry what Python computed.
-PAGE_WRITABLE = frozenset(
-    {
-        "selected",
-        "hovered",
-        "color_by",
-        "view",
-        "pinned",
-        "request",
-        "cancel_request",
-        "ablation_request",
-        "path_request",
-    }
-)
+
+_TRAIT_TYPES: dict[str, type[traitlets.TraitType[Any, Any]]] = {
+    "int": traitlets.Int,
+    "float": traitlets.Float,
+    "bool": traitlets.Bool,
+    "str": traitlets.Unicode,
+    "dict": traitlets.Dict,
+    "list": traitlets.List,
+}
+
+
+def _trait(name: str) -> Any:
+    """The synced trait of the state value ``name`` (:data:`iglens_viz.protocol.STATE`): its
+    type (an Enum for a ``str`` with choices), default (a fresh copy of a dict or list) and
+    docstring as ``help``."""
+    key = STATE_KEYS[name]
+    default = copy.deepcopy(key.default)
+    if key.choices:
+        trait: traitlets.TraitType[Any, Any] = traitlets.Enum(
+            key.choices, default_value=default, help=key.doc
+        )
+    else:
+        trait = _TRAIT_TYPES[key.kind](default_value=default, help=key.doc)
+    return trait.tag(sync=True)
+
 
 _MISSING_BUNDLE_ESM = f"""
 export default {{ render({{ el }}) {{
@@ -121,102 +134,28 @@ class IGLensWidget(anywidget.AnyWidget):
     _esm = _bundle(BUNDLE_JS, _MISSING_BUNDLE_ESM)
     _css = _bundle(BUNDLE_CSS, "")
 
-    result = traitlets.Dict().tag(sync=True)
-    """The shown attribution as the protocol's ``result`` dict (arrays as ndarray payloads:
-    ``{"dtype", "shape", "buffer"}``, float32/int32). Replaced whole on every recompute.
-    """
-
-    selected = traitlets.Int(DEFAULT_STATE["selected"]).tag(sync=True)
-    """The selected position, -1 for none. Set by clicks and arrow keys in the browser, and
-    settable from Python; every view follows it.
-    """
-
-    hovered = traitlets.Int(DEFAULT_STATE["hovered"]).tag(sync=True)
-    """The hovered position, -1 for none (a transient preview; set by the browser)."""
-
-    color_by = traitlets.Enum(COLOR_BY, default_value=DEFAULT_STATE["color_by"]).tag(sync=True)
-    """The token-strip colouring: the final target probability ``"p_final"``, the total
-    change ``"delta_p"``, the ``"onset"`` layer, or ``"nonmonotone"`` (how much of the
-    trajectory moves against Δp).
-    """
-
-    interactive = traitlets.Bool(DEFAULT_STATE["interactive"]).tag(sync=True)
-    """True when this kernel can recompute (the widget was given its ``IGLens``): the
-    controls are enabled. False for a plain result and in static exports.
-    """
-
-    request = traitlets.Dict(DEFAULT_STATE["request"]).tag(sync=True)
-    """Written by the browser's controls: ``{target, contrast, boundaries, estimator,
-    steps}`` as typed (``boundaries`` is a spec: ``all``, ``every:K`` or ``0,10,20,30``).
-    Python answers with a new ``result`` (the shown request with these fields replaced), or
-    with ``error``.
-    """
-
-    busy = traitlets.Bool(DEFAULT_STATE["busy"]).tag(sync=True)
-    """True while Python recomputes a request."""
-
-    error = traitlets.Unicode(DEFAULT_STATE["error"]).tag(sync=True)
-    """The last request's error message ("" when it succeeded); the old result stays."""
-
-    components = traitlets.Dict({}).tag(sync=True)
-    """The component split (heads, MLP, remainder) of the selected position, computed by
-    Python when the selection changes in an interactive widget whose result has none:
-    ``{names, segments, positions, shares}`` as in the result's ``components``, ``{}``
-    before, or ``{"error": message}`` when this model cannot be split.
-    """
-
-    ablation_request = traitlets.Dict({}).tag(sync=True)
-    """Written by the browser's "Causal check" button: ``{position, _n}`` (``_n`` a counter
-    that makes every click a change). Python answers through :attr:`ablation_busy` and
-    :attr:`ablation`. Nothing is ablated before the first click.
-    """
-
-    ablation_busy = traitlets.Bool(False).tag(sync=True)
-    """True while Python ablates the segments for an ``ablation_request``."""
-
-    ablation = traitlets.Dict({}).tag(sync=True)
-    """The causal check of one token (:func:`segment_ablation`): ``{position, mode, drops,
-    clean, labels, parts, target_id, contrast_id, target_name, seconds}``, ``{}`` before the
-    first check and after every new result, or ``{"error": message, "position": p}``. Kept
-    when the selection moves (the browser shows it for its position only); exported by
-    :meth:`to_html`.
-    """
-
-    path_request = traitlets.Dict({}).tag(sync=True)
-    """Written by the browser's detail panel: ``{position, steps, _n}``, the interior path
-    of one position at ``steps`` interpolation steps. Python answers through :attr:`path`
-    (milliseconds: one position's points, no model run)."""
-
-    path = traitlets.Dict({}).tag(sync=True)
-    """The interior path of one position (:meth:`IGLens.interior_path`): ``{position, steps,
-    path, terms, labels, target_id, estimator, seconds}`` (``path`` ``(k, m+1)`` lists,
-    ``terms`` the ``(k, m)`` midpoint Riemann terms), ``{}`` before the first request and
-    after every new result, or ``{"error": message, "position": p}``."""
-
-    view = traitlets.Enum(VIEWS, default_value=DEFAULT_STATE["view"]).tag(sync=True)
-    """The main view's tab: the layer ``"heatmap"``, the logit-lens ``"grid"`` (top-1 lens
-    token per block and position) or ``"compare"`` (pinned curves, results side by side).
-    Set by the browser's tabs and settable from Python."""
-
-    pinned = traitlets.List(list(DEFAULT_STATE["pinned"])).tag(sync=True)
-    """The compare view's pins: ``[r, i]`` pairs (result r — 0 for :attr:`result`, r ≥ 1 for
-    ``comparison["results"][r - 1]`` — and position i) whose cumulative curves are overlaid.
-    Set by the browser (pin buttons, clicks in the compare view) and settable from Python."""
-
-    comparison = traitlets.Dict({}).tag(sync=True)
-    """Further results shown beside :attr:`result` on one colour scale
-    (:func:`iglens_viz.compare`): ``{labels, results, limit}`` — one label per result,
-    the other results' protocol dicts, and the shared colour limit (the largest
-    |contribution| of all results) — or ``{}`` for one result."""
-
-    progress = traitlets.Float(-1.0).tag(sync=True)
-    """The running recompute's progress, 0 … 1 (the share of interior points done), -1 when
-    no recompute runs or none reports progress (a steps = 1 prediction-aware request has no
-    interior points)."""
-
-    cancel_request = traitlets.Dict({}).tag(sync=True)
-    """Written by the browser's Cancel button: ``{_n}``. The running recompute stops at its
-    next chunk of points; :attr:`error` then reads "cancelled" and the old result stays."""
+    # The synced traits, each built from its declaration in iglens_viz.protocol.state.STATE
+    # (type, default, direction, docstring as the trait's help): ``IGLensWidget.selected.help``
+    # or ``iglens_viz.protocol.STATE_KEYS["selected"].doc`` tells what a trait means.
+    result = _trait("result")
+    selected = _trait("selected")
+    hovered = _trait("hovered")
+    color_by = _trait("color_by")
+    interactive = _trait("interactive")
+    request = _trait("request")
+    busy = _trait("busy")
+    error = _trait("error")
+    components = _trait("components")
+    ablation_request = _trait("ablation_request")
+    ablation_busy = _trait("ablation_busy")
+    ablation = _trait("ablation")
+    path_request = _trait("path_request")
+    path = _trait("path")
+    view = _trait("view")
+    pinned = _trait("pinned")
+    comparison = _trait("comparison")
+    progress = _trait("progress")
+    cancel_request = _trait("cancel_request")
 
     threaded: bool | None = None
     """Run recomputes in a background thread, so that the kernel hears a Cancel while one
