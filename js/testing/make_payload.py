@@ -43,7 +43,11 @@ def build() -> dict[str, Any]:
     from iglens_viz.protocol.serializers import to_base64_state
     from iglens_viz.widget.widget import position_path, segment_ablation
 
-    lens = IGLens(tiny_model("llama"), tiny_tokenizer(), name="tiny-llama <b>")
+    # float64 throughout, sent as float32 (as every payload is): a rebuild on another CPU,
+    # BLAS or thread count differs from the file by float32 rounding only. In float32 the
+    # component shares (ratios of small first-order terms) moved by 3e-5 between runs.
+    model = tiny_model("llama").double()
+    lens = IGLens(model, tiny_tokenizer(), dtype="float64", name="tiny-llama <b>")
     result = lens.attribute(PROMPT, boundaries=[0, 1, 4], steps=STEPS)
     state = initial_state(result_payload(result), interactive=True)
     position = int(state["selected"])
