@@ -4,8 +4,9 @@
  * @module views/grid/text
  */
 import { h, clear, keyValue } from "../../dom.js";
+import { tooltipHead } from "../tooltip.js";
 import { formatToken, quoteToken } from "../../tokens.js";
-import { contribution, topAt, idText, lensAt, segmentText, depthText } from "../../result.js";
+import { contribution, topAt, lensAt, segmentText, depthText } from "../../result.js";
 import { fmtProb, fmtSigned } from "../../format.js";
 
 /**
@@ -62,20 +63,7 @@ export function renderTopk(topk, r, picked) {
 export function fillTooltip(tooltip, r, hit) {
   clear(tooltip);
   const i = hit.pos;
-  tooltip.appendChild(
-    h(
-      "div",
-      { class: "iglens-tt-head" },
-      h("span", { class: "iglens-tt-pos", text: `[${i}]` }),
-      " ",
-      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }),
-      " \u2192 ",
-      h("span", {
-        class: "iglens-chip iglens-chip-target",
-        text: r.hasTarget[i] ? formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 20 }) : "(no target)",
-      }),
-    ),
-  );
+  tooltip.appendChild(tooltipHead(r, i));
   if (hit.row < 0) return;
   const j = hit.row;
   const t = topAt(r, i, j, 1)[0];

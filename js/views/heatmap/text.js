@@ -4,6 +4,7 @@
  * @module views/heatmap/text
  */
 import { h, clear, keyValue } from "../../dom.js";
+import { tooltipHead } from "../tooltip.js";
 import { formatToken } from "../../tokens.js";
 import { contribution, lensAt, topAt, idText, pFinal, segmentText, depthText } from "../../result.js";
 import { thresholdPercent } from "../../nonmonotone.js";
@@ -65,17 +66,7 @@ export function fillSummary(summary, r, i, panel) {
 export function fillTooltip(tooltip, r, hit) {
   clear(tooltip);
   const i = hit.pos;
-  tooltip.appendChild(
-    h(
-      "div",
-      { class: "iglens-tt-head" },
-      h("span", { class: "iglens-tt-pos", text: `[${i}]` }),
-      " ",
-      h("span", { class: "iglens-chip", text: formatToken(r.tokens[i], { maxLen: 20 }) }),
-      " \u2192 ",
-      h("span", { class: "iglens-chip iglens-chip-target", text: r.hasTarget[i] ? targetText(r, i, 20) : "(no target)" }),
-    ),
-  );
+  tooltip.appendChild(tooltipHead(r, i));
   if (r.hasContrast && r.contrastTokens && r.contrastTokens[i]) {
     tooltip.appendChild(
       h("div", { class: "iglens-tt-row" }, "vs ", h("span", { class: "iglens-chip", text: formatToken(r.contrastTokens[i], { maxLen: 20 }) })),
