@@ -166,16 +166,14 @@ def test_state_is_the_widget_protocol(page, hostile):
         "hovered",
         "color_by",
         "interactive",
-        "request",
-        "busy",
-        "error",
+        "running",
         "view",
         "pinned",
     }
     assert state["interactive"] is False
     assert state["view"] == "heatmap" and state["pinned"] == []  # the default tab, no pins
     assert state["selected"] == len(hostile.tokens) - 1  # no answer: opens on the last token
-    assert state["color_by"] == "p_final" and state["busy"] is False
+    assert state["color_by"] == "p_final" and state["running"] == {}
     result = state["result"]
     contributions = result["contributions"]
     assert contributions["dtype"] == "float32" and isinstance(contributions["buffer"], str)

@@ -3,9 +3,10 @@
 The browser's requests reach Python in a comm handler, outside any cell. This test starts
 an ipykernel with ``jupyter_client``, builds a widget in a cell, and then — after that cell
 has finished — talks to the widget's comm exactly as the front end does (``comm_msg`` with
-``method: "update"``): the controls' Apply (``request``), then Cancel (``cancel_request``).
-While the recompute runs, the kernel must answer an ``execute_request``, and the Cancel
-must stop it; the worker thread's trait updates must reach the front end (iopub).
+``method: "custom"``, what anywidget's ``model.send`` sends): the controls' Apply (a
+``recompute`` command), then Cancel (a ``cancel`` command naming it). While the recompute
+runs, the kernel must answer an ``execute_request``, and the Cancel must stop it; the worker
+thread's trait updates and answer envelopes must reach the front end (iopub).
 """
 
 from __future__ import annotations
@@ -50,18 +51,17 @@ SETUP = textwrap.dedent(f"""
     print(json.dumps({{"comm_id": w.model_id}}))
 """)
 
-# What the controls' Apply writes (js/views/controls.js: makeRequest + the _n counter).
-REQUEST = {
+# What the controls' Apply sends (iglens_viz.protocol.commands: a recompute command).
+CONTROLS = {
     "target": "predicted",
     "contrast": "",
     "boundaries": "all",
     "estimator": "riemann",
     "steps": 100,
-    "_n": 1,
 }
 
 STATE = (
-    "print(json.dumps({'busy': w.busy, 'progress': w.progress, 'error': w.error, "
+    "print(json.dumps({'running': w.running, 'progress': w.progress, 'result_id': w.result_id, "
     "'chunks': len(chunks), 'total': chunks[-1][1] if chunks else None, "
     "'same_result': w.result is shown, 'steps': w.attribution.request.steps, "
     "'alive': w._worker is not None and w._worker.is_alive()}))"
@@ -119,19 +119,19 @@ class Kernel:
         assert reply["content"]["status"] == "ok", reply["content"]
         return "".join(out)
 
-    def comm_update(self, comm_id: str, state: dict) -> int:
-        """Send what the front end sends when the page writes traits (ipywidgets 8); the
-        number of iopub messages seen before it."""
+    def comm_send(self, comm_id: str, message: dict) -> int:
+        """Send what the page's ``model.send(message)`` sends (a ``custom`` comm message);
+        the number of iopub messages seen before it."""
         msg = self.client.session.msg(
-            "comm_msg",
-            {"comm_id": comm_id, "data": {"method": "update", "state": state, "buffer_paths": []}},
+            "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": message}}
         )
         self.client.shell_channel.send(msg)
         return len(self.iopub)
 
-    def wait_comm_state(self, comm_id: str, accept, since: int) -> dict:
-        """The first iopub ``update`` of ``comm_id`` after message ``since`` whose state
-        ``accept``s."""
+    def wait_comm(self, comm_id: str, method: str, accept, since: int) -> dict:
+        """The first iopub ``method`` message (``update``: its state, ``custom``: its
+        content) of ``comm_id`` after message ``since`` that ``accept``s."""
+        key = "state" if method == "update" else "content"
         seen = since
         while True:
             for msg in self.iopub[seen:]:
@@ -140,12 +140,12 @@ class Kernel:
                 if (
                     msg["msg_type"] == "comm_msg"
                     and content.get("comm_id") == comm_id
-                    and data.get("method") == "update"
-                    and accept(data["state"])
+                    and data.get("method") == method
+                    and accept(data[key])
                 ):
-                    return data["state"]
+                    return data[key]
             seen = len(self.iopub)
-            assert self._pump(MSG_S) is not None, "the widget sent no such update"
+            assert self._pump(MSG_S) is not None, f"the widget sent no such {method}"
 
 
 @pytest.fixture
@@ -160,33 +160,47 @@ def kernel():
 def test_cancel_from_the_page_reaches_a_running_recompute(kernel):
     comm_id = json.loads(kernel.execute(SETUP))["comm_id"]
     before = json.loads(kernel.execute(STATE))
-    assert before["busy"] is False and before["steps"] == 1 and before["chunks"] == 0
+    assert before["running"] == {} and before["steps"] == 1 and before["chunks"] == 0
+    shown = before["result_id"]
 
-    # The cell has finished: the page's Apply arrives in a comm handler, as in Jupyter.
-    mark = kernel.comm_update(comm_id, {"request": REQUEST})
-    # The recompute runs: its progress reaches the front end.
-    kernel.wait_comm_state(comm_id, lambda s: s.get("progress", -1) >= 0, mark)
+    def answer_to(request_id):
+        return lambda content: content.get("request_id") == request_id
+
+    # The cell has finished: the page's hello and Apply arrive in a comm handler.
+    mark = kernel.comm_send(comm_id, {"kind": "hello", "id": "v-1"})
+    hello = kernel.wait_comm(comm_id, "custom", answer_to("v-1"), mark)
+    assert hello["ok"] and hello["result_id"] == shown
+    recompute = {"kind": "recompute", "id": "v-2", "result_id": shown, "controls": CONTROLS}
+    mark = kernel.comm_send(comm_id, recompute)
+    # The recompute runs: it is named in `running`, and its progress reaches the front end.
+    kernel.wait_comm(comm_id, "update", lambda s: s.get("running", {}).get("id") == "v-2", mark)
+    kernel.wait_comm(comm_id, "update", lambda s: s.get("progress", -1) >= 0, mark)
 
     # The kernel answers a cell while the recompute is still running ...
     during = json.loads(kernel.execute(STATE))
-    assert during["busy"] is True and during["alive"] is True, during
-    assert 0 < during["chunks"] < during["total"], during
+    assert during["running"] == {"id": "v-2", "command": "recompute"}, during
+    assert during["alive"] is True and 0 < during["chunks"] < during["total"], during
     assert kernel.execute("print(1 + 1)").strip() == "2"
 
-    # ... and the page's Cancel stops it at its next chunk; the old result stays.
-    mark = kernel.comm_update(comm_id, {"cancel_request": {"_n": 1}})
-    ended = kernel.wait_comm_state(comm_id, lambda s: s.get("busy") is False, mark)
-    assert ended["error"].startswith("cancelled") and ended["progress"] == -1.0
+    # ... and the page's Cancel, naming it, stops it at its next chunk; the old result stays.
+    mark = kernel.comm_send(comm_id, {"kind": "cancel", "id": "v-3", "request_id": "v-2"})
+    assert kernel.wait_comm(comm_id, "custom", answer_to("v-3"), mark)["ok"]
+    ended = kernel.wait_comm(comm_id, "custom", answer_to("v-2"), mark)
+    assert ended["error"]["type"] == "RecomputeCancelled" and ended["result_id"] == shown
+    assert ended["error"]["message"].startswith("cancelled")
     kernel.execute("w._worker.join(60)")
     after = json.loads(kernel.execute(STATE))
-    assert after["error"].startswith("cancelled") and after["busy"] is False, after
+    assert after["running"] == {} and after["progress"] == -1.0, after
     assert after["alive"] is False and after["same_result"] is True and after["steps"] == 1
     assert after["chunks"] < after["total"], after  # it stopped before the last chunk
 
-    # A request that is not cancelled still lands, and its result reaches the page.
-    mark = kernel.comm_update(comm_id, {"request": {**REQUEST, "steps": 2, "_n": 2}})
-    landed = kernel.wait_comm_state(comm_id, lambda s: "result" in s, mark)
+    # A recompute that is not cancelled still lands, and its result reaches the page.
+    again = {**recompute, "id": "v-4", "controls": {**CONTROLS, "steps": 2}}
+    mark = kernel.comm_send(comm_id, again)
+    landed = kernel.wait_comm(comm_id, "update", lambda s: "result" in s, mark)
     assert landed["result"]["steps"] == 2 and landed["result"]["controls"]["steps"] == 2
+    done = kernel.wait_comm(comm_id, "custom", answer_to("v-4"), mark)
+    assert done["ok"] and done["result_id"] == landed["result"]["id"] != shown
     kernel.execute("w._worker.join(60)")
     final = json.loads(kernel.execute(STATE))
-    assert final["error"] == "" and final["steps"] == 2 and final["busy"] is False, final
+    assert final["running"] == {} and final["steps"] == 2, final

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from widget_page import Page, error_of
 
 from iglens_viz import InvalidRequestError
 from iglens_viz.widget import IGLensWidget
@@ -66,32 +67,32 @@ def test_interior_path_rejects_bad_positions(lens):
         lens.interior_path(shown, 0, steps=0)
 
 
-def test_widget_answers_a_path_request(lens, forward_calls):
+def test_widget_answers_a_path_command(lens, forward_calls):
     w = IGLensWidget(None, lens, PROMPT)
+    page = Page(w)
     assert w.path == {}
     full = lens.attribute(PROMPT, steps=4)
     forward_calls.clear()
-    w.path_request = {"position": 2, "steps": 4, "_n": 1}
+    assert page.ask("path", position=2, steps=4)["ok"]
     assert forward_calls == []
     assert w.path["position"] == 2 and w.path["steps"] == 4 and w.path["terms"] is None
+    assert w.path["result_id"] == w.result_id and w.path["request_id"] == "p1"
     assert w.path["labels"] == w.result["segment_labels"]
     assert w.path["target_id"] == int(w.attribution.target_ids[2])
     np.testing.assert_allclose(np.array(w.path["path"]), full.path_probs[2], rtol=1e-5, atol=1e-6)
-    # errors land in the trait, with the position
-    w.path_request = {"position": 99, "steps": 4, "_n": 2}
-    assert "position" in w.path["error"] and w.path["position"] == 99
-    w.path_request = {"position": 1, "steps": "x", "_n": 3}
-    assert "steps" in w.path["error"]
+    # errors are answered; the trait keeps the last path
+    assert "position" in error_of(page.ask("path", position=99, steps=4))
+    assert "steps" in error_of(page.ask("path", position=1, steps="x"))
+    assert w.path["request_id"] == "p1"
     # a new result clears it
-    w.path_request = {"position": 1, "steps": 3, "_n": 4}
-    assert w.path["position"] == 1
+    assert page.ask("path", position=1, steps=3)["ok"] and w.path["position"] == 1
     w.recompute(target="next")
     assert w.path == {}
 
 
 def test_widget_riemann_path_has_terms(lens):
     w = IGLensWidget(None, lens, PROMPT, estimator="riemann", steps=2)
-    w.path_request = {"position": 3, "steps": 5, "_n": 1}
+    assert Page(w).ask("path", position=3, steps=5)["ok"]
     full = lens.attribute(PROMPT, estimator="riemann", steps=5)
     np.testing.assert_allclose(
         np.array(w.path["terms"]).sum(axis=1), full.contributions[3], rtol=1e-4, atol=1e-6
@@ -100,27 +101,23 @@ def test_widget_riemann_path_has_terms(lens):
 
 def test_plain_result_widget_has_no_lazy_path(lens):
     w = IGLensWidget(lens.attribute(PROMPT))
-    w.path_request = {"position": 1, "steps": 4, "_n": 1}
-    assert "no IGLens" in w.path["error"]
+    assert "no IGLens" in error_of(Page(w).ask("path", position=1, steps=4))
+    assert w.path == {}
+
+
+CONTROLS = {"target": "predicted", "contrast": "", "boundaries": "all"}
 
 
 def test_recompute_reports_progress_and_can_be_cancelled(lens):
     w = IGLensWidget(None, lens, PROMPT)
-    w.threaded = False
+    page = Page(w)
     seen = []
     w.observe(lambda change: seen.append(change["new"]), names="progress")
-    w.request = {
-        "target": "predicted",
-        "contrast": "",
-        "boundaries": "all",
-        "estimator": "prediction_aware",
-        "steps": 6,
-        "_n": 1,
-    }
-    assert w.error == "" and w.attribution.request.steps == 6
+    answer = page.recompute(**CONTROLS, estimator="prediction_aware", steps=6)
+    assert answer["ok"] and w.attribution.request.steps == 6
     fractions = [v for v in seen if v >= 0]
     assert fractions and fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert w.progress == -1.0 and not w.busy
+    assert w.progress == -1.0 and w.running == {}
     shown = w.result
 
     # Cancel as soon as the first chunk reports: the old result stays. (A small memory
@@ -129,26 +126,21 @@ def test_recompute_reports_progress_and_can_be_cancelled(lens):
 
     def cancel_at_first_chunk(change):
         if change["new"] >= 0:
-            w.cancel()
+            assert page.ask("cancel", request_id=w.running["id"])["ok"]
 
     w.observe(cancel_at_first_chunk, names="progress")
-    w.request = {
-        "target": "predicted",
-        "contrast": "",
-        "boundaries": "all",
-        "estimator": "riemann",
-        "steps": 8,
-        "_n": 2,
-    }
-    assert w.error.startswith("cancelled")
+    answer = page.recompute(**CONTROLS, estimator="riemann", steps=8)
+    assert answer["error"]["type"] == "RecomputeCancelled"
+    assert error_of(answer).startswith("cancelled") and answer["result_id"] == shown["id"]
     assert w.result is shown and w.attribution.request.steps == 6
-    assert not w.busy and w.progress == -1.0
+    assert w.running == {} and w.progress == -1.0
 
 
 def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
-    """In a kernel the recompute runs in a thread, so the Cancel button's trait (handled on
-    the kernel's main thread) can stop it between chunks."""
+    """In a kernel the recompute runs in a thread, so the Cancel command (handled on the
+    kernel's main thread) can stop it between chunks."""
     w = IGLensWidget(None, lens, PROMPT)
+    page = Page(w)
     w.threaded = True
     lens.memory_budget = 1 << 16
     shown = w.result
@@ -156,30 +148,30 @@ def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
 
     def press_cancel(change):  # the browser's Cancel, as soon as progress is reported
         if change["new"] >= 0 and not started:
-            started.append(change["new"])
-            w.cancel_request = {"_n": 1}
+            started.append(page.ask("cancel", request_id="p1"))
 
     w.observe(press_cancel, names="progress")
-    w.request = {
-        "target": "predicted",
-        "contrast": "",
-        "boundaries": "all",
-        "estimator": "riemann",
-        "steps": 8,
-        "_n": 1,
-    }
+    assert (
+        page.send(
+            {
+                "kind": "recompute",
+                "id": "p1",
+                "result_id": shown["id"],
+                "controls": {**CONTROLS, "estimator": "riemann", "steps": 8},
+            }
+        )
+        is None
+    )
     w._worker.join(timeout=120)
-    assert started and not w._worker.is_alive()
-    assert w.error.startswith("cancelled") and w.result is shown and not w.busy
-    # and a request that is not cancelled lands
+    assert started and started[0]["ok"] and not w._worker.is_alive()
+    answer = page.answers[-1]
+    assert answer["request_id"] == "p1" and answer["error"]["type"] == "RecomputeCancelled"
+    assert w.result is shown and w.running == {}
+    # and a command that is not cancelled lands
     w.unobserve(press_cancel, names="progress")
-    w.request = {
-        "target": "next",
-        "contrast": "",
-        "boundaries": "all",
-        "estimator": "prediction_aware",
-        "steps": 1,
-        "_n": 2,
-    }
+    page.send(
+        {"kind": "recompute", "id": "p3", "result_id": shown["id"], "controls": {"target": "next"}}
+    )
     w._worker.join(timeout=120)
-    assert w.error == "" and w.result["controls"]["target"] == "next"
+    assert page.answers[-1]["request_id"] == "p3" and page.answers[-1]["ok"]
+    assert w.result["controls"]["target"] == "next"

@@ -64,7 +64,7 @@ def test_widget_traits_are_the_state():
 
 def test_widget_defaults_are_fresh_copies():
     # a mutable default is never STATE's own object (a widget's in-place change would leak)
-    for name in ("request", "pinned", "components"):
+    for name in ("running", "pinned", "components"):
         trait = IGLensWidget.class_traits()[name]
         assert trait.default() is not STATE_KEYS[name].default
 
@@ -84,9 +84,7 @@ def test_default_state_and_page_writable_derive_from_state():
         "hovered",
         "color_by",
         "interactive",
-        "request",
-        "busy",
-        "error",
+        "running",
         "view",
         "pinned",
     ]
@@ -98,11 +96,7 @@ def test_default_state_and_page_writable_derive_from_state():
         "color_by",
         "view",
         "pinned",
-        "request",
-        "cancel_request",
-        "ablation_request",
-        "path_request",
-    } == PAGE_WRITABLE
+    } == PAGE_WRITABLE  # the page's commands are messages, not traits
 
 
 def js_defaults(text: str) -> dict[str, object]:

@@ -15,6 +15,7 @@ import pytest
 import transformers as tf
 from tiny_models import VOCAB, tiny_model
 from tokenizers import Tokenizer, models, pre_tokenizers
+from widget_page import Page, error_of
 
 import iglens_viz
 from iglens_viz import IGLens, IGLensError
@@ -154,19 +155,19 @@ def test_api_contrast_equal_to_the_target_is_refused(lens):
 
 def test_widget_target_box(lens):
     w = show(lens, None, PROMPT, target="next")
-    w.request = {"target": " 4", "contrast": "", "boundaries": "all", "steps": 1}
-    assert w.error == "" and w.attribution.target_ids.tolist() == [FOUR] * 5
+    page = Page(w)
+    assert page.recompute(target=" 4", contrast="", boundaries="all", steps=1)["ok"]
+    assert w.attribution.target_ids.tolist() == [FOUR] * 5
     assert w.result["target_tokens"] == ["4"] * 5
-    w.request = {"target": "\u0663"}
-    assert w.error == "" and w.attribution.target_ids.tolist() == [ARABIC_THREE] * 5
-    w.request = {"target": "4"}
-    assert w.error == "" and w.attribution.target_ids.tolist() == [4] * 5
+    assert page.recompute(target="\u0663")["ok"]
+    assert w.attribution.target_ids.tolist() == [ARABIC_THREE] * 5
+    assert page.recompute(target="4")["ok"]
+    assert w.attribution.target_ids.tolist() == [4] * 5
     shown = w.attribution
-    w.request = {"target": "18446744073709551616"}
-    assert w.error == (
+    assert error_of(page.recompute(target="18446744073709551616")) == (
         "target id out of range: 18446744073709551616; this model's token ids are 0..96"
     )
-    assert w.attribution is shown and w.busy is False
-    w.request = {"target": "w3", "contrast": "3"}
-    assert w.error.startswith("the contrast is the target itself (token id 3)")
+    assert w.attribution is shown and w.running == {}
+    answer = page.recompute(target="w3", contrast="3")
+    assert error_of(answer).startswith("the contrast is the target itself (token id 3)")
     assert w.attribution is shown

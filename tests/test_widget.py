@@ -1,4 +1,5 @@
-"""The notebook widget without a browser: serializers, the result payload, recompute requests."""
+"""The notebook widget without a browser: serializers, the result payload, the page's commands
+(sent through the widget's comm as the page sends them: ``widget_page.Page``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tiny_models import tiny_model, tiny_tokenizer
+from widget_page import Page, error_of
 
 from iglens_viz import IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD
@@ -205,11 +207,12 @@ def test_plain_result_widget_is_not_interactive(lens):
     assert w.interactive is False and w.lens is None
     assert w.selected == 5  # no answer: the last position, as the exported page opens
     assert w.hovered == -1 and w.color_by == "p_final"
-    assert w.busy is False and w.error == "" and w.request == {}
+    assert w.running == {} and w.result_id == "r1"
     assert w.attribution is result
     assert w._esm and "IGLensWidget(6 tokens, 4 segments" in repr(w)
-    w.request = {"target": "next"}  # nobody recomputes: the result stays
-    assert w.attribution is result and w.error == ""
+    answer = Page(w).recompute(target="next")  # nobody recomputes: the result stays
+    assert "no IGLens" in error_of(answer) and answer["result_id"] == "r1"
+    assert w.attribution is result
     with pytest.raises(IGLensError, match="no IGLens"):
         w.recompute(target="next")
 
@@ -236,22 +239,25 @@ def test_trait_validation(lens):
 def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     w = show(lens, None, PROMPT)
     assert w.interactive is True and w.lens is lens
-    # The attribution's pass, and one that keeps the head outputs for the selected token's
-    # component split (computed lazily, per selection).
-    assert len(forward_calls) == 2
+    assert len(forward_calls) == 1  # the attribution's pass (nothing is split unasked)
     before = decoded(w.result)
-    busy_seen = []
-    w.observe(lambda change: busy_seen.append(change["new"]), names="busy")
+    running_seen = []
+    w.observe(lambda change: running_seen.append(change["new"]), names="running")
     w.selected = 2
-    w.request = {
-        "target": "next",
-        "contrast": "",
-        "boundaries": "every:2",
-        "estimator": "riemann",
-        "steps": "3",
+    answer = Page(w).recompute(
+        target="next", contrast="", boundaries="every:2", estimator="riemann", steps="3"
+    )
+    assert answer == {
+        "kind": "answer",
+        "request_id": "p1",
+        "command": "recompute",
+        "ok": True,
+        "result_id": "r2",
+        "error": None,
     }
-    assert w.error == "" and w.busy is False and busy_seen == [True, False]
-    assert len(forward_calls) == 2  # the cached forward pass served the recompute
+    assert w.result_id == "r2" and w.running == {}
+    assert running_seen == [{"id": "p1", "command": "recompute"}, {}]
+    assert len(forward_calls) == 1  # the cached forward pass served the recompute
     after = decoded(w.result)
     expected = lens.attribute(
         PROMPT, target="next", boundaries=[0, 2, 4], steps=3, estimator="riemann"
@@ -274,27 +280,24 @@ def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     )
     assert w.attribution.boundaries == [0, 2, 4]
     assert w.selected == 2  # same token ids: the selection stays
-    assert len(forward_calls) == 2
+    assert len(forward_calls) == 1
 
 
 def test_request_token_forms(lens, forward_calls):
     w = show(lens, None, PROMPT)
-    w.request = {
-        "target": "w9",
-        "contrast": "4",
-        "boundaries": "0,2,4",
-        "estimator": "prediction_aware",
-        "steps": 1,
-    }
-    assert w.error == ""
+    page = Page(w)
+    answer = page.recompute(
+        target="w9", contrast="4", boundaries="0,2,4", estimator="prediction_aware", steps=1
+    )
+    assert answer["ok"]
     assert w.attribution.target_ids.tolist() == [9] * 6
     assert w.attribution.contrast_ids.tolist() == [4] * 6
     assert w.result["target_tokens"] == ["w9"] * 6 and w.result["contrast_tokens"] == ["w4"] * 6
-    w.request = {"target": 11.0, "contrast": None, "boundaries": [0, 4], "steps": 2.0}
-    assert w.error == "" and w.attribution.target_ids.tolist() == [11] * 6
+    answer = page.recompute(target=11.0, contrast=None, boundaries=[0, 4], steps=2.0)
+    assert answer["ok"] and w.attribution.target_ids.tolist() == [11] * 6
     assert w.result["controls"]["boundaries"] == "0,4" and w.result["controls"]["target"] == "11"
     assert w.attribution.contrast_ids is None and w.result["contrast_tokens"] is None
-    assert len(forward_calls) == 2  # the attribution's and the component split's
+    assert len(forward_calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -321,15 +324,16 @@ def test_request_token_forms(lens, forward_calls):
         ({"steps": 5000}, "steps must be an integer from 1 to 1000"),
     ],
 )
-def test_bad_request_sets_error_and_keeps_the_result(lens, request_, message):
+def test_bad_request_answers_an_error_and_keeps_the_result(lens, request_, message):
     w = show(lens, None, PROMPT, target="next")
+    page = Page(w)
     old_result, old_attribution = w.result, w.attribution
-    w.request = request_
-    assert message in w.error
-    assert w.busy is False
+    answer = page.recompute(**request_)
+    assert message in error_of(answer) and answer["error"]["type"] == "InvalidRequestError"
+    assert answer["result_id"] == "r1" and w.running == {}
     assert w.result is old_result and w.attribution is old_attribution
-    w.request = {"target": "predicted", "boundaries": "all"}  # the next good one clears it
-    assert w.error == "" and w.result["controls"]["target"] == "predicted"
+    answer = page.recompute(target="predicted", boundaries="all")  # the next good one works
+    assert answer["ok"] and w.result["controls"]["target"] == "predicted"
 
 
 def test_recompute_keeps_the_generated_answer(lens, forward_calls):
@@ -338,9 +342,10 @@ def test_recompute_keeps_the_generated_answer(lens, forward_calls):
     assert first.prompt_length == 6 and len(first.input_ids) == 9
     assert w.result["controls"]["boundaries"] == "every:2" and w.result["prompt_length"] == 6
     calls = len(forward_calls)  # generation + the traced pass
-    w.request = {"target": "next", "boundaries": "all"}
-    w.request = {"target": "predicted", "boundaries": "every:2"}
-    assert w.error == "" and len(forward_calls) == calls
+    page = Page(w)
+    assert page.recompute(target="next", boundaries="all")["ok"]
+    assert page.recompute(target="predicted", boundaries="every:2")["ok"]
+    assert len(forward_calls) == calls
     again = w.attribution
     np.testing.assert_array_equal(again.input_ids, first.input_ids)
     assert again.prompt_length == 6 and w.result["prompt_length"] == 6
@@ -353,7 +358,11 @@ def test_recompute_keeps_the_generated_answer(lens, forward_calls):
 
 def test_selected_token_is_split_into_components_lazily(lens, forward_calls):
     w = show(lens, None, PROMPT, steps=2)
+    page = Page(w)
+    assert w.components == {}  # nothing before the page asks
+    answer = page.ask("components", position=w.selected)
     split = w.components
+    assert answer["ok"] and split["result_id"] == "r1" and split["request_id"] == "p1"
     assert split["positions"] == [w.selected] and split["names"] == lens.component_names
     shares = array_from_payload(split["shares"])
     segments = array_from_payload(split["segments"])
@@ -363,12 +372,18 @@ def test_selected_token_is_split_into_components_lazily(lens, forward_calls):
     sums = [shares[0][segments == j].sum() for j in range(segments.max() + 1)]
     np.testing.assert_allclose(sums, w.attribution.contributions[w.selected], rtol=1e-5)
     calls = len(forward_calls)
-    w.selected = 1
+    assert page.ask("components", position=1)["ok"]
     assert w.components["positions"] == [1] and len(forward_calls) == calls
-    w.request = {"target": "next", "boundaries": "every:2"}
-    assert w.components["positions"] == [1]
+    assert page.recompute(target="next", boundaries="every:2")["ok"]
+    assert w.components == {}  # a new result clears the split of the old one
+    stale = page.ask("components", position=1, result_id="r1")
+    assert "about result 'r1', but the widget now shows 'r2'" in error_of(stale)
+    assert page.ask("components", position=1)["ok"] and w.components["result_id"] == "r2"
     assert array_from_payload(w.components["segments"]).max() == 1  # two segments now
-    assert IGLensWidget(w.attribution).components == {}  # no lens: nothing to compute with
+    for bad, message in [(99, "not a position of this result"), (5, "has no target")]:
+        assert message in error_of(page.ask("components", position=bad))
+    plain = Page(IGLensWidget(w.attribution))  # no lens: nothing to compute with
+    assert "no IGLens" in error_of(plain.ask("components", position=1))
     whole = lens.attribute(PROMPT, components=True)
     sent = result_payload(whole)["components"]
     assert sent["positions"] == list(range(6))
@@ -402,14 +417,10 @@ def test_boundary_text_works_in_the_widget_constructor_and_recompute(lens):
 def test_recompute_replays_the_request(lens):
     """A recompute changes the asked fields and keeps the rest of the shown request."""
     w = IGLensWidget(None, lens, PROMPT, contrast="w4", steps=2, max_new_tokens=2)
-    w.request = {
-        "target": "next",
-        "contrast": "w4",
-        "boundaries": "all",
-        "estimator": "prediction_aware",
-        "steps": 2,
-    }
-    assert w.error == ""
+    answer = Page(w).recompute(
+        target="next", contrast="w4", boundaries="all", estimator="prediction_aware", steps=2
+    )
+    assert answer["ok"]
     assert w.attribution.request == w.attribution.request.replace(
         prompt=PROMPT, target="next", contrast="w4", steps=2, max_new_tokens=2
     )
@@ -473,14 +484,15 @@ def _ablate_at(lens, ids, position, token, **kwargs):
 def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
     w = show(lens, None, PROMPT)
     calls = len(forward_calls)
-    assert w.ablation == {} and w.ablation_busy is False and w.ablation_request == {}
+    assert w.ablation == {} and w.running == {}
     w.selected = 1
     w.selected = 3
     assert w.ablation == {} and len(forward_calls) == calls  # nothing runs before the click
-    busy_seen = []
-    w.observe(lambda change: busy_seen.append(change["new"]), names="ablation_busy")
-    w.ablation_request = {"position": 3, "_n": 1}  # what the button writes
-    assert busy_seen == [True, False] and w.ablation_busy is False
+    running_seen = []
+    w.observe(lambda change: running_seen.append(change["new"]), names="running")
+    page = Page(w)
+    assert page.ask("ablation", position=3)["ok"]  # what the button sends
+    assert running_seen == [{"id": "p1", "command": "ablation"}, {}]
     # one batched pass for every block, after the clean one, on 4 tokens
     assert len(forward_calls) == calls + 2
     result = w.attribution
@@ -496,7 +508,10 @@ def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
         "contrast_id",
         "target_name",
         "seconds",
+        "result_id",
+        "request_id",
     }
+    assert check["result_id"] == "r1" and check["request_id"] == "p1"
     assert check["position"] == 3 and check["mode"] == "zero"
     assert check["labels"] == result.segment_labels == ["1", "2", "3", "4"]
     assert check["parts"] == ["block"] * 4
@@ -517,9 +532,10 @@ def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
     # zero-ablating the last block: its drop is its contribution (nothing reads it after)
     assert check["drops"][-1] == pytest.approx(result.contributions[3, -1], abs=2e-6)
     # the same click again recomputes; another position replaces the check
-    w.ablation_request = {"position": 3, "_n": 2}
+    assert page.ask("ablation", position=3)["ok"]
     np.testing.assert_allclose(w.ablation["drops"], check["drops"], rtol=0, atol=1e-12)
-    w.ablation_request = {"position": 1, "_n": 3}
+    assert w.ablation["request_id"] == "p2"
+    assert page.ask("ablation", position=1)["ok"]
     assert w.ablation["position"] == 1
 
 
@@ -574,32 +590,32 @@ def test_causal_check_with_a_contrast_is_the_drop_of_the_difference(lens):
 
 
 @pytest.mark.parametrize(
-    "wish, message, where",
+    "wish, message",
     [
-        ({"position": 99, "_n": 1}, "not a position of this result (0 … 5)", {"position": 99}),
-        ({"position": 5, "_n": 1}, "position 5 has no target", {"position": 5}),
-        ({"position": -1, "_n": 1}, "needs a position", {}),
-        ({"position": "x", "_n": 1}, "needs a position", {}),
-        ({"position": True, "_n": 1}, "needs a position", {}),
-        ({"_n": 1}, "needs a position", {}),
+        ({"position": 99}, "not a position of this result (0 … 5)"),
+        ({"position": 5}, "position 5 has no target"),
+        ({"position": -1}, "needs a position"),
+        ({"position": "x"}, "needs a position"),
+        ({"position": True}, "needs a position"),
+        ({}, "needs position"),
     ],
 )
-def test_bad_causal_check_request_sets_an_error(lens, forward_calls, wish, message, where):
+def test_bad_causal_check_answers_an_error(lens, forward_calls, wish, message):
     w = show(lens, None, PROMPT, target="next")
+    page = Page(w)
     calls, old = len(forward_calls), w.result
-    w.ablation_request = wish
-    assert message in w.ablation["error"]
-    assert {k: v for k, v in w.ablation.items() if k != "error"} == where
-    assert w.ablation_busy is False and w.result is old and len(forward_calls) == calls
-    w.ablation_request = {"position": 2, "_n": 2}  # the next good one replaces it
-    assert "error" not in w.ablation and w.ablation["position"] == 2
+    answer = page.ask("ablation", **wish)
+    assert message in error_of(answer) and answer["command"] == "ablation"
+    assert w.ablation == {} and w.running == {}
+    assert w.result is old and len(forward_calls) == calls
+    assert page.ask("ablation", position=2)["ok"]  # the next good one works
+    assert w.ablation["position"] == 2
 
 
 def test_causal_check_needs_the_model(lens):
     w = IGLensWidget(lens.attribute(PROMPT))
-    w.ablation_request = {"position": 1, "_n": 1}
-    assert "no IGLens" in w.ablation["error"] and w.ablation["position"] == 1
-    assert w.ablation_busy is False
+    answer = Page(w).ask("ablation", position=1)
+    assert "no IGLens" in error_of(answer) and w.ablation == {} and w.running == {}
     with pytest.raises(IGLensError, match="no IGLens"):
         w.causal_check(1)
 
@@ -617,10 +633,10 @@ def test_causal_check_is_cleared_by_a_new_result_and_exported(lens):
     page = w.to_html()
     assert '"ablation":{"position":2' in page
     assert "ablation" not in page_state(w.attribution)  # a plain result has none
-    w.request = {"target": "next", "boundaries": "all"}
-    assert w.ablation == {} and w.error == ""
-    w.ablation = {"error": "boom", "position": 2}
-    assert "ablation" not in page_state(w)  # errors are not exported
+    assert Page(w).recompute(target="next", boundaries="all")["ok"]
+    assert w.ablation == {}
+    w.ablation = {**check, "result_id": "r1"}  # an answer about another result
+    assert "ablation" not in page_state(w)  # is not exported with this one
 
 
 def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
@@ -641,30 +657,6 @@ def test_segments_that_mix_halves_and_blocks_cannot_be_ablated(lens):
 
 
 # ------------------------------------------------------------------------------ hostile page
-
-
-def page_update(w, **state):
-    """What the front end sends when the page writes traits: an ipywidgets 8 ``update``."""
-    w._handle_msg(
-        {
-            "content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
-            "buffers": [],
-        }
-    )
-
-
-def sent_back(w):
-    """The ``update`` states the widget sends to the page from now on (a list that grows)."""
-    sent = []
-    send = w._send
-
-    def record(msg, buffers=None):
-        if msg.get("method") == "update":
-            sent.append(dict(msg["state"]))
-        return send(msg, buffers=buffers)
-
-    w._send = record
-    return sent
 
 
 def sane_export(w):
@@ -702,22 +694,17 @@ def sane_export(w):
         ("pinned", [[0, -1]]),
         ("pinned", "0,1"),
         ("pinned", [None]),
-        ("request", "target=next"),
-        ("request", [1, 2]),
-        ("cancel_request", 5),
-        ("ablation_request", "go"),
-        ("path_request", None),
     ],
 )
 def test_bad_page_write_is_refused_and_the_page_resynced(lens, name, value):
     w = show(lens, None, PROMPT)
     before = {k: getattr(w, k) for k in PAGE_WRITABLE}
     payload, attribution = w.result, w.attribution
-    sent = sent_back(w)
-    page_update(w, **{name: value})  # no exception reaches the comm handler
+    page = Page(w)
+    page.write(**{name: value})  # no exception reaches the comm handler
     assert {k: getattr(w, k) for k in PAGE_WRITABLE} == before
-    assert w.result is payload and w.attribution is attribution and w.error == ""
-    assert sent == [{name: before[name]}]  # the page is told Python's value
+    assert w.result is payload and w.attribution is attribution
+    assert page.updates == [{name: before[name]}]  # the page is told Python's value
     sane_export(w)
 
 
@@ -726,16 +713,13 @@ def test_page_cannot_overwrite_what_python_computed(lens):
     w.causal_check(2)
     python_owned = {k: getattr(w, k) for k in w.keys if k not in PAGE_WRITABLE}
     payload = w.result
-    sent = sent_back(w)
-    page_update(
-        w,
+    page = Page(w)
+    page.write(
         result={"tokens": ["<script>alert(1)</script>"]},
         interactive=False,
-        busy=True,
-        error="pwned",
+        running={"id": "pwned", "command": "recompute"},
         components={},
         ablation={"drops": "x"},
-        ablation_busy=True,
         path={"error": 1},
         comparison={"results": [{}]},
         progress=2.0,
@@ -746,15 +730,13 @@ def test_page_cannot_overwrite_what_python_computed(lens):
         tooltip="hi",
     )
     assert {k: getattr(w, k) for k in python_owned} == python_owned
-    assert w.result is payload and w.interactive is True and w.busy is False
+    assert w.result is payload and w.interactive is True and w.running == {}
     refused = {
         "result",
         "interactive",
-        "busy",
-        "error",
+        "running",
         "components",
         "ablation",
-        "ablation_busy",
         "path",
         "comparison",
         "progress",
@@ -764,7 +746,7 @@ def test_page_cannot_overwrite_what_python_computed(lens):
         "tabbable",
         "tooltip",
     }
-    assert len(sent) == 1 and set(sent[0]) == refused & set(w.keys)
+    assert len(page.updates) == 1 and set(page.updates[0]) == refused & set(w.keys)
     state = sane_export(w)
     assert state["ablation"]["position"] == 2 and "pwned" not in w.to_html()
     # The export is Python's own payload, equal to a fresh one of the shown result.
@@ -773,42 +755,77 @@ def test_page_cannot_overwrite_what_python_computed(lens):
 
 def test_page_writes_that_fit_are_taken(lens):
     w = show(lens, None, PROMPT)
-    sent = sent_back(w)
-    page_update(w, selected=4, hovered=1, color_by="onset", view="grid", pinned=[[0, 2], 3])
+    page = Page(w)
+    page.write(selected=4, hovered=1, color_by="onset", view="grid", pinned=[[0, 2], 3])
     assert (w.selected, w.hovered, w.color_by, w.view) == (4, 1, "onset", "grid")
     assert w.pinned == [[0, 2], [0, 3]]  # a bare i is [0, i], as the page reads it
-    assert w.components["positions"] == [4]  # the new selection was split
-    assert all("selected" not in s and "hovered" not in s for s in sent)  # nothing refused
+    assert all("selected" not in s and "hovered" not in s for s in page.updates)  # none refused
     # one bad trait in an update: the others are taken, the bad one stays as it was
-    page_update(w, selected=1, hovered=10**9)
+    page.write(selected=1, hovered=10**9)
     assert w.selected == 1 and w.hovered == 1
-    assert sent[-1] == {"hovered": 1}
-    page_update(w, selected=-1, hovered=-1)
+    assert page.updates[-1] == {"hovered": 1}
+    page.write(selected=-1, hovered=-1)
     assert w.selected == -1 and w.hovered == -1
     assert sane_export(w)["selected"] == -1
 
 
 @pytest.mark.parametrize(
-    "name, value, trait, message",
+    "message, error",
     [
-        ("request", {"target": {"a": 1}, "_n": 1}, "error", "target"),
-        ("request", {"steps": [1], "_n": 1}, "error", "steps"),
-        ("request", {"steps": 10**9, "_n": 1}, "error", "steps must be an integer"),
-        ("request", {"boundaries": [0, 10**9], "_n": 1}, "error", "boundaries"),
-        ("request", {"estimator": ["riemann"], "_n": 1}, "error", "estimator"),
-        ("ablation_request", {"position": 10**9, "_n": 1}, "ablation", "not a position"),
-        ("path_request", {"position": 1, "steps": 10**9, "_n": 1}, "path", "steps"),
-        ("path_request", {"position": 10**9, "steps": 4, "_n": 1}, "path", "in [-6, 6)"),
+        ({"kind": "recompute", "controls": {"target": {"a": 1}}}, "target"),
+        ({"kind": "recompute", "controls": {"steps": [1]}}, "steps"),
+        ({"kind": "recompute", "controls": {"steps": 10**9}}, "steps must be an integer"),
+        ({"kind": "recompute", "controls": {"boundaries": [0, 10**9]}}, "boundaries"),
+        ({"kind": "recompute", "controls": {"estimator": ["riemann"]}}, "estimator"),
+        ({"kind": "recompute", "controls": "target=next"}, "needs controls (an object"),
+        ({"kind": "recompute"}, "a recompute command needs controls"),
+        ({"kind": "ablation", "position": 10**9}, "not a position"),
+        ({"kind": "path", "position": 1, "steps": 10**9}, "steps"),
+        ({"kind": "path", "position": 10**9, "steps": 4}, "in [-6, 6)"),
+        ({"kind": "path", "position": 1, "steps": "4"}, "needs steps (an integer)"),
+        ({"kind": "cancel", "request_id": "p0"}, "nothing to cancel: 'p0' is not running"),
+        ({"kind": "cancel", "request_id": 5}, "request_id must be a string"),
+        ({"kind": "ablation", "position": 1, "result_id": "r0"}, "about result 'r0'"),
+        ({"kind": "rm -rf", "id": "x"}, "unknown command kind 'rm -rf': choose one of hello"),
+        ({"kind": "hello", "id": ""}, "id must be a string of 1 … 64 characters"),
+        ({"kind": "hello", "id": "x" * 65}, "id must be a string of 1 … 64 characters"),
+        ({"kind": "hello", "id": 7}, "id must be a string"),
+        ({"id": "x"}, "unknown command kind None"),
+        ([1, 2], "a command is an object with kind and id, got list"),
+        ("recompute", "a command is an object with kind and id, got str"),
     ],
 )
-def test_bad_page_request_lands_in_its_error_trait(lens, name, value, trait, message):
+def test_bad_command_gets_an_error_answer(lens, message, error):
     w = show(lens, None, PROMPT)
-    payload = w.result
-    page_update(w, **{name: value})
-    got = getattr(w, trait)
-    assert message in (got if trait == "error" else got["error"]), got
-    assert w.result is payload and w.busy is False and w.ablation_busy is False
+    payload, page = w.result, Page(w)
+    if isinstance(message, dict):
+        message = {"id": "q1", "result_id": w.result_id, **message}
+    answer = page.send(message)  # no exception reaches the comm handler
+    assert answer is not None and not answer["ok"] and error in error_of(answer), answer
+    assert answer["error"]["type"] == "InvalidRequestError"
+    sent_id = message.get("id") if isinstance(message, dict) else None
+    assert answer["request_id"] == (sent_id if isinstance(sent_id, str) else "")
+    assert w.result is payload and w.running == {}
+    assert (w.ablation, w.path, w.components) == ({}, {}, {})
     sane_export(w)
+
+
+def test_hello_is_answered_and_one_background_command_runs_at_a_time(lens):
+    w = show(lens, None, PROMPT)
+    page = Page(w)
+    assert page.ask("hello")["ok"]
+    w.running = {"id": "other", "command": "recompute"}  # as while the worker runs
+    for kind, fields in [
+        ("recompute", {"controls": {"target": "next"}}),
+        ("ablation", {"position": 2}),
+        ("path", {"position": 2, "steps": 4}),
+        ("components", {"position": 2}),
+    ]:
+        assert "recompute 'other' is running" in error_of(page.ask(kind, **fields))
+    assert page.ask("hello")["ok"]  # hello and cancel are answered meanwhile
+    assert page.ask("cancel", request_id="other")["ok"] and w._cancel.is_set()
+    w.running = {"id": "check", "command": "ablation"}
+    assert "cannot be stopped midway" in error_of(page.ask("cancel", request_id="check"))
 
 
 def test_python_assignments_are_validated_too(lens):

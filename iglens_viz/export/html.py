@@ -84,9 +84,10 @@ def page_state(
 
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
     :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring,
-    unless ``selected`` / ``color_by`` say otherwise, and its causal check's drops when it
-    has them: the ``ablation`` trait, plain JSON; its ``view`` tab, ``pinned`` positions and
-    — from :func:`iglens_viz.compare` — its ``comparison`` of further results).
+    unless ``selected`` / ``color_by`` say otherwise; Python's answers about that result:
+    the causal check's drops, the interior path and the head split it computed; its
+    ``view`` tab, ``pinned`` positions and — from :func:`iglens_viz.compare` — its
+    ``comparison`` of further results).
     """
     extra: dict[str, Any] = {}
     if isinstance(getattr(obj, "result", None), dict) and hasattr(obj, "selected"):
@@ -94,9 +95,11 @@ def page_state(
         payload = widget.result
         selected = widget.selected if selected is None else selected
         color_by = widget.color_by if color_by is None else color_by
-        ablation = getattr(obj, "ablation", None)
-        if isinstance(ablation, dict) and "drops" in ablation:
-            extra["ablation"] = ablation
+        # Python's answers about the shown result (the causal check, the path, the split)
+        for name in ("ablation", "path", "components"):
+            value = getattr(obj, name, None)
+            if isinstance(value, dict) and value.get("result_id") == payload.get("id"):
+                extra[name] = to_base64_state(value)
         # the shown tab, the compare view's pins and the other results of a comparison
         for name in ("view", "pinned"):
             if hasattr(obj, name):

@@ -33,12 +33,17 @@ def _texts(ids: Iterable[int], token_text: Mapping[int, str]) -> list[str]:
     return [token_text.get(int(i), "") if int(i) != NO_TARGET else "" for i in ids]
 
 
-def result_payload(result: AttributionResult) -> dict[str, Any]:
-    """The protocol's ``result`` dict of an attribution (arrays as ndarray payloads)."""
+def result_payload(result: AttributionResult, *, result_id: str = "r0") -> dict[str, Any]:
+    """The protocol's ``result`` dict of an attribution (arrays as ndarray payloads).
+
+    ``result_id`` is its identity on the page: every answer about it (``ablation``,
+    ``path``, ``components``) carries it as ``result_id``, so the page never shows an answer
+    about another result. The widget gives each result it shows a new one."""
     T = len(result.input_ids)
     token_text = {int(k): str(v) for k, v in result.token_text.items()}
     contrast_ids = result.contrast_ids
     return {
+        "id": str(result_id),
         "tokens": [str(t) for t in result.tokens],
         "target_tokens": [str(t) for t in result.target_tokens],
         "input_ids": array_to_payload(result.input_ids),

@@ -76,7 +76,8 @@ STATE: tuple[StateKey, ...] = (
         {},
         "to_page",
         """The shown attribution as the protocol's ``result`` dict (arrays as ndarray payloads:
-    ``{"dtype", "shape", "buffer"}``, float32/int32). Replaced whole on every recompute.""",
+    ``{"dtype", "shape", "buffer"}``, float32/int32), with its ``id``. Replaced whole, with
+    a new ``id``, on every recompute.""",
     ),
     StateKey(
         "selected",
@@ -116,25 +117,13 @@ STATE: tuple[StateKey, ...] = (
         initial=True,
     ),
     StateKey(
-        "request",
+        "running",
         "dict",
         {},
-        "to_kernel",
-        """Written by the browser's controls: ``{target, contrast, boundaries, estimator,
-    steps}`` as typed (``boundaries`` is a spec: ``all``, ``every:K`` or ``0,10,20,30``).
-    Python answers with a new ``result`` (the shown request with these fields replaced), or
-    with ``error``.""",
-        initial=True,
-    ),
-    StateKey(
-        "busy", "bool", False, "to_page", "True while Python recomputes a request.", initial=True
-    ),
-    StateKey(
-        "error",
-        "str",
-        "",
         "to_page",
-        'The last request\'s error message ("" when it succeeded); the old result stays.',
+        """The command running in the background: ``{"id": request id, "command":
+    "recompute" | "ablation"}``, or ``{}`` when none runs. The page shows it as busy and
+    names it when it cancels (see ``iglens_viz.protocol.commands``).""",
         initial=True,
     ),
     StateKey(
@@ -144,24 +133,9 @@ STATE: tuple[StateKey, ...] = (
         "to_page",
         """The component split (heads, MLP, remainder) of the selected position, computed by
     Python when the selection changes in an interactive widget whose result has none:
-    ``{names, segments, positions, shares}`` as in the result's ``components``, ``{}``
-    before, or ``{"error": message}`` when this model cannot be split.""",
-    ),
-    StateKey(
-        "ablation_request",
-        "dict",
-        {},
-        "to_kernel",
-        """Written by the browser's "Causal check" button: ``{position, _n}`` (``_n`` a counter
-    that makes every click a change). Python answers through ``ablation_busy`` and
-    ``ablation``. Nothing is ablated before the first click.""",
-    ),
-    StateKey(
-        "ablation_busy",
-        "bool",
-        False,
-        "to_page",
-        "True while Python ablates the segments for an ``ablation_request``.",
+    ``{names, segments, positions, shares}`` as in the result's ``components``, plus the
+    ``result_id`` and ``request_id`` it answers; ``{}`` before (the page's ``components``
+    command asks for it; an error is in the command's answer).""",
     ),
     StateKey(
         "ablation",
@@ -169,19 +143,11 @@ STATE: tuple[StateKey, ...] = (
         {},
         "to_page",
         """The causal check of one token (``segment_ablation``): ``{position, mode, drops,
-    clean, labels, parts, target_id, contrast_id, target_name, seconds}``, ``{}`` before the
-    first check and after every new result, or ``{"error": message, "position": p}``. Kept
-    when the selection moves (the browser shows it for its position only); exported by
+    clean, labels, parts, target_id, contrast_id, target_name, seconds, result_id,
+    request_id}``, ``{}`` before the first check and after every new result (the page's
+    ``ablation`` command asks for it; an error is in the command's answer). Kept when the
+    selection moves (the browser shows it for its result and position only); exported by
     ``to_html``.""",
-    ),
-    StateKey(
-        "path_request",
-        "dict",
-        {},
-        "to_kernel",
-        """Written by the browser's detail panel: ``{position, steps, _n}``, the interior path
-    of one position at ``steps`` interpolation steps. Python answers through ``path``
-    (milliseconds: one position's points, no model run).""",
     ),
     StateKey(
         "path",
@@ -190,8 +156,8 @@ STATE: tuple[StateKey, ...] = (
         "to_page",
         """The interior path of one position (``IGLens.interior_path``): ``{position, steps,
     path, terms, labels, target_id, estimator, seconds}`` (``path`` ``(k, m+1)`` lists,
-    ``terms`` the ``(k, m)`` midpoint Riemann terms), ``{}`` before the first request and
-    after every new result, or ``{"error": message, "position": p}``.""",
+    ``terms`` the ``(k, m)`` midpoint Riemann terms) plus ``result_id`` and ``request_id``,
+    ``{}`` before the first ``path`` command and after every new result.""",
     ),
     StateKey(
         "view",
@@ -222,7 +188,8 @@ STATE: tuple[StateKey, ...] = (
         """Further results shown beside ``result`` on one colour scale
     (``iglens_viz.compare``): ``{labels, results, limit}`` — one label per result, the other
     results' protocol dicts, and the shared colour limit (the largest |contribution| of all
-    results) — or ``{}`` for one result.""",
+    results) and ``result_id``, the id of the ``result`` they are compared with — or ``{}``
+    for one result.""",
     ),
     StateKey(
         "progress",
@@ -232,14 +199,6 @@ STATE: tuple[StateKey, ...] = (
         """The running recompute's progress, 0 … 1 (the share of interior points done), -1
     when no recompute runs or none reports progress (a steps = 1 prediction-aware request
     has no interior points).""",
-    ),
-    StateKey(
-        "cancel_request",
-        "dict",
-        {},
-        "to_kernel",
-        """Written by the browser's Cancel button: ``{_n}``. The running recompute stops at
-    its next chunk of points; ``error`` then reads "cancelled" and the old result stays.""",
     ),
 )
 """Every synced value of the model, in the widget's declaration order."""

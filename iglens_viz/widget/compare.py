@@ -98,10 +98,14 @@ def default_pins(results: Iterable[AttributionResult]) -> list[list[int]]:
 
 
 def comparison_payload(
-    results: Iterable[AttributionResult], labels: Iterable[object] | None = None
+    results: Iterable[AttributionResult],
+    labels: Iterable[object] | None = None,
+    *,
+    result_id: str = "r0",
 ) -> dict[str, Any]:
-    """The ``comparison`` trait of a widget that shows ``results[0]``: one label per result,
-    the protocol dicts of ``results[1:]`` and the shared colour limit."""
+    """The ``comparison`` trait of a widget that shows ``results[0]`` as its result
+    ``result_id``: one label per result, the protocol dicts of ``results[1:]`` (ids ``c1``,
+    ``c2``, …) and the shared colour limit."""
     from ..protocol import result_payload
 
     checked = _check(results)
@@ -112,8 +116,9 @@ def comparison_payload(
         )
     return {
         "labels": names,
-        "results": [result_payload(r) for r in checked[1:]],
+        "results": [result_payload(r, result_id=f"c{q}") for q, r in enumerate(checked[1:], 1)],
         "limit": shared_limit(checked),
+        "result_id": str(result_id),
     }
 
 
@@ -161,7 +166,6 @@ def compare(
     checked = _check(results)
     if view not in VIEWS:
         raise InvalidRequestError(f"view={view!r}: choose one of {', '.join(VIEWS)}")
-    payload = comparison_payload(checked, labels)
     pins = default_pins(checked) if pinned is None else [[int(r), int(i)] for r, i in pinned]
     for r, i in pins:
         if not (0 <= r < len(checked) and 0 <= i < len(checked[r].input_ids)):
@@ -170,6 +174,7 @@ def compare(
                 f"{len(checked) - 1}, position i within that result"
             )
     widget = IGLensWidget(checked[0], selected=selected)
+    payload = comparison_payload(checked, labels, result_id=widget.result_id)
     with widget.hold_sync():
         widget.comparison = payload
         widget.pinned = pins

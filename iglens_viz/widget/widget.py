@@ -1,24 +1,24 @@
 """The IG-Lens notebook widget: token strip, layer heatmap and detail panel, linked in JS.
 
-One anywidget model carries everything (see ``docs/widget-protocol.md``): the attribution as
-``result``, the shared selection and hover, and — when a kernel can recompute — the
-controls' ``request`` answered by a new ``result``. Linking lives in the browser, so it
-survives the static HTML export (:func:`iglens_viz.export.to_html`).
+One anywidget model carries the state (see ``docs/widget-protocol.md``): the attribution as
+``result``, the shared selection and hover, and Python's answers. Linking lives in the
+browser, so it survives the static HTML export (:func:`iglens_viz.export.to_html`).
 
-A recompute replays the shown result's :class:`~iglens_viz.core.request.AttributionRequest`
-with the fields the controls changed (:meth:`AttributionRequest.with_controls`): the lens
-finds its cached forward pass and its cached answer, so nothing is re-derived here.
-
-The causal check (``ablation_request`` → ``ablation``) sets, for one token, the drop of the
-lens value when each segment is zero-ablated (:func:`segment_ablation`) beside the segment
-contributions: the total effect of a segment in the real forward pass next to IG-Lens's
-conditional marginal. It runs only when asked (a click), batched by
-:func:`iglens_viz.causal.ablate`.
+When a kernel can compute (the widget was given its ``IGLens``), the page sends commands
+as custom messages — recompute, cancel, the causal check, the interior path, the head split
+— and :meth:`IGLensWidget.dispatch` runs them (:mod:`iglens_viz.protocol.commands`),
+answering each with one envelope. A recompute replays the shown result's
+:class:`~iglens_viz.core.request.AttributionRequest` with the fields the controls changed
+(:meth:`AttributionRequest.with_controls`): the lens finds its cached forward pass, so
+nothing is re-derived here. The causal check sets beside the segment contributions the
+drop of the lens value when each segment is zero-ablated (:func:`segment_ablation`): the
+total effect of a segment in the real forward pass next to IG-Lens's conditional marginal.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import os
 import sys
@@ -34,10 +34,10 @@ import traitlets
 from ..core.components import component_segments
 from ..core.estimators import progress_hook
 from ..core.extensions import provider
-from ..core.inputs import is_position_index
 from ..errors import IGLensError, InvalidRequestError
 from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
+from ..protocol.commands import COMMANDS, Command, answer, parse_command
 from ..protocol.payload import ablation_payload, components_payload, path_payload
 
 if TYPE_CHECKING:
@@ -57,11 +57,15 @@ __all__ = [
 ]
 
 # The traits the page writes (js/views: strip, heatmap and context select/hover, the colour
-# select, the view tabs, the compare view's pins, the controls' Apply and Cancel, the detail
-# panel's causal check and path) are PAGE_WRITABLE, derived from the direction of each
-# value in iglens_viz.protocol.state.STATE. Every other synced trait is Python's answer or
-# Python's own state (and anywidget's and ipywidgets' own traits): an update from the page
-# that writes one of those is refused, so exports always carry what Python computed.
+# select, the view tabs, the compare view's pins) are PAGE_WRITABLE, derived from the
+# direction of each value in iglens_viz.protocol.state.STATE; its commands are messages.
+# Every other synced trait is Python's answer or Python's own state (and anywidget's and
+# ipywidgets' own traits): an update from the page that writes one of those is refused, so
+# exports always carry what Python computed.
+
+PASS_WHILE_RUNNING = ("hello", "cancel")
+"""The commands answered while a background command runs (the others are refused: they
+would read the lens the background command uses, or a result about to be replaced)."""
 
 _TRAIT_TYPES: dict[str, type[traitlets.TraitType[Any, Any]]] = {
     "int": traitlets.Int,
@@ -142,20 +146,14 @@ class IGLensWidget(anywidget.AnyWidget):
     hovered = _trait("hovered")
     color_by = _trait("color_by")
     interactive = _trait("interactive")
-    request = _trait("request")
-    busy = _trait("busy")
-    error = _trait("error")
+    running = _trait("running")
     components = _trait("components")
-    ablation_request = _trait("ablation_request")
-    ablation_busy = _trait("ablation_busy")
     ablation = _trait("ablation")
-    path_request = _trait("path_request")
     path = _trait("path")
     view = _trait("view")
     pinned = _trait("pinned")
     comparison = _trait("comparison")
     progress = _trait("progress")
-    cancel_request = _trait("cancel_request")
 
     threaded: bool | None = None
     """Run recomputes in a background thread, so that the kernel hears a Cancel while one
@@ -271,24 +269,21 @@ class IGLensWidget(anywidget.AnyWidget):
             )
         self._lens = lens
         self._attribution = result
-        # Held by page updates (kernel thread) and the recompute worker's updates: ipywidgets
-        # keeps the sync bookkeeping (hold_sync, property locks) per widget, not per thread.
+        self._shown = itertools.count(1)  # the n of the result id "r<n>"
+        # Held by page updates (kernel thread) and the background worker's updates and
+        # answers: ipywidgets keeps the sync bookkeeping (hold_sync, property locks) per
+        # widget, not per thread.
         self._sync_lock = threading.RLock()
         state = initial_state(
-            result_payload(result),
+            result_payload(result, result_id=self._next_result_id()),
             selected=selected,
             color_by=color_by,
             interactive=lens is not None,
         )
         super().__init__(**state)
-        self.observe(self._on_request, names="request")
-        self.observe(self._on_selected, names="selected")
-        self.observe(self._on_ablation_request, names="ablation_request")
-        self.observe(self._on_path_request, names="path_request")
-        self.observe(self._on_cancel, names="cancel_request")
+        self.on_msg(self._on_message)
         self._cancel = threading.Event()
         self._worker: threading.Thread | None = None
-        self._on_selected(None)
 
     def __repr__(self) -> str:
         a = self._attribution
@@ -307,6 +302,11 @@ class IGLensWidget(anywidget.AnyWidget):
         """The :class:`IGLens` that recomputes requests (None when not interactive)."""
         return self._lens
 
+    @property
+    def result_id(self) -> str:
+        """The id of the shown result (``result["id"]``): what every answer about it names."""
+        return str(self.result.get("id", ""))
+
     def to_html(
         self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
     ) -> str:
@@ -316,26 +316,95 @@ class IGLensWidget(anywidget.AnyWidget):
 
         return to_html(self, path, title=title)
 
-    # ------------------------------------------------------------------ recompute
+    def _next_result_id(self) -> str:
+        return f"r{next(self._shown)}"
 
-    def _on_request(self, change: Mapping[str, Any]) -> None:
-        controls, lens = change["new"], self._lens
-        if not controls or lens is None:
-            return
-        if self._worker is not None and self._worker.is_alive():
-            self.error = "a recompute is running: wait for it or cancel it"
-            return
-        self._cancel.clear()
-        with self.hold_sync():
-            self.busy = True
-            self.progress = -1.0
-        if self._threaded():
-            self._worker = threading.Thread(
-                target=self._recompute, args=(lens, controls), name="iglens-recompute", daemon=True
+    def _require_lens(self, what: str) -> IGLens:
+        if self._lens is None:
+            raise IGLensError(
+                f"{what} needs the model: this widget has no IGLens; build it with "
+                f"IGLensWidget(result, lens) or iglens_viz.widget.show(...)"
             )
-            self._worker.start()
-        else:
-            self._recompute(lens, controls)
+        return self._lens
+
+    # ------------------------------------------------------------------ commands
+
+    def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        self.dispatch(content)
+
+    def dispatch(self, message: Any) -> dict[str, Any] | None:
+        """Run one command from the page (see :mod:`iglens_viz.protocol.commands`) and send
+        its answer envelope to the page.
+
+        Returns the envelope when the command is done on return, or None when it runs in
+        the background thread (its envelope is sent when it ends). Never raises for a bad
+        message or a failed command: the envelope says what went wrong (an unexpected error
+        also goes to the kernel's log)."""
+        try:
+            command = parse_command(message)
+        except InvalidRequestError as err:
+            raw = message if isinstance(message, Mapping) else {}
+            request_id, kind = raw.get("id"), raw.get("kind")
+            return self._answer(
+                request_id if isinstance(request_id, str) else "",
+                kind if isinstance(kind, str) and kind in COMMANDS else "",
+                err,
+            )
+        if command.spec.background:
+            return self._start(command)
+        return self._run(command)
+
+    def _answer(
+        self, request_id: str, command: str, error: BaseException | None = None
+    ) -> dict[str, Any]:
+        envelope = answer(request_id, command, self.result_id, error)
+        with self._sync_lock:
+            self.send(envelope)
+        return envelope
+
+    def _run(self, command: Command) -> dict[str, Any]:
+        error: BaseException | None = None
+        try:
+            waits = not command.spec.background and command.kind not in PASS_WHILE_RUNNING
+            if waits and self.running:
+                raise IGLensError(
+                    f"{self.running.get('command')} {self.running.get('id')!r} is running: "
+                    f"ask again when it is done"
+                )
+            getattr(self, f"_command_{command.kind}")(command)
+        except IGLensError as err:
+            error = err
+        except Exception as err:  # unexpected: say so on the page, and in the kernel log
+            self.log.exception("IGLensWidget: the %s command failed", command.kind)
+            error = err
+        finally:
+            if command.spec.background:
+                with self._sync_lock, self.hold_sync():
+                    self.running = {}
+                    self.progress = -1.0
+        return self._answer(command.id, command.kind, error)
+
+    def _start(self, command: Command) -> dict[str, Any] | None:
+        if self.running:
+            return self._answer(
+                command.id,
+                command.kind,
+                IGLensError(
+                    f"{self.running.get('command')} {self.running.get('id')!r} is running: "
+                    f"wait for it or cancel it"
+                ),
+            )
+        self._cancel.clear()
+        with self._sync_lock, self.hold_sync():
+            self.running = {"id": command.id, "command": command.kind}
+            self.progress = -1.0
+        if not self._threaded():
+            return self._run(command)
+        self._worker = threading.Thread(
+            target=self._run, args=(command,), name=f"iglens-{command.kind}", daemon=True
+        )
+        self._worker.start()
+        return None
 
     def _threaded(self) -> bool:
         if self.threaded is not None:
@@ -344,6 +413,55 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def _in_worker(self) -> bool:
         return self._worker is not None and threading.current_thread() is self._worker
+
+    def _shown_result(self, command: Command) -> None:
+        """Refuse a command about a result the widget no longer shows (the page was behind)."""
+        asked = command.fields["result_id"]
+        if asked != self.result_id:
+            raise InvalidRequestError(
+                f"this {command.kind} command is about result {asked!r}, but the widget now "
+                f"shows {self.result_id!r}: ask again on the shown result"
+            )
+
+    def _command_hello(self, command: Command) -> None:
+        """Nothing to do: the answer tells the page that a kernel listens."""
+
+    def _command_cancel(self, command: Command) -> None:
+        target, running = command.fields["request_id"], self.running
+        if running.get("id") != target:
+            now = f" ({running.get('command')} {running.get('id')!r} is)" if running else ""
+            raise InvalidRequestError(f"nothing to cancel: {target!r} is not running{now}")
+        if running.get("command") != "recompute":
+            raise InvalidRequestError(
+                f"a {running.get('command')} cannot be stopped midway; it ends in seconds"
+            )
+        self._cancel.set()
+
+    def _command_recompute(self, command: Command) -> None:
+        lens = self._require_lens("recomputing")
+        self._shown_result(command)
+        with progress_hook(self._report):
+            new = lens.run(self._attribution.request.with_controls(command.fields["controls"]))
+        self._show(new)
+
+    def _command_ablation(self, command: Command) -> None:
+        self._shown_result(command)
+        self.causal_check(command.fields["position"], request_id=command.id)
+
+    def _command_path(self, command: Command) -> None:
+        self._shown_result(command)
+        fields = command.fields
+        self.interior_path(fields["position"], fields["steps"], request_id=command.id)
+
+    def _command_components(self, command: Command) -> None:
+        self._shown_result(command)
+        self.split_components(command.fields["position"], request_id=command.id)
+
+    def _answered(self, payload: dict[str, Any], request_id: str) -> dict[str, Any]:
+        """An answer's trait value: ``payload`` with the result and the request it answers."""
+        return {**payload, "result_id": self.result_id, "request_id": request_id}
+
+    # ------------------------------------------------------------------ recompute
 
     def _report(self, done: int, total: int) -> None:
         """The progress hook of a recompute: publish the share done; stop when cancelled."""
@@ -354,29 +472,6 @@ class IGLensWidget(anywidget.AnyWidget):
             with self._sync_lock:
                 self.progress = value
 
-    def _recompute(self, lens: IGLens, controls: Mapping[str, Any]) -> None:
-        try:
-            with progress_hook(self._report):
-                new = lens.run(self._attribution.request.with_controls(controls))
-            payload = result_payload(new)
-        except IGLensError as err:
-            with self._sync_lock, self.hold_sync():
-                self.error = str(err)
-                self.busy = False
-                self.progress = -1.0
-            return
-        except Exception as err:  # unexpected: say so in the view, and in the kernel log
-            with self._sync_lock, self.hold_sync():
-                self.error = f"{type(err).__name__}: {err}"
-                self.busy = False
-                self.progress = -1.0
-            raise
-        self._show(new, payload)
-
-    def _on_cancel(self, change: Mapping[str, Any]) -> None:
-        if change["new"] and self.busy:
-            self._cancel.set()
-
     def cancel(self) -> None:
         """Stop the running recompute at its next chunk of points (the old result stays)."""
         self._cancel.set()
@@ -386,148 +481,90 @@ class IGLensWidget(anywidget.AnyWidget):
         ``contrast``, ``boundaries``, ``estimator``, ``steps``, … as in
         :meth:`IGLens.attribute`) and show the new result.
 
-        Returns the new :class:`AttributionResult`. Errors propagate (unlike requests from
-        the browser, which land in :attr:`error`).
+        Returns the new :class:`AttributionResult`. Errors propagate (the page's
+        ``recompute`` command gets them in its answer instead).
         """
-        if self._lens is None:
-            raise IGLensError(
-                "this widget has no IGLens to recompute with; build it with "
-                "IGLensWidget(result, lens) or iglens_viz.widget.show(...)"
-            )
-        new = self._lens.run(self._attribution.request.replace(**changes))
-        self._show(new, result_payload(new))
+        lens = self._require_lens("recomputing")
+        new = lens.run(self._attribution.request.replace(**changes))
+        self._show(new)
         return new
 
-    def _show(self, result: AttributionResult, payload: dict[str, Any]) -> None:
+    def _show(self, result: AttributionResult) -> None:
+        payload = result_payload(result, result_id=self._next_result_id())
         with self._sync_lock, self.hold_sync():
             self._attribution = result
             self.result = payload
-            self.error = ""
-            self.busy = False
-            self.progress = -1.0
             self.path = {}
             self.components = {}
             self.ablation = {}
-            self.ablation_busy = False
-        self._on_selected(None)
 
-    # ------------------------------------------------------------------ causal check
+    # ------------------------------------------------------------------ answers by token
 
-    def causal_check(self, position: int | None = None) -> dict[str, Any]:
+    def causal_check(self, position: int | None = None, *, request_id: str = "") -> dict[str, Any]:
         """Zero-ablate each segment of the shown result and measure the drop of the lens
         value at ``position`` (default: the selected one); see :func:`segment_ablation`.
 
         Sets :attr:`ablation` (the browser draws the drops beside the contributions) and
-        returns it. Errors propagate (unlike clicks in the browser, which land in
-        :attr:`ablation` as ``{"error": …}``).
+        returns it. Errors propagate (the page's ``ablation`` command gets them in its
+        answer instead).
         """
-        if self._lens is None:
-            raise IGLensError(
-                "the causal check ablates blocks of the model: this widget has "
-                "no IGLens; build it with IGLensWidget(result, lens) or "
-                "iglens_viz.widget.show(...)"
-            )
+        lens = self._require_lens("the causal check")
         position = self.selected if position is None else position
-        self.ablation_busy = True
-        try:
-            payload = segment_ablation(self._lens, self._attribution, position)
-        except BaseException:
-            self.ablation_busy = False
-            raise
-        with self.hold_sync():
+        payload = self._answered(segment_ablation(lens, self._attribution, position), request_id)
+        with self._sync_lock:
             self.ablation = payload
-            self.ablation_busy = False
         return payload
 
-    def _on_ablation_request(self, change: Mapping[str, Any]) -> None:
-        wish = change["new"]
-        if not wish:
-            return
-        position = wish.get("position") if isinstance(wish, dict) else None
-        where = {"position": position} if is_position_index(position) else {}
-        try:
-            if position is None or not is_position_index(position):
-                raise InvalidRequestError(
-                    f"an ablation request needs a position (an integer >= 0), got {position!r}"
-                )
-            if self._worker is not None and self._worker.is_alive():
-                raise IGLensError("a recompute is running: ask again when it is done")
-            self.causal_check(int(position))
-        except IGLensError as err:
-            self.ablation = {"error": str(err), **where}
-        except Exception as err:  # unexpected: say so in the view, and in the kernel log
-            self.ablation = {"error": f"{type(err).__name__}: {err}", **where}
-            raise
-
-    # ------------------------------------------------------------------ interior path
-
-    def interior_path(self, position: int | None = None, steps: int = 8) -> dict[str, Any]:
+    def interior_path(
+        self, position: int | None = None, steps: int = 8, *, request_id: str = ""
+    ) -> dict[str, Any]:
         """Compute the interior path of one position of the shown result (default: the
         selected one) at ``steps`` interpolation steps, and show it in the detail panel.
 
-        Sets :attr:`path` and returns it (see :func:`position_path`). Errors propagate
-        (unlike requests from the browser, which land in :attr:`path` as ``{"error": …}``).
+        Sets :attr:`path` and returns it (see :func:`position_path`). Errors propagate (the
+        page's ``path`` command gets them in its answer instead).
         """
-        if self._lens is None:
-            raise IGLensError(
-                "the interior path reads the model's states: this widget has "
-                "no IGLens; build it with IGLensWidget(result, lens) or "
-                "iglens_viz.widget.show(...)"
-            )
+        lens = self._require_lens("the interior path")
         position = self.selected if position is None else position
-        payload = position_path(self._lens, self._attribution, position, steps)
-        self.path = payload
+        payload = self._answered(
+            position_path(lens, self._attribution, position, steps), request_id
+        )
+        with self._sync_lock:
+            self.path = payload
         return payload
 
-    def _on_path_request(self, change: Mapping[str, Any]) -> None:
-        wish = change["new"]
-        if not wish:
-            return
-        position = wish.get("position") if isinstance(wish, dict) else None
-        steps = wish.get("steps", 8) if isinstance(wish, dict) else None
-        where = {"position": position} if is_position_index(position) else {}
-        try:
-            if position is None or not is_position_index(position):
-                raise InvalidRequestError(
-                    f"a path request needs a position (an integer >= 0), got {position!r}"
-                )
-            if isinstance(steps, bool) or not isinstance(steps, int):
-                raise InvalidRequestError(f"a path request needs steps (an integer), got {steps!r}")
-            if self._worker is not None and self._worker.is_alive():
-                raise IGLensError("a recompute is running: ask again when it is done")
-            self.interior_path(int(position), int(steps))
-        except IGLensError as err:
-            self.path = {"error": str(err), **where}
-        except Exception as err:  # unexpected: say so in the view, and in the kernel log
-            self.path = {"error": f"{type(err).__name__}: {err}", **where}
-            raise
+    def split_components(
+        self, position: int | None = None, *, request_id: str = ""
+    ) -> dict[str, Any]:
+        """Split one position's contributions (default: the selected one) over heads, MLPs
+        and the remainder, and show it in the detail panel's heads section.
 
-    # ------------------------------------------------------------------ component split
-
-    def _on_selected(self, change: Mapping[str, Any] | None) -> None:
-        """Split the selected position's contributions over heads and MLPs (milliseconds once
-        the lens holds the head outputs; the first call on a prompt runs the model once)."""
-        result, position = self._attribution, self.selected
-        if self._worker is not None and self._worker.is_alive() and not self._in_worker():
-            return  # the recompute's new result splits the selection when it lands
-        if (
-            self._lens is None
-            or result.component_shares is not None
-            or position < 0
-            or result.target_ids[position] < 0
-        ):
-            return
-        try:
-            shares = self._lens.components(result, [position])
-        except IGLensError as err:
-            self.components = {"error": str(err)}
-            return
-        names = self._lens.component_names
-        payload = components_payload(
-            names, component_segments(result.boundaries, names, result.n_blocks), [position], shares
+        Milliseconds once the lens holds the head outputs; the first call on a prompt runs
+        the model once. Sets :attr:`components` and returns it (``{}`` when the result
+        carries its own split). Errors propagate (the page's ``components`` command gets
+        them in its answer instead)."""
+        lens = self._require_lens("the head split")
+        result = self._attribution
+        position = self.selected if position is None else position
+        if result.component_shares is not None:
+            return {}
+        if not -len(result.input_ids) <= position < len(result.input_ids):
+            raise InvalidRequestError(
+                f"position {position} is not a position of this result: use 0 … "
+                f"{len(result.input_ids) - 1}"
+            )
+        if result.target_ids[position] < 0:
+            raise InvalidRequestError(f"position {position} has no target to split")
+        shares = lens.components(result, [position])
+        names = lens.component_names
+        segments = component_segments(result.boundaries, names, result.n_blocks)
+        payload = self._answered(
+            components_payload(names, segments, [int(position) % len(result.input_ids)], shares),
+            request_id,
         )
         with self._sync_lock:
             self.components = payload
+        return payload
 
 
 def _running_kernel() -> Any:

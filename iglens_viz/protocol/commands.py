@@ -1,0 +1,164 @@
+"""The page's commands and Python's answers, declared once (:data:`COMMANDS`).
+
+The page asks for work with custom messages (anywidget's ``model.send``), never by writing
+traits; Python answers each command with one envelope (:func:`answer`). See the section
+"Commands and answers" of ``docs/widget-protocol.md``. This module reads and checks the
+messages; :meth:`iglens_viz.widget.IGLensWidget.dispatch` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..core.inputs import is_position_index
+from ..errors import InvalidRequestError
+
+__all__ = [
+    "COMMANDS",
+    "MAX_ID_LENGTH",
+    "Command",
+    "CommandKind",
+    "CommandSpec",
+    "answer",
+    "parse_command",
+]
+
+CommandKind = Literal["hello", "recompute", "cancel", "ablation", "path", "components"]
+"""A command the page can send; see :data:`COMMANDS`."""
+
+MAX_ID_LENGTH = 64
+"""The longest request id (the page's ids are a short random prefix and a counter)."""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """What one command carries and how it runs."""
+
+    fields: tuple[str, ...]
+    """Its fields beside ``kind`` and ``id``."""
+    background: bool
+    """Run in the widget's background thread (one at a time, named by ``running``)."""
+    doc: str
+
+
+COMMANDS: dict[CommandKind, CommandSpec] = {
+    "hello": CommandSpec((), False, "Nothing to do: the answer tells the page a kernel listens."),
+    "recompute": CommandSpec(
+        ("result_id", "controls"),
+        True,
+        """Recompute the shown result's request with the controls' fields replaced
+        (``AttributionRequest.with_controls``); answered by a new ``result``.""",
+    ),
+    "cancel": CommandSpec(
+        ("request_id",),
+        False,
+        """Stop the running command ``request_id`` at its next chunk of points; the old
+        result stays.""",
+    ),
+    "ablation": CommandSpec(
+        ("result_id", "position"),
+        True,
+        "The causal check of one token; answered through the ``ablation`` trait.",
+    ),
+    "path": CommandSpec(
+        ("result_id", "position", "steps"),
+        False,
+        "The interior path of one token; answered through the ``path`` trait.",
+    ),
+    "components": CommandSpec(
+        ("result_id", "position"),
+        False,
+        "The head split of one token; answered through the ``components`` trait.",
+    ),
+}
+"""Every command, by kind (the order of ``docs/widget-protocol.md``'s table)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One checked command from the page."""
+
+    kind: CommandKind
+    id: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> CommandSpec:
+        """The declaration of this command's kind."""
+        return COMMANDS[self.kind]
+
+
+def _request_id(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_LENGTH:
+        raise InvalidRequestError(
+            f"{what} must be a string of 1 … {MAX_ID_LENGTH} characters, got {value!r:.80}"
+        )
+    return value
+
+
+def _field(kind: str, name: str, value: Any) -> Any:
+    """A command's field, checked for its form (the widget checks it against the result)."""
+    if name in ("result_id", "request_id"):
+        return _request_id(value, f"a {kind} command's {name}")
+    if name == "position":
+        if not is_position_index(value):
+            raise InvalidRequestError(
+                f"a {kind} command needs a position (an integer >= 0), got {value!r:.80}"
+            )
+        return int(value)
+    if name == "steps":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidRequestError(
+                f"a {kind} command needs steps (an integer), got {value!r:.80}"
+            )
+        return value
+    if name == "controls":
+        if not isinstance(value, Mapping):
+            raise InvalidRequestError(
+                f"a {kind} command needs controls (an object of target, contrast, "
+                f"boundaries, estimator, steps), got {value!r:.80}"
+            )
+        return dict(value)
+    raise AssertionError(f"no rule for the field {name!r}")  # pragma: no cover - COMMANDS
+
+
+def parse_command(message: Any) -> Command:
+    """The :class:`Command` a page message asks for; an :class:`InvalidRequestError`
+    naming what is wrong (the dispatcher sends it back in the error envelope)."""
+    if not isinstance(message, Mapping):
+        raise InvalidRequestError(
+            f"a command is an object with kind and id, got {type(message).__name__}"
+        )
+    kind = message.get("kind")
+    if kind not in COMMANDS:
+        raise InvalidRequestError(
+            f"unknown command kind {kind!r:.80}: choose one of {', '.join(COMMANDS)}"
+        )
+    request_id = _request_id(message.get("id"), f"a {kind} command's id")
+    spec = COMMANDS[kind]
+    missing = [name for name in spec.fields if name not in message]
+    if missing:
+        raise InvalidRequestError(f"a {kind} command needs {', '.join(missing)}")
+    fields = {name: _field(kind, name, message[name]) for name in spec.fields}
+    return Command(kind, request_id, fields)
+
+
+def answer(
+    request_id: str,
+    command: str,
+    result_id: str,
+    error: BaseException | None = None,
+) -> dict[str, Any]:
+    """The one answer envelope of a command: ``ok``, or the error's type and message."""
+    return {
+        "kind": "answer",
+        "request_id": request_id,
+        "command": command,
+        "ok": error is None,
+        "result_id": result_id,
+        "error": None
+        if error is None
+        else {"type": type(error).__name__, "message": str(error) or type(error).__name__},
+    }
