@@ -16,7 +16,7 @@ Not a test: nothing here asserts on time. It prints figures next to the project'
   each), a click on the "Compare" tab until the next frame: the pinned curves and both
   results' fit-to-height heatmaps on the shared scale. Goal ≤ 300 ms.
 * lazy interior path (:func:`run_lazy_path`): the kernel's side of a click on "Show the path
-  inside each segment" — ``path_request`` set → ``path`` trait filled — for one token of a
+  inside each segment" — a ``path`` command dispatched → ``path`` trait filled — for one token of a
   512-token prompt at m = 8, on the embedded SmolLM2-135M (30 blocks). Goal ≤ 200 ms.
 
 Medians over several page loads and clicks. The result is synthetic (exact telescoping sums,
@@ -236,9 +236,9 @@ def report_views(args) -> dict:
 
 
 def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> dict:
-    """Per-token lazy interior path: what the kernel does between a click's ``path_request``
-    and the ``path`` trait (``IGLensWidget._on_path_request`` → ``IGLens.interior_path`` at
-    ``steps``, payload built), on a T-token prompt whose forward pass is cached.
+    """Per-token lazy interior path: what the kernel does between a click's ``path`` command
+    and its answer (``IGLensWidget.dispatch`` → ``IGLens.interior_path`` at ``steps``, the
+    ``path`` trait set, the envelope built), on a T-token prompt whose forward pass is cached.
 
     ``model="default"``: the embedded SmolLM2-135M (30 blocks, 49,152-token vocabulary), the
     size the goal is about; falls back to a tiny random Llama when it cannot be loaded.
@@ -276,11 +276,12 @@ def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> d
     ]
     times = []
     for n, position in enumerate(positions):
+        command = {"kind": "path", "id": f"b{n}", "result_id": w.result_id}
         t0 = time.perf_counter()
-        w.path_request = {"position": position, "steps": steps, "_n": n + 1}
+        answer = w.dispatch({**command, "position": position, "steps": steps})
         elapsed = 1000 * (time.perf_counter() - t0)
-        if "error" in w.path:
-            raise RuntimeError(w.path["error"])
+        if answer is None or not answer["ok"]:
+            raise RuntimeError(answer and answer["error"])
         if n:  # the first request warms the readout
             times.append(elapsed)
     return dict(
@@ -302,7 +303,7 @@ def report_lazy_path(args) -> dict:
         f"  lazy interior path of one token       {v['lazy_path_ms']:7.1f} ms  "
         f"goal <= {GOAL_LAZY_PATH_MS:.0f} ms: {verdict}   (median of {v['lazy_repeats']} "
         f"tokens; m={v['lazy_steps']}, {v['lazy_T']} tokens x {v['lazy_blocks']} blocks, "
-        f"{v['lazy_model']}; kernel side: path_request -> path)"
+        f"{v['lazy_model']}; kernel side: path command -> path)"
     )
     return v
 

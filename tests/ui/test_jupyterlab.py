@@ -50,13 +50,24 @@ def path_reference():
     full = lens.run(w.attribution.request.replace(steps=w.path["steps"]))
     return full.path_probs[w.path["position"]].tolist()
 
+answers = []  # the answer envelopes sent to the page
+
 def record(change=None):
+    errors = [a["error"]["message"] for a in answers if not a["ok"]]
     state_file.write_text(json.dumps({{
-        "selected": w.selected, "target": w.result["controls"]["target"], "error": w.error,
-        "target_ids": w.attribution.target_ids.tolist(), "busy": w.busy,
+        "selected": w.selected, "target": w.result["controls"]["target"],
+        "error": errors[-1] if errors else "", "commands": [a["command"] for a in answers],
+        "target_ids": w.attribution.target_ids.tolist(), "running": w.running,
         "ablation": w.ablation, "path": w.path, "path_ref": path_reference()}}))
 
-w.observe(record, names=["selected", "result", "error", "busy", "ablation", "path"])
+_send = w.send
+def send(content, buffers=None):
+    answers.append(content)
+    record()
+    return _send(content, buffers)
+
+w.send = send
+w.observe(record, names=["selected", "result", "running", "ablation", "path"])
 record()
 w"""
 
@@ -288,6 +299,7 @@ def test_widget_in_jupyterlab(lab, lab_page):
     assert widget.locator("[data-token-index]").count() == 7
     assert widget.locator("canvas.iglens-heatmap-canvas").count() == 1
     assert widget.locator(".iglens-controls").first.is_visible()  # interactive: a kernel
+    wait_for(lambda: "hello" in python_state(lab).get("commands", []), what="the page's hello")
 
     # 1. A click in the browser selects in JS (detail panel) and in Python (the trait).
     widget.locator("[data-token-index='2']").click()
@@ -310,8 +322,10 @@ def test_widget_in_jupyterlab(lab, lab_page):
     controls.locator("[name='target']").fill("w42")
     controls.locator(".iglens-apply").click()
     state = wait_for(
-        lambda: (s := python_state(lab)).get("target") == "w42" and s,
-        what="recompute in the kernel",
+        lambda: (
+            (s := python_state(lab)).get("target") == "w42" and "recompute" in s["commands"] and s
+        ),
+        what="recompute in the kernel, answered",
     )
     assert state["error"] == "" and set(state["target_ids"]) == {42}
     wait_for(lambda: detail.text_content() != before, what="detail panel to change")
