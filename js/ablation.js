@@ -6,6 +6,7 @@
  * largest drop fall in the same segment). Pure: no DOM.
  * @module ablation
  */
+import { traitIds } from "./commands.js";
 
 /**
  * @typedef {object} Ablation a decoded `ablation` trait (the drops of one position)
@@ -28,9 +29,8 @@
  *
  * @typedef {object} TraitAblation the `ablation` trait, read against the current result
  * @property {Ablation|null} ablation usable for the current result
- * @property {string|null} error Python's message (`{"error": …}`) or why the trait could not be read
- * @property {number|null} errorPosition the position the error is about (null: any)
- * @property {boolean} stale a check of another result (other segments or target): ignored
+ * @property {string|null} error why the trait could not be read (Python's errors come in answers)
+ * @property {boolean} stale a check of another result (by its `result_id`): not shown
  *
  * @typedef {object} Comparison contributions against drops over the segments of one token
  * @property {number} rho Spearman's rank correlation (average ranks for ties; NaN with fewer than
@@ -62,7 +62,7 @@ function id(v, name) {
 }
 
 /**
- * Decode the `ablation` trait (without `error`). Returns null for null, undefined or `{}`;
+ * Decode the `ablation` trait's drops. Returns null for null, undefined or `{}`;
  * throws a TypeError (wrong type) or RangeError (wrong shape or value) naming the key.
  * @param {unknown} raw @param {string} [where] how messages name it
  * @returns {Ablation|null}
@@ -124,33 +124,31 @@ export function ablationMismatch(a, r) {
 }
 
 /**
- * Read the `ablation` trait against the current result: `{}` / absent → nothing;
- * `{"error": message, position?}` → that message; a check that does not fit → stale
- * (ignored: Python clears it with every new result). Never throws.
- * @param {unknown} raw @param {AblationFit|null} r
+ * Read the `ablation` trait against the current result: `{}` / absent → nothing; a check of
+ * another result (its `result_id` is not the result's `id`) → stale (not shown); a check of
+ * this result that is not of the documented form, or does not fit the result, → the reason
+ * (reported). Never throws.
+ * @param {unknown} raw @param {(AblationFit & {id: string})|null} r
  * @returns {TraitAblation}
  */
 export function readAblationTrait(raw, r) {
   /** @type {TraitAblation} */
-  const none = { ablation: null, error: null, errorPosition: null, stale: false };
+  const none = { ablation: null, error: null, stale: false };
   if (isEmptyAblation(raw)) return none;
-  if (isObject(raw) && "error" in raw) {
-    const msg = raw.error;
-    const p = raw.position;
-    return {
-      ...none,
-      error: typeof msg === "string" && msg ? msg : "the causal check failed",
-      errorPosition: Number.isInteger(p) && p >= 0 ? p : null,
-    };
-  }
+  const bad = (/** @type {string} */ why) => ({ ...none, error: `Could not read the ablation drops: ${why}` });
+  if (!isObject(raw)) return bad("the ablation trait must be an object {position, mode, drops, labels, result_id, …}");
+  const ids = traitIds(raw, "the ablation trait");
+  if (typeof ids === "string") return bad(ids);
+  if (!r || ids.resultId !== r.id) return { ...none, stale: true };
   let a;
   try {
     a = decodeAblation(raw);
   } catch (err) {
-    return { ...none, error: `Could not read the ablation drops: ${err instanceof Error ? err.message : String(err)}` };
+    return bad(err instanceof Error ? err.message : String(err));
   }
   if (!a) return none;
-  if (r && ablationMismatch(a, r)) return { ...none, stale: true };
+  const why = ablationMismatch(a, r);
+  if (why) return bad(`it does not fit the result: ${why}`);
   return { ...none, ablation: a };
 }
 

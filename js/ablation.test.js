@@ -5,6 +5,7 @@ import { makeState } from "./testing/fixture.js";
 import { decodeResult, contributionRow, segmentText } from "./result.js";
 import { decodeAblation, readAblationTrait, ablationMismatch, spearman, ranks, argmax, compareAblation, rhoText } from "./ablation.js";
 import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail/ablation.js";
+import { NO_KERNEL_NOTE, CONNECTING_NOTE } from "./views/kernel.js";
 import { fmtSigned } from "./format.js";
 import { createModel, mount } from "./standalone.js";
 
@@ -38,11 +39,13 @@ function trait(r, i, drops, extra = {}) {
     contrast_id: null,
     target_name: r.targetName,
     seconds: 0.25,
+    result_id: r.id,
+    request_id: "q-1",
     ...extra,
   };
 }
 
-const FIT = { T: 4, k: 3, segmentLabels: ["1", "2", "3"], targetIds: [5, 6, 7, 8] };
+const FIT = { id: "r1", T: 4, k: 3, segmentLabels: ["1", "2", "3"], targetIds: [5, 6, 7, 8] };
 const GOOD = {
   position: 1,
   mode: "zero",
@@ -54,6 +57,8 @@ const GOOD = {
   contrast_id: null,
   target_name: "p(target)",
   seconds: 1.5,
+  result_id: "r1",
+  request_id: "q-1",
 };
 
 describe("the ablation trait: decoding and validation", () => {
@@ -95,19 +100,23 @@ describe("the ablation trait: decoding and validation", () => {
     expect(bad({ target_name: 3 })).toThrow(/target_name/);
   });
 
-  it("the trait is read against the result: error, stale, usable; never throws", () => {
-    expect(readAblationTrait({}, FIT)).toEqual({ ablation: null, error: null, errorPosition: null, stale: false });
-    expect(readAblationTrait({ error: "no IGLens", position: 2 }, FIT)).toMatchObject({ error: "no IGLens", errorPosition: 2, ablation: null });
-    expect(readAblationTrait({ error: "bad request" }, FIT)).toMatchObject({ error: "bad request", errorPosition: null });
-    expect(readAblationTrait({ error: "" }, FIT).error).toBe("the causal check failed");
-    const broken = readAblationTrait({ ...GOOD, drops: "no" }, FIT);
-    expect(broken.error).toMatch(/^Could not read the ablation drops: .*drops/);
+  it("the trait is read against the result: by its result_id, then its form; never throws", () => {
+    expect(readAblationTrait({}, FIT)).toEqual({ ablation: null, error: null, stale: false });
     expect(readAblationTrait(GOOD, FIT).ablation?.position).toBe(1);
-    // a check of another result: ignored until Python clears it
-    expect(readAblationTrait({ ...GOOD, position: 4 }, FIT).stale).toBe(true);
-    expect(readAblationTrait({ ...GOOD, drops: [1, 2], labels: ["1", "2"], parts: null }, FIT).stale).toBe(true);
-    expect(readAblationTrait({ ...GOOD, labels: ["1", "2", "3.mlp"] }, FIT).stale).toBe(true);
-    expect(readAblationTrait({ ...GOOD, target_id: 9 }, FIT).stale).toBe(true);
+    // a check of another result (by its id; none counts as ""): not shown, not an error
+    expect(readAblationTrait({ ...GOOD, result_id: "r0" }, FIT)).toEqual({ ablation: null, error: null, stale: true });
+    expect(readAblationTrait({ ...GOOD, result_id: undefined }, FIT).stale).toBe(true);
+    expect(readAblationTrait({ ...GOOD, result_id: undefined }, { ...FIT, id: "" }).ablation?.position).toBe(1);
+    // a check of this result that is not of the documented form is reported
+    expect(readAblationTrait({ ...GOOD, result_id: 3 }, FIT).error).toMatch(/result_id must be a string/);
+    expect(readAblationTrait({ ...GOOD, drops: "no" }, FIT).error).toMatch(/^Could not read the ablation drops: .*drops/);
+    expect(readAblationTrait({ error: "no IGLens", result_id: "r1" }, FIT).error).toMatch(/^Could not read the ablation drops: .*position/);
+    expect(readAblationTrait([1], FIT).error).toMatch(/must be an object/);
+    // … and so is one that does not fit the result it names
+    expect(readAblationTrait({ ...GOOD, position: 4 }, FIT).error).toMatch(/does not fit the result: position 4/);
+    expect(readAblationTrait({ ...GOOD, drops: [1, 2], labels: ["1", "2"], parts: null }, FIT).error).toMatch(/2 drops/);
+    expect(readAblationTrait({ ...GOOD, labels: ["1", "2", "3.mlp"] }, FIT).error).toMatch(/segment 2/);
+    expect(readAblationTrait({ ...GOOD, target_id: 9 }, FIT).error).toMatch(/target id 9/);
     const a = /** @type {import("./ablation.js").Ablation} */ (decodeAblation(GOOD));
     expect(ablationMismatch(a, { ...FIT, segmentLabels: ["1", "2–3", "3"] })).toMatch(/segment 1 is "2"/);
     expect(ablationMismatch(a, FIT)).toBeNull();
@@ -149,7 +158,7 @@ describe("the caption's numbers", () => {
 });
 
 describe("the causal check in the detail panel", () => {
-  it("an interactive widget has a keyboard-reachable button that writes ablation_request", () => {
+  it("an interactive widget has a keyboard-reachable button that sends the ablation command", () => {
     const { el, model } = mountWidget({ T: 5, nBlocks: 6, selected: 2, interactive: true });
     const b = button(el);
     expect(b).not.toBeNull();
@@ -161,25 +170,50 @@ describe("the causal check in the detail panel", () => {
     expect(b.closest("figure")?.querySelector("[aria-label='segment contributions']")).not.toBeNull(); // chart (a)'s figure
     expect(dropBars(el)).toEqual([]);
     fire(b, "click");
-    expect(model.get("ablation_request")).toEqual({ position: 2, _n: 1 });
-    fire(button(el), "click"); // the same token again still reaches Python
-    expect(model.get("ablation_request")).toEqual({ position: 2, _n: 2 });
+    const first = /** @type {Record<string, any>} */ (model.last("ablation"));
+    expect(first).toEqual({ kind: "ablation", id: expect.any(String), result_id: "r1", position: 2 });
+    // until Python answers, the button is busy and a second click sends nothing
+    expect(button(el).getAttribute("aria-busy")).toBe("true");
+    fire(button(el), "click");
+    expect(model.commands("ablation").length).toBe(1);
+    model.answer(first);
+    expect(button(el).hasAttribute("aria-busy")).toBe(false);
+    fire(button(el), "click"); // the same token again still reaches Python, with a new id
+    expect(model.commands("ablation").length).toBe(2);
+    expect(model.last("ablation")?.id).not.toBe(first.id);
   });
 
-  it("while Python ablates, the button says so, keeps the focus and ignores clicks", () => {
+  it("while Python ablates (running), the button says so, keeps the focus and ignores clicks", () => {
     const { el, model } = mountWidget({ T: 5, nBlocks: 6, selected: 2, interactive: true });
     button(el).focus();
-    model.set("ablation_busy", true);
+    model.set("running", { id: "another-view-1", command: "ablation" });
     const b = button(el);
     expect(document.activeElement).toBe(b);
     expect(b.getAttribute("aria-disabled")).toBe("true");
     expect(b.getAttribute("aria-busy")).toBe("true");
     expect(q(el, ".iglens-ablation-status").textContent).toBe("ablating each block\u2026");
     fire(b, "click");
-    expect(model.get("ablation_request")).toEqual({});
-    model.set("ablation_busy", false);
+    expect(model.commands("ablation")).toEqual([]);
+    model.set("running", {});
     expect(document.activeElement).toBe(button(el));
     expect(button(el).hasAttribute("aria-disabled")).toBe(false);
+  });
+
+  it("an interactive widget without a kernel: the button is off and says why; saved drops still show", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 2, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state, kernel: "silent" });
+    expect(button(el).disabled).toBe(true);
+    expect(q(el, ".iglens-ablation-status").textContent).toBe(CONNECTING_NOTE);
+    fire(button(el), "click");
+    expect(model.commands("ablation")).toEqual([]);
+    const saved = mountWidget({ state: { ...state, ablation: trait(r, 2, Array.from(contributionRow(r, 2))) }, kernel: "standalone" });
+    expect(button(saved.el)).toBeNull();
+    expect(dropBars(saved.el).length).toBe(r.k);
+    saved.model.set("selected", 1);
+    expect(button(saved.el).disabled).toBe(true);
+    expect(button(saved.el).title).toBe(NO_KERNEL_NOTE);
+    expect(q(saved.el, ".iglens-ablation-status").textContent).toBe(`${NO_KERNEL_NOTE} \u00b7 this page carries the drops of position 2`);
   });
 
   it("draws the drops as a second series with data-segment and data-drop; legend; hover shows both", () => {
@@ -260,7 +294,7 @@ describe("the causal check in the detail panel", () => {
     );
   });
 
-  it("drops of another position, a stale check and errors", () => {
+  it("drops of another position, another result's check and errors", () => {
     const state = makeState({ T: 5, nBlocks: 6, selected: 1, interactive: true });
     const r = decoded(state.result);
     const { el, model } = mountWidget({ state });
@@ -268,28 +302,34 @@ describe("the causal check in the detail panel", () => {
     expect(dropBars(el)).toEqual([]); // shown for position 3 only
     model.set("selected", 3);
     expect(dropBars(el).length).toBe(r.k);
-    // a check of another result (other labels): ignored
-    model.set("ablation", { ...trait(r, 3, Array.from(contributionRow(r, 3))), labels: r.segmentLabels.map((l) => `x${l}`) });
+    // a check of another result (by its result_id): not shown, and no error
+    model.set("ablation", trait(r, 3, Array.from(contributionRow(r, 3)), { result_id: "r0" }));
     expect(dropBars(el)).toEqual([]);
     expect(q(el, ".iglens-ablation-error")).toBeNull();
-    // Python's error, for this position
-    model.set("ablation", { error: "position 3 has no target", position: 3 });
+    // a check of this result that does not fit it is reported
+    model.set("ablation", { ...trait(r, 3, Array.from(contributionRow(r, 3))), labels: r.segmentLabels.map((l) => `x${l}`) });
+    expect(dropBars(el)).toEqual([]);
+    expect(q(el, ".iglens-ablation-error").textContent).toMatch(/^Could not read the ablation drops: it does not fit the result/);
+    model.set("ablation", {});
+    // Python's error, for this position: the answer's envelope
+    fire(button(el), "click");
+    model.answer(/** @type {any} */ (model.last("ablation")), { error: { type: "InvalidRequestError", message: "position 3 has no target" } });
     expect(q(el, ".iglens-ablation-error").textContent).toBe("position 3 has no target");
     expect(q(el, ".iglens-ablation-error").getAttribute("role")).toBe("alert");
     model.set("selected", 1);
     expect(q(el, ".iglens-ablation-error")).toBeNull(); // about another position
-    model.set("ablation", { error: "this widget has no IGLens" }); // about any position
-    expect(q(el, ".iglens-ablation-error").textContent).toBe("this widget has no IGLens");
   });
 
-  it("a new result drops the old check (its segments no longer fit)", () => {
+  it("a new result drops the old check (its id is not the new one's)", () => {
     const state = makeState({ T: 5, nBlocks: 6, selected: 1, interactive: true });
     const r = decoded(state.result);
     const { el, model } = mountWidget({ state });
     model.set("ablation", trait(r, 1, Array.from(contributionRow(r, 1))));
     expect(dropBars(el).length).toBe(r.k);
-    model.set("result", makeState({ T: 5, nBlocks: 6, every: 2 }).result);
+    model.set("result", makeState({ T: 5, nBlocks: 6, id: "r2" }).result);
     expect(dropBars(el)).toEqual([]);
+    expect(q(el, ".iglens-ablation-error")).toBeNull();
+    model.set("result", makeState({ T: 5, nBlocks: 6, every: 2, id: "r3" }).result);
     expect(button(el).textContent).toBe("Causal check (ablate each segment)");
   });
 
@@ -319,8 +359,8 @@ describe("the causal check in the detail panel", () => {
     expect(button(host).disabled).toBe(true);
     expect(button(host).title).toBe(ABLATE_HINT);
     expect(q(host, ".iglens-ablation-status").textContent).toBe(ABLATE_SHORT_HINT);
+    expect(page.model.send).toBeUndefined(); // the in-page model cannot ask anybody
     fire(button(host), "click");
-    expect(page.model.get("ablation_request")).toEqual({});
     page.destroy();
     // exported with the widget's check (plain JSON in the state)
     const withDrops = mount(host, { ...state, ablation: trait(r, 2, Array.from(contributionRow(r, 2))) });
@@ -338,7 +378,8 @@ describe("the causal check in the detail panel", () => {
     const r = decoded(state.result);
     const { el, model } = mountWidget({ state });
     const evil = "<img src=x onerror=window.__pwned=1>";
-    model.set("ablation", { error: `${evil} & </script>`, position: 2 });
+    fire(button(el), "click");
+    model.answer(/** @type {any} */ (model.last("ablation")), { error: { type: evil, message: `${evil} & </script>` } });
     expect(el.querySelector("img")).toBeNull();
     expect(q(el, ".iglens-ablation-error").textContent).toBe(`${evil} & </script>`);
     model.set("ablation", trait(r, 2, Array.from(contributionRow(r, 2)), { target_name: evil, mode: "<b>zero</b>" }));
@@ -351,7 +392,8 @@ describe("the causal check in the detail panel", () => {
   it("the in-page model defaults the new traits", () => {
     const model = createModel({});
     expect(model.get("ablation")).toEqual({});
-    expect(model.get("ablation_request")).toEqual({});
-    expect(model.get("ablation_busy")).toBe(false);
+    expect(model.get("running")).toEqual({});
+    expect(model.get("ablation_request")).toBeUndefined();
+    expect(model.get("ablation_busy")).toBeUndefined();
   });
 });

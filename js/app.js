@@ -198,6 +198,10 @@ function traitHandlers(ctx, model, p) {
     detail.render();
   };
   const onPath = () => detail.render();
+  const onRunning = () => {
+    controls.sync();
+    detail.render(); // the causal check's busy state
+  };
   return [
     ["change:result", onResult],
     ["change:selected", onSelection],
@@ -206,12 +210,35 @@ function traitHandlers(ctx, model, p) {
     ["change:interactive", onInteractive],
     ["change:components", onComponents],
     ["change:ablation", onAblation],
-    ["change:ablation_busy", onAblation],
-    ["change:busy", onControls],
-    ["change:error", onControls],
+    ["change:running", onRunning],
     ["change:progress", onControls],
     ["change:path", onPath],
   ];
+}
+
+/**
+ * commands → views: what each answer (and the kernel's state, and a causal check sent)
+ * redraws.
+ * @param {Parts} p
+ * @returns {(event: import("./commands.js").CommandEvent) => void}
+ */
+function commandHandler(p) {
+  const { controls, detail } = p;
+  return (event) => {
+    if (event.type === "kernel") {
+      controls.sync();
+      detail.render();
+      return;
+    }
+    const kind = event.sent.kind;
+    if (kind === "recompute" || kind === "cancel") {
+      if (event.type === "answer") controls.sync();
+    } else if (kind === "ablation") {
+      controls.sync();
+      detail.render();
+    } else if (kind === "path" && event.type === "answer") detail.render();
+    else if (kind === "components" && event.type === "answer") detail.updateComponents();
+  };
 }
 
 /**
@@ -293,6 +320,7 @@ export function render({ model, el }) {
   ctx.focusListeners.add(onFocus);
   const handlers = traitHandlers(ctx, model, p);
   for (const [ev, fn] of handlers) model.on(ev, fn);
+  const offCommands = ctx.commands.listen(commandHandler(p));
 
   // first paint ----------------------------------------------------------------------------
   applyTheme(root, ctx);
@@ -312,6 +340,7 @@ export function render({ model, el }) {
     }
   };
   const unobserve = observePage(root, p, rethemeAll);
+  ctx.commands.start(); // hello: is a kernel listening?
 
   const offs = [
     // Escape anywhere in the widget clears the selection (inputs stop their own keys).
@@ -325,6 +354,7 @@ export function render({ model, el }) {
 
   return () => {
     for (const [ev, fn] of handlers) model.off(ev, fn);
+    offCommands();
     ctx.focusListeners.delete(onFocus);
     offs.forEach((off) => off());
     unobserve();

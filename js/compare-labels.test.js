@@ -31,7 +31,13 @@ function compareState(T) {
   return {
     aRaw,
     bRaw,
-    state: { ...makeState(), result: aRaw, view: "compare", comparison: { labels: ["first", "second"], results: [bRaw], limit: 1 }, pinned: [] },
+    state: {
+      ...makeState(),
+      result: aRaw,
+      view: "compare",
+      comparison: { labels: ["first", "second"], results: [bRaw], limit: 1, result_id: aRaw.id },
+      pinned: [],
+    },
   };
 }
 
@@ -82,7 +88,7 @@ describe("compare panels: row labels", () => {
   it("the exported compare figure labels the rows too, as SVG text", () => {
     const { aRaw, bRaw } = compareState(8);
     const a = /** @type {import("./result.js").Result} */ (decodeResult(aRaw));
-    const cmp = readComparison({ labels: ["first", "second"], results: [bRaw], limit: 1 }, a);
+    const cmp = readComparison({ labels: ["first", "second"], results: [bRaw], limit: 1, result_id: a.id }, a);
     expect(cmp.multi).toBe(true);
     /** @type {any} */ let p = null;
     compareFigure((/** @type {number} */ w, /** @type {number} */ hh) => (p = svgPainter(w, hh, "t")), cmp, { theme: "light", pins: [], y: "delta" });

@@ -2,15 +2,17 @@
  * Several results side by side, and pinned positions (docs/widget-protocol.md: the
  * `comparison`, `pinned` and `view` traits). Pure: no DOM.
  *
- * - `comparison`: `{}` (one result), or `{labels, results, limit}`: one label per result
+ * - `comparison`: `{}` (one result), or `{labels, results, limit, result_id}`: one label per result
  *   (`labels[0]` names the `result` trait), the other results' payloads (`results[r − 1]`
- *   is result r), and the shared colour limit (max |contribution| over every result,
- *   computed by Python).
+ *   is result r), the shared colour limit (max |contribution| over every result,
+ *   computed by Python) and the `id` of the base result it was made with (shown only
+ *   beside that result).
  * - `pinned`: a list of `[r, i]` pairs (result r, position i) whose curves the compare view
  *   overlays; a bare int i means `[0, i]`.
  * @module comparison
  */
 import { decodeResult } from "./result.js";
+import { traitIds } from "./commands.js";
 
 /** The view names, in the switcher's order. */
 export const VIEWS = /** @type {const} */ (["heatmap", "grid", "compare"]);
@@ -52,6 +54,9 @@ export function readComparison(raw, first) {
   });
   if (!first) return alone(null);
   if (!raw || typeof raw !== "object" || Array.isArray(raw) || !("results" in raw)) return alone(null);
+  const ids = traitIds(raw, "comparison");
+  if (typeof ids === "string") return alone(ids);
+  if (ids.resultId !== first.id) return alone(null); // the comparison of another result: not shown
   try {
     if (!Array.isArray(raw.results) || raw.results.length < 1) throw new TypeError("comparison.results must be a non-empty list of result payloads");
     const others = raw.results.map((/** @type {any} */ p, /** @type {number} */ q) => {

@@ -1,13 +1,14 @@
 // @vitest-environment jsdom
 import { describe, it, expect, beforeAll, afterEach } from "vitest";
 import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
-import { makeResult, makeState, makeComponents } from "./testing/fixture.js";
+import { makeResult, makeState, componentsTrait } from "./testing/fixture.js";
 import { decodeResult, contribution, segmentText } from "./result.js";
 import { decodeComponents, segmentMatrix, cellName, shortName } from "./components.js";
 import { divergingScale } from "./colorscale.js";
 import { fmtSigned } from "./format.js";
 import { formatToken } from "./tokens.js";
 import { NO_SPLIT_HINT } from "./views/components.js";
+import { NO_KERNEL_NOTE, CONNECTING_NOTE } from "./views/kernel.js";
 import { NAN_COLOR } from "./palette.js";
 import { render } from "./app.js";
 import { createModel, mount } from "./standalone.js";
@@ -160,7 +161,7 @@ describe("heads section: the block × component shares of one segment", () => {
 
   it("the note says so when the shares do not add up to the contribution", () => {
     const raw = makeResult({ T: 4, nBlocks: 4, every: 2 });
-    const trait = makeComponents(raw, { heads: 2, positions: [1] });
+    const trait = componentsTrait(raw, { heads: 2, positions: [1] });
     const data = /** @type {Float32Array} */ (decodeComponents(trait)?.shares);
     for (let n = 0; n < data.length; n++) data[n] *= 2; // (the payload's own bytes)
     const { el } = mountWidget({ state: { ...makeState(), result: raw, selected: 1, interactive: true, components: trait } });
@@ -224,28 +225,57 @@ describe("picking the segment", () => {
 });
 
 describe("where the shares come from", () => {
-  it("interactive: computing… until the trait brings the selected position; a preview asks for a click", () => {
+  it("interactive: the page asks for the selected token's split; computing… until the trait brings it; a preview asks for a click", () => {
     const state = makeState({ T: 5, nBlocks: 4, sublayer: true, selected: 2, interactive: true });
     const r = decoded(state.result);
     const { el, model } = mountWidget({ state });
+    expect(model.commands("components")).toEqual([{ kind: "components", id: expect.any(String), result_id: "r1", position: 2 }]);
     expect(q(el, "[data-view=components]")).toBeNull();
     expect(q(el, ".iglens-components-status").textContent).toBe("computing\u2026");
     expect(q(el, ".iglens-components-status").getAttribute("role")).toBe("status");
     fire(tokens(el)[4], "mouseover");
     expect(q(el, ".iglens-components-status").textContent).toBe("Click the token to compute its head shares.");
     fire(q(el, ".iglens-strip"), "mouseleave");
-    const trait = makeComponents(state.result, { heads: 2, positions: [2] });
+    expect(model.commands("components").length).toBe(1); // a preview asks nothing
+    const trait = componentsTrait(state.result, { heads: 2, positions: [2], requestId: model.last("components")?.id });
     model.set("components", trait);
+    model.answer(/** @type {any} */ (model.last("components")));
     expectMatrix(el, r, /** @type {any} */ (decodeComponents(trait)?.sharesAt(2)), r.onset[2]);
+    expect(model.commands("components").length).toBe(1);
     fire(tokens(el)[3], "click");
+    expect(model.last("components")).toMatchObject({ result_id: "r1", position: 3 });
     expect(q(el, ".iglens-components-status").textContent).toBe("computing\u2026");
-    model.set("components", { error: "gpt2: the attention write is not linear in its heads" });
-    expect(q(el, ".iglens-components-status").textContent).toBe("gpt2: the attention write is not linear in its heads");
-    model.set("components", { names: ["attn", "mlp"], segments: null });
+    // a trait of this result that is not of the documented form is reported
+    model.set("components", { names: ["attn", "mlp"], segments: null, result_id: "r1" });
     expect(q(el, ".iglens-components-status").textContent).toMatch(/^Could not read the head shares: the components trait\.segments/);
     model.set("components", {});
+    // Python's error: the answer's envelope, for this token
+    model.answer(/** @type {any} */ (model.last("components")), {
+      error: { type: "IGLensError", message: "gpt2: the attention write is not linear in its heads" },
+    });
+    expect(q(el, ".iglens-components-status").textContent).toBe("gpt2: the attention write is not linear in its heads");
     model.set("interactive", false);
+    fire(tokens(el)[1], "click");
     expect(q(el, ".iglens-components-status").textContent).toBe(NO_SPLIT_HINT);
+    expect(model.last("components")?.position).toBe(3); // not interactive: nothing asked
+  });
+
+  it("an answer to a superseded request is dropped; without a kernel the page asks nothing and says why", () => {
+    const state = makeState({ T: 5, nBlocks: 4, sublayer: true, selected: 2, interactive: true });
+    const { el, model } = mountWidget({ state });
+    const first = /** @type {any} */ (model.last("components"));
+    fire(tokens(el)[3], "click"); // supersedes the request for 2
+    model.answer(first, { error: { type: "IGLensError", message: "too late" } });
+    expect(q(el, ".iglens-components-status").textContent).toBe("computing\u2026");
+    fire(tokens(el)[2], "click");
+    expect(q(el, ".iglens-components-status").textContent).toBe("computing\u2026"); // asked again, not the dropped error
+    expect(model.commands("components").map((m) => m.position)).toEqual([2, 3, 2]);
+
+    const silent = mountWidget({ state, kernel: "silent" });
+    expect(silent.model.commands("components")).toEqual([]);
+    expect(q(silent.el, ".iglens-components-status").textContent).toBe(CONNECTING_NOTE);
+    const none = mountWidget({ state, kernel: "standalone" });
+    expect(q(none.el, ".iglens-components-status").textContent).toBe(NO_KERNEL_NOTE);
   });
 
   it("a static page: the result's split, the trait absent; without a split, the hint", () => {
@@ -271,7 +301,7 @@ describe("where the shares come from", () => {
   it("the trait wins for its positions; the result's split serves the others; a stale trait is ignored", () => {
     const result = makeResult({ T: 5, nBlocks: 4, sublayer: true, components: { heads: 2 } });
     const r = decoded(result);
-    const trait = makeComponents(result, { heads: 2, positions: [2], seed: 99 });
+    const trait = componentsTrait(result, { heads: 2, positions: [2], seed: 99 });
     const fromTrait = /** @type {any} */ (decodeComponents(trait)?.sharesAt(2));
     const fromResult = /** @type {any} */ (r.components?.sharesAt(2));
     expect(Array.from(fromTrait.shares)).not.toEqual(Array.from(fromResult.shares));
@@ -279,8 +309,8 @@ describe("where the shares come from", () => {
     expectMatrix(el, r, fromTrait, r.onset[2]);
     model.set("selected", 1);
     expectMatrix(el, r, r.components?.sharesAt(1), r.onset[1]);
-    // a split of another result (every:2 over the same blocks): ignored until Python replaces it
-    model.set("components", makeComponents(makeResult({ T: 5, nBlocks: 4, every: 2 }), { heads: 2, positions: [2] }));
+    // a split of another result (by its result_id): not shown
+    model.set("components", componentsTrait(makeResult({ T: 5, nBlocks: 4, every: 2, id: "r0" }), { heads: 2, positions: [2] }));
     model.set("selected", 2);
     expectMatrix(el, r, fromResult, r.onset[2]);
   });

@@ -8,6 +8,7 @@
  * @module components
  */
 import { decodeArray, isPayload } from "./codec.js";
+import { traitIds } from "./commands.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -58,7 +59,7 @@ const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
 export const isEmptyComponents = (raw) => raw === null || raw === undefined || (isObject(raw) && Object.keys(raw).length === 0);
 
 /**
- * Decode a component split (`result.components`, or the `components` trait without `error`).
+ * Decode a component split (`result.components`, or the `components` trait).
  * Returns null for null, undefined or `{}`; throws a TypeError (wrong type) or RangeError
  * (wrong shape or value) naming the offending key otherwise.
  * @param {unknown} raw
@@ -150,33 +151,36 @@ export function componentsMismatch(comp, r, where = "result.components") {
 /**
  * @typedef {object} TraitComponents the `components` trait, read
  * @property {Components|null} components usable for the current result
- * @property {string|null} error Python's message (`{"error": …}`) or why the trait could not be read
- * @property {boolean} stale the trait was a split of another result (different blocks or
- *   segments): ignored, Python replaces it
+ * @property {string|null} error why the trait (of this result) could not be read (Python's errors
+ *   come in answers)
+ * @property {boolean} stale a split of another result (by its `result_id`): not shown
  */
 
 /**
- * Read the `components` trait against the current result: `{}` / absent → nothing;
- * `{"error": message}` → that message; a split that does not fit the result → stale (ignored).
+ * Read the `components` trait against the current result: `{}` / absent → nothing; a split
+ * of another result (its `result_id` is not the result's `id`) → stale (not shown); one of
+ * this result that is not of the documented form, or does not fit the result, → the reason.
  * Never throws.
- * @param {unknown} raw @param {ComponentsFit|null} r
+ * @param {unknown} raw @param {(ComponentsFit & {id: string})|null} r
  * @returns {TraitComponents}
  */
 export function readComponentsTrait(raw, r) {
   const none = { components: null, error: null, stale: false };
   if (isEmptyComponents(raw)) return none;
-  if (isObject(raw) && "error" in raw) {
-    const msg = raw.error;
-    return { ...none, error: typeof msg === "string" && msg ? msg : "the component split is not available" };
-  }
+  const bad = (/** @type {string} */ why) => ({ ...none, error: `Could not read the head shares: ${why}` });
+  if (!isObject(raw)) return bad("the components trait must be an object {names, segments, positions, shares, result_id}");
+  const ids = traitIds(raw, "the components trait");
+  if (typeof ids === "string") return bad(ids);
+  if (!r || ids.resultId !== r.id) return { ...none, stale: true };
   let comp;
   try {
     comp = decodeComponents(raw, "the components trait");
   } catch (err) {
-    return { ...none, error: `Could not read the head shares: ${err instanceof Error ? err.message : String(err)}` };
+    return bad(err instanceof Error ? err.message : String(err));
   }
   if (!comp) return none;
-  if (r && componentsMismatch(comp, r, "the components trait")) return { ...none, stale: true };
+  const why = componentsMismatch(comp, r, "the components trait");
+  if (why) return bad(why);
   return { ...none, components: comp };
 }
 

@@ -127,16 +127,25 @@ describe("the components trait and the merge", () => {
   const raw = makeResult({ T: 6, nBlocks: 4, sublayer: true, components: { heads: 2 } });
   const r = decoded(raw);
 
-  it("reads {}, an error, a malformed trait and a stale one", () => {
+  it("reads {}, a trait of another result (by its result_id), a malformed trait and one that does not fit", () => {
     expect(readComponentsTrait({}, r)).toEqual({ components: null, error: null, stale: false });
     expect(readComponentsTrait(undefined, r)).toEqual({ components: null, error: null, stale: false });
-    expect(readComponentsTrait({ error: "gpt2: heads cannot be split" }, r).error).toBe("gpt2: heads cannot be split");
-    expect(readComponentsTrait({ error: "" }, r).error).toMatch(/not available/);
-    expect(readComponentsTrait({ names: ["attn"] }, r).error).toMatch(/^Could not read the head shares: the components trait\.segments/);
-    const stale = readComponentsTrait(makeResult({ T: 6, nBlocks: 4, every: 2, components: true }).components, r);
-    expect(stale).toEqual({ components: null, error: null, stale: true });
-    const ok = readComponentsTrait(makeComponents(raw, { heads: 2, positions: [2], seed: 9 }), r);
+    const mine = (/** @type {Record<string, any>} */ t) => ({ ...t, result_id: r.id, request_id: "q-1" });
+    const ok = readComponentsTrait(mine(makeComponents(raw, { heads: 2, positions: [2], seed: 9 })), r);
     expect(ok.components?.positions).toEqual([2]);
+    // another result's split: not shown, not an error (no result_id counts as "")
+    expect(readComponentsTrait({ ...mine(makeComponents(raw, { heads: 2, positions: [2] })), result_id: "r0" }, r)).toEqual({
+      components: null,
+      error: null,
+      stale: true,
+    });
+    expect(readComponentsTrait(makeComponents(raw, { heads: 2, positions: [2] }), r).stale).toBe(true);
+    // this result's, not of the documented form or not fitting it: reported
+    expect(readComponentsTrait(mine({ names: ["attn"] }), r).error).toMatch(/^Could not read the head shares: the components trait\.segments/);
+    expect(readComponentsTrait(mine({ error: "gpt2: heads cannot be split" }), r).error).toMatch(/^Could not read the head shares: .*names/);
+    expect(readComponentsTrait({ ...mine({}), result_id: 4 }, r).error).toMatch(/result_id must be a string/);
+    const misfit = readComponentsTrait(mine(makeResult({ T: 6, nBlocks: 4, every: 2, components: true }).components), r);
+    expect(misfit.error).toMatch(/^Could not read the head shares: the components trait/);
   });
 
   it("a position's shares come from the trait when it has that position, else from result.components", () => {

@@ -225,11 +225,14 @@ describe("comparison (pure)", () => {
     }
   });
   it("decodes a comparison, and reports a malformed one", () => {
-    const cmp = readComparison({ labels: ["A", "B"], results: [bRaw], limit: 0.5 }, a);
+    const cmp = readComparison({ labels: ["A", "B"], results: [bRaw], limit: 0.5, result_id: a.id }, a);
     expect(cmp.multi).toBe(true);
     expect(cmp.results.length).toBe(2);
     expect(cmp.limit).toBe(0.5);
-    const bad = readComparison({ labels: ["A"], results: [bRaw], limit: 0.5 }, a);
+    // the comparison of another result (by its result_id) is not shown, and is no error
+    expect(readComparison({ labels: ["A", "B"], results: [bRaw], limit: 0.5, result_id: "r0" }, a)).toMatchObject({ multi: false, error: null });
+    expect(readComparison({ labels: ["A", "B"], results: [bRaw], limit: 0.5, result_id: 7 }, a).error).toMatch(/result_id must be a string/);
+    const bad = readComparison({ labels: ["A"], results: [bRaw], limit: 0.5, result_id: a.id }, a);
     expect(bad.multi).toBe(false);
     expect(bad.error).toMatch(/labels/);
     expect(readComparison({}, a).results).toEqual([a]);
@@ -308,7 +311,7 @@ describe("compare view", () => {
       ...makeState(),
       result: aRaw,
       view: "compare",
-      comparison: { labels: ["first prompt", EVIL], results: [bRaw], limit },
+      comparison: { labels: ["first prompt", EVIL], results: [bRaw], limit, result_id: aRaw.id },
       pinned: [
         [0, 1],
         [1, 2],

@@ -1,9 +1,10 @@
 /**
  * The `path` trait (docs/widget-protocol.md): the interior path of one position, computed
- * lazily by Python for the selected token (`path_request` → `path`), read and checked
- * against the shown result. Pure: no DOM.
+ * lazily by Python for the selected token (the `path` command → the `path` trait), read and
+ * checked against the shown result. Pure: no DOM.
  * @module path
  */
+import { traitIds } from "./commands.js";
 
 /**
  * @typedef {object} LazyPath
@@ -13,7 +14,8 @@
  * @property {Float64Array|null} terms the midpoint Riemann terms (k·m), or null
  * @property {number} seconds how long Python took
  *
- * @typedef {{path: LazyPath|null, error: string|null, errorPosition: number|null}} PathTrait
+ * @typedef {{path: LazyPath|null, error: string|null}} PathTrait the path of the shown result, or why
+ *   the trait (of this result) could not be read (Python's errors come in answers)
  */
 
 /** @param {unknown} v */
@@ -40,26 +42,27 @@ function matrix(rows, k, n, name) {
 }
 
 /**
- * Read the `path` trait against the result. A path made for another result (other segment
- * labels or target) is a leftover: ignored (null, no error) until Python replaces it.
+ * Read the `path` trait against the result. A path of another result (its `result_id` is
+ * not the result's `id`) is not shown (null, no error); one of this result that is not of the
+ * documented form, or does not fit the result, is reported.
  * @param {any} raw the trait
  * @param {import("./result.js").Result|null} r
  * @returns {PathTrait}
  */
 export function readPathTrait(raw, r) {
-  const none = { path: null, error: null, errorPosition: null };
+  const none = { path: null, error: null };
   if (!raw || typeof raw !== "object" || Array.isArray(raw) || !Object.keys(raw).length || !r) return none;
-  if (typeof raw.error === "string") {
-    return { path: null, error: raw.error, errorPosition: isInt(raw.position) ? raw.position : null };
-  }
-  const bad = (/** @type {string} */ why) => ({ path: null, error: `Could not read the interior path: ${why}`, errorPosition: null });
+  const bad = (/** @type {string} */ why) => ({ path: null, error: `Could not read the interior path: ${why}` });
+  const ids = traitIds(raw, "path");
+  if (typeof ids === "string") return bad(ids);
+  if (ids.resultId !== r.id) return none; // another result's
   if (!isInt(raw.position) || raw.position < 0) return bad("position must be an integer >= 0");
   if (!isInt(raw.steps) || raw.steps < 1) return bad("steps must be an integer >= 1");
   if (!Array.isArray(raw.labels) || raw.labels.some((/** @type {unknown} */ l) => typeof l !== "string")) return bad("labels must be strings");
-  // a leftover of another result: wait for Python
-  if (raw.position >= r.T || raw.labels.length !== r.k || raw.labels.some((/** @type {string} */ l, /** @type {number} */ j) => l !== r.segmentLabels[j]))
-    return none;
-  if (isInt(raw.target_id) && raw.target_id !== r.targetIds[raw.position]) return none;
+  if (raw.position >= r.T) return bad(`position ${raw.position}, the result has ${r.T} positions`);
+  if (raw.labels.length !== r.k || raw.labels.some((/** @type {string} */ l, /** @type {number} */ j) => l !== r.segmentLabels[j]))
+    return bad("its segment labels are not the result's");
+  if (isInt(raw.target_id) && raw.target_id !== r.targetIds[raw.position]) return bad(`target id ${raw.target_id}, the result's ${r.targetIds[raw.position]}`);
   const m = raw.steps;
   const flat = matrix(raw.path, r.k, m + 1, "path");
   if (typeof flat === "string") return bad(flat);
@@ -70,5 +73,5 @@ export function readPathTrait(raw, r) {
     terms = t;
   }
   const seconds = typeof raw.seconds === "number" ? raw.seconds : NaN;
-  return { path: { position: raw.position, m, flat, terms, seconds }, error: null, errorPosition: null };
+  return { path: { position: raw.position, m, flat, terms, seconds }, error: null };
 }

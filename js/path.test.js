@@ -3,7 +3,7 @@ import { readPathTrait } from "./path.js";
 import { tokenFlags, againstSegments } from "./nonmonotone.js";
 
 /** A minimal result for the fit checks. */
-const r = /** @type {any} */ ({ T: 3, k: 2, segmentLabels: ["1", "2"], targetIds: Int32Array.from([7, 8, 9]) });
+const r = /** @type {any} */ ({ id: "r1", T: 3, k: 2, segmentLabels: ["1", "2"], targetIds: Int32Array.from([7, 8, 9]) });
 const good = {
   position: 1,
   steps: 2,
@@ -16,6 +16,8 @@ const good = {
   target_id: 8,
   estimator: "prediction_aware",
   seconds: 0.004,
+  result_id: "r1",
+  request_id: "q-1",
 };
 
 describe("readPathTrait", () => {
@@ -42,12 +44,16 @@ describe("readPathTrait", () => {
     expect(Array.from(path?.terms ?? [])).toEqual([0.05, 0.05, 0.1, 0.1]);
   });
 
-  it("ignores leftovers of another result, reports malformed ones and Python's errors", () => {
-    expect(readPathTrait({}, r)).toEqual({ path: null, error: null, errorPosition: null });
-    expect(readPathTrait({ ...good, labels: ["1", "3"] }, r).path).toBeNull();
-    expect(readPathTrait({ ...good, labels: ["1", "3"] }, r).error).toBeNull();
-    expect(readPathTrait({ ...good, target_id: 5 }, r).path).toBeNull();
-    expect(readPathTrait({ ...good, position: 3 }, r).path).toBeNull();
+  it("ignores a path of another result (by its result_id), reports malformed ones and misfits", () => {
+    expect(readPathTrait({}, r)).toEqual({ path: null, error: null });
+    expect(readPathTrait({ ...good, result_id: "r0" }, r)).toEqual({ path: null, error: null });
+    expect(readPathTrait({ ...good, result_id: undefined }, r)).toEqual({ path: null, error: null });
+    expect(readPathTrait({ ...good, result_id: 1 }, r).error).toMatch(/result_id must be a string/);
+    expect(readPathTrait({ ...good, request_id: 1 }, r).error).toMatch(/request_id must be a string/);
+    // of this result but not fitting it: reported
+    expect(readPathTrait({ ...good, labels: ["1", "3"] }, r).error).toMatch(/segment labels/);
+    expect(readPathTrait({ ...good, target_id: 5 }, r).error).toMatch(/target id 5/);
+    expect(readPathTrait({ ...good, position: 3 }, r).error).toMatch(/position 3/);
     expect(readPathTrait({ ...good, path: [[0.1, 0.2]] }, r).error).toMatch(/one row per segment/);
     expect(
       readPathTrait(
@@ -62,7 +68,8 @@ describe("readPathTrait", () => {
       ).error,
     ).toMatch(/not a number/);
     expect(readPathTrait({ ...good, terms: [[1], [2]] }, r).error).toMatch(/terms\[0\]/);
-    expect(readPathTrait({ error: "no IGLens", position: 2 }, r)).toEqual({ path: null, error: "no IGLens", errorPosition: 2 });
+    // Python's errors come in answers, not in the trait: an {error} value is not a path
+    expect(readPathTrait({ error: "no IGLens", position: 2, result_id: "r1" }, r).error).toMatch(/^Could not read the interior path: steps/);
   });
 });
 

@@ -1,5 +1,5 @@
 // @vitest-environment jsdom
-import { describe, it, expect, beforeAll, afterEach } from "vitest";
+import { describe, it, expect, vi, beforeAll, afterEach } from "vitest";
 import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
 import { makeResult, makeState } from "./testing/fixture.js";
 import { decodeResult } from "./result.js";
@@ -9,6 +9,8 @@ import widget, * as bundle from "./widget.js";
 import { render } from "./app.js";
 import { createModel, mount } from "./standalone.js";
 import { toBase64, encodeArray } from "./codec.js";
+import { HELLO_TIMEOUT_MS } from "./commands.js";
+import { NO_KERNEL_NOTE, CONNECTING_NOTE } from "./views/kernel.js";
 
 /** @type {string[]} */
 let canvasCalls = [];
@@ -308,12 +310,13 @@ describe("controls", () => {
     expect(q(el, ".iglens-controls").hidden).toBe(false);
   });
 
-  it("apply writes the request trait; busy and error show", () => {
+  it("apply sends the recompute command; running and the answer's error show", () => {
     const { el, model } = mountWidget({ T: 4, interactive: true });
     const c = q(el, ".iglens-controls");
     for (const name of ["target", "contrast", "boundaries", "estimator", "steps"]) {
       expect(c.querySelector(`[name=${name}]`)).not.toBeNull();
     }
+    expect(q(c, ".iglens-kernel-note").hidden).toBe(true); // the kernel answered hello
     /** @type {HTMLInputElement} */ (c.querySelector("[name=target]")).value = " Paris";
     /** @type {HTMLInputElement} */ (c.querySelector("[name=contrast]")).value = " London";
     const b = /** @type {HTMLSelectElement} */ (c.querySelector("[name=boundaries]"));
@@ -323,19 +326,69 @@ describe("controls", () => {
     /** @type {HTMLSelectElement} */ (c.querySelector("[name=estimator]")).value = "riemann";
     /** @type {HTMLInputElement} */ (c.querySelector("[name=steps]")).value = "8";
     fire(q(c, ".iglens-apply"), "click");
-    expect(model.get("request")).toEqual({ target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8, _n: 1 });
+    const first = /** @type {Record<string, any>} */ (model.last("recompute"));
+    expect(first).toEqual({
+      kind: "recompute",
+      id: expect.any(String),
+      result_id: "r1",
+      controls: { target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8 },
+    });
+    // busy until the answer: a second Apply sends nothing
+    expect(/** @type {HTMLButtonElement} */ (q(c, ".iglens-apply")).disabled).toBe(true);
+    fire(q(c, ".iglens-apply"), "click");
+    expect(model.commands("recompute").length).toBe(1);
+    model.answer(first);
     fire(q(c, ".iglens-apply"), "click"); // the same settings again still reach Python
-    expect(model.get("request")._n).toBe(2);
+    expect(model.commands("recompute").length).toBe(2);
+    model.answer(/** @type {any} */ (model.last("recompute")));
 
-    model.set("busy", true);
+    model.set("running", { id: "x-1", command: "recompute" });
     expect(/** @type {HTMLButtonElement} */ (q(c, ".iglens-apply")).disabled).toBe(true);
     expect(c.classList.contains("iglens-busy")).toBe(true);
-    model.set("busy", false);
-    model.set("error", "' Pariss' is not one token: [' Par', 'iss']");
+    model.set("running", { id: "x-2", command: "ablation" }); // another command: Apply waits, not busy
+    expect(/** @type {HTMLButtonElement} */ (q(c, ".iglens-apply")).disabled).toBe(true);
+    expect(c.classList.contains("iglens-busy")).toBe(false);
+    model.set("running", {});
+    fire(q(c, ".iglens-apply"), "click");
+    model.answer(/** @type {any} */ (model.last("recompute")), {
+      error: { type: "InvalidRequestError", message: "' Pariss' is not one token: [' Par', 'iss']" },
+    });
     expect(q(c, ".iglens-error").hidden).toBe(false);
     expect(q(c, ".iglens-error").textContent).toContain("not one token");
-    model.set("error", "");
+    fire(q(c, ".iglens-apply"), "click"); // a new recompute clears it
     expect(q(c, ".iglens-error").hidden).toBe(true);
+  });
+
+  it("interactive without a live kernel: every field is off and the note says why", () => {
+    vi.useFakeTimers();
+    try {
+      const { el, model } = mountWidget({ T: 4, interactive: true, kernel: "silent" });
+      const c = q(el, ".iglens-controls");
+      const apply = /** @type {HTMLButtonElement} */ (q(c, ".iglens-apply"));
+      expect(model.commands("hello").length).toBe(1);
+      expect(c.hidden).toBe(false);
+      expect(apply.disabled).toBe(true);
+      expect(q(c, ".iglens-kernel-note").hidden).toBe(false);
+      expect(q(c, ".iglens-kernel-note").textContent).toBe(CONNECTING_NOTE);
+      expect(/** @type {HTMLInputElement} */ (c.querySelector("[name=target]")).disabled).toBe(true);
+      fire(apply, "click");
+      expect(model.commands("recompute")).toEqual([]);
+      vi.advanceTimersByTime(HELLO_TIMEOUT_MS);
+      expect(q(c, ".iglens-kernel-note").textContent).toBe(NO_KERNEL_NOTE);
+      expect(q(c, ".iglens-kernel-note").getAttribute("data-kernel")).toBe("none");
+      expect(c.classList.contains("iglens-no-kernel")).toBe(true);
+      // a late answer still brings the controls to life
+      model.answer(/** @type {any} */ (model.last("hello")));
+      expect(apply.disabled).toBe(false);
+      expect(q(c, ".iglens-kernel-note").hidden).toBe(true);
+      expect(/** @type {HTMLInputElement} */ (c.querySelector("[name=target]")).disabled).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+    // the exported page's model: no kernel, at once
+    const page = mountWidget({ T: 4, interactive: true, kernel: "standalone" });
+    expect(q(page.el, ".iglens-controls .iglens-kernel-note").textContent).toBe(NO_KERNEL_NOTE);
+    expect(/** @type {HTMLButtonElement} */ (q(page.el, ".iglens-apply")).disabled).toBe(true);
   });
 
   it("prefill from the result's controls", () => {
@@ -366,7 +419,7 @@ describe("controls", () => {
     expect(b.selectedOptions[0].textContent).toBe("attn / MLP halves");
     expect(q(el, "[name=boundaries_custom]").hidden).toBe(true);
     fire(q(el, ".iglens-apply"), "click");
-    expect(model.get("request").boundaries).toBe("sublayer");
+    expect(model.last("recompute")?.controls.boundaries).toBe("sublayer");
   });
 
   it("the steps box stops at the payload's max_steps (the request's limit)", () => {

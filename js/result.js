@@ -11,6 +11,7 @@ import { tokenFlags } from "./nonmonotone.js";
  * @typedef {import("./codec.js").TypedArray} TypedArray
  *
  * @typedef {object} Result
+ * @property {string} id the result's id (the commands' `result_id`; "" in payloads without one)
  * @property {number} T positions
  * @property {number} k segments
  * @property {number} K top tokens kept per boundary (0 when none)
@@ -113,6 +114,7 @@ export function symmetricLimit(values) {
  */
 export function decodeResult(raw) {
   if (!raw || typeof raw !== "object" || !raw.contributions) return null;
+  if (raw.id !== undefined && typeof raw.id !== "string") throw new TypeError(`result.id must be a string, got ${JSON.stringify(raw.id)}`);
   const contributions = /** @type {import("./codec.js").NDArray} */ (arr(raw.contributions, "contributions"));
   const [T, k] = contributions.shape;
   const lens = arr(raw.lens_probs, "lens_probs");
@@ -213,6 +215,7 @@ export function decodeResult(raw) {
     componentsError = err instanceof Error ? err.message : String(err);
   }
   return {
+    id: typeof raw.id === "string" ? raw.id : "",
     T,
     k,
     K,

@@ -15,7 +15,7 @@ const EVIL = "<img src=x onerror=alert(1)>";
 describe("untrusted token text", () => {
   it("renders a token that looks like HTML as text, never as markup", () => {
     const tokens = [" The", EVIL, " is", "<script>alert(2)</script>", "\u202e evil", "\n"];
-    const result = makeResult({ T: tokens.length, tokens, contrast: true, components: { heads: 2 } });
+    const result = makeResult({ T: tokens.length, tokens, contrast: true, components: { heads: 2, positions: [0, 1] } });
     // the payload everywhere a string can come from: targets, top-k text, contrast
     result.target_tokens = result.target_tokens.map(() => EVIL);
     for (const id of Object.keys(result.token_text)) result.token_text[id] = EVIL;
@@ -27,12 +27,14 @@ describe("untrusted token text", () => {
     result.controls = { ...result.controls, target: EVIL, contrast: EVIL, boundaries: EVIL };
     // the component split's names (column heads, the caption's top shares, cell titles)
     result.components.names = [EVIL, "<script>alert(4)</script>", "mlp", "rest"];
-    const { el, model } = mountWidget({ state: { ...makeState(), result, error: EVIL, interactive: true } });
+    const { el, model } = mountWidget({ state: { ...makeState(), result, interactive: true } });
 
     fire(/** @type {Element} */ (el.querySelector("[data-token-index='1']")), "click");
     const canvas = /** @type {Element} */ (el.querySelector("canvas.iglens-heatmap-canvas"));
     fire(canvas, "mousemove", { clientX: 200, clientY: 24 + 1 * 20 + 4 });
-    model.set("error", EVIL);
+    // Python's error messages come in answer envelopes: the recompute's in the error line
+    /** @type {HTMLFormElement} */ (el.querySelector(".iglens-controls-form")).requestSubmit();
+    model.answer(/** @type {any} */ (model.last("recompute")), { error: { type: EVIL, message: EVIL } });
 
     expect(el.querySelectorAll("img").length).toBe(0);
     expect(el.querySelectorAll("script").length).toBe(0);
@@ -48,8 +50,9 @@ describe("untrusted token text", () => {
     const detail = /** @type {Element} */ (el.querySelector(".iglens-detail"));
     expect(detail.textContent).toContain(EVIL);
     expect(/** @type {Element} */ (el.querySelector("[data-view=components] thead")).textContent).toContain(EVIL);
-    model.set("components", { error: EVIL });
-    model.set("selected", 2);
+    fire(/** @type {Element} */ (el.querySelector("[data-token-index='2']")), "click"); // no shares: the page asks Python
+    model.answer(/** @type {any} */ (model.last("components")), { error: { type: EVIL, message: EVIL } });
+    expect(/** @type {Element} */ (el.querySelector(".iglens-components-status")).textContent).toBe(EVIL);
     expect(document.querySelectorAll("img, b, iframe, object, script").length).toBe(0);
     expect(/** @type {Element} */ (el.querySelector(".iglens-tooltip")).textContent).toContain("<img src=x");
     expect(/** @type {Element} */ (el.querySelector(".iglens-error")).textContent).toBe(EVIL);

@@ -4,7 +4,7 @@
  * The export page inlines the bundle and calls `mount(el, state)`, where `state` holds the
  * widget's traits with every ndarray `buffer` as a base64 string. `mount` decodes the
  * buffers to DataView (what anywidget hands the front end in Jupyter), builds an in-memory
- * model with the same five methods, injects the CSS when given, and renders.
+ * model with the same get/set/save_changes/on/off, injects the CSS when given, and renders.
  * @module standalone
  */
 import { decodeBase64Buffers } from "./codec.js";
@@ -17,24 +17,19 @@ const DEFAULTS = {
   hovered: -1,
   color_by: "p_final",
   interactive: false,
-  request: {},
-  busy: false,
-  error: "",
+  running: {},
   components: {},
   ablation: {},
-  ablation_request: {},
-  ablation_busy: false,
+  path: {},
   view: "heatmap",
   pinned: [],
   comparison: {},
-  path: {},
-  path_request: {},
   progress: -1,
-  cancel_request: {},
 };
 
 /**
- * An in-memory model: get / set / save_changes / on / off (+ send, a no-op).
+ * An in-memory model: get / set / save_changes / on / off, marked `standalone` (no kernel
+ * behind it: the page knows at once that nobody answers commands, and it has no `send`).
  * `set` notifies `change:<name>` listeners synchronously when the value changes (===).
  * @param {Record<string, any>} [state]
  * @returns {import("./views/context.js").Model & {state: Record<string, any>}}
@@ -66,7 +61,7 @@ export function createModel(state = {}) {
         else listeners.delete(ev);
       }
     },
-    send() {},
+    standalone: true,
   };
   return model;
 }

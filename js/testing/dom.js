@@ -6,6 +6,7 @@
 import { render } from "../app.js";
 import { createModel } from "../standalone.js";
 import { makeState } from "./fixture.js";
+import { kernelModel } from "./kernel.js";
 
 /** Install a recording fake CanvasRenderingContext2D on HTMLCanvasElement. */
 export function installFakeCanvas() {
@@ -42,15 +43,27 @@ export function installFakeCanvas() {
 }
 
 /**
- * Render the widget into a fresh element attached to the document.
- * @param {Parameters<typeof makeState>[0] & {state?: any}} [o]
+ * Render the widget into a fresh element attached to the document, on a fake kernel that
+ * answers `hello` (`kernel: "live"`, the default), one that never answers (`"silent"`), or the
+ * exported page's in-memory model (`"standalone"`).
+ * @param {Parameters<typeof makeState>[0] & {state?: any, kernel?: "live"|"silent"|"standalone"}} [o]
  */
 export function mountWidget(o = {}) {
   const el = document.createElement("div");
   document.body.appendChild(el);
-  const model = createModel(o.state ?? makeState(o));
+  const state = o.state ?? makeState(o);
+  const kernel = o.kernel ?? "live";
+  const model = kernel === "standalone" ? kernelModelOf(createModel(state)) : kernelModel(state, { hello: kernel === "live" ? "answer" : "silent" });
   const cleanup = render({ model, el });
   return { el, model, cleanup };
+}
+
+/**
+ * The standalone model typed as a fake kernel's (its `sent` stays empty: it cannot send).
+ * @param {ReturnType<typeof createModel>} model
+ */
+function kernelModelOf(model) {
+  return /** @type {import("./kernel.js").KernelModel} */ (Object.assign(model, { sent: [], commands: () => [], last: () => undefined }));
 }
 
 /** @param {Element} el @param {string} type @param {Record<string, any>} [init] */

@@ -87,6 +87,7 @@ const WORDS = [
  * @property {number} [threshold] nonmonotone_threshold (default 0.05)
  * @property {boolean} [base64] buffers as base64 strings (the static export form)
  * @property {number} [seed]
+ * @property {string} [id] the result's id (default "r1")
  */
 
 /**
@@ -176,6 +177,15 @@ export function makeComponents(raw, o = {}) {
     positions: positions.slice(),
     shares: enc(shares, [positions.length, n, C]),
   };
+}
+
+/**
+ * The `components` trait Python sends for some positions of a raw result: the split, its
+ * `result_id` (the result's id) and `request_id`.
+ * @param {Record<string, any>} raw @param {ComponentOptions & {requestId?: string}} [o]
+ */
+export function componentsTrait(raw, o = {}) {
+  return { ...makeComponents(raw, o), result_id: raw.id ?? "", request_id: o.requestId ?? "q-1" };
 }
 
 /**
@@ -297,6 +307,7 @@ export function makeResult(o = {}) {
     input_ids: enc(inputIds, [T]),
     target_ids: enc(targetIds, [T]),
     onset: enc(onset, [T]),
+    id: o.id ?? "r1",
     onset_segment: enc(onsetSegment, [T]),
     contributions: enc(contributions, [T, k]),
     lens_probs: enc(lens, [T, k + 1]),
@@ -349,9 +360,7 @@ export function makeState(o = {}) {
     hovered: -1,
     color_by: "p_final",
     interactive: o.interactive ?? true,
-    request: {},
-    busy: false,
-    error: "",
+    running: {},
     components: o.componentsTrait ?? {},
   };
 }

@@ -16,6 +16,7 @@ import { contribution, contributionRow, idText, segmentText } from "../result.js
 import { segmentMatrix, shortName, cellName } from "../components.js";
 import { fmtSigned } from "../format.js";
 import { NAN_COLOR } from "../palette.js";
+import { kernelNote } from "./kernel.js";
 
 /** Static pages without a split: how to get one. */
 export const NO_SPLIT_HINT = "attribute with components=True to see head shares";
@@ -96,22 +97,47 @@ export function buildComponents(ctx, r, i, preview) {
 }
 
 /**
+ * This view's latest `components` command when it asked for position i of result r, else null.
+ * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r @param {number} i
+ */
+function askedFor(ctx, r, i) {
+  const sent = ctx.commands.latest("components");
+  return sent && sent.fields.result_id === r.id && sent.fields.position === i ? sent : null;
+}
+
+/**
+ * The lazy head split: ask Python for the shares of the selected token i (the `components`
+ * command) when neither the result nor the trait has them, the kernel is live and this view
+ * has not asked for (r, i) already.
+ * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r
+ * @param {number} i @param {boolean} preview
+ */
+export function autoRequestComponents(ctx, r, i, preview) {
+  if (preview || i < 0 || !r.hasTarget[i] || !ctx.live() || ctx.components.sharesAt(i) || askedFor(ctx, r, i)) return;
+  ctx.command("components", { result_id: r.id, position: i });
+}
+
+/**
  * Why there is nothing to show, in words.
  * @param {import("./context.js").Context} ctx
  * @param {import("../result.js").Result} r @param {number} i @param {boolean} preview
  */
 function status(ctx, r, i, preview) {
   const p = (/** @type {string} */ cls, /** @type {string} */ text) => h("p", { class: `iglens-components-status ${cls}`, role: "status", text });
-  if (ctx.componentsError) return p("iglens-components-error", ctx.componentsError);
+  const answered = askedFor(ctx, r, i)?.answer?.error?.message ?? null;
+  const error = answered ?? ctx.componentsError;
+  if (error) return p("iglens-components-error", error);
   const known = ctx.components.positions;
   if (ctx.model.get("interactive")) {
+    const note = kernelNote(ctx);
+    if (note) return p("iglens-muted iglens-kernel-note", note);
+    if (askedFor(ctx, r, i)?.answer?.ok) return p("iglens-muted", `Python sent no head shares for position ${i}.`);
     return preview ? p("iglens-muted", "Click the token to compute its head shares.") : p("iglens-components-computing", "computing\u2026");
   }
   if (known.length) {
     const list = known.slice(0, 8).join(", ") + (known.length > 8 ? ", \u2026" : "");
     return p("iglens-muted", `No head shares for position ${i} (computed for ${list}).`);
   }
-  void r;
   return p("iglens-muted iglens-components-hint", NO_SPLIT_HINT);
 }
 

@@ -7,6 +7,7 @@
 import { decodeResult } from "../result.js";
 import { readComponentsTrait, mergeComponents } from "../components.js";
 import { readAblationTrait } from "../ablation.js";
+import { createCommands, readRunning } from "../commands.js";
 
 /**
  * @typedef {object} Model the anywidget model surface the front end uses
@@ -16,6 +17,7 @@ import { readAblationTrait } from "../ablation.js";
  * @property {(event: string, cb: (...args: any[]) => void) => void} on
  * @property {(event: string, cb?: (...args: any[]) => void) => void} off
  * @property {(msg: any) => void} [send]
+ * @property {boolean} [standalone] the exported page's in-memory model: no kernel behind it
  */
 
 /**
@@ -27,8 +29,8 @@ import { readAblationTrait } from "../ablation.js";
  * @property {"light"|"dark"} theme
  * @property {{sharesAt: (t: number) => import("../components.js").Shares|null, positions: number[]}} components
  *   the component split: the `components` trait's positions, else `result.components`
- * @property {string|null} componentsError the trait's error (Python's message, or why it could not
- *   be read), else the result's
+ * @property {string|null} componentsError why the trait could not be read, else why the result's
+ *   split could not
  * @property {import("../ablation.js").TraitAblation} ablation the `ablation` trait (the causal check
  *   of one position), read against the result
  * @property {{index: number, j: number}} segmentFocus the segment the user picked for position
@@ -41,6 +43,11 @@ import { readAblationTrait } from "../ablation.js";
  * @property {(i: number) => void} select  set `selected` (clamped; -1 clears) and clear the preview
  * @property {(i: number) => void} hover   set `hovered` (-1 clears); saved lazily
  * @property {(name: string, value: any) => void} setTrait set + save_changes
+ * @property {import("../commands.js").Commands} commands the command channel (sent, answers, kernel state)
+ * @property {(kind: import("../commands.js").CommandKind, fields?: Record<string, any>) => string|null} command
+ *   send a command to Python; its id (null: no kernel to send to)
+ * @property {() => boolean} live a Python kernel answers and the widget is interactive: commands can run
+ * @property {() => {id: string, command: string}|null} running the command running in Python's background (`running`)
  * @property {() => void} flush send pending lazy saves
  * @property {() => void} dispose
  */
@@ -69,9 +76,14 @@ export function createContext(model, root) {
       /* a closed comm: nothing to sync */
     }
   };
+  const commands = createCommands(model);
   /** @type {Context} */
   const ctx = {
     model,
+    commands,
+    command: (kind, fields) => commands.send(kind, fields),
+    live: () => !!model.get("interactive") && commands.kernel() === "live",
+    running: () => readRunning(model.get("running")),
     root,
     result: null,
     resultError: null,
@@ -114,6 +126,7 @@ export function createContext(model, root) {
     },
     flush,
     dispose() {
+      commands.dispose();
       if (timer !== null) {
         clearTimeout(timer);
         timer = null;
@@ -127,8 +140,8 @@ export function createContext(model, root) {
 }
 
 /**
- * Read the `ablation` trait against the current result (a check of another result is
- * ignored until Python clears it).
+ * Read the `ablation` trait against the current result (a check of another result, by its
+ * `result_id`, is not shown).
  * @param {Context} ctx
  */
 export function loadAblation(ctx) {
@@ -137,8 +150,7 @@ export function loadAblation(ctx) {
 
 /**
  * Merge the `components` trait with the result's split (the trait wins for the positions it
- * has); a trait made for another result (other blocks or segments) is ignored until Python
- * replaces it.
+ * has); a trait made for another result (by its `result_id`) is not shown.
  * @param {Context} ctx
  */
 export function loadComponents(ctx) {

@@ -1,12 +1,14 @@
 /**
- * Recompute controls (only when a Python kernel is attached: the `interactive` trait),
- * prefilled from the result's `controls` (else from the `request` trait). Apply writes the
- * `request` trait `{target, contrast, boundaries, estimator, steps}` (boundaries: "all",
- * "every:K", "sublayer" or a custom list) and saves; Python
- * answers through `busy`, `error` and a new `result`.
+ * Recompute controls (shown when the widget is `interactive`; live only while a kernel
+ * answers, else disabled with a note), prefilled from the result's `controls`. Apply sends
+ * the `recompute` command with `controls: {target, contrast, boundaries, estimator, steps}`
+ * (boundaries: "all", "every:K", "sublayer" or a custom list); Python names it in `running`
+ * while it runs, reports `progress`, and answers with a new `result` (or an error envelope,
+ * shown in the error line). Cancel sends `cancel` naming the running command.
  * @module views/controls
  */
 import { h, listen } from "../dom.js";
+import { kernelNote } from "./kernel.js";
 
 export const BOUNDARY_PRESETS = [
   ["all", "every block"],
@@ -96,6 +98,8 @@ function controlsDom() {
   cancel.hidden = true;
   const error = h("div", { class: "iglens-error", role: "alert" });
   error.hidden = true;
+  const note = h("div", { class: "iglens-kernel-note iglens-muted", role: "status" });
+  note.hidden = true;
 
   const field = (/** @type {string} */ label, /** @type {HTMLElement[]} */ inputs, /** @type {string} */ tip) =>
     h("label", { class: "iglens-field", title: tip }, h("span", { class: "iglens-field-label", text: label }), ...inputs);
@@ -122,22 +126,34 @@ function controlsDom() {
     "section",
     { class: "iglens-controls", "aria-label": "Recompute" },
     form,
+    note,
     h("div", { class: "iglens-progress-row" }, status, progress, cancel),
     error,
   );
-  return { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, form, el };
+  return { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, note, form, el };
+}
+
+/**
+ * The error line's message: the latest recompute's error (a cancelled one included), else the
+ * error of a cancel sent after it; null when there is none.
+ * @param {import("../commands.js").Commands} commands
+ */
+export function controlsError(commands) {
+  const rec = commands.latest("recompute");
+  const can = commands.latest("cancel");
+  if (rec?.answer?.error) return rec.answer.error.message;
+  if (can?.answer?.error && (!rec || can.seq > rec.seq)) return can.answer.error.message;
+  return null;
 }
 
 /**
  * @param {import("./context.js").Context} ctx
  */
 export function createControls(ctx) {
-  const { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, form, el } = controlsDom();
+  const { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, note, form, el } = controlsDom();
 
   function prefill() {
-    const r = ctx.result;
-    const req = ctx.model.get("request");
-    const src = r ? r.controls : req && typeof req === "object" ? req : null;
+    const src = ctx.result ? ctx.result.controls : null;
     if (!src) return;
     target.value = String(src.target ?? "predicted");
     contrast.value = String(src.contrast ?? "");
@@ -148,26 +164,37 @@ export function createControls(ctx) {
     custom.hidden = preset !== "custom";
     if (ESTIMATORS.some(([v]) => v === src.estimator)) estimator.value = String(src.estimator);
     steps.value = String(Math.max(1, Number(src.steps) || 1));
-    if (r) steps.max = String(r.maxSteps); // the request's limit, from Python
+    if (ctx.result) steps.max = String(ctx.result.maxSteps); // the request's limit, from Python
   }
 
+  /** The recompute running (Python's `running`, or this view's own, not answered yet). */
+  const busyNow = () => ctx.running()?.command === "recompute" || !!ctx.commands.pending("recompute");
+
   function sync() {
-    const interactive = !!ctx.model.get("interactive");
-    el.hidden = !interactive;
-    const busy = !!ctx.model.get("busy");
-    apply.disabled = busy;
+    el.hidden = !ctx.model.get("interactive");
+    const live = ctx.live();
+    const busy = busyNow();
+    const running = ctx.running();
+    // without a kernel nothing here may look live: every field off, and the note says why
+    for (const input of [target, contrast, boundaries, custom, estimator, steps]) input.disabled = !live;
+    apply.disabled = !live || busy || !!running;
+    apply.title = !live ? kernelNote(ctx) : running && !busy ? "the causal check is running: wait for it" : "";
+    note.hidden = live;
+    note.textContent = live ? "" : kernelNote(ctx);
+    note.setAttribute("data-kernel", ctx.commands.kernel());
     el.classList.toggle("iglens-busy", busy);
+    el.classList.toggle("iglens-no-kernel", !live);
     el.setAttribute("aria-busy", busy ? "true" : "false");
     const p = Number(ctx.model.get("progress"));
     const known = busy && Number.isFinite(p) && p >= 0;
     progress.hidden = !known;
     if (known) progress.value = p;
     else progress.removeAttribute("value");
-    cancel.hidden = !busy;
+    cancel.hidden = !busy || !live;
     status.textContent = busy ? (known ? `Computing\u2026 ${Math.round(100 * p)}%` : "Computing\u2026") : "";
-    const msg = ctx.model.get("error");
+    const msg = controlsError(ctx.commands);
     error.hidden = !msg;
-    error.textContent = msg ? String(msg) : "";
+    error.textContent = msg ?? "";
   }
 
   const offs = [
@@ -177,8 +204,8 @@ export function createControls(ctx) {
     }),
     listen(form, "submit", (e) => {
       e.preventDefault();
-      if (ctx.model.get("busy")) return;
-      const request = makeRequest({
+      if (!ctx.live() || busyNow() || ctx.running()) return;
+      const controls = makeRequest({
         target: target.value,
         contrast: contrast.value,
         boundaries: boundaries.value,
@@ -186,13 +213,15 @@ export function createControls(ctx) {
         estimator: estimator.value,
         steps: steps.value,
       });
-      // A counter makes every Apply a change, so applying the same settings again still recomputes.
-      const previous = ctx.model.get("request");
-      ctx.setTrait("request", { ...request, _n: ((previous && previous._n) || 0) + 1 });
+      ctx.command("recompute", { result_id: ctx.result ? ctx.result.id : "", controls });
+      sync();
     }),
     listen(cancel, "click", () => {
-      const previous = ctx.model.get("cancel_request");
-      ctx.setTrait("cancel_request", { _n: ((previous && previous._n) || 0) + 1 });
+      // the running command (Python's `running`), else this view's own recompute
+      const id = ctx.running()?.id ?? ctx.commands.pending("recompute")?.id;
+      if (!id) return;
+      ctx.command("cancel", { request_id: id });
+      sync();
       status.textContent = "Cancelling\u2026";
     }),
     // keys typed in the form must not drive the strip/heatmap shortcuts

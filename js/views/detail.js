@@ -16,7 +16,7 @@ import { h, clear } from "../dom.js";
 import { formatToken, quoteToken } from "../tokens.js";
 import { lensRow, idText, contributionSum, pFinal, segmentText } from "../result.js";
 import { fmtProb, fmtSigned, completenessText } from "../format.js";
-import { buildComponents } from "./components.js";
+import { buildComponents, autoRequestComponents } from "./components.js";
 import { chartSpace } from "./detail/space.js";
 import { barsChart } from "./detail/bars.js";
 import { curveChart } from "./detail/curve.js";
@@ -51,6 +51,7 @@ export function createDetail(ctx) {
             ? ".iglens-components-scroll"
             : null
         : null;
+    autoRequestComponents(ctx, r, shownIndex, shownPreview); // the selected token's lazy head split
     const next = buildComponents(ctx, r, shownIndex, shownPreview);
     compEl.replaceWith(next);
     compEl = next;

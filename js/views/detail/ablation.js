@@ -1,7 +1,8 @@
 /**
  * The causal check under chart (a) of the detail panel: the button that asks Python to
- * zero-ablate each segment (or why it is off), the state of the computation, and — with the
- * drops of the shown position — the legend and the caption in numbers.
+ * zero-ablate each segment (the `ablation` command; or why it is off: no kernel), the state of
+ * the computation (`running`), and — with the drops of the shown position — the legend and
+ * the caption in numbers.
  * @module views/detail/ablation
  */
 import { h, uniqueId } from "../../dom.js";
@@ -9,6 +10,7 @@ import { ABLATION, ABLATION_DARK, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DA
 import { contributionRow, segmentText } from "../../result.js";
 import { fmtProb } from "../../format.js";
 import { compareAblation, rhoText } from "../../ablation.js";
+import { kernelNote } from "../kernel.js";
 
 /** What one ablation removes, in the button's words. @param {import("../../result.js").Result} r */
 export function ablationUnit(r) {
@@ -20,6 +22,22 @@ export const ABLATE_HINT = "The causal check runs the model: open this view in a
 export const ABLATE_SHORT_HINT = "needs a Python kernel with the model";
 
 /**
+ * The causal check running: Python's `running` names one, or this view's own is not answered.
+ * @param {import("../context.js").Context} ctx
+ */
+export const ablationBusy = (ctx) => ctx.running()?.command === "ablation" || !!ctx.commands.pending("ablation");
+
+/**
+ * The error of this view's latest causal check when it was for position i of the shown result.
+ * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r @param {number} i
+ */
+export function ablationError(ctx, r, i) {
+  const sent = ctx.commands.latest("ablation");
+  if (!sent?.answer?.error || sent.fields.result_id !== r.id || sent.fields.position !== i) return null;
+  return sent.answer.error.message;
+}
+
+/**
  * The causal check under chart (a): the button (or why it is off), the state of the
  * computation, and — with drops for position i — the legend and the caption in numbers.
  * @param {import("../context.js").Context} ctx
@@ -29,7 +47,8 @@ export const ABLATE_SHORT_HINT = "needs a Python kernel with the model";
  */
 export function ablationBox(ctx, r, i, abl, dark) {
   const interactive = !!ctx.model.get("interactive");
-  const busy = !!ctx.model.get("ablation_busy");
+  const live = ctx.live();
+  const busy = live && ablationBusy(ctx);
   const unit = ablationUnit(r);
   const box = h("div", { class: "iglens-ablation", "data-position": i });
   const head = h("div", { class: "iglens-ablation-head" });
@@ -37,8 +56,10 @@ export function ablationBox(ctx, r, i, abl, dark) {
   const statusId = uniqueId("ablation-status");
   const status = h("span", { class: "iglens-ablation-status iglens-muted", id: statusId, role: "status" });
   const other = ctx.ablation.ablation && ctx.ablation.ablation.position !== i ? ctx.ablation.ablation.position : -1;
-  if (interactive || !abl) {
+  // a page without a live kernel that carries this position's drops shows them, no button
+  if (live || !abl) {
     const label = `Causal check (ablate each ${unit})`;
+    const note = kernelNote(ctx);
     const button = h(
       "button",
       {
@@ -46,14 +67,15 @@ export function ablationBox(ctx, r, i, abl, dark) {
         class: "iglens-ablate",
         "data-action": "ablate",
         "aria-describedby": statusId,
-        title: interactive ? `Zero-ablate each ${unit} in the model and draw the drop of ${r.targetName} at [${i}] beside the contributions` : ABLATE_HINT,
+        title: live ? `Zero-ablate each ${unit} in the model and draw the drop of ${r.targetName} at [${i}] beside the contributions` : note || ABLATE_HINT,
       },
       h("span", { class: "iglens-spinner", "aria-hidden": "true" }),
       h("span", { class: "iglens-ablate-label", text: label }),
     );
-    if (!interactive) {
+    if (!live) {
       button.disabled = true;
-      status.textContent = ABLATE_SHORT_HINT + (other >= 0 ? ` \u00b7 this page carries the drops of position ${other}` : "");
+      status.textContent = (interactive ? note : ABLATE_SHORT_HINT) + (other >= 0 ? ` \u00b7 this page carries the drops of position ${other}` : "");
+      if (interactive) status.classList.add("iglens-kernel-note");
     } else if (busy) {
       // aria-disabled, not disabled: the button keeps the keyboard focus while Python works
       button.setAttribute("aria-disabled", "true");
@@ -62,23 +84,18 @@ export function ablationBox(ctx, r, i, abl, dark) {
       status.textContent = `ablating each ${unit}\u2026`;
     }
     button.addEventListener("click", () => {
-      if (!ctx.model.get("interactive") || ctx.model.get("ablation_busy")) return;
-      const previous = ctx.model.get("ablation_request");
-      // A counter makes every click a change, so checking the same token again recomputes.
-      ctx.setTrait("ablation_request", { position: i, _n: ((previous && previous._n) || 0) + 1 });
+      if (!ctx.live() || ablationBusy(ctx) || ctx.running()) return;
+      ctx.command("ablation", { result_id: r.id, position: i });
     });
     head.appendChild(button);
   }
   head.appendChild(status);
 
-  const err = ctx.ablation.error;
-  if (err && (ctx.ablation.errorPosition === null || ctx.ablation.errorPosition === i) && !busy) {
-    box.appendChild(h("p", { class: "iglens-ablation-error", role: "alert", text: err }));
-  }
+  const err = busy ? null : (ablationError(ctx, r, i) ?? ctx.ablation.error);
+  if (err) box.appendChild(h("p", { class: "iglens-ablation-error", role: "alert", text: err }));
   if (!abl) return box;
 
-  if (!busy && interactive && Number.isFinite(abl.seconds))
-    status.textContent = `computed in ${abl.seconds < 10 ? abl.seconds.toFixed(2) : abl.seconds.toFixed(0)} s`;
+  if (!busy && live && Number.isFinite(abl.seconds)) status.textContent = `computed in ${abl.seconds < 10 ? abl.seconds.toFixed(2) : abl.seconds.toFixed(0)} s`;
   const swatch = (/** @type {string} */ cls, /** @type {string} */ fill) => {
     const sw = h("span", { class: `iglens-ablation-swatch ${cls}`, "aria-hidden": "true" });
     sw.style.background = fill;

@@ -1,7 +1,7 @@
 /**
  * The interior path of the shown position under chart (b): asking Python for it lazily (the
- * `path_request` trait, once per result, position and steps; then for every newly selected
- * token), the box with its legend and controls, and the Riemann terms of one segment.
+ * `path` command, once per result, position and steps; then for every newly selected token),
+ * the box with its legend and controls, and the Riemann terms of one segment.
  * @module views/detail/path
  */
 import { h } from "../../dom.js";
@@ -9,36 +9,46 @@ import { contributionRow, segmentText } from "../../result.js";
 import { fmtSigned } from "../../format.js";
 import { readPathTrait } from "../../path.js";
 import { chartLegend } from "./space.js";
+import { kernelNote } from "../kernel.js";
 
 /** The interior-path steps asked for lazily (from the panel's box; shared by the panels of a page). */
 const DEFAULT_PATH_STEPS = 8;
 
-/** Per context: the interior-path steps the user asked for, and the last request sent. */
-const pathWishes = /** @type {WeakMap<object, {steps: number, sent: {r: object|null, i: number, steps: number}}>} */ (new WeakMap());
+/** Per context: the interior-path steps the user asked for (0: none yet). */
+const pathWishes = /** @type {WeakMap<object, {steps: number}>} */ (new WeakMap());
 
 /** @param {import("../context.js").Context} ctx */
 function pathWish(ctx) {
   let w = pathWishes.get(ctx);
   if (!w) {
-    w = { steps: 0, sent: { r: null, i: -1, steps: 0 } };
+    w = { steps: 0 };
     pathWishes.set(ctx, w);
   }
   return w;
 }
 
 /**
- * Ask Python for the interior path of position i at `steps` (the `path_request` trait);
- * once per (result, position, steps).
+ * This view's latest `path` command when it asked for position i of result r (at `steps`
+ * when given), else null.
+ * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {number} i @param {number} [steps]
+ */
+function sentFor(ctx, r, i, steps) {
+  const sent = ctx.commands.latest("path");
+  if (!sent || sent.fields.result_id !== r.id || sent.fields.position !== i) return null;
+  return steps === undefined || sent.fields.steps === steps ? sent : null;
+}
+
+/**
+ * Ask Python for the interior path of position i at `steps` (the `path` command); once per
+ * (result, position, steps) unless `again`.
  * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
  * @param {number} i @param {number} steps @param {boolean} [again] send even if sent before
  */
 export function requestPath(ctx, r, i, steps, again = false) {
-  const wish = pathWish(ctx);
-  wish.steps = steps;
-  if (!again && wish.sent.r === r && wish.sent.i === i && wish.sent.steps === steps) return;
-  wish.sent = { r, i, steps };
-  const previous = ctx.model.get("path_request");
-  ctx.setTrait("path_request", { position: i, steps, _n: ((previous && previous._n) || 0) + 1 });
+  pathWish(ctx).steps = steps;
+  if (!ctx.live() || (!again && sentFor(ctx, r, i, steps))) return;
+  ctx.command("path", { result_id: r.id, position: i, steps });
 }
 
 /**
@@ -49,7 +59,7 @@ export function requestPath(ctx, r, i, steps, again = false) {
  */
 export function autoRequestPath(ctx, r, i, preview) {
   const wish = pathWish(ctx);
-  if (preview || r.pathProbs || !wish.steps || !ctx.model.get("interactive") || !r.hasTarget[i]) return;
+  if (preview || r.pathProbs || !wish.steps || !ctx.live() || !r.hasTarget[i]) return;
   const have = readPathTrait(ctx.model.get("path"), r).path;
   if (have && have.position === i && have.m === wish.steps) return;
   requestPath(ctx, r, i, wish.steps);
@@ -97,6 +107,7 @@ export function pathBox(ctx, r, i, m, lazy, trait, dark) {
       );
     return box;
   }
+  const live = ctx.live();
   const wish = pathWish(ctx);
   const steps = h("input", {
     type: "number",
@@ -115,11 +126,20 @@ export function pathBox(ctx, r, i, m, lazy, trait, dark) {
     text: m ? "Recompute the path" : "Show the path inside each segment",
   });
   const status = h("span", { class: "iglens-muted iglens-path-status", role: "status" });
-  const waiting = wish.sent.r === r && wish.sent.i === i && !(lazy && m === wish.sent.steps) && !(trait.error && trait.errorPosition === i);
-  if (lazy && trait.path) status.textContent = `computed for this token in ${Math.max(1, Math.round(trait.path.seconds * 1000))} ms`;
-  else if (waiting) status.textContent = "computing\u2026";
+  const asked = sentFor(ctx, r, i);
+  const error = asked?.answer?.error?.message ?? trait.error;
+  if (!live) {
+    // no kernel to ask: nothing here may look live
+    steps.disabled = true;
+    button.disabled = true;
+    button.title = kernelNote(ctx);
+    status.textContent = kernelNote(ctx);
+    status.classList.add("iglens-kernel-note");
+  } else if (lazy && trait.path) status.textContent = `computed for this token in ${Math.max(1, Math.round(trait.path.seconds * 1000))} ms`;
+  else if (asked && !asked.answer) status.textContent = "computing\u2026";
   button.addEventListener("click", () => {
     const n = Math.max(2, Math.min(r.maxSteps, Math.trunc(Number(steps.value)) || DEFAULT_PATH_STEPS));
+    if (!ctx.live()) return;
     requestPath(ctx, r, i, n, true);
     status.textContent = "computing\u2026";
   });
@@ -136,9 +156,7 @@ export function pathBox(ctx, r, i, m, lazy, trait, dark) {
       status,
     ),
   );
-  if (trait.error && (trait.errorPosition === null || trait.errorPosition === i)) {
-    box.appendChild(h("p", { class: "iglens-ablation-error iglens-path-error", role: "alert", text: trait.error }));
-  }
+  if (error) box.appendChild(h("p", { class: "iglens-ablation-error iglens-path-error", role: "alert", text: error }));
   return box;
 }
 
