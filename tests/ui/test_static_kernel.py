@@ -36,9 +36,11 @@ CONTROLS = """() => {
   const shown = (el) => !!el && !el.closest('[hidden]') && el.getClientRects().length > 0;
   const one = (sel) => {
     const el = document.querySelector(sel);
-    return { present: !!el, visible: shown(el), disabled: !!el && (el.disabled || el.getAttribute('aria-disabled') === 'true') };
+    const off = !!el && (el.disabled || el.getAttribute('aria-disabled') === 'true');
+    return { present: !!el, visible: shown(el), disabled: off };
   };
-  const text = (sel) => [...document.querySelectorAll(sel)].filter(shown).map((el) => el.textContent).join(' | ');
+  const text = (sel) =>
+    [...document.querySelectorAll(sel)].filter(shown).map((el) => el.textContent).join(' | ');
   return {
     apply: one('.iglens-controls .iglens-apply'),
     target: one('.iglens-controls input[name=target]'),
@@ -176,8 +178,9 @@ def test_saved_state_without_a_kernel_gives_up_after_the_hello(opened, widget):
     c = page.evaluate(CONTROLS)
     assert_no_live_control(c, CONNECTING)
     assert c["apply"]["visible"], c
+    note = "document.querySelector('.iglens-controls .iglens-kernel-note')?.textContent"
     page.wait_for_function(
-        "(t) => document.querySelector('.iglens-controls .iglens-kernel-note')?.textContent.includes(t)",
+        f"(t) => ({note} ?? '').includes(t)",
         arg=NO_KERNEL,
         timeout=10_000,
     )
