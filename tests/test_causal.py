@@ -29,6 +29,8 @@ from iglens_viz.causal.ablation import _replace_first
 from iglens_viz.core.trajectory import against_segments
 
 IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
+# Mean ablation's reference set: prompts of IDS's length (the same "template", other tokens).
+REFS = [[2, 5, 7, 9, 11, 5, 7, 9, 3], [1, 6, 7, 9, 11, 5, 7, 8, 3], [4, 5, 7, 10, 11, 6, 7, 9, 3]]
 # The test models run in float64: ablation results are compared with independent forward
 # passes that may use other kernels (another batch size), whose rounding has no tight a-priori
 # bound in float32; in float64 it is far below anything an ablation bug would change.
@@ -98,13 +100,34 @@ def _probs(model, ids, targets=None):
 
 
 @torch.no_grad()
-def _single_pass_ablation(model, ids, targets, layer, mode):
-    """Reference: one plain forward pass with one hook on block ``layer`` (1-based)."""
+def _mean_update(model, layer, refs=REFS):
+    """``[T, d]`` block ``layer``'s (1-based) update h_L − h_(L-1), averaged over the
+    reference prompts position by position (one plain pass per reference)."""
+    seen = []
 
     def hook(module, args, kwargs, output):
         h_in = args[0] if args else kwargs["hidden_states"]
         out = output if isinstance(output, torch.Tensor) else output[0]
-        new = h_in if mode == "zero" else h_in + (out - h_in).mean(dim=1, keepdim=True)
+        seen.append((out - h_in)[0])
+
+    handle = _blocks(model)[layer - 1].register_forward_hook(hook, with_kwargs=True)
+    try:
+        for ref in refs:
+            model(torch.tensor([ref]), use_cache=False)
+    finally:
+        handle.remove()
+    return torch.stack(seen).mean(0)
+
+
+@torch.no_grad()
+def _single_pass_ablation(model, ids, targets, layer, mode):
+    """Reference: one plain forward pass with one hook on block ``layer`` (1-based); mean
+    mode replaces the update by the references' mean update at each position."""
+    mean = _mean_update(model, layer) if mode == "mean" else None
+
+    def hook(module, args, kwargs, output):
+        h_in = args[0] if args else kwargs["hidden_states"]
+        new = h_in if mean is None else h_in + mean
         return new if isinstance(output, torch.Tensor) else (new, *output[1:])
 
     handle = _blocks(model)[layer - 1].register_forward_hook(hook, with_kwargs=True)
@@ -148,7 +171,8 @@ def test_clean_probs_are_the_models_own(model):
 
 @pytest.mark.parametrize("mode", ["zero", "mean"])
 def test_batched_ablation_equals_separate_passes(model, mode):
-    res = ablate(model, None, IDS, target="next", mode=mode, batch_size=2)  # chunks of 2
+    refs = REFS if mode == "mean" else None
+    res = ablate(model, None, IDS, target="next", mode=mode, batch_size=2, references=refs)
     targets = np.where(res.target_ids < 0, 0, res.target_ids)
     clean = _probs(model, IDS, targets)
     tol = _tol(model)
@@ -158,10 +182,11 @@ def test_batched_ablation_equals_separate_passes(model, mode):
         np.testing.assert_allclose(res.ablated_probs[:-1, col], ref[:-1], atol=tol)
         np.testing.assert_allclose(res.drop[:-1, col], clean[:-1] - ref[:-1], atol=2 * tol)
     assert np.isnan(res.drop[-1]).all() and res.target_ids[-1] == -1
-    assert np.abs(res.drop[:-1]).max() > 1e-2  # the check above is not vacuous
+    # the check above is not vacuous (a reference mean moves p less than a zero update)
+    assert np.abs(res.drop[:-1]).max() > (1e-2 if mode == "zero" else 1e-3)
     # chunking does not change anything
     for size in (1, None):
-        other = ablate(model, None, IDS, target="next", mode=mode, batch_size=size)
+        other = ablate(model, None, IDS, target="next", mode=mode, batch_size=size, references=refs)
         np.testing.assert_allclose(other.drop, res.drop, atol=2 * tol)  # other batch sizes
 
 
@@ -187,9 +212,23 @@ def test_last_block_drop_equals_its_iglens_contribution(model):
 
 def test_mean_mode_differs_from_zero(llama):
     zero = ablate(llama, None, IDS, mode="zero")
-    mean = ablate(llama, None, IDS, mode="mean")
+    mean = ablate(llama, None, IDS, mode="mean", references=REFS)
+    assert mean.n_references == len(REFS) and mean.mode == "mean"
     np.testing.assert_array_equal(zero.clean_probs, mean.clean_probs)  # the same clean pass
     assert np.abs(zero.drop - mean.drop).max() > 1e-3
+
+
+def test_mean_mode_needs_references_of_the_prompts_length(llama):
+    """The mean over the prompt's own positions is gone: mean mode without a reference set
+    is refused, saying what to pass; references of another length are refused too."""
+    with pytest.raises(InvalidRequestError, match="references="):
+        ablate(llama, None, IDS, mode="mean")
+    with pytest.raises(InvalidRequestError, match=r"token length \(9\).*#1: 4"):
+        ablate(llama, None, IDS, mode="mean", references=[REFS[0], [1, 2, 3, 4]])
+    with pytest.raises(InvalidRequestError, match="empty"):
+        ablate(llama, None, IDS, mode="mean", references=[])
+    with pytest.raises(InvalidRequestError, match="mode='mean'"):
+        ablate(llama, None, IDS, references=REFS)  # zero mode takes no references
 
 
 def test_targets_resolve_like_iglens(llama):
@@ -239,7 +278,10 @@ def test_tuple_returning_blocks_are_ablated_too(llama):
     """A transformers-4.x style block (tuple output) is ablated the same way."""
     expected = ablate(llama, None, IDS)
     for mode in ("zero", "mean"):
-        expected_mode = expected if mode == "zero" else ablate(llama, None, IDS, mode=mode)
+        refs = REFS if mode == "mean" else None
+        expected_mode = (
+            expected if mode == "zero" else ablate(llama, None, IDS, mode=mode, references=refs)
+        )
         block, following = _blocks(llama)[1], _blocks(llama)[2]
         cls = type(block)
 
@@ -257,7 +299,7 @@ def test_tuple_returning_blocks_are_ablated_too(llama):
         block.__class__ = TupleBlock
         handle = following.register_forward_pre_hook(unwrap, with_kwargs=True)
         try:
-            got = ablate(llama, None, IDS, mode=mode)
+            got = ablate(llama, None, IDS, mode=mode, references=refs)
         finally:
             handle.remove()
             block.__class__ = cls
@@ -355,17 +397,18 @@ def test_validate_onset_options(llama):
     strict = validate_onset(llama, None, prompts, min_prob=0.3, progress=False)
     assert (strict.table["p_final"] >= 0.3).all()
     assert 0 < len(strict.table) < sum(len(p) for p in prompts)
-    seg = validate_onset(
-        llama, None, prompts[:1], boundaries=[0, 2, 4], mode="mean", progress=False
-    )
+    seg = validate_onset(llama, None, prompts[:1], boundaries=[0, 2, 4], progress=False)
     assert seg.drops.shape == (5, 2) and set(seg.table["onset"]) <= {2, 4}
-    abl = ablate(llama, None, prompts[0], layers=[(1, 2), (3, 4)], mode="mean")
+    abl = ablate(llama, None, prompts[0], layers=[(1, 2), (3, 4)])
     np.testing.assert_allclose(seg.drops, abl.drop, atol=2 * _tol(llama))
+    # validate_onset has no reference set to pass on: its mean mode is refused by ablate
+    with pytest.raises(InvalidRequestError, match="references="):
+        validate_onset(llama, None, prompts[:1], mode="mean", progress=False)
     with pytest.raises(ValueError, match="two segments"):
         validate_onset(llama, None, prompts, boundaries=[0, 4], progress=False)
 
 
-@pytest.mark.parametrize("mode", ["zero", "mean"])
+@pytest.mark.parametrize("mode", ["zero"])  # mean mode needs references validate_onset lacks
 def test_validate_onset_sublayer_boundaries(llama, mode):
     """Regression: boundaries="sublayer" raised a bare TypeError (validate_onset derived the
     segment → block mapping itself). Each half block is ablated as its part, as ablate()

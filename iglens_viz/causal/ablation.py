@@ -26,6 +26,7 @@ the values of exactly those batch rows that ablate it. The batch is cut into chu
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
@@ -46,12 +47,13 @@ from ..core.hooks import (
     replace_block_output,
 )
 from ..core.inputs import to_input_ids
-from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows
+from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows, activation_rows
 from ..core.model_mode import eval_mode
 from ..core.readout import target_probability
 from ..core.request import PromptSpec, TargetSpec
 from ..core.targets import NO_TARGET, resolve_targets, token_texts
 from ..errors import InvalidRequestError, UnsupportedModelError
+from .positions import PositionSpec, resolve_positions
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -74,7 +76,8 @@ AblationMode = Literal["zero", "mean"]
 ABLATION_MODES: tuple[AblationMode, ...] = get_args(AblationMode)
 """``zero``: the block's output is its input (its update is skipped); for a part, its write
 is zero. ``mean``: the block's update (output − input), or the part's write, is replaced by
-its mean over the sequence's positions."""
+its mean over a reference set of prompts of the same template and token length, position by
+position (``references=``); never by a mean over the prompt's own positions."""
 
 AblationPart = Literal["block", "attn", "mlp", "head"]
 """What one ablation removes; see :data:`ABLATION_PARTS`."""
@@ -135,6 +138,10 @@ class AblationResult:
     """For ``part="head"``: the 0-based head of each column, parallel to :attr:`layers`
     (columns run block-major: every asked head of the first block, then of the next).
     None for the other parts."""
+    positions: list[int] | None = None
+    """The 0-based positions where the ablation acted (None: read as every position)."""
+    n_references: int = 0
+    """For ``mode="mean"``: how many reference prompts the means were taken over."""
 
     @property
     def target_tokens(self) -> list[str]:
@@ -354,13 +361,33 @@ class _AblationHooks:
         mode: _AppliedMode,
         part: str = "block",
         updates: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        means: torch.Tensor | None = None,
     ) -> None:
         self.blocks = blocks
         self.mode = mode
         self.part = part
         self.updates = updates  # [n, T, d]: given block updates (mode "given")
+        self.positions = positions  # [T] bool: where the ablation acts (None: everywhere)
+        self.means = means  # [n, T, width]: the references' mean update / write / head input
         self.rows: dict[int, torch.Tensor] = {}  # module index -> bool mask over batch rows
         self.hooks = Hooks()
+
+    def _where(self, mask: torch.Tensor, x: torch.Tensor, extra: int) -> torch.Tensor:
+        """The bool mask ``[rows, T, 1 …]`` of the rows (``mask [rows]`` or ``[rows, H]``,
+        ``extra`` trailing axes after it) and positions that are replaced in ``x``."""
+        mask = mask.to(x.device)
+        # [rows] → [rows, 1] (every position); [rows, H] → [rows, 1, H]
+        mask = mask.view(-1, 1) if mask.dim() == 1 else mask.unsqueeze(1)
+        if self.positions is not None:
+            pos = self.positions.to(x.device).view(1, -1, *([1] * (mask.dim() - 2)))
+            mask = mask & pos
+        return mask.view(*mask.shape, *([1] * extra))
+
+    def _mean(self, index: int, x: torch.Tensor) -> torch.Tensor:
+        """The references' mean of module ``index``'s value, shaped like one row of ``x``."""
+        assert self.means is not None, "mean mode comes with its reference means"
+        return self.means[index].to(x.device, x.dtype).reshape(x.shape[1:])
 
     def __enter__(self) -> _AblationHooks:
         try:
@@ -392,18 +419,18 @@ class _AblationHooks:
                 assert self.updates is not None, "mode 'given' comes with its updates"
                 replacement = inp + self.updates[index].to(inp.device, inp.dtype)
             else:
-                update = out - inp
-                replacement = inp + update.mean(dim=1, keepdim=True)
-            mask = mask.to(out.device).view(-1, *([1] * (out.dim() - 1)))
-            return replace_block_output(output, torch.where(mask, replacement.to(out.dtype), out))
+                replacement = inp + self._mean(index, inp)
+            where = self._where(mask, out, out.dim() - 2)
+            return replace_block_output(output, torch.where(where, replacement.to(out.dtype), out))
 
         return hook
 
-    def _replacement(self, x: torch.Tensor) -> torch.Tensor:
-        """What replaces ``x`` (``[rows, T, …]``): zero, or its mean over positions."""
+    def _replacement(self, index: int, x: torch.Tensor) -> torch.Tensor:
+        """What replaces ``x`` (``[rows, T, …]``): zero, or the references' mean at each
+        position."""
         if self.mode == "zero":
             return torch.zeros((), dtype=x.dtype, device=x.device)
-        return x.mean(dim=1, keepdim=True)
+        return self._mean(index, x)
 
     def _write_hook(self, index: int) -> Callable[..., Any]:
         def hook(module, args, output):
@@ -412,8 +439,8 @@ class _AblationHooks:
                 return None
             out = block_output_states(output)
             write = by_row(out, mask.numel())
-            mask = mask.to(out.device).view(-1, *([1] * (write.dim() - 1)))
-            new = torch.where(mask, self._replacement(write), write)
+            where = self._where(mask, write, write.dim() - 2)
+            new = torch.where(where, self._replacement(index, write), write)
             return replace_block_output(output, new.reshape(out.shape))
 
         return hook
@@ -427,8 +454,8 @@ class _AblationHooks:
             rows, n_heads = mask.shape
             z = by_row(x, rows)
             z = z.reshape(*z.shape[:-1], n_heads, z.shape[-1] // n_heads)  # [rows, T, H, d_h]
-            mask = mask.to(x.device).view(rows, *([1] * (z.dim() - 3)), n_heads, 1)
-            new = torch.where(mask, self._replacement(z), z)
+            where = self._where(mask, z, 1)  # [rows, T, H, 1]
+            new = torch.where(where, self._replacement(index, z), z)
             return put(new.reshape(x.shape))
 
         return hook
@@ -469,6 +496,91 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
 
 
+class _StopAfterLast(Exception):
+    """Raised after the last hooked module: the reference passes need nothing later."""
+
+
+def _reference_ids(
+    references: Sequence[PromptSpec],
+    tokenizer: PreTrainedTokenizerBase | None,
+    config: object,
+    vocab: int,
+    T: int,
+) -> torch.Tensor:
+    """``[R, T]`` the reference prompts' ids; an error unless each has the prompt's length."""
+    if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
+        raise InvalidRequestError(
+            "references must be a list of prompts (texts or id lists) of the same template "
+            f"and token length as the prompt, not {type(references).__name__}"
+        )
+    rows = [to_input_ids(r, tokenizer, config, vocab) for r in references]
+    if not rows:
+        raise InvalidRequestError(
+            "references is empty: mean ablation needs at least one reference prompt"
+        )
+    bad = [(k, r.numel()) for k, r in enumerate(rows) if r.numel() != T]
+    if bad:
+        shown = ", ".join(f"#{k}: {length}" for k, length in bad[:5])
+        raise InvalidRequestError(
+            f"every reference prompt must have the prompt's token length ({T}) so that means "
+            f"are taken position by position (never across positions); these do not: {shown}"
+        )
+    return torch.stack(rows)
+
+
+@torch.no_grad()
+def _reference_means(
+    model: nn.Module, modules: Sequence[nn.Module], part: str, ids: torch.Tensor, budget: int
+) -> torch.Tensor:
+    """``[n, T, width]`` the mean over the reference prompts ``ids [R, T]`` of each module's
+    value at each position: a block's update (output − input), a write module's output, or
+    an output projection's input (``part="head"``: the concatenated head outputs)."""
+    sums: dict[int, torch.Tensor] = {}
+    R, T = ids.shape
+    per_pass = activation_rows(model, T, budget)
+    device = input_device(model)
+
+    def add(index: int, value: torch.Tensor) -> None:
+        total = value.double().sum(0)
+        sums[index] = total if index not in sums else sums[index] + total
+
+    def keep(index: int) -> Callable[..., Any]:
+        def hook(module, args, kwargs, output):
+            out = block_output_states(output)
+            if part == "block":
+                value = out - block_input(args, kwargs)
+            else:
+                value = by_row(out, current["rows"])
+            add(index, value)
+            if index == len(modules) - 1:
+                raise _StopAfterLast
+
+        return hook
+
+    def keep_input(index: int) -> Callable[..., Any]:
+        def hook(module, args, kwargs):
+            x, _ = projection_input(args, kwargs)
+            add(index, by_row(x, current["rows"]))
+            if index == len(modules) - 1:
+                raise _StopAfterLast
+
+        return hook
+
+    current = {"rows": 0}
+    with Hooks() as hooks:
+        for i, module in enumerate(modules):
+            if part == "head":
+                hooks.before(module, keep_input(i), with_kwargs=True)
+            else:
+                hooks.after(module, keep(i), with_kwargs=True)
+        for start in range(0, R, per_pass):
+            chunk = ids[start : start + per_pass].to(device)
+            current["rows"] = chunk.shape[0]
+            with contextlib.suppress(_StopAfterLast):
+                _forward(model, chunk)
+    return torch.stack([sums[i] / R for i in range(len(modules))])
+
+
 @torch.no_grad()
 def ablate(
     model: nn.Module,
@@ -483,6 +595,8 @@ def ablate(
     part: AblationPart = "block",
     heads: Iterable[int] | None = None,
     updates: torch.Tensor | np.ndarray | None = None,
+    positions: PositionSpec = "all",
+    references: Sequence[PromptSpec] | None = None,
 ) -> AblationResult:
     """Drop in each position's target probability when a block, or one part of it (its
     attention, its MLP, one attention head), adds nothing to the stream.
@@ -507,10 +621,11 @@ def ablate(
         ``"zero"``: the block's output is replaced by its input (``h_L := h_{L-1}``); for a
         part, its write (or the head's slice of the output projection's input) is zero.
         ``"mean"``: the block's update ``h_L - h_{L-1}`` (or the part's write, or the head's
-        slice) is replaced by its mean over the positions of the sequence (this mean includes
-        later positions and the first token, whose states are often large; prefer ``zero``
-        for strictly causal ablations). In both modes every later computation of the block and
-        every later block run on the changed stream.
+        slice) is replaced, position by position, by its mean over ``references``: prompts
+        of the same template and the same token length (never by a mean over the prompt's
+        own positions, which mixes later positions and the first token into every one).
+        In both modes every later computation of the block and every later block run on the
+        changed stream.
     batch_size:
         Ablations per forward pass; ``None`` picks as many as keep the ``[rows × T × vocab]``
         logits under ``memory_budget`` bytes.
@@ -541,6 +656,16 @@ def ablate(
         instead of ``mode`` (``h_L := h_{L-1} + updates[L-1]``; the result's ``mode`` reads
         ``"given"``): e.g. the mean update of *other* prompts at the same positions, or another
         prompt's updates (resample ablation; see :mod:`iglens_viz.studies`).
+    positions:
+        Where the ablation acts: ``"all"`` (default, every position), ``"target"`` (the last
+        position only), ``"all_but_first"``, or a list of 0-based positions (see
+        :func:`~iglens_viz.causal.positions.resolve_positions`); elsewhere the block (part)
+        runs as it is. Positions before the first ablated one keep their clean probability
+        (causal attention).
+    references:
+        For ``mode="mean"`` (required there, an error otherwise): the reference prompts, each
+        of the prompt's token length, whose clean runs give the mean update (write, head
+        output) at each position.
 
     Returns an :class:`AblationResult`.
     """
@@ -556,6 +681,19 @@ def ablate(
     if mode not in ABLATION_MODES:
         raise InvalidRequestError(
             f"unknown ablation mode {mode!r}; choose one of {', '.join(ABLATION_MODES)}"
+        )
+    if references is not None and (mode != "mean" or updates is not None):
+        raise InvalidRequestError(
+            "references= gives the reference prompts of mode='mean' (without updates=); "
+            f"this ablation has mode={mode!r}" + (" and updates=" if updates is not None else "")
+        )
+    if mode == "mean" and references is None and updates is None:
+        raise InvalidRequestError(
+            "mode='mean' needs a reference set: pass references=[...], prompts of the same "
+            "template and the same token length as this one (e.g. the same sentence with "
+            "other subjects); each update is replaced by the references' mean at the same "
+            "position. (The mean over the prompt's own positions, used before, mixes later "
+            "positions and the first token into every position and is no longer offered.)"
         )
     if batch_size is not None and (
         isinstance(batch_size, bool)
@@ -581,8 +719,19 @@ def ablate(
         column_heads = [h for _ in groups for h in head_list]
         groups = [g for g in groups for _ in head_list]
     T = ids.numel()
+    where = resolve_positions(positions, T)
+    position_mask = None if len(where) == T else torch.zeros(T, dtype=torch.bool)
+    if position_mask is not None:
+        position_mask[where] = True
+    means = None
+    ref_ids = None
+    if applied == "mean":
+        assert references is not None, "checked above"
+        ref_ids = _reference_ids(references, tokenizer, model.config, vocab, T)
 
     with eval_mode(model):
+        if ref_ids is not None:
+            means = _reference_means(model, modules, part, ref_ids, memory_budget)
         batch_ids = ids.unsqueeze(0).to(input_device(model))
         clean_logits = _forward(model, batch_ids)  # [1, T, V]
         predicted = clean_logits[0].argmax(-1).cpu()
@@ -596,7 +745,7 @@ def ablate(
             ablation_rows(T, vocab, memory_budget) if batch_size is None else batch_size
         )
         ablated = np.empty((T, len(groups)), dtype=np.float64)
-        with _AblationHooks(modules, applied, part, given) as hooks:
+        with _AblationHooks(modules, applied, part, given, position_mask, means) as hooks:
             for start in range(0, len(groups), batch_size):
                 chunk = groups[start : start + batch_size]
                 hooks.rows = {}
@@ -631,4 +780,6 @@ def ablate(
         token_text=text_of,
         part=part,
         heads=column_heads,
+        positions=where,
+        n_references=0 if ref_ids is None else int(ref_ids.shape[0]),
     )
