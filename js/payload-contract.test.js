@@ -17,8 +17,9 @@ import { formatToken } from "./tokens.js";
 import { completenessText } from "./format.js";
 import { render } from "./app.js";
 import { createModel } from "./standalone.js";
+import { readAnswer } from "./commands.js";
 
-/** @type {{state: Record<string, any>, ablation: Record<string, any>, path: Record<string, any>, expected: Record<string, any>}} */
+/** @type {{state: Record<string, any>, ablation: Record<string, any>, path: Record<string, any>, answers: Record<string, any>[], expected: Record<string, any>}} */
 const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
 const want = golden.expected;
 
@@ -66,6 +67,29 @@ describe("the Python payload (js/testing/payload.json)", () => {
     const path = readPathTrait(structuredClone(golden.path), r);
     expect(path.error).toBeNull();
     expect(path.path).not.toBeNull();
+  });
+
+  it("reads Python's answer envelopes, and the answers name the shown result and their request", () => {
+    const answers = golden.answers.map((a) => readAnswer(structuredClone(a)));
+    const resultId = golden.state.result.id;
+    expect(typeof resultId).toBe("string");
+    expect(answers.map((a) => a && [a.requestId, a.command, a.ok, a.resultId])).toEqual([
+      ["t-1", "hello", true, resultId],
+      ["t-2", "components", true, resultId],
+      ["t-3", "ablation", true, resultId],
+      ["t-4", "path", true, resultId],
+      ["t-5", "path", false, resultId],
+    ]);
+    expect(answers[4]?.error?.type).toBe("InvalidRequestError");
+    expect(answers[4]?.error?.message).toContain("position");
+    for (const [trait, request] of /** @type {const} */ ([
+      [golden.state.components, "t-2"],
+      [golden.ablation, "t-3"],
+      [golden.path, "t-4"],
+    ])) {
+      expect(trait.result_id).toBe(resultId);
+      expect(trait.request_id).toBe(request);
+    }
   });
 
   it("renders: token texts, the selected token's bars and completeness line, the model name as text", () => {

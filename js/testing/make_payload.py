@@ -2,11 +2,12 @@
 
 Run from the repository root with the project's Python:
 ``.venv/bin/python js/testing/make_payload.py``. It attributes a short prompt on a tiny
-random Llama (tests/tiny_models.py, fixed seed) and keeps what the widget would send: the
-model state (``initial_state`` of ``result_payload``, buffers as base64 as in the exported
-page), the ``components`` answer of the selected token, an ``ablation`` answer
-(``segment_ablation``) and a ``path`` answer (``position_path``) — made by the same
-functions the widget calls — and a few values computed here with numpy (``expected``).
+random Llama (tests/tiny_models.py, fixed seed), shows it in an ``IGLensWidget`` and sends it
+the page's commands through its dispatcher (``hello``, ``components``, ``ablation``,
+``path``, and a ``path`` with a bad position): it keeps the model state (buffers as base64
+as in the exported page), the ``components``, ``ablation`` and ``path`` traits those
+commands set, their answer envelopes (``answers``, one an error), and a few values computed
+here with numpy (``expected``).
 
 The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
 renders it; tests/test_payload_contract.py rebuilds it in memory and compares it with the
@@ -37,11 +38,8 @@ def build() -> dict[str, Any]:
     from tiny_models import tiny_model, tiny_tokenizer
 
     from iglens_viz import IGLens
-    from iglens_viz.core.components import component_segments
-    from iglens_viz.protocol import initial_state, result_payload
-    from iglens_viz.protocol.payload import components_payload
     from iglens_viz.protocol.serializers import to_base64_state
-    from iglens_viz.widget.widget import position_path, segment_ablation
+    from iglens_viz.widget import IGLensWidget
 
     # float64 throughout, sent as float32 (as every payload is): a rebuild on another CPU,
     # BLAS or thread count differs from the file by float32 rounding only. In float32 the
@@ -49,18 +47,34 @@ def build() -> dict[str, Any]:
     model = tiny_model("llama").double()
     lens = IGLens(model, tiny_tokenizer(), dtype="float64", name="tiny-llama <b>")
     result = lens.attribute(PROMPT, boundaries=[0, 1, 4], steps=STEPS)
-    state = initial_state(result_payload(result), interactive=True)
-    position = int(state["selected"])
-    names = lens.component_names
-    components = components_payload(
-        names,
-        component_segments(result.boundaries, names, result.n_blocks),
-        [position],
-        lens.components(result, [position]),
-    )
-    ablation = segment_ablation(lens, result, position)
-    path = position_path(lens, result, position, PATH_STEPS)
-    ablation["seconds"] = path["seconds"] = 0.0  # wall time: not part of the contract
+    # The answers as the page gets them: commands through the widget's dispatcher.
+    widget = IGLensWidget(result, lens)
+    widget.threaded = False
+    widget.send = lambda content, buffers=None: None  # no comm: the envelopes are returned
+    position = int(widget.selected)
+    asked = {"result_id": widget.result_id, "position": position}
+    answers = [
+        widget.dispatch({"kind": "hello", "id": "t-1"}),
+        widget.dispatch({"kind": "components", "id": "t-2", **asked}),
+        widget.dispatch({"kind": "ablation", "id": "t-3", **asked}),
+        widget.dispatch({"kind": "path", "id": "t-4", **asked, "steps": PATH_STEPS}),
+        widget.dispatch({"kind": "path", "id": "t-5", **asked, "position": 99, "steps": 4}),
+    ]
+    ablation = {**widget.ablation, "seconds": 0.0}  # wall time: not part of the contract
+    path = {**widget.path, "seconds": 0.0}
+    state = {
+        key: getattr(widget, key)
+        for key in (
+            "result",
+            "selected",
+            "hovered",
+            "color_by",
+            "interactive",
+            "running",
+            "view",
+            "pinned",
+        )
+    }
     contributions = np.asarray(result.contributions, dtype=np.float32)
     delta_p = np.asarray(result.delta_p, dtype=np.float32)
     expected = {
@@ -75,9 +89,10 @@ def build() -> dict[str, Any]:
     }
     return {
         "about": "made by js/testing/make_payload.py; do not edit by hand",
-        "state": to_base64_state({**state, "components": components}),
+        "state": to_base64_state({**state, "components": widget.components}),
         "ablation": ablation,
         "path": path,
+        "answers": answers,
         "expected": expected,
     }
 
