@@ -1,7 +1,10 @@
-"""Causal validation of IG-Lens: block ablation and the onset-vs-ablation check.
+"""Causal validation of IG-Lens: block ablation, counterfactual activation patching and the
+onset-vs-ablation check.
 
->>> from iglens_viz.causal import ablate, validate_onset, load_prompts   # doctest: +SKIP
+>>> from iglens_viz.causal import ablate, patch, validate_onset, load_prompts  # doctest: +SKIP
 >>> res = ablate(model, tokenizer, "The capital of France is")          # doctest: +SKIP
+>>> pat = patch(model, tokenizer, "The capital of France is", "The capital of Italy is",
+...             target=" Paris", contrast=" Rome")                       # doctest: +SKIP
 >>> val = validate_onset(model, tokenizer, load_prompts())              # doctest: +SKIP
 >>> val.summary()                                                       # doctest: +SKIP
 
@@ -24,20 +27,42 @@ from .ablation import (
     AblationResult,
     ablate,
 )
+from .patching import (
+    PATCH_DIRECTIONS,
+    PATCH_EFFECTS,
+    PATCH_METHODS,
+    PATCH_METRICS,
+    PATCH_PARTS,
+    PatchResult,
+    attribution_patch,
+    patch,
+)
+from .positions import POSITION_KEYWORDS, PositionSpec, resolve_positions
 from .validation import COLUMNS, ValidationResult, spearman, validate_onset
 
 __all__ = [
     "ABLATION_MODES",
     "ABLATION_PARTS",
     "COLUMNS",
+    "PATCH_DIRECTIONS",
+    "PATCH_EFFECTS",
+    "PATCH_METHODS",
+    "PATCH_METRICS",
+    "PATCH_PARTS",
+    "POSITION_KEYWORDS",
     "AblationMode",
     "AblationPart",
     "AblationResult",
+    "PatchResult",
+    "PositionSpec",
     "ValidationResult",
     "ablate",
+    "attribution_patch",
     "is_monotone",
     "load_prompts",
+    "patch",
     "prompt_categories",
+    "resolve_positions",
     "spearman",
     "validate_onset",
 ]
