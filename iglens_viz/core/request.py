@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import torch
 
 from ..errors import InvalidRequestError
 from .boundaries import BoundarySpec, normalize_boundaries, resolve_boundaries
+from .coordinates import LENS_KINDS, LOGIT, Lens
 
 __all__ = [
     "CHAT_MODES",
@@ -38,9 +40,11 @@ __all__ = [
     "AttributionRequest",
     "ChatMode",
     "Estimator",
+    "LensSpec",
     "PromptSpec",
     "TargetKeyword",
     "TargetSpec",
+    "normalize_lens",
     "normalize_prompt",
     "normalize_target",
 ]
@@ -66,6 +70,11 @@ token id, a single-token string, or one id per position (-1: no target there).""
 PromptSpec = str | Sequence[int] | np.ndarray | torch.Tensor
 """A prompt: text (not blank), or token ids as a sequence, a 1-D / ``[1, T]`` array or
 tensor."""
+
+LensSpec = Lens | str | os.PathLike[str]
+"""The readout's coordinates: a :class:`~iglens_viz.core.coordinates.Lens`, a lens kind
+(``"logit"``, the default, ``"shortcut"``, ``"tuned"``, ``"jacobian"``: fitted for the model,
+or found in the cache) or the path of a saved lens (a file or a folder)."""
 
 MAX_STEPS = 1000
 """The most interpolation steps per segment. Prediction-aware totals do not depend on the
@@ -163,6 +172,29 @@ def normalize_target(
     )
 
 
+def normalize_lens(spec: LensSpec | None) -> Lens | str:
+    """A lens as the request keeps it: a :class:`Lens`, a kind name, or an existing path as
+    text (``None`` is ``"logit"``)."""
+    if spec is None:
+        return LOGIT.kind
+    if isinstance(spec, Lens):
+        return spec
+    if not isinstance(spec, (str, os.PathLike)):
+        raise InvalidRequestError(
+            f"lens must be a Lens, one of {', '.join(LENS_KINDS)} or the path of a saved "
+            f"lens, not {type(spec).__name__}"
+        )
+    text = os.fspath(spec)
+    if text in LENS_KINDS:
+        return text
+    if not isinstance(text, str) or not text.strip() or not os.path.exists(text):
+        raise InvalidRequestError(
+            f"lens {text!r}: choose one of {', '.join(LENS_KINDS)}, or give the path of a "
+            f"saved lens (no such file or folder)"
+        )
+    return text
+
+
 def _target_from_text(text: object, what: str, *, optional: bool) -> TargetSpec | None:
     """A target/contrast as typed in a text field (CLI flag, widget box).
 
@@ -237,6 +269,10 @@ class AttributionRequest:
     components: bool = False
     """Also split every segment's contribution over attention heads and MLPs
     (``result.components``; see :mod:`iglens_viz.core.components`)."""
+    lens: LensSpec = "logit"
+    """The coordinates each state is read in (see :data:`LensSpec`): ``"logit"`` reads h_L as
+    it is; a fitted lens reads T_L(h_L). Kept as given (a :class:`Lens`, a kind name or a
+    path); the lens resolves it when it runs the request."""
 
     # The constructor's signature for inspect and help(): the generated __init__'s (set
     # below the class), not __new__'s.
@@ -276,6 +312,7 @@ class AttributionRequest:
         if not isinstance(self.components, (bool, np.bool_)):
             raise InvalidRequestError(f"components must be True or False, not {self.components!r}")
         set_("components", bool(self.components))
+        set_("lens", normalize_lens(self.lens))
 
     # ------------------------------------------------------------------ building
 
@@ -292,9 +329,9 @@ class AttributionRequest:
     ) -> AttributionRequest:
         """A request from text fields, as the CLI flags and the widget's controls give them.
 
-        ``controls`` may hold ``target``, ``contrast``, ``boundaries``, ``estimator`` and
-        ``steps`` as text (or ints); missing or empty fields take the defaults, an integer
-        target is a token id. ``fixed`` gives the other fields (``chat``,
+        ``controls`` may hold ``target``, ``contrast``, ``boundaries``, ``estimator``,
+        ``steps`` and ``lens`` as text (or ints); missing or empty fields take the defaults,
+        an integer target is a token id. ``fixed`` gives the other fields (``chat``,
         ``max_new_tokens``).
         """
         return cls(prompt, **fixed).with_controls(controls)
@@ -302,8 +339,10 @@ class AttributionRequest:
     def with_controls(self, controls: Mapping[str, Any]) -> AttributionRequest:
         """This request with the fields typed in ``controls`` (see :meth:`from_controls`).
 
-        An empty or missing field means its default; the target text
-        :data:`PER_POSITION` keeps this request's per-position ids.
+        An empty or missing field means its default, except ``lens``: missing, it keeps
+        this request's lens (controls without a lens switch do not reset it); empty, it is
+        the logit lens. The target text :data:`PER_POSITION` keeps this request's
+        per-position ids.
         """
         if not isinstance(controls, Mapping):
             raise InvalidRequestError(
@@ -319,12 +358,17 @@ class AttributionRequest:
         if not isinstance(estimator, str):
             raise InvalidRequestError(f"estimator must be text, got {type(estimator).__name__}")
         steps = controls.get("steps")
+        lens = controls.get("lens", self.lens)
+        if isinstance(lens, str):
+            lens = lens.strip()
+            lens = self.lens if lens == self.lens_name else lens  # the same lens: keep it
         return self.replace(
             target=target,
             contrast=_target_from_text(controls.get("contrast"), "contrast", optional=True),
             boundaries=controls.get("boundaries") or "all",
             estimator=estimator.strip(),
             steps=1 if steps is None or steps == "" else steps,
+            lens=lens or None,
         )
 
     # ------------------------------------------------------------------ reading
@@ -350,22 +394,40 @@ class AttributionRequest:
         b = self._boundary_form
         return b if isinstance(b, str) else ",".join(str(x) for x in b)
 
+    @property
+    def lens_name(self) -> str:
+        """The lens's name: ``"logit"``, ``"shortcut"`` …, a saved lens's path as given, or
+        a :class:`Lens` object's :attr:`~iglens_viz.core.coordinates.Lens.name`."""
+        lens = self.lens
+        assert isinstance(lens, (Lens, str)), "normalised by __post_init__"
+        return lens.name if isinstance(lens, Lens) else lens
+
     def controls(self) -> dict[str, str | int]:
-        """The text fields that reproduce this request in the widget's controls."""
-        return {
+        """The text fields that reproduce this request in the widget's controls (``lens``
+        only when it is not the logit lens)."""
+        out: dict[str, str | int] = {
             "target": _target_text(self.target),
             "contrast": _target_text(self.contrast),
             "boundaries": self.boundary_text,
             "estimator": self.estimator,
             "steps": self.steps,
         }
+        if self.lens_name != LOGIT.kind:
+            out["lens"] = self.lens_name
+        return out
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (tuples become lists); ``AttributionRequest(**d)`` rebuilds it."""
-        return {
+        """JSON-ready fields (tuples become lists; a :class:`Lens` object by its name, and
+        the logit lens left out, as the default); ``AttributionRequest(**d)`` rebuilds it
+        (a lens object as the lens of that name)."""
+        out = {
             f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in dataclasses.fields(self)
         }
+        out["lens"] = self.lens_name
+        if out["lens"] == LOGIT.kind:
+            del out["lens"]
+        return out
 
 
 _INIT = inspect.signature(AttributionRequest.__init__)
