@@ -5,17 +5,21 @@ object, reachable from it through :mod:`iglens_viz.core.extensions`.
 """
 
 from .boundaries import BoundarySpec, parse_boundaries, segment_label, segment_labels
+from .coordinates import LOGIT, Lens
 from .lens import IGLens, attribute
-from .request import AttributionRequest, ChatMode, Estimator, TargetSpec
+from .request import AttributionRequest, ChatMode, Estimator, LensSpec, TargetSpec
 from .result import AttributionResult, onset_segments
 
 __all__ = [
+    "LOGIT",
     "AttributionRequest",
     "AttributionResult",
     "BoundarySpec",
     "ChatMode",
     "Estimator",
     "IGLens",
+    "Lens",
+    "LensSpec",
     "TargetSpec",
     "attribute",
     "onset_segments",

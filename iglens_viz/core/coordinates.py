@@ -108,6 +108,13 @@ class Lens:
         blocks' writes and the change of coordinates)."""
         return self._apply(hidden, depth, bias=False)
 
+    def pullback(self, grad: torch.Tensor, depth: float) -> torch.Tensor:
+        """A_Lᵀ·grad for row vectors ``grad`` ``[..., d]``: a gradient with respect to T_L(h)
+        as one with respect to h, so ``pullback(g, L)·w == g·linear(w, L)`` (the component
+        split contracts it with the blocks' writes)."""
+        matrix = self.matrices.get(self.translator_depth(depth))
+        return grad if matrix is None else grad @ matrix.to(grad)
+
     def _apply(self, hidden: torch.Tensor, depth: float, *, bias: bool) -> torch.Tensor:
         L = self.translator_depth(depth)
         matrix = self.matrices.get(L)
@@ -148,8 +155,9 @@ def model_fingerprint(model: nn.Module) -> str:
     the same shape does not.
     """
     digest = hashlib.sha256(type(model).__name__.encode())
-    embeddings = model.get_input_embeddings()
-    output = model.get_output_embeddings()
+    hf: Any = model  # a transformers PreTrainedModel
+    embeddings = hf.get_input_embeddings()
+    output = hf.get_output_embeddings()
     for module in (embeddings, output):
         weight = getattr(module, "weight", None)
         if weight is None or weight.device.type == "meta":

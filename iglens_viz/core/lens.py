@@ -7,11 +7,17 @@ readouts only.
 
 Every call is an :class:`~iglens_viz.core.request.AttributionRequest`: ``attribute`` builds
 one from its keyword arguments and :meth:`IGLens.run` runs it; the result keeps it.
+
+Lenses: a request's ``lens`` sets the coordinates every state is read in (the path points
+h̃_L = T_L(h_L), see :mod:`iglens_viz.core.coordinates`). The cache holds one trace per
+(prompt, lens): the forward pass is shared by every lens's trace of a prompt, the readout map
+is computed once per lens (the transform, one d × d matmul per depth, before it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
@@ -27,16 +33,24 @@ from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .capture import Capture, capture_batch, capture_states, joined
 from .components import component_names, component_shares
+from .coordinates import LOGIT, Lens
 from .estimators import midpoints, path_values, riemann_totals, segment_gradients
 from .extensions import provider
 from .inputs import check_context, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
-from .request import AttributionRequest, ChatMode, Estimator, PromptSpec, TargetSpec
+from .request import (
+    AttributionRequest,
+    ChatMode,
+    Estimator,
+    LensSpec,
+    PromptSpec,
+    TargetSpec,
+)
 from .result import AttributionResult, display_name, onset_segments
 from .selfcheck import check_model_states, check_readout, check_readout_map
 from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
-from .trace import DEFAULT_MEMORY_BUDGET, Trace, readout_map
+from .trace import DEFAULT_MEMORY_BUDGET, Trace, lens_points, readout_map
 
 if TYPE_CHECKING:
     # Annotations only. The widget's own class (iglens_viz.widget, a floor above the core)
@@ -111,7 +125,10 @@ class IGLens:
         self.top_k = int(top_k)
         self.memory_budget = _budget_with_floor(int(memory_budget), self.readout, model)
         self.cache_size = int(cache_size)
-        self._cache: OrderedDict[tuple[int, ...], Trace] = OrderedDict()
+        # Traces keyed by (prompt ids, lens); the lenses of the same prompt share its states.
+        self._cache: OrderedDict[tuple[tuple[int, ...], Lens], Trace] = OrderedDict()
+        # Lenses named by a kind or a path, resolved once (so their traces are found again).
+        self._lenses: dict[str, Lens] = {}
         # Generated answers, keyed by (prompt ids, max_new_tokens); bounded like the traces.
         self._answers: OrderedDict[tuple[tuple[int, ...], int], torch.Tensor] = OrderedDict()
 
@@ -122,9 +139,55 @@ class IGLens:
 
     @property
     def component_names(self) -> list[str]:
-        """The component axis of :meth:`components` (see
-        :func:`~iglens_viz.core.components.component_names`)."""
+        """The component axis of :meth:`components` under the logit lens (see
+        :func:`~iglens_viz.core.components.component_names`; a fitted lens adds
+        ``coordinate``: read a result's own ``component_names``)."""
         return component_names(self.adapter)
+
+    @property
+    def width(self) -> int:
+        """d, the residual width (of the states a lens transforms)."""
+        config: Any = self.model.config
+        return int(config.hidden_size)
+
+    def resolve_lens(self, spec: LensSpec | None = "logit") -> Lens:
+        """The :class:`~iglens_viz.core.coordinates.Lens` a request's ``lens`` names, checked
+        against this model (its depth, width and fingerprint).
+
+        A :class:`Lens` is used as it is; ``"logit"`` (or None) is
+        :data:`~iglens_viz.core.coordinates.LOGIT`; another kind or a path is resolved once
+        through the ``"resolve_lens"`` provider (:mod:`iglens_viz.lenses`: fitted, loaded or
+        found in its cache) and remembered, so its traces are found again.
+
+        Raises
+        ------
+        InvalidRequestError
+            The spec names no lens, or the lens was fitted on another model.
+        """
+        if isinstance(spec, Lens):
+            lens = spec
+        elif spec is None or spec == LOGIT.kind:
+            lens = LOGIT
+        else:
+            key = os.fspath(spec)
+            lens = self._lenses.get(key) or self._resolved(key)
+        lens.check(self.model, self.n_blocks, self.width)
+        return lens
+
+    def _resolved(self, key: str) -> Lens:
+        """The lens named ``key`` (a kind or a path) from the lenses package, remembered."""
+        try:
+            resolve = provider("resolve_lens")
+        except LookupError:
+            raise InvalidRequestError(
+                f"lens {key!r} needs iglens_viz's lenses (fitting and loading): import "
+                f"iglens_viz, or pass a Lens object"
+            ) from None
+        lens = resolve(key, self.model, self.tokenizer)
+        if not isinstance(lens, Lens):  # pragma: no cover - the provider's contract
+            raise TypeError(f"resolve_lens({key!r}) gave {type(lens).__name__}, not a Lens")
+        self._lenses[key] = lens
+        return lens
 
     def input_ids(self, text_or_ids: PromptSpec) -> torch.Tensor:
         """The validated ``[T]`` token ids of a prompt (string, id list or tensor)."""
@@ -167,22 +230,32 @@ class IGLens:
             cache.popitem(last=False)
 
     def trace(
-        self, text_or_ids: PromptSpec, *, sublayers: bool = False, components: bool = False
+        self,
+        text_or_ids: PromptSpec,
+        *,
+        sublayers: bool = False,
+        components: bool = False,
+        lens: LensSpec = "logit",
     ) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row.
 
         ``sublayers`` keeps h_L.attn between every attention and MLP (and reads it out);
         ``components`` keeps what the component split needs (each block's head outputs, and
         h_L.attn where blocks are sequential). A cached run that lacks them is replaced.
+        ``lens`` (any form :meth:`resolve_lens` takes) sets the coordinates of the path points
+        and the map; a cached run of the prompt under another lens lends its forward pass,
+        and only the map is computed.
 
         A new run checks the model's own output and the readout against it (see
         :mod:`iglens_viz.core.selfcheck`): :class:`~iglens_viz.errors.ModelOutputError` when
         the forward pass produced NaN/Inf; :class:`~iglens_viz.errors.ReadoutMismatchError`
         when f(h_n) differs from the model's own output at some position by more than
-        rounding can explain (a warning instead for a bf16/fp16 model).
+        rounding can explain (a warning instead for a bf16/fp16 model). T_n is the identity
+        under every lens, so the check is the same.
         """
         ids = self.input_ids(text_or_ids)
-        key = tuple(ids.tolist())
+        lens = self.resolve_lens(lens)
+        key = (tuple(ids.tolist()), lens)
         cached = self._cache.get(key)
         if sublayers:
             self.adapter.require_sublayers()
@@ -198,6 +271,11 @@ class IGLens:
         ):
             self._remember(self._cache, key, cached)
             return cached
+        shared = self._shared_run(key[0], sublayers=sublayers, mids=mids, heads=heads)
+        if shared is not None:  # another lens's trace of this prompt: its forward pass
+            trace = self._lensed(shared, lens, top_k)
+            self._remember(self._cache, key, trace)
+            return trace
         if cached is not None:  # run again, keeping what it kept too
             sublayers = sublayers or cached.sublayers
             mids = mids or cached.mid_states is not None
@@ -218,9 +296,10 @@ class IGLens:
             cached is not None
             and enough_k
             and cached.sublayers == sublayers
-            and torch.equal(cached.states, states)
+            and torch.equal(cached.hidden, states)
         ):
             # The same forward pass again (now keeping more): its checked map still holds.
+            points, states = cached.states, cached.hidden
             map_ = (
                 cached.features,
                 cached.log_normalizer,
@@ -228,18 +307,47 @@ class IGLens:
                 cached.top_logprobs,
             )
         else:
-            map_ = self._checked_map(states, captured, top_k)
+            points, map_ = self._checked_map(states, captured, top_k, lens, sublayers)
         trace = Trace(
             ids,
-            states,
+            points,
             *map_,
             sublayers=sublayers,
             mid_states=mid_states,
             head_inputs=captured.head_inputs,
             attn_writes=captured.attn_writes,
+            lens=lens,
+            residual=None if points is states else states,
         )
         self._remember(self._cache, key, trace)
         return trace
+
+    def _shared_run(
+        self, ids: tuple[int, ...], *, sublayers: bool, mids: bool, heads: bool
+    ) -> Trace | None:
+        """A cached trace of ``ids`` (under any lens) whose forward pass holds what a
+        request needs, or None."""
+        for (other, _), trace in reversed(self._cache.items()):
+            if other == ids and trace.covers(sublayers=sublayers, mids=mids, heads=heads):
+                return trace
+        return None
+
+    def _lensed(self, shared: Trace, lens: Lens, top_k: int) -> Trace:
+        """The trace of ``shared``'s forward pass under ``lens``: its own points and map,
+        the same residual states and split inputs (not copied)."""
+        states = shared.hidden
+        points = lens_points(lens, states, sublayers=shared.sublayers)
+        return Trace(
+            shared.input_ids,
+            points,
+            *self._map(points, top_k),
+            sublayers=shared.sublayers,
+            mid_states=shared.mid_states,
+            head_inputs=shared.head_inputs,
+            attn_writes=shared.attn_writes,
+            lens=lens,
+            residual=None if points is states else states,
+        )
 
     def traces(self, prompts: Iterable[PromptSpec]) -> list[Trace]:
         """:meth:`trace` of several prompts, batched: the ones not cached run as one
@@ -257,7 +365,7 @@ class IGLens:
         todo: list[int] = []
         made: dict[int, Trace] = {}
         for i, x in enumerate(ids):
-            cached = self._cache.get(tuple(x.tolist()))
+            cached = self._cache.get((tuple(x.tolist()), LOGIT))
             if cached is None or cached.top_k < min(top_k, self.readout.vocab_size):
                 todo.append(i)
         if todo:
@@ -271,7 +379,7 @@ class IGLens:
             lengths = [ids[i].numel() for i in todo]
             states = torch.cat([c.states for c in captured], dim=1)
             try:
-                map_ = self._checked_map(states, joined(captured), top_k)
+                _, map_ = self._checked_map(states, joined(captured), top_k)
             except ReadoutMismatchError:
                 return [self.trace(x) for x in ids]
             del captured
@@ -283,16 +391,22 @@ class IGLens:
                 made[i] = Trace(
                     ids[i], states[:, part], features, log_normalizer, top_ids, top_logprobs
                 )
-                self._remember(self._cache, tuple(ids[i].tolist()), made[i])
+                self._remember(self._cache, (tuple(ids[i].tolist()), LOGIT), made[i])
         return [made[i] if i in made else self.trace(x) for i, x in enumerate(ids)]
 
     def _checked_map(
-        self, states: torch.Tensor, captured: Capture, top_k: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The readout map of ``states`` (see :func:`readout_map`), checked against the
-        model's own output in ``captured`` (see :meth:`trace`)."""
+        self,
+        states: torch.Tensor,
+        captured: Capture,
+        top_k: int,
+        lens: Lens = LOGIT,
+        sublayers: bool = False,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """The path points of ``states`` under ``lens`` (:func:`lens_points`) and their
+        readout map (see :func:`readout_map`), checked against the model's own output in
+        ``captured`` (see :meth:`trace`)."""
         # The model's own output must be finite, and the readout of h_n must reproduce it at
-        # every position.
+        # every position (h_n is read as it is under every lens).
         what = type(self.model).__name__
         check_model_states(
             states,
@@ -301,12 +415,11 @@ class IGLens:
             captured.logits.dtype,
             model_name=getattr(self.model.config, "name_or_path", None),
         )
-        features, log_normalizer, top_ids, top_logprobs = readout_map(
-            self.readout, states, top_k, self.memory_budget
-        )
+        points = lens_points(lens, states, sublayers=sublayers)
+        map_ = self._map(points, top_k, check=False)
         check_readout(
             self.readout,
-            features[-1],
+            map_[0][-1],
             captured.unembed_input,
             captured.checked,
             captured.logits,
@@ -315,8 +428,18 @@ class IGLens:
             width=states.shape[-1],
             budget_bytes=self.memory_budget,
         )
-        check_readout_map(self.readout, features, log_normalizer, what)
-        return features, log_normalizer, top_ids, top_logprobs
+        check_readout_map(self.readout, map_[0], map_[1], what)
+        return points, map_
+
+    def _map(
+        self, points: torch.Tensor, top_k: int, *, check: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The readout map of ``points`` (:func:`readout_map`), its finiteness checked
+        (:func:`check_readout_map`) unless ``check`` is False."""
+        map_ = readout_map(self.readout, points, top_k, self.memory_budget)
+        if check:
+            check_readout_map(self.readout, map_[0], map_[1], type(self.model).__name__)
+        return map_
 
     def attribute(
         self,
@@ -330,6 +453,7 @@ class IGLens:
         chat: ChatMode = False,
         max_new_tokens: int = 0,
         components: bool = False,
+        lens: LensSpec = "logit",
     ) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
 
@@ -367,6 +491,14 @@ class IGLens:
             remainder (``result.components``, a DataFrame; ``result.component_shares``,
             dense). Costs m readout gradients per (position, segment); for a few positions
             use :meth:`components` on a result instead.
+        lens:
+            The coordinates each state is read in: ``"logit"`` (default: h_L as it is),
+            ``"shortcut"``, ``"tuned"``, ``"jacobian"``, the path of a saved lens, or a
+            :class:`~iglens_viz.core.coordinates.Lens`. Under a lens the path points are
+            h̃_L = T_L(h_L) (T_n the identity), so the contributions still add up to
+            f(h_n) − f(h̃_0); a half-block state h_L.attn is read with T_{L−1}; the component
+            split gains ``coordinate``, the change of translator along a segment.
+            ``result.lens_name`` says which lens.
 
         Returns
         -------
@@ -388,6 +520,7 @@ class IGLens:
                 chat=chat,
                 max_new_tokens=max_new_tokens,
                 components=components,
+                lens=lens,
             )
         )
 
@@ -403,8 +536,11 @@ class IGLens:
                 f"{type(request).__name__}; use attribute() for a prompt"
             )
         bounds = request.boundary_list(self.n_blocks)
+        coordinates = self.resolve_lens(request.lens)
         ids, prompt_length = self.prepare(request)
-        trace = self.trace(ids, sublayers=is_sublayer(bounds), components=request.components)
+        trace = self.trace(
+            ids, sublayers=is_sublayer(bounds), components=request.components, lens=coordinates
+        )
         vocab = self.readout.vocab_size
         predicted = _predicted_ids(trace, prompt_length)
         target_ids = resolve_targets(
@@ -501,7 +637,10 @@ class IGLens:
             )
         picked = picked % T
         trace = self.trace(
-            result.input_ids, sublayers=is_sublayer(result.boundaries), components=True
+            result.input_ids,
+            sublayers=is_sublayer(result.boundaries),
+            components=True,
+            lens=self.resolve_lens(request.lens),
         )
         if trace.input_ids.tolist() != list(result.input_ids):  # pragma: no cover - guard
             raise InvalidRequestError("the result is of another prompt than this lens saw")
@@ -549,9 +688,12 @@ class IGLens:
         shares = self.components(result, picked, steps=steps)
         dense = np.full((len(result.input_ids), *shares.shape[1:]), np.nan)
         dense[np.atleast_1d(picked)] = shares
-        return dataclasses.replace(
-            result, component_shares=dense, component_names=self.component_names
-        )
+        names = self._component_names(self.resolve_lens(result.request.lens))
+        return dataclasses.replace(result, component_shares=dense, component_names=names)
+
+    def _component_names(self, lens: Lens) -> list[str]:
+        """The component axis under ``lens`` (``coordinate`` last under a fitted lens)."""
+        return component_names(self.adapter, coordinate=not lens.is_identity)
 
     @overload
     def interior_path(
@@ -622,7 +764,11 @@ class IGLens:
                 f"'next', the last position has none)"
             )
         steps = max(2, request.steps) if steps is None else request.replace(steps=steps).steps
-        trace = self.trace(result.input_ids, sublayers=is_sublayer(result.boundaries))
+        trace = self.trace(
+            result.input_ids,
+            sublayers=is_sublayer(result.boundaries),
+            lens=self.resolve_lens(request.lens),
+        )
         picked = np.asarray([position])
         y = torch.as_tensor(np.asarray(result.target_ids)[picked])
         c = (
@@ -745,7 +891,8 @@ class IGLens:
             token_text=token_text,
             prompt_length=prompt_length,
             component_shares=None if shares is None else numpy(shares),
-            component_names=None if shares is None else self.component_names,
+            component_names=None if shares is None else self._component_names(trace.lens),
+            lens_name=trace.lens.name,
         )
 
 
@@ -871,6 +1018,7 @@ def attribute(
     chat: ChatMode = False,
     max_new_tokens: int = 0,
     components: bool = False,
+    lens: LensSpec = "logit",
     top_k: int = 5,
     dtype: torch.dtype | str = torch.float32,
     name: str | None = None,
@@ -883,8 +1031,8 @@ def attribute(
     For repeated questions about the same prompt (new targets, boundaries, estimators), build
     an :class:`IGLens` once: it caches the forward pass.
     """
-    lens = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
-    return lens.attribute(
+    ig = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
+    return ig.attribute(
         text_or_ids,
         target=target,
         contrast=contrast,
@@ -894,4 +1042,5 @@ def attribute(
         chat=chat,
         max_new_tokens=max_new_tokens,
         components=components,
+        lens=lens,
     )

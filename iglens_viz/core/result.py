@@ -132,7 +132,11 @@ class AttributionResult:
     segment holding each (block, component) is :attr:`component_segments`."""
     component_names: list[str] | None = None
     """``C`` component names: ``head:<i>`` (0-based), ``mlp``, ``rest`` (the attention's
-    output bias and rounding), or ``attn``, ``mlp`` where heads cannot be split."""
+    output bias and rounding), or ``attn``, ``mlp`` where heads cannot be split; then
+    ``coordinate`` (the change of translator along a segment) under a fitted lens."""
+    lens_name: str = "logit"
+    """The lens the states were read through (``"logit"``: as they are; ``"shortcut"``,
+    ``"tuned"``, ``"jacobian"`` or a saved lens's name: T_L(h_L)); see ``request.lens``."""
 
     def __post_init__(self) -> None:
         self.boundaries = depth_list(self.boundaries)
@@ -216,7 +220,8 @@ class AttributionResult:
     def components(self) -> pd.DataFrame:
         """The component split as a tidy :class:`pandas.DataFrame`, one row per (position,
         segment, block, component): ``position``, ``segment`` (index j), ``block``
-        (1-based), ``component`` (``head:<i>``, ``attn``, ``mlp``, ``rest``) and ``share``.
+        (1-based), ``component`` (``head:<i>``, ``attn``, ``mlp``, ``rest``, ``coordinate``)
+        and ``share``.
         The shares of one (position, segment) sum to ``contributions[position, segment]``.
         Positions without a target are left out.
         """

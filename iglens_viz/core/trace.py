@@ -4,6 +4,12 @@ The full map evaluates the readout once on every (layer, position) row, in chunk
 the ``[rows × vocab]`` logits block stays under a memory budget. Per row it keeps the
 normalised features, the log-normaliser (one logsumexp) and the top-k; every later target,
 contrast or boundary set then needs only a dot product per row (see ``Readout.target_logits``).
+
+A trace is of one :class:`~iglens_viz.core.coordinates.Lens`: its ``states`` are the path
+points h̃_L = T_L(h_L) the readout reads (:func:`lens_points`) and its map is theirs, while the
+residual stream h_L (``residual``) and what the component split keeps come from the one
+forward pass that every lens's trace of the prompt shares. Under the logit lens the points are
+the residual states themselves (the same tensor: nothing is transformed).
 """
 
 from __future__ import annotations
@@ -13,21 +19,25 @@ from dataclasses import dataclass
 
 import torch
 
+from .coordinates import LOGIT, Lens
 from .memory import DEFAULT_MEMORY_BUDGET, block_plan
 from .readout import Readout, target_probability
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "Trace", "block_plan", "readout_map"]
+__all__ = ["DEFAULT_MEMORY_BUDGET", "Trace", "block_plan", "lens_points", "readout_map"]
 
 
 @dataclass
 class Trace:
-    """States and readout map of one input sequence (tensors on the readout device)."""
+    """States and readout map of one input sequence under one lens (tensors on the readout
+    device)."""
 
     input_ids: torch.Tensor
     """``[T]`` token ids (CPU)."""
     states: torch.Tensor
-    """``[S, T, d]`` pre-norm residual states: h_0 … h_n (S = n+1), or with ``sublayers``
-    h_0, h_1.attn, h_1, … h_n (S = 2n+1). Index them by depth with :meth:`rows`."""
+    """``[S, T, d]`` the path points the readout reads, T_L(h_L) of the pre-norm residual
+    states: h_0 … h_n (S = n+1), or with ``sublayers`` h_0, h_1.attn, h_1, … h_n (S = 2n+1).
+    Index them by depth with :meth:`rows`. The residual states themselves under the logit
+    lens (see :attr:`hidden`)."""
     features: torch.Tensor
     """``[S, T, d']`` states after final norm (and projection)."""
     log_normalizer: torch.Tensor
@@ -45,10 +55,20 @@ class Trace:
     """``[n, T, H·d_head]`` each block's head outputs before its output projection."""
     attn_writes: torch.Tensor | None = None
     """``[n, T, d]`` each parallel block's attention write (its output projection's output)."""
+    lens: Lens = LOGIT
+    """The coordinates ``states`` and the map are in."""
+    residual: torch.Tensor | None = None
+    """``[S, T, d]`` the residual states h when ``states`` are transformed (None under the
+    logit lens, where they are ``states``)."""
 
     def __post_init__(self) -> None:
         if self.sublayers and self.mid_states is None:
-            self.mid_states = self.states[1::2]
+            self.mid_states = self.hidden[1::2]
+
+    @property
+    def hidden(self) -> torch.Tensor:
+        """``[S, T, d]`` the residual states h (shared by every lens's trace of the prompt)."""
+        return self.states if self.residual is None else self.residual
 
     @property
     def top_k(self) -> int:
@@ -96,9 +116,24 @@ class Trace:
 
 
 @torch.no_grad()
+def lens_points(lens: Lens, states: torch.Tensor, *, sublayers: bool = False) -> torch.Tensor:
+    """``[S, T, d]`` the path points T_L(h_L) of residual ``states`` (rows as in
+    :attr:`Trace.states`): one batched matmul per translator, a half-block row h_L.attn
+    through T_{L−1} with h_{L−1}. ``states`` itself under the logit lens."""
+    if lens.is_identity:
+        return states
+    points = torch.empty_like(states)
+    scale = 2 if sublayers else 1
+    for depth in range(0, states.shape[0], scale):  # h_L, then h_{L+1}.attn (also T_L)
+        rows = slice(depth, depth + scale)
+        points[rows] = lens.transform(states[rows], depth // scale)
+    return points
+
+
+@torch.no_grad()
 def readout_map(
     readout: Readout, states: torch.Tensor, top_k: int, budget_bytes: int
-) -> tuple[torch.Tensor, ...]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Features, log-normaliser, top-k ids and log-probs for every row of ``states``.
 
     The ``[rows × vocab]`` logits are never held whole: they stream in tiles of rows ×
