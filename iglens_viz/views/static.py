@@ -74,6 +74,19 @@ def position_label(result: AttributionResult, i: int, max_len: int = 14) -> str:
     return label
 
 
+def lens_suffix(result: AttributionResult) -> str:
+    """``" — tuned lens"`` for a result read through a fitted lens, "" under the logit
+    lens: the titles say which coordinates the numbers are in (safe for matplotlib)."""
+    name = result.lens_name
+    return "" if name == "logit" else f" — {plot_label(name, max_len=40)} lens"
+
+
+def _lens_label(result: AttributionResult) -> str:
+    """The lens's name as a panel label: ``logit lens``, ``tuned lens`` …"""
+    suffix = lens_suffix(result)
+    return suffix.removeprefix(" — ") if suffix else "logit lens"
+
+
 def _check_position(result: AttributionResult, i: object) -> int:
     T = len(result.tokens)
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
@@ -263,10 +276,10 @@ def plot_heatmap(
     bar = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.02, shrink=min(1.0, 6.0 / max(P, 1) + 0.4))
     bar.set_label(f"contribution to {result.target_name}")
     bar.outline.set_visible(False)
-    title = "IG-Lens: contribution of each segment"
+    title = "IG-Lens: contribution of each segment" + lens_suffix(result)
     if mark_onset:
         title += " (outlined: onset)"
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, **_TEXT)
     return fig
 
 
@@ -528,7 +541,7 @@ def plot_token(
     i = _token_position(result, i)
     flags = non_monotone(result, i, threshold)
     b = result.boundaries
-    head = position_label(result, i, max_len=max_label_len)
+    head = position_label(result, i, max_len=max_label_len) + lens_suffix(result)
     check = _completeness_text(result, i)
 
     if ax is not None:
@@ -565,7 +578,9 @@ def plot_token(
     if overlay:
         _draw_top1(axes[2], result, i, max_label_len)
         axes[2].set_ylabel("probability")
-        axes[2].set_title("(c) logit lens: top-1 token after block L", fontsize=9, loc="left")
+        axes[2].set_title(
+            f"(c) {_lens_label(result)}: top-1 token after block L", fontsize=9, loc="left", **_TEXT
+        )
     axes[-1].set_xlabel("block L (state after block L; 0 = embeddings)")
     axes[-1].set_xlim(b[0] - 0.5, b[-1] + 0.5)
     if len(b) <= 17:
@@ -664,7 +679,9 @@ def plot_components(
     colorbar = fig.colorbar(mesh, ax=ax, shrink=0.8)
     colorbar.set_label(f"share of {result.target_name}")
     ax.set_title(
-        f"{position_label(result, i)} — {what}\nlargest: {named or 'none'}", fontsize=9, **_TEXT
+        f"{position_label(result, i)} — {what}{lens_suffix(result)}\nlargest: {named or 'none'}",
+        fontsize=9,
+        **_TEXT,
     )
     return fig
 
