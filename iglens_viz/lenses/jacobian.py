@@ -1,0 +1,156 @@
+"""The Jacobian lens (``jlens``): T_L(h) = J_L·h, J_L the mean Jacobian ∂h_n/∂h_L.
+
+The estimator is ``jlens``'s (``jlens.fitting.jacobian_for_prompt``, reduction
+``"future_sum"``). For one text with valid positions V = {s, …, T−2} (``skip_first`` = s,
+16 in ``jlens``; the last position is left out):
+
+    J_L(text)[i, j] = mean_{p ∈ V} Σ_{p' ∈ V} ∂h_n[p', i] / ∂h_L[p, j]
+
+— a one-hot cotangent on output coordinate i at every valid position at once, one backward
+pass, and the gradient at each valid source position averaged; by causality only p' ≥ p
+contribute. J_L is the mean of J_L(text) over the texts (each text weighs the same, however
+long). Exact: d backward passes per text (``dim_batch`` output coordinates per pass, the
+text replicated ``dim_batch`` times), through the model's real blocks, with autograd.
+
+Depths: ``jlens`` numbers its source layers by block (layer l is the output of block l,
+0-based, i.e. our depth l + 1) and fits layers 0 … n−2, not the embeddings; here every
+depth 0 … n−1 is fitted (depth 0: ∂h_n/∂h_0, the first block's input).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..adapters import ModelAdapter
+from ..core.capture import input_device
+from ..core.hooks import Hooks, block_input, block_output_states
+from ..core.model_mode import eval_mode
+from ..errors import InvalidRequestError
+
+__all__ = ["JLENS_SKIP_FIRST", "fit_jacobian", "text_jacobians"]
+
+JLENS_SKIP_FIRST = 16
+"""``jlens``'s ``SKIP_FIRST_N_POSITIONS``: leading positions left out of the average."""
+
+
+class _Stop(Exception):
+    """Raised after the last block: the head's logits are not needed."""
+
+
+@contextlib.contextmanager
+def _frozen(model: nn.Module) -> Iterator[None]:
+    """No parameter of ``model`` requires a gradient inside the block (restored after)."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    for p, _ in flags:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+
+
+def _states_with_graph(
+    model: nn.Module, adapter: ModelAdapter, ids: torch.Tensor
+) -> list[torch.Tensor]:
+    """h_0 … h_n of ``ids`` ``[B, T]`` in one forward pass with autograd: h_0 (the first
+    block's input) is made a leaf that requires a gradient, so every later state is a
+    function of it in the graph."""
+    states: list[Any] = [None] * (adapter.n_blocks + 1)
+
+    def before_first(module, args, kwargs):
+        h = block_input(args, kwargs).detach().requires_grad_(True)
+        states[0] = h
+        if args:
+            return (h, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": h}
+
+    def after(index):
+        def hook(module, args, output):
+            states[index] = block_output_states(output)
+            if index == adapter.n_blocks:
+                raise _Stop
+
+        return hook
+
+    with Hooks() as hooks:
+        hooks.before(adapter.blocks[0], before_first, with_kwargs=True)
+        for i, block in enumerate(adapter.blocks):
+            hooks.after(block, after(i + 1))
+        with contextlib.suppress(_Stop):
+            model(input_ids=ids, use_cache=False)
+    return states
+
+
+def text_jacobians(
+    model: nn.Module,
+    adapter: ModelAdapter,
+    ids: torch.Tensor,
+    *,
+    skip_first: int = JLENS_SKIP_FIRST,
+    dim_batch: int = 8,
+) -> dict[int, torch.Tensor] | None:
+    """J_L(text) ``[d, d]`` (float64, CPU) of every depth L < n for one text ``ids``
+    ``[T]`` (see the module's text), or None when it has no valid position."""
+    T = ids.numel()
+    valid = torch.arange(skip_first, T - 1)
+    if valid.numel() == 0:
+        return None
+    n = adapter.n_blocks
+    with eval_mode(model), _frozen(model), torch.enable_grad():
+        batch = ids.reshape(1, -1).expand(dim_batch, -1).to(input_device(model))
+        states = _states_with_graph(model, adapter, batch)
+        target = states[n]
+        d = target.shape[-1]
+        sources = states[:n]
+        out = {L: torch.zeros(d, d, dtype=torch.float64) for L in range(n)}
+        rows = torch.arange(dim_batch, device=target.device)
+        at = valid.to(target.device)
+        starts = list(range(0, d, dim_batch))
+        for k, start in enumerate(starts):
+            count = min(dim_batch, d - start)
+            cotangent = torch.zeros_like(target)
+            cotangent[rows[:count, None], at[None, :], start + rows[:count, None]] = 1.0
+            grads = torch.autograd.grad(
+                target, sources, grad_outputs=cotangent, retain_graph=k < len(starts) - 1
+            )
+            for L, grad in enumerate(grads):
+                out[L][start : start + count] = grad[:count, at].double().mean(1).cpu()
+    return out
+
+
+def fit_jacobian(
+    model: nn.Module,
+    adapter: ModelAdapter,
+    sequences: Sequence[torch.Tensor],
+    *,
+    skip_first: int = JLENS_SKIP_FIRST,
+    dim_batch: int = 8,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[int, torch.Tensor], int]:
+    """``(matrices, texts)``: J_L ``[d, d]`` (float32) of every depth L < n, the mean of
+    :func:`text_jacobians` over the texts that have a valid position, and how many did.
+    ``progress(done, total)`` is called after each text."""
+    if dim_batch < 1:
+        raise InvalidRequestError(f"dim_batch must be >= 1, got {dim_batch}")
+    sums: dict[int, torch.Tensor] | None = None
+    used = 0
+    for i, ids in enumerate(sequences):
+        jac = text_jacobians(model, adapter, ids, skip_first=skip_first, dim_batch=dim_batch)
+        if jac is not None:
+            sums = jac if sums is None else {L: sums[L] + jac[L] for L in sums}
+            used += 1
+        if progress is not None:
+            progress(i + 1, len(sequences))
+    if sums is None:
+        raise InvalidRequestError(
+            f"no text is longer than {skip_first + 1} tokens: the Jacobian lens averages "
+            f"over positions {skip_first} … T−2 of each text (skip_first={skip_first}); "
+            f"pass longer texts or a smaller skip_first"
+        )
+    return {L: (s / used).float() for L, s in sums.items()}, used

@@ -1,0 +1,126 @@
+"""The tuned lens (Belrose et al. 2023): an affine translator per depth, trained by KL.
+
+T_L(h) = h + W_L·h + b_L (A_L = I + W_L), W_L = 0 and b_L = 0 at the start (the logit
+lens), trained to minimise KL(final ‖ lens) = Σ_v p_n(v)·(log p_n(v) − log q_L(v)) at every
+position, q_L = softmax(post(head(norm(T_L(h_L))))) through the model's frozen final norm
+and head (:class:`~iglens_viz.core.readout.Readout`), the target the model's own output
+distribution at the same position (the tuned-lens package's ``loss=kl``, token shift 0).
+
+The optimiser is the tuned-lens package's (``tuned_lens/scripts/ingredients.py`` and
+``train_loop.py``): SGD with Nesterov momentum 0.9, learning rate 1.0 × (1 − 0.9) (the
+package undoes PyTorch's 1/(1 − β) scaling), weight decay 1e-3, the learning rate decayed
+linearly to 0 over the steps without warm-up, the gradients of all translators clipped to
+norm 1 together, 250 steps. The package draws 2^18 tokens per step from the Pile; here
+each step draws ``batch_rows`` positions of the (much smaller) corpus, without replacement
+within an epoch, from a seeded generator, so a fit is deterministic on one machine.
+
+Memory: the corpus's states (n+1 × positions × d, float32) and, per depth in turn, one
+``[batch_rows × V]`` block of logits and its gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from ..adapters import ModelAdapter
+from ..core.readout import Readout
+from ..errors import InvalidRequestError
+from .states import state_batches
+
+__all__ = ["TUNED_DEFAULTS", "fit_tuned", "kl_to_final"]
+
+TUNED_DEFAULTS = {
+    "steps": 250,
+    "batch_rows": 64,
+    "lr": 1.0,
+    "momentum": 0.9,
+    "weight_decay": 1e-3,
+    "clip": 1.0,
+    "seed": 0,
+}
+"""The tuned lens's training settings (see the module's text)."""
+
+
+def _log_probs(readout: Readout, h: torch.Tensor) -> torch.Tensor:
+    logits = readout.logits(h)
+    return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+
+
+def kl_to_final(readout: Readout, final: torch.Tensor, lens_states: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of KL(softmax(final) ‖ softmax(lens)), both read out by ``readout``
+    (``final``: h_n rows; ``lens_states``: T_L(h_L) of the same rows)."""
+    with torch.no_grad():
+        target = _log_probs(readout, final)
+    predicted = _log_probs(readout, lens_states)
+    return (target.exp() * (target - predicted)).sum(-1).mean()
+
+
+def fit_tuned(
+    adapter: ModelAdapter,
+    model: torch.nn.Module,
+    sequences: Sequence[torch.Tensor],
+    *,
+    steps: int = 250,
+    batch_rows: int = 64,
+    lr: float = 1.0,
+    momentum: float = 0.9,
+    weight_decay: float = 1e-3,
+    clip: float = 1.0,
+    seed: int = 0,
+    skip_first: int = 1,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> tuple[dict[int, torch.Tensor], dict[int, torch.Tensor], int, list[float]]:
+    """``(matrices, biases, positions, losses)``: A_L = I + W_L and b_L (float32) of every
+    depth L < n after ``steps`` steps, the corpus's size, and the mean KL over depths at
+    each step. ``progress(step, steps, loss)`` is called after each step."""
+    if steps < 0 or batch_rows < 1:
+        raise InvalidRequestError(
+            f"steps must be >= 0 and batch_rows >= 1, got {steps} and {batch_rows}"
+        )
+    readout = Readout(adapter, torch.float32)
+    parts = list(state_batches(model, sequences, skip_first=skip_first))
+    if not parts:
+        raise InvalidRequestError(
+            f"no text is longer than {skip_first + 1} tokens: nothing to train the tuned lens on"
+        )
+    states = torch.cat(parts, dim=1)  # [n+1, R, d]
+    del parts
+    n, R, d = states.shape[0] - 1, states.shape[1], states.shape[2]
+    weights = [torch.zeros(d, d, device=states.device, requires_grad=True) for _ in range(n)]
+    biases = [torch.zeros(d, device=states.device, requires_grad=True) for _ in range(n)]
+    params = [*weights, *biases]
+    opt = torch.optim.SGD(
+        params, lr=lr * (1 - momentum), momentum=momentum, nesterov=True, weight_decay=weight_decay
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: max(0.0, (steps - step) / max(1, steps))
+    )
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(R, generator=generator)
+    cursor = 0
+    losses: list[float] = []
+    for step in range(steps):
+        if cursor + batch_rows > R:
+            order, cursor = torch.randperm(R, generator=generator), 0
+        rows = order[cursor : cursor + batch_rows].to(states.device)
+        cursor += batch_rows
+        final = states[n, rows]
+        opt.zero_grad(set_to_none=False)
+        total = 0.0
+        for L in range(n):
+            h = states[L, rows]
+            loss = kl_to_final(readout, final, h + h @ weights[L].T + biases[L])
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+        scheduler.step()
+        losses.append(total / n)
+        if progress is not None:
+            progress(step + 1, steps, losses[-1])
+    eye = torch.eye(d)
+    matrices = {L: (eye + weights[L].detach().cpu()).contiguous() for L in range(n)}
+    offsets = {L: biases[L].detach().cpu().clone() for L in range(n)}
+    return matrices, offsets, R, losses
