@@ -46,7 +46,7 @@ export function detectTheme(el) {
 function buildParts(ctx, root) {
   const help = createHelp();
   const titleMeta = h("span", { class: "iglens-meta" });
-  /** @type {{heatmap: ReturnType<typeof createHeatmap>, detail: ReturnType<typeof createDetail>, strip: ReturnType<typeof createStrip>}|null} */
+  /** @type {{heatmap: ReturnType<typeof createHeatmap>, detail: ReturnType<typeof createDetail>, strip: ReturnType<typeof createStrip>, views: ReturnType<typeof createViews>}|null} */
   let redraw = null;
   // a div, not a <header>: inside the widget's region a banner landmark would not be top-level
   const head = h(
@@ -59,6 +59,7 @@ function buildParts(ctx, root) {
     presentButton(root, () => {
       if (!redraw) return;
       redraw.heatmap.full();
+      redraw.views.full(); // the shown grid or compare view lays out again (a shorter grid)
       redraw.detail.render();
       redraw.heatmap.updateSelection(true);
       redraw.strip.scrollToSelected(); // the chips changed size: the selected one back in the strip's view
@@ -70,8 +71,8 @@ function buildParts(ctx, root) {
   const strip = createStrip(ctx);
   const heatmap = createHeatmap(ctx);
   const detail = createDetail(ctx);
-  redraw = { heatmap, detail, strip };
   const views = createViews(ctx, heatmap); // tabs: heatmap | grid | compare, and the export buttons
+  redraw = { heatmap, detail, strip, views };
   const main = h("div", { class: "iglens-main" }, views.el, detail.el);
   root.append(head, help.panel, controls.el, notice, strip.el, main);
   return { help, titleMeta, controls, notice, strip, heatmap, detail, views, main };

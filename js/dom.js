@@ -130,3 +130,10 @@ export function context2d(canvas) {
     return null;
   }
 }
+
+/** The widths of an element's borders, horizontal and vertical. @param {Element} el */
+export function borders(el) {
+  const cs = getComputedStyle(el);
+  const px = (/** @type {string} */ v) => parseFloat(v) || 0;
+  return { x: px(cs.borderLeftWidth) + px(cs.borderRightWidth), y: px(cs.borderTopWidth) + px(cs.borderBottomWidth) };
+}

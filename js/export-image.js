@@ -260,13 +260,24 @@ export function promptText(r) {
 }
 
 /**
+ * The typed target (and contrast) as the header shows them: through the token formatter,
+ * so a leading space shows as \u2423 and a control or bidi character as a visible escape.
+ * @param {import("./result.js").Result} r
+ */
+export function targetText(r) {
+  const tok = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
+  return `target: ${tok(r.controls.target)}${r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""}`;
+}
+
+/**
  * The title block of a result's figure: [heading, prompt line, target/estimator line].
+ * Token text (the prompt, the target, the contrast) goes through `formatToken`.
  * @param {import("./result.js").Result} r @param {string} view e.g. "layer heatmap"
  * @returns {string[]}
  */
 export function titleLines(r, view) {
   const model = r.modelName || r.family || "model";
-  const target = `target: ${r.controls.target}${r.hasContrast && r.controls.contrast ? ` vs ${r.controls.contrast}` : ""}`;
+  const target = targetText(r);
   return [
     `IG-Lens ${view} \u00b7 ${model}`,
     `prompt: \u201c${formatToken(promptText(r), { maxLen: 120 })}\u201d`,
@@ -486,7 +497,7 @@ export function compareFigure(make, cmp, o) {
     lines.length = 1;
     cmp.results.forEach((r, rr) => {
       lines.push(
-        `${resultLetter(rr, true)}: ${formatToken(cmp.labels[rr] || promptText(r), { maxLen: 70 })} \u00b7 prompt \u201c${formatToken(promptText(r), { maxLen: 60 })}\u201d \u00b7 target: ${r.controls.target} \u00b7 ${r.estimator}, m=${r.steps}`,
+        `${resultLetter(rr, true)}: ${formatToken(cmp.labels[rr] || promptText(r), { maxLen: 70 })} \u00b7 prompt \u201c${formatToken(promptText(r), { maxLen: 60 })}\u201d \u00b7 ${targetText(r)} \u00b7 ${r.estimator}, m=${r.steps}`,
       );
     });
   }

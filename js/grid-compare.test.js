@@ -6,7 +6,7 @@ import { makeResult, makeState } from "./testing/fixture.js";
 import { decodeResult, topAt } from "./result.js";
 import { decodeArray } from "./codec.js";
 import { formatToken } from "./tokens.js";
-import { gridGeometry, visibleColumns, gridHit, scrollToColumn } from "./views/grid/geometry.js";
+import { gridGeometry, visibleColumns, visibleGridRows, gridHit, scrollToColumn, scrollToRow, presentGridHeight } from "./views/grid/geometry.js";
 import { cellValue, boundaryLabel } from "./figure-data.js";
 import { readComparison, readPins, togglePin, sharedLimit, cumulativeContribution, MAX_PINS } from "./comparison.js";
 import { svgPainter, heatmapFigure, gridFigure, compareFigure, xmlSafe, titleLines, figureFileName, heatmapRows } from "./export-image.js";
@@ -83,6 +83,18 @@ describe("grid geometry (pure)", () => {
     const [a, b] = /** @type {[number, number]} */ (visibleColumns(g, sl));
     expect(300).toBeGreaterThanOrEqual(a);
     expect(300).toBeLessThanOrEqual(b);
+  });
+  it("scrolls a row into view (the last one whole at the bottom) and leaves a visible one alone", () => {
+    const short = gridGeometry({ T: 45, rows: 31, width: 700, maxHeight: /** @type {number} */ (presentGridHeight(768)) });
+    expect(short.viewH).toBe(323); // 0.42 of a 768 px window
+    expect(presentGridHeight(2000)).toBe(560);
+    expect(presentGridHeight(0)).toBeUndefined();
+    const max = short.contentH - short.viewH;
+    expect(scrollToRow(short, 30, 0)).toBe(max);
+    expect(visibleGridRows(short, max)?.[1]).toBe(30);
+    expect(scrollToRow(short, 2, 0)).toBe(0);
+    expect(scrollToRow(short, 2, max)).toBe(2 * short.rowH);
+    expect(scrollToRow(short, 20, max)).toBe(max);
   });
   it("labels boundaries like the x axis of the detail", () => {
     expect([0, 1, 12, 11.5].map(boundaryLabel)).toEqual(["emb", "1", "12", "12.a"]);

@@ -14,13 +14,13 @@
  * (top-k list, tooltip, note); the values and scales come from `figure-data.js`.
  * @module views/grid
  */
-import { h, clear, listen, context2d } from "../dom.js";
+import { h, clear, listen, context2d, borders } from "../dom.js";
 import { clamp } from "../layout.js";
 import { formatToken } from "../tokens.js";
 import { topAt } from "../result.js";
 import { readPalette, defaultPalette } from "../palette.js";
 import { GRID_COLORS, gridScale } from "../figure-data.js";
-import { gridGeometry, visibleColumns, visibleGridRows, gridHit, scrollToColumn } from "./grid/geometry.js";
+import { gridGeometry, visibleColumns, visibleGridRows, gridHit, scrollToColumn, scrollToRow, presentGridHeight } from "./grid/geometry.js";
 import { paintGrid, paintGridMarks } from "./grid/paint.js";
 import { renderTopk, fillTooltip, gridNote } from "./grid/text.js";
 import { createLegend, drawLegend } from "./legend.js";
@@ -71,21 +71,28 @@ function gridDom(mode) {
 }
 
 /**
- * Size the grid's elements for the scroller's width; returns the geometry.
+ * Size the grid's elements for the scroller's width; returns the geometry. In presentation
+ * mode the grid is shorter on a short window (its rows scroll inside its box).
  * @param {ReturnType<typeof gridDom>} d @param {import("../result.js").Result} r
- * @param {(typeof GRID_COLORS)[number]} mode
+ * @param {(typeof GRID_COLORS)[number]} mode @param {boolean} present
  */
-function layoutGrid(d, r, mode) {
+function layoutGrid(d, r, mode, present) {
   const { scroller, el, canvas } = d;
-  const g = gridGeometry({ T: r.T, rows: r.k + 1, width: scroller.clientWidth || el.clientWidth || 640 });
+  const maxHeight = present && typeof window !== "undefined" ? presentGridHeight(window.innerHeight) : undefined;
+  const g = gridGeometry({ T: r.T, rows: r.k + 1, width: scroller.clientWidth || el.clientWidth || 640, maxHeight });
   const dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
-  scroller.style.height = `${g.viewH + (g.contentW > g.viewW ? 12 : 0)}px`;
+  const frame = borders(scroller);
+  scroller.style.height = `${g.viewH + frame.y}px`;
   d.stage.style.width = `${g.viewW}px`;
   d.stage.style.height = `${g.viewH}px`;
   // the spacer sits under the sticky stage: its width is the scroll width, its height
   // (with the stage's) the scroll height
   d.spacer.style.width = `${g.contentW}px`;
   d.spacer.style.height = `${Math.max(1, g.contentH - g.viewH)}px`;
+  // the rows' box is exactly viewH tall: a classic horizontal scrollbar (measured; none for
+  // overlay scrollbars) is added below it, so the last row scrolls fully into view
+  const bar = Math.max(0, scroller.offsetHeight - scroller.clientHeight - frame.y);
+  if (bar) scroller.style.height = `${g.viewH + frame.y + bar}px`;
   canvas.width = Math.round(g.viewW * dpr);
   canvas.height = Math.round(g.viewH * dpr);
   canvas.style.width = `${g.viewW}px`;
@@ -152,6 +159,20 @@ function hoverCell(ctx, d, prev, next, e) {
 }
 
 /**
+ * Scroll the grid's box so that column `pos` and row `row` are in view (an axis whose index
+ * is negative stays where it is).
+ * @param {HTMLElement} scroller @param {import("./grid/geometry.js").GridGeometry|null} g
+ * @param {number} pos @param {number} row
+ */
+function showCell(scroller, g, pos, row) {
+  if (!g) return;
+  const x = pos >= 0 ? scrollToColumn(g, pos, scroller.scrollLeft) : scroller.scrollLeft;
+  if (x !== scroller.scrollLeft) scroller.scrollLeft = x;
+  const y = row >= 0 ? scrollToRow(g, row, scroller.scrollTop) : scroller.scrollTop;
+  if (y !== scroller.scrollTop) scroller.scrollTop = y;
+}
+
+/**
  * @param {import("./context.js").Context} ctx
  */
 export function createGrid(ctx) {
@@ -175,7 +196,7 @@ export function createGrid(ctx) {
   const scale = () => (ctx.result ? gridScale(ctx.result, mode, ctx.theme) : null);
 
   const layout = () => {
-    g = ctx.result ? layoutGrid(d, ctx.result, mode) : null;
+    g = ctx.result ? layoutGrid(d, ctx.result, mode, ctx.root.classList.contains("iglens-present")) : null;
     dpr = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
   };
 
@@ -227,6 +248,7 @@ export function createGrid(ctx) {
   /** @param {number} i @param {number} j */
   function pick(i, j) {
     picked = { pos: i, row: j };
+    showCell(scroller, g, -1, j);
     renderTopk(topk, ctx.result, picked);
     // a cell below the embeddings also picks its segment for the detail's head shares
     if (j > 0 && ctx.result && ctx.result.hasTarget[i]) ctx.focusSegment(i, j - 1);
@@ -276,7 +298,7 @@ export function createGrid(ctx) {
       layout();
       legendUpdate();
       renderTopk(topk, ctx.result, picked);
-      if (g && ctx.selected() >= 0) scroller.scrollLeft = scrollToColumn(g, ctx.selected(), scroller.scrollLeft);
+      showCell(scroller, g, ctx.selected(), picked.row); // its column, and its row (the rows scroll when the grid is short)
       draw();
     },
     resize() {
@@ -291,10 +313,7 @@ export function createGrid(ctx) {
         picked = { pos: sel, row: picked.row >= 0 ? picked.row : ctx.result ? ctx.result.k : 0 };
         renderTopk(topk, ctx.result, picked);
       }
-      if (scroll && g && sel >= 0) {
-        const next = scrollToColumn(g, sel, scroller.scrollLeft);
-        if (next !== scroller.scrollLeft) scroller.scrollLeft = next;
-      }
+      if (scroll) showCell(scroller, g, sel, -1);
       draw();
     },
     destroy() {

@@ -12,7 +12,7 @@
  * note, jump search); the cells come from `paint/bitmap.js`, the colours from `palette.js`.
  * @module views/heatmap
  */
-import { h, clear, listen, context2d } from "../dom.js";
+import { h, clear, listen, context2d, borders } from "../dom.js";
 import { heatmapGeometry, hitTest, visibleRows, scrollToRow, clamp } from "../layout.js";
 import { divergingScale } from "../colorscale.js";
 import { readPalette, defaultPalette, nanRgb } from "../palette.js";
@@ -81,13 +81,6 @@ function heatmapDom() {
 }
 
 /** @typedef {ReturnType<typeof heatmapDom>} HeatmapDom */
-
-/** The widths of an element's borders, horizontal and vertical. @param {Element} el */
-function borders(el) {
-  const cs = getComputedStyle(el);
-  const px = (/** @type {string} */ v) => parseFloat(v) || 0;
-  return { x: px(cs.borderLeftWidth) + px(cs.borderRightWidth), y: px(cs.borderTopWidth) + px(cs.borderBottomWidth) };
-}
 
 /**
  * Lay the heatmap out for the body's width: the geometry, the overview's width, and every

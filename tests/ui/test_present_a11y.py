@@ -1,8 +1,9 @@
 """Presentation mode on a 1024×768 projector, and axe-core on the exported page.
 
-* Present mode at 1024×768: the strip's selected (answer) token, the heatmap and the
-  cumulative curve are on screen together without scrolling the page; the export buttons
-  share a line; the jump box's placeholder is not cut.
+* Present mode at 1024×768: the strip's selected (answer) token, the main view (the
+  heatmap's rows, the logit-lens grid's box with the selected column and the picked row, or
+  the compare view's curves) and the cumulative curve are on screen together without
+  scrolling the page; the export buttons share a line; the jump box's placeholder is not cut.
 * axe-core (node_modules/axe-core, a devDependency), light and dark, in each view (and with
   the help, the non-monotone list and a pin open): no critical or serious violation.
 """
@@ -26,6 +27,7 @@ SELECTED = 40
 
 MEASURE = """() => {
   const box = (el) => {
+    if (!el) return null;
     const q = el.getBoundingClientRect();
     return {top: q.top, bottom: q.bottom};
   };
@@ -39,6 +41,8 @@ MEASURE = """() => {
     token: box(document.querySelector('.iglens-token.iglens-selected')),
     strip: box(document.querySelector('.iglens-strip')),
     heatmap: box(document.querySelector('.iglens-heatmap-body')),
+    grid: box(document.querySelector('.iglens-grid-scroll')),
+    compare: box(document.querySelector('.iglens-compare-chart')),
     curve: box(document.querySelectorAll('.iglens-detail svg.iglens-chart')[1]),
     exportTops: [...document.querySelectorAll('[data-export]')].map((b) => b.offsetTop),
     jump: {scrollWidth: jump.scrollWidth, clientWidth: jump.clientWidth,
@@ -64,15 +68,17 @@ def page_path(tmp_path_factory):
     return path
 
 
-def assert_fits(m, parts, height=768):
+def assert_fits(m, parts, height=768, jump=True):
     """The page not scrolled; the selected token inside the strip's box; `parts` on screen;
-    the export buttons on one line; the jump box's placeholder whole."""
+    the export buttons on one line; the jump box's placeholder whole (the heatmap's: `jump`)."""
     assert m["scrollTop"] == 0, m
     token, strip = m["token"], m["strip"]
     assert strip["top"] <= token["top"] and token["bottom"] <= strip["bottom"], m
     for part in parts:
         assert m[part]["top"] >= 0 and m[part]["bottom"] <= height, (part, m)
     assert len(set(m["exportTops"])) == 1, m  # ⤓ PNG and ⤓ SVG on one line
+    if not jump:
+        return
     j = m["jump"]
     assert j["scrollWidth"] <= j["clientWidth"] and j["placeholder"] <= j["inner"], m
 
@@ -94,6 +100,53 @@ def test_present_mode_fits_a_1024x768_projector(browser, page_path):
     page.wait_for_timeout(300)
     assert page.get_attribute("[data-action=present]", "aria-pressed") == "true"
     assert_fits(page.evaluate(MEASURE), ("token", "strip", "heatmap", "curve"))
+    assert recorder.console_errors == [] and recorder.page_errors == []
+    context.close()
+
+
+GRID_SHOWS = """() => {
+  const grid = document.querySelector('[data-view=grid]');
+  const scroller = document.querySelector('.iglens-grid-scroll');
+  const canvas = document.querySelector('.iglens-grid-canvas');
+  return {
+    first: +grid.getAttribute('data-first-column'), last: +grid.getAttribute('data-last-column'),
+    row: +document.querySelector('.iglens-grid-topk').getAttribute('data-boundary'),
+    scrollTop: scroller.scrollTop, scrollMax: scroller.scrollHeight - scroller.clientHeight,
+    clientHeight: scroller.clientHeight, canvasHeight: canvas.getBoundingClientRect().height,
+  };
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("view", ["grid", "compare"])
+def test_present_mode_fits_a_1024x768_projector_in_each_view(browser, page_path, view, scheme):
+    """The grid (shorter in present mode: its rows scroll inside its own box) and the compare
+    view fit like the heatmap. The grid's tab is chosen before presenting (the toggle lays
+    the shown view out again), the compare's after."""
+    context, page, recorder = open_page(
+        browser, page_path, viewport={"width": 1024, "height": 768}, color_scheme=scheme
+    )
+    if view == "grid":
+        page.click("[data-view-tab=grid]")
+        page.wait_for_selector("[data-view=grid]:not([hidden])")
+    page.click("[data-action=present]")
+    page.wait_for_timeout(300)
+    if view == "compare":
+        page.click("[data-view-tab=compare]")
+        page.wait_for_selector("[data-view=compare]:not([hidden])")
+        page.wait_for_timeout(200)
+    assert page.get_attribute("[data-action=present]", "aria-pressed") == "true"
+    assert_fits(page.evaluate(MEASURE), ("token", "strip", view, "curve"), jump=False)
+    if view == "grid":
+        g = page.evaluate(GRID_SHOWS)
+        # the selected column in view, and the picked (output) row: the rows scrolled to the
+        # bottom, whose last row the box shows whole (the canvas is the box's height)
+        assert g["first"] <= SELECTED <= g["last"], g
+        assert g["row"] == 30 and g["scrollMax"] > 0 and g["scrollTop"] == g["scrollMax"], g
+        assert g["clientHeight"] == g["canvasHeight"], g
+        page.click("[data-action=present]")  # and back: the default, taller grid
+        page.wait_for_timeout(300)
+        assert page.evaluate(MEASURE)["grid"]["bottom"] > 768
     assert recorder.console_errors == [] and recorder.page_errors == []
     context.close()
 

@@ -36,6 +36,17 @@ export function gridGeometry({ T, rows, width, maxHeight = 560 }) {
 }
 
 /**
+ * The grid's height in presentation mode on a window `innerH` px tall: short enough that a
+ * 1024×768 projector shows the strip, the grid and the detail's curve at once (its rows
+ * scroll inside the grid's own box); the default height (560) where the window is tall.
+ * @param {number} innerH the window's inner height (0 or less: unknown)
+ * @returns {number|undefined} the grid's maxHeight, or undefined for the default
+ */
+export function presentGridHeight(innerH) {
+  return innerH > 0 ? clamp(Math.round(innerH * 0.42), 200, 560) : undefined;
+}
+
+/**
  * The columns at least partly visible at a horizontal scroll offset: [first, last], or null.
  * @param {GridGeometry} g @param {number} scrollLeft
  */
@@ -84,4 +95,17 @@ export function scrollToColumn(g, pos, scrollLeft) {
   if (x < scrollLeft) return Math.max(0, x - g.colW);
   if (x + g.colW > scrollLeft + inner) return Math.min(Math.max(0, g.contentW - g.viewW), x + 2 * g.colW - inner);
   return scrollLeft;
+}
+
+/**
+ * The scrollTop that shows row `row` (unchanged when it is visible already).
+ * @param {GridGeometry} g @param {number} row @param {number} scrollTop
+ */
+export function scrollToRow(g, row, scrollTop) {
+  const inner = g.viewH - g.headerH - g.footerH;
+  const max = Math.max(0, g.contentH - g.viewH);
+  const y = row * g.rowH;
+  if (y < scrollTop) return clamp(y, 0, max);
+  if (y + g.rowH > scrollTop + inner) return clamp(y + g.rowH - inner, 0, max);
+  return scrollTop;
 }
