@@ -25,6 +25,7 @@ from .errors import (
     ReadoutMismatchError,
     UnsupportedModelError,
 )
+from .lenses import Lens, evaluate_lens, fit_lens, load_lens, save_lens
 from .loading import load_model
 from .studies import Study, study
 
@@ -40,6 +41,7 @@ for _name, _target in {
     "show": "iglens_viz.widget.widget:show",
     "to_html": "iglens_viz.export.html:to_html",
     "ablate_segments": "iglens_viz.causal.segments:ablate_segments",  # the widget's check
+    "resolve_lens": "iglens_viz.lenses:resolve_lens",  # lens= names a Lens (the core's)
 }.items():
     register(_name, _target)
 
@@ -49,6 +51,7 @@ __all__ = [
     "IGLens",
     "IGLensError",
     "InvalidRequestError",
+    "Lens",
     "ModelLoadError",
     "ModelOutputError",
     "ReadoutMismatchError",
@@ -57,7 +60,11 @@ __all__ = [
     "ablate",
     "attribute",
     "compare",
+    "evaluate_lens",
+    "fit_lens",
+    "load_lens",
     "load_model",
+    "save_lens",
     "study",
     "supported_families",
     "validate_onset",

@@ -271,7 +271,7 @@ FLOORS = (
     ("iglens_viz.errors", "iglens_viz._version", "iglens_viz.files"),
     ("iglens_viz.adapters", "iglens_viz.loading"),
     ("iglens_viz.core",),
-    ("iglens_viz.views", "iglens_viz.protocol"),
+    ("iglens_viz.views", "iglens_viz.protocol", "iglens_viz.lenses"),
     ("iglens_viz.export", "iglens_viz.widget"),
     ("iglens_viz.causal", "iglens_viz.studies"),
     ("iglens_viz.cli",),
