@@ -70,8 +70,9 @@ def _attribute_parser() -> argparse.ArgumentParser:
         "read, not the block's total effect through later blocks.",
         epilog="Run `iglens study --help` for the study of onsets against ablation and "
         "baselines over many prompts (`iglens validate --help`: the older check). To "
-        "attribute a prompt that starts with '-' or is the word 'study' or "
-        "'validate', put `--` before it: `iglens -- study`.",
+        "attribute a prompt that starts with '-' or is the word 'study', "
+        "'validate' or 'fit-lens', put `--` before it: `iglens -- study`. `iglens "
+        "fit-lens --help`: fit a lens for --lens.",
     )
     p.add_argument("prompt", help="the user message (or raw text with --no-chat)")
     p.add_argument(
@@ -142,6 +143,15 @@ def _attribute_parser() -> argparse.ArgumentParser:
         "--no-chat",
         action="store_true",
         help="use the prompt as raw text, without the chat template",
+    )
+    p.add_argument(
+        "--lens",
+        type=_nonempty,
+        default=None,
+        metavar="LENS",
+        help="the coordinates every state is read in: logit (default, the raw logit lens), "
+        "shortcut, tuned, jacobian (fitted on first use and cached) or a lens FILE "
+        "(from `iglens fit-lens`, jlens, or a tuned-lens folder)",
     )
     p.add_argument("--json", type=Path, metavar="FILE", help="write all arrays as JSON")
     p.add_argument(
@@ -344,6 +354,8 @@ def run_attribute(argv: list[str]) -> int:
         max_new_tokens=generate,
     )
     _check_outputs(args.json, args.png, args.html)
+    if args.lens is not None:
+        request = _with_lens(request, args.lens)
     model, tokenizer = _load(args.model, args.dtype, args.device)
     lens = IGLens(model, tokenizer, name=args.name)
     result = lens.run(request)
@@ -387,6 +399,87 @@ def run_attribute(argv: list[str]) -> int:
         written.append(args.html)
     for path in written:
         console.print(Text(f"wrote {path}"))
+    return 0
+
+
+def _with_lens(request: Any, spec: str) -> Any:
+    """``request`` reading its states through the lens ``spec`` (the core resolves it)."""
+    import dataclasses
+
+    if "lens" not in {f.name for f in dataclasses.fields(request)}:
+        if spec == "logit":
+            return request
+        raise UserError(
+            f"--lens {spec}: this build's attribution core has no lens= yet; "
+            f"only --lens logit (the default) works"
+        )
+    return request.replace(lens=spec)
+
+
+def _fit_lens_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="iglens fit-lens",
+        description="Fit a lens (the coordinates IG-Lens reads every state in) on a model "
+        "and save it as one .safetensors file, for `iglens --lens FILE` or "
+        "iglens_viz.load_lens. Without --texts it fits on the model's own samples from "
+        "shipped openings (offline, reproducible).",
+    )
+    p.add_argument("--kind", required=True, choices=("shortcut", "tuned", "jacobian"))
+    p.add_argument("--model", default=None, help="causal LM id or local folder")
+    p.add_argument(
+        "--texts",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a UTF-8 text file, one fitting text per line (blank lines skipped)",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the lens file")
+    p.add_argument("--ridge", type=float, default=None, help="shortcut: ridge term (default 0)")
+    p.add_argument("--steps", type=_count(0), default=None, help="tuned: steps (default 250)")
+    p.add_argument("--seed", type=_count(0), default=None, help="tuned: seed (default 0)")
+    p.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="print the per-depth KL and top-1 agreement on the held-out corpus",
+    )
+    _add_model_options(p)
+    return p
+
+
+def _read_texts(path: Path) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read the texts in {path}: {err}") from None
+    texts = [line for line in lines if line.strip()]
+    if not texts:
+        raise UserError(f"{path} holds no text (one fitting text per line)")
+    return texts
+
+
+def run_fit_lens(argv: list[str]) -> int:
+    """``iglens fit-lens --kind K [--model M] [--texts FILE] --out FILE``."""
+    args = _fit_lens_parser().parse_args(argv)
+    from ..lenses import evaluate_lens, fit_lens, save_lens
+
+    texts = _read_texts(args.texts) if args.texts is not None else None
+    options: dict[str, Any] = {}
+    for name, value, kinds in (
+        ("ridge", args.ridge, ("shortcut",)),
+        ("steps", args.steps, ("tuned",)),
+        ("seed", args.seed, ("tuned",)),
+    ):
+        if value is not None:
+            if args.kind not in kinds:
+                raise UserError(f"--{name} is for --kind {' or '.join(kinds)}, not {args.kind}")
+            options[name] = value
+    _check_outputs(args.out)
+    model, tokenizer = _load(args.model, args.dtype, args.device)
+    lens = fit_lens(model, tokenizer, args.kind, texts, progress=True, **options)
+    save_lens(lens, args.out)
+    if args.evaluate:
+        print(evaluate_lens(lens, model, tokenizer).to_frame().to_string(index=False))
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -442,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_validate(argv[1:])
         if argv[:1] == ["study"]:
             return run_study(argv[1:])
+        if argv[:1] == ["fit-lens"]:
+            return run_fit_lens(argv[1:])
         return run_attribute(argv)
     except IGLensError as err:  # messages may quote a model name or a token: made visible
         print(f"iglens: error: {visible_text(str(err))}", file=sys.stderr)
