@@ -3,8 +3,8 @@ each column against a plain forward pass with a hook written here.
 
 The references are independent of the library's family table where the model allows it:
 Gemma-2/3's attention write is removed here by zeroing the attention module's output (their
-RMS post-norm maps 0 to 0) while the library hooks the post-norm; a head's mean ablation is
-rebuilt here on the output side, from the output projection's weights. All models run in
+RMS post-norm maps 0 to 0) while the library hooks the post-norm. (Mean ablation against a
+reference set is tested in tests/test_patching.py.) All models run in
 float64: the library's batched passes and the single-row references may use other kernels,
 whose rounding is bounded by tolerances.forward_tol and lies far below any ablation effect.
 """
@@ -121,16 +121,6 @@ def _zero_output(module: nn.Module):
     return lambda: module.register_forward_hook(
         lambda m, args, out: _with_first(out, torch.zeros_like(_first(out)))
     )
-
-
-def _mean_output(module: nn.Module):
-    """A hook that replaces ``module``'s output by its mean over positions."""
-
-    def hook(m, args, out):
-        x = _first(out)
-        return _with_first(out, x.mean(dim=1, keepdim=True).expand_as(x))
-
-    return lambda: module.register_forward_hook(hook)
 
 
 class _Zeros(nn.Module):
@@ -282,28 +272,6 @@ def test_write_groups_ablate_every_block_of_the_group(name, part):
     _check_columns(name, res, lambda col: [hooks(b) for b in ((1, 2) if col == 0 else (2,))])
 
 
-@pytest.mark.parametrize("name", ["llama", "gptj", "opt", "gpt2"])
-@pytest.mark.parametrize("part", ["attn", "mlp"])
-def test_write_mean_equals_its_mean_over_positions(name, part):
-    """Mean mode: the write (OPT: fc2's output, flattened to [B·T, d]) := its mean over T."""
-    res = ablate(_model(name), None, IDS, part=part, mode="mean", batch_size=2)
-    table, default = (ATTENTION, "self_attn") if part == "attn" else (MLP, "mlp")
-
-    def reference(col):
-        module = _sub(name, res.layers[col], table, default)
-        if _kind(name) == "opt" and part == "mlp":  # fc2 sees [T, d] here (one row)
-            return [
-                lambda: module.register_forward_hook(
-                    lambda m, a, out: out.mean(dim=0, keepdim=True).expand_as(out)
-                )
-            ]
-        return [_mean_output(module)]
-
-    _check_columns(name, res, reference)
-    zero = ablate(_model(name), None, IDS, part=part)
-    assert np.abs(zero.drop - res.drop).max() > 100 * _tol(name)  # mean is not zero
-
-
 # --- heads -----------------------------------------------------------------------------------
 
 
@@ -328,36 +296,6 @@ def test_head_zero_equals_zeroing_its_slice(name):
     for size in (1, None):
         other = ablate(model, None, IDS, part="head", batch_size=size)
         np.testing.assert_allclose(other.drop, res.drop, atol=2 * _tol(name))
-
-
-@pytest.mark.parametrize("name", ["llama", "gpt2", "gptj", "opt"])
-def test_head_mean_equals_moving_its_write_to_the_mean(name):
-    """Mean mode, rebuilt on the output side: the projection's output gains
-    ``W_o[:, head] (mean_t z_head − z_head)`` (GPT-2's Conv1D stores W_o transposed)."""
-    model = _model(name)
-    layers, heads = [1, len(_blocks(name))], [0, 3]
-    res = ablate(model, None, IDS, part="head", mode="mean", layers=layers, heads=heads)
-    assert res.layers == [1, 1, layers[1], layers[1]] and res.heads == [0, 3, 0, 3]
-
-    def reference(col):
-        proj = _sub(name, res.layers[col], O_PROJ, "self_attn.o_proj")
-        cols = _head_slice(name, res.heads[col])
-        w = proj.weight[:, cols].T if isinstance(proj, nn.Linear) else proj.weight[cols, :]
-        seen = {}
-
-        def keep(m, args):
-            seen["z"] = args[0].reshape(len(IDS), -1)[:, cols]  # [T, d_head], one row
-
-        def shift(m, args, out):
-            z = seen.pop("z")
-            return out + ((z.mean(dim=0, keepdim=True) - z) @ w).reshape(out.shape)
-
-        return [
-            lambda: proj.register_forward_pre_hook(keep),
-            lambda: proj.register_forward_hook(shift),
-        ]
-
-    _check_columns(name, res, reference)
 
 
 def test_head_columns_labels_and_lookup():

@@ -171,7 +171,9 @@ def validate_onset(
         by removing its attention's or its MLP's write (``part="attn"`` / ``"mlp"``), as
         :func:`~iglens_viz.core.boundaries.segment_parts` maps them.
     mode:
-        Ablation mode, ``"zero"`` or ``"mean"`` (see :func:`ablate`).
+        Ablation mode: ``"zero"`` only. Mean ablation needs a reference set of the same
+        template and length as each prompt (:func:`ablate`'s ``references``), which a list of
+        unrelated prompts does not have; ``iglens study`` draws references per task.
     min_prob:
         Keep only positions whose final target probability is at least this (0 keeps all
         positions that have a target).
@@ -185,6 +187,12 @@ def validate_onset(
     import pandas as pd
     from tqdm.auto import tqdm
 
+    if mode != "zero":
+        raise InvalidRequestError(
+            f"validate_onset(mode={mode!r}): only zero ablation is offered here; mean ablation "
+            f"needs references of each prompt's own template and length: use ablate(model, "
+            f"tokenizer, prompt, mode='mean', references=[...]) or iglens study --modes mean"
+        )
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
         raise InvalidRequestError("texts is empty: pass a list of prompts (e.g. load_prompts())")
