@@ -20,6 +20,8 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,42 @@ _FULL_TEXT = re.compile(
 )
 # Bytes a conversion writes: measured 541.6 MB (538.1 MB of float32 weights, 3.5 MB tokenizer).
 _CONVERTED_BYTES = 545_000_000
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """A model shipped as a GGUF file and converted once into the cache: what the messages say.
+
+    The default model is :data:`_DEFAULT`; :mod:`.gemma` describes Gemma-3-270M the same way, so
+    both go through one conversion, one integrity check and one set of errors.
+    """
+
+    name: str  # shown in tables and the widget: model.config.name_or_path
+    what: str  # how messages name it: "default model"
+    converted_bytes: int  # bytes a conversion writes (the free-space check)
+    free_hint: str  # "600 MB": the free space a writable cache needs, said in messages
+    # "about 30 s; later loads take a few seconds": said while a conversion runs
+    times_hint: str
+    reinstall: str  # the pip command that restores a damaged source file
+    model_type: str  # the converted folder's config.model_type ...
+    n_blocks: int  # ... and num_hidden_layers, checked on every load
+    # A chat template may be read from the GGUF file when the converted tokenizer has none.
+    template_in_source: bool = True
+    # Makes or repairs the GGUF file at the given path before a conversion (None: it exists).
+    make_source: Callable[[Path], None] | None = None
+    notice: str = ""  # printed when a conversion starts (a licence, say)
+
+
+_DEFAULT = _Converted(
+    name=DEFAULT_MODEL_NAME,
+    what="default model",
+    converted_bytes=_CONVERTED_BYTES,
+    free_hint="600 MB",
+    times_hint="about 30 s; later loads take a few seconds",
+    reinstall=_REINSTALL_PIP,
+    model_type=_DEFAULT_MODEL_TYPE,
+    n_blocks=_DEFAULT_N_BLOCKS,
+)
 
 
 # --------------------------------------------------------------------------- location
@@ -146,57 +184,63 @@ def _disk_full(err: BaseException) -> bool:
     return False
 
 
-def _disk_full_error(folder: Path, what: str | None = None) -> ModelLoadError:
-    """The error for a disk too full to hold the converted default model: how much, where."""
+def _disk_full_error(
+    folder: Path, what: str | None = None, spec: _Converted = _DEFAULT
+) -> ModelLoadError:
+    """The error for a disk too full to hold the converted model: how much, where."""
     env = os.environ.get("IGLENS_CACHE")
     source = f" (from IGLENS_CACHE={env!r})" if env else ""
     free = _free_bytes(folder)
     has = f"; the disk holding it has {free / 1e6:,.0f} MB free" if free is not None else ""
     said = f" ({what})" if what else ""
     return ModelLoadError(
-        f"The disk is full: converting the default model into {folder}{source} needs about "
-        f"{_CONVERTED_BYTES / 1e6:,.0f} MB there{has}{said}. Free some space on that disk, "
+        f"The disk is full: converting the {spec.what} into {folder}{source} needs about "
+        f"{spec.converted_bytes / 1e6:,.0f} MB there{has}{said}. Free some space on that disk, "
         "or set IGLENS_CACHE to a folder on a disk with room, e.g. IGLENS_CACHE=/other/disk/"
         "iglens-cache; the next load converts it then."
     )
 
 
-def _storage_error(folder: Path, err: OSError) -> ModelLoadError:
+def _storage_error(folder: Path, err: OSError, spec: _Converted = _DEFAULT) -> ModelLoadError:
     """The error for a cache folder that cannot be written (read-only, a file, full disk)."""
     env = os.environ.get("IGLENS_CACHE")
     source = f" (from IGLENS_CACHE={env!r})" if env else ""
     what = err.strerror or str(err)
     path = f" ({err.filename})" if getattr(err, "filename", None) else ""
     if _disk_full(err):
-        return _disk_full_error(folder, f"{what}{path}")
+        return _disk_full_error(folder, f"{what}{path}", spec)
     return ModelLoadError(
-        f"Cannot write the converted default model into {folder}{source}: {what}{path}. "
+        f"Cannot write the converted {spec.what} into {folder}{source}: {what}{path}. "
         f"The iglens_viz cache is {cache_dir()}; it must be a writable folder with about "
-        "600 MB free. Set IGLENS_CACHE to a writable folder, e.g. IGLENS_CACHE=~/iglens-cache."
+        f"{spec.free_hint} free. Set IGLENS_CACHE to a writable folder, e.g. "
+        "IGLENS_CACHE=~/iglens-cache."
     )
 
 
-def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) -> None:
+def _convert_default(
+    target: Path, gguf_path: Path, *, replace: bool = False, spec: _Converted = _DEFAULT
+) -> None:
     """Convert the GGUF file into ``target`` atomically (temp folder beside it, then rename).
 
     ``replace``: ``target`` is known to be damaged (even if its sizes look right): discard it.
+    ``spec``: the model converted, for the messages (the default model unless said).
     """
     start = time.perf_counter()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_tmp(target)
     except OSError as err:
-        raise _storage_error(target.parent, err) from err
+        raise _storage_error(target.parent, err, spec) from err
     free = _free_bytes(target.parent)
-    if free is not None and free < _CONVERTED_BYTES:
-        raise _disk_full_error(target.parent)
+    if free is not None and free < spec.converted_bytes:
+        raise _disk_full_error(target.parent, None, spec)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     except OSError as err:
-        raise _storage_error(target.parent, err) from err
+        raise _storage_error(target.parent, err, spec) from err
     print(
-        f"iglens_viz: converting the embedded {DEFAULT_MODEL_NAME} model once into {target} "
-        "(about 30 s; later loads take a few seconds)...",
+        f"iglens_viz: converting the embedded {spec.name} model once into {target} "
+        f"({spec.times_hint})...{spec.notice}",
         file=sys.stderr,
         flush=True,
     )
@@ -207,18 +251,18 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
                 json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
             )
         except OSError as err:
-            raise _storage_error(target.parent, err) from err
+            raise _storage_error(target.parent, err, spec) from err
         try:
             _convert_into(tmp, gguf_path)
         except OSError as err:
             writing = err.errno in _STORAGE_ERRNOS or str(tmp) in str(err.filename or "")
             if writing:
-                raise _storage_error(target.parent, err) from err
-            raise _conversion_error(gguf_path, err) from err
+                raise _storage_error(target.parent, err, spec) from err
+            raise _conversion_error(gguf_path, err, spec) from err
         except Exception as err:  # noqa: BLE001 - transformers/gguf failing on the file
             if _disk_full(err):
-                raise _disk_full_error(target.parent, _original(err, 1)) from err
-            raise _conversion_error(gguf_path, err) from err
+                raise _disk_full_error(target.parent, _original(err, 1), spec) from err
+            raise _conversion_error(gguf_path, err, spec) from err
         try:
             _write_marker(tmp, gguf_path)
             if os.path.lexists(target) and (replace or _cache_problem(target, gguf_path)):
@@ -231,7 +275,7 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
             else:
                 (target / _OWNER).unlink(missing_ok=True)
         except OSError as err:
-            raise _storage_error(target.parent, err) from err
+            raise _storage_error(target.parent, err, spec) from err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(
@@ -241,33 +285,39 @@ def _convert_default(target: Path, gguf_path: Path, *, replace: bool = False) ->
     )
 
 
-def _conversion_error(gguf_path: Path, err: BaseException) -> ModelLoadError:
+def _conversion_error(
+    gguf_path: Path, err: BaseException, spec: _Converted = _DEFAULT
+) -> ModelLoadError:
     """The error for transformers or gguf failing to read the packaged GGUF file."""
     return ModelLoadError(
-        f"Could not convert the default model from {gguf_path}: {_original(err)}\n"
+        f"Could not convert the {spec.what} from {gguf_path}: {_original(err)}\n"
         "The file may be damaged; reinstall the package with:\n"
-        f"    {_REINSTALL_PIP}"
+        f"    {spec.reinstall}"
     )
 
 
-def _convert_or_explain(folder: Path, gguf_path: Path, problem: str) -> None:
+def _convert_or_explain(
+    folder: Path, gguf_path: Path, problem: str, spec: _Converted = _DEFAULT
+) -> None:
     """(Re)convert into ``folder``; a damaged folder that cannot be replaced is named."""
     damaged = os.path.lexists(folder)
     if damaged:
         print(
-            f"iglens_viz: the cached default model in {folder} is incomplete or damaged "
+            f"iglens_viz: the cached {spec.what} in {folder} is incomplete or damaged "
             f"({problem}); converting it again.",
             file=sys.stderr,
             flush=True,
         )
     try:
         _require_gguf()
-        _convert_default(folder, gguf_path, replace=damaged)
+        if spec.make_source is not None:
+            spec.make_source(gguf_path)
+        _convert_default(folder, gguf_path, replace=damaged, spec=spec)
     except ModelLoadError as err:
         if not damaged:
             raise
         raise ModelLoadError(
-            f"The cached default model in {folder} is incomplete or damaged ({problem}), and "
+            f"The cached {spec.what} in {folder} is incomplete or damaged ({problem}), and "
             f"converting it again failed: {err}\nDelete that folder, {folder}; the next load "
             "converts it again."
         ) from err
@@ -276,14 +326,14 @@ def _convert_or_explain(folder: Path, gguf_path: Path, problem: str) -> None:
 # --------------------------------------------------------------------------- load and verify
 
 
-def _check_default(model: Any, folder: Path) -> None:
-    """Make sure the cached default model is the expected 30-block Llama."""
+def _check_default(model: Any, folder: Path, spec: _Converted = _DEFAULT) -> None:
+    """Make sure the cached model is the expected one (default: the 30-block Llama)."""
     cfg = model.config
-    if cfg.model_type != _DEFAULT_MODEL_TYPE or cfg.num_hidden_layers != _DEFAULT_N_BLOCKS:
+    if cfg.model_type != spec.model_type or cfg.num_hidden_layers != spec.n_blocks:
         raise ModelLoadError(
-            f"The cached default model in {folder} is a {cfg.model_type!r} model with "
-            f"{cfg.num_hidden_layers} blocks, not the expected {_DEFAULT_MODEL_TYPE!r} with "
-            f"{_DEFAULT_N_BLOCKS}. Delete that folder to convert it again."
+            f"The cached {spec.what} in {folder} is a {cfg.model_type!r} model with "
+            f"{cfg.num_hidden_layers} blocks, not the expected {spec.model_type!r} with "
+            f"{spec.n_blocks}. Delete that folder to convert it again."
         )
 
 
@@ -293,12 +343,21 @@ def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
     Every load checks sizes, and checksums of the files changed since their last check (see
     :mod:`.cache`); every checksum when loading the folder fails. Damage means: convert again.
     """
-    gguf_path = default_gguf_path()
-    folder = default_model_dir()
+    return _load_converted(default_model_dir(), default_gguf_path(), model_kwargs, _DEFAULT)
+
+
+def _load_converted(
+    folder: Path, gguf_path: Path, model_kwargs: dict, spec: _Converted
+) -> tuple[Any, Any]:
+    """Load the conversion of ``gguf_path`` kept in ``folder``, converting it first if needed.
+
+    ``gguf_path`` need not exist while ``folder`` is intact: ``spec.make_source`` makes it
+    before a conversion.
+    """
     _remove_stale_tmp(folder)
     problem = _cache_problem(folder, gguf_path)
     if problem is not None:
-        _convert_or_explain(folder, gguf_path, problem)
+        _convert_or_explain(folder, gguf_path, problem, spec)
     load_kwargs = {**model_kwargs, "local_files_only": True}
     try:
         model, tokenizer = _from_pretrained(
@@ -308,16 +367,16 @@ def _load_default(model_kwargs: dict) -> tuple[Any, Any]:
         problem = _cache_problem(folder, gguf_path, checksums="all")
         if problem is None:
             raise ModelLoadError(
-                f"{err}\n(The cached default model in {folder} matches the sizes and checksums "
+                f"{err}\n(The cached {spec.what} in {folder} matches the sizes and checksums "
                 "recorded when it was converted, so its files are intact.)"
             ) from err
-        _convert_or_explain(folder, gguf_path, problem)
+        _convert_or_explain(folder, gguf_path, problem, spec)
         model, tokenizer = _from_pretrained(
             str(folder), load_kwargs, {"local_files_only": True}, folder
         )
-    _check_default(model, folder)
-    model.config.name_or_path = DEFAULT_MODEL_NAME  # shown in tables and the widget, not a path
-    if not getattr(tokenizer, "chat_template", None):
+    _check_default(model, folder, spec)
+    model.config.name_or_path = spec.name  # shown in tables and the widget, not a path
+    if spec.template_in_source and not getattr(tokenizer, "chat_template", None):
         _restore_chat_template(tokenizer, gguf_path)
     return model, tokenizer
 
