@@ -283,8 +283,8 @@ def test_logits_equal_an_independent_forward_pass_on_the_gguf_tensors(gemma_mode
     reference = _reference_logits(reader, ids)
     with torch.no_grad():
         logits = model(torch.tensor([ids])).logits[0].double()
-    # float32 model against float64: |logit| <= ~40, 18 blocks of width 640
-    torch.testing.assert_close(logits, reference, atol=2e-3, rtol=1e-4)
+    # float32 model against float64, |logit| <= 22.5: measured max |difference| 2.8e-5
+    torch.testing.assert_close(logits, reference, atol=5e-4, rtol=0)
     assert model.config.final_logit_softcapping is None  # so raw logits are comparable
     paris = tokenizer.encode(" Paris", add_special_tokens=False)
     assert len(paris) == 1 and reference[-1].softmax(-1)[paris[0]] > 0.02
