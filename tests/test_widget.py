@@ -393,6 +393,28 @@ def test_selected_token_is_split_into_components_lazily(lens, forward_calls):
     assert result_payload(w.attribution)["components"] is None
 
 
+def test_head_split_under_a_fitted_lens_has_its_coordinate_component(lens):
+    import torch
+
+    from iglens_viz.core.coordinates import Lens, model_fingerprint
+
+    d, n = lens.model.config.hidden_size, lens.n_blocks
+    gen = torch.Generator().manual_seed(0)
+    shift = {L: torch.eye(d) + 0.05 * torch.randn(d, d, generator=gen) for L in range(n)}
+    fitted = Lens("shortcut", n, d, shift, {}, model_fingerprint(lens.model))
+    w = show(lens, None, PROMPT, lens=fitted)
+    assert w.result["lens"] == "shortcut"
+    assert Page(w).ask("components", position=2)["ok"]
+    split = w.components
+    assert split["names"][-1] == "coordinate" and split["names"][:-1] == lens.component_names
+    shares = array_from_payload(split["shares"])[0]
+    segments = array_from_payload(split["segments"])
+    sums = [shares[segments == j].sum() for j in range(segments.max() + 1)]
+    # the split adds up to each segment's contribution (float32 payload: eps32 relative)
+    np.testing.assert_allclose(sums, w.attribution.contributions[2], rtol=1e-5, atol=1e-7)
+    assert np.abs(shares[:, -1]).max() > 0  # the coordinates do change along the path
+
+
 def test_python_recompute_method(lens):
     w = IGLensWidget(None, lens, PROMPT, target="next")
     assert w.result["controls"]["target"] == "next" and w.interactive

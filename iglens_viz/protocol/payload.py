@@ -66,6 +66,9 @@ def result_payload(result: AttributionResult, *, result_id: str = "r0") -> dict[
         "max_steps": MAX_STEPS,
         "estimator": str(result.estimator),
         "steps": int(result.steps),
+        # The coordinates every state is read in: "logit" (the raw logit lens) or a fitted
+        # lens's name, escaped as the model's name is (a saved lens's name is a file name).
+        "lens": visible_text(result.lens_name, keep=""),
         # The views draw it as it is (header, exported PNG/SVG titles): escaped here once.
         "model_name": visible_text(result.model_name, keep=""),
         "family": str(result.family),

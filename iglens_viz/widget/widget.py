@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from ..core.components import component_segments
 from ..core.estimators import progress_hook
 from ..core.extensions import provider
 from ..errors import IGLensError, InvalidRequestError
@@ -114,9 +113,9 @@ class IGLensWidget(anywidget.AnyWidget):
     ----------
     result:
         The :class:`~iglens_viz.core.result.AttributionResult` to show. May be None when
-        ``lens`` and ``text_or_ids`` are given: it is then computed with
-        ``lens.attribute(text_or_ids, **attribute_kwargs)``.
-    lens:
+        ``iglens`` and ``text_or_ids`` are given: it is then computed with
+        ``iglens.attribute(text_or_ids, **attribute_kwargs)``.
+    iglens:
         The :class:`~iglens_viz.core.lens.IGLens` that produced ``result``. With it the
         widget is *interactive*: its controls (target, contrast, boundaries, estimator,
         steps) recompute on the same token ids, reusing the lens's cached forward pass.
@@ -128,7 +127,8 @@ class IGLensWidget(anywidget.AnyWidget):
     color_by:
         The token-strip statistic: ``"p_final"``, ``"delta_p"``, ``"onset"`` or ``"nonmonotone"``.
     **attribute_kwargs:
-        Arguments of :meth:`IGLens.attribute` when ``result`` is computed here.
+        Arguments of :meth:`IGLens.attribute` when ``result`` is computed here (``lens=``
+        among them: the coordinates the states are read in).
 
     The synced traits below are readable (and settable) from Python: ``w.selected`` follows
     clicks in the browser, ``w.result`` holds the protocol dict of the shown attribution and
@@ -243,7 +243,7 @@ class IGLensWidget(anywidget.AnyWidget):
     def __init__(
         self,
         result: AttributionResult | None = None,
-        lens: IGLens | None = None,
+        iglens: IGLens | None = None,
         text_or_ids: PromptSpec | None = None,
         *,
         selected: int | None = None,
@@ -251,23 +251,23 @@ class IGLensWidget(anywidget.AnyWidget):
         **attribute_kwargs: Any,
     ) -> None:
         if result is None:
-            if lens is None or text_or_ids is None:
+            if iglens is None or text_or_ids is None:
                 raise TypeError(
                     "IGLensWidget needs a result, or an IGLens and text_or_ids to compute one"
                 )
-            result = lens.attribute(text_or_ids, **attribute_kwargs)
+            result = iglens.attribute(text_or_ids, **attribute_kwargs)
         elif attribute_kwargs:
             raise TypeError(
                 f"unexpected keyword arguments {sorted(attribute_kwargs)}: "
                 f"attribute() arguments are only used when result is None"
             )
-        if lens is not None and int(lens.n_blocks) != int(result.n_blocks):
+        if iglens is not None and int(iglens.n_blocks) != int(result.n_blocks):
             raise IGLensError(
-                f"the lens's model has {lens.n_blocks} blocks but the result "
+                f"the IGLens's model has {iglens.n_blocks} blocks but the result "
                 f"was computed on {result.n_blocks}: pass the IGLens that "
                 f"produced it"
             )
-        self._lens = lens
+        self._lens = iglens
         self._attribution = result
         self._shown = itertools.count(1)  # the n of the result id "r<n>"
         # Held by page updates (kernel thread) and the background worker's updates and
@@ -278,7 +278,7 @@ class IGLensWidget(anywidget.AnyWidget):
             result_payload(result, result_id=self._next_result_id()),
             selected=selected,
             color_by=color_by,
-            interactive=lens is not None,
+            interactive=iglens is not None,
         )
         super().__init__(**state)
         self.on_msg(self._on_message)
@@ -323,7 +323,7 @@ class IGLensWidget(anywidget.AnyWidget):
         if self._lens is None:
             raise IGLensError(
                 f"{what} needs the model: this widget has no IGLens; build it with "
-                f"IGLensWidget(result, lens) or iglens_viz.widget.show(...)"
+                f"IGLensWidget(result, iglens) or iglens_viz.widget.show(...)"
             )
         return self._lens
 
@@ -555,11 +555,12 @@ class IGLensWidget(anywidget.AnyWidget):
             )
         if result.target_ids[position] < 0:
             raise InvalidRequestError(f"position {position} has no target to split")
-        shares = lens.components(result, [position])
-        names = lens.component_names
-        segments = component_segments(result.boundaries, names, result.n_blocks)
+        row = int(position) % len(result.input_ids)
+        split = lens.with_components(result, [row])  # its names: `coordinate` under a lens
+        shares, names = split.component_shares, split.component_names or []
+        assert shares is not None  # with_components always splits: (T, n, C), NaN but at row
         payload = self._answered(
-            components_payload(names, segments, [int(position) % len(result.input_ids)], shares),
+            components_payload(names, split.component_segments, [row], shares[[row]]),
             request_id,
         )
         with self._sync_lock:
