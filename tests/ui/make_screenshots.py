@@ -2,13 +2,14 @@
 
 The exported page of ``lens.attribute("What is the capital of Vietnam?", chat=True,
 max_new_tokens=12)`` on SmolLM2-135M-Instruct (``iglens_viz.load_model()``), opened from
-file:// in headless Chromium with the light and dark colour schemes at 1280 and 700 px, with
-the token before the answer's city selected and its head split (``lens.with_components``):
-the default view (``widget-{light,dark}.png``, ``widget-700-{light,dark}.png``), the
-logit-lens grid (``grid-…``) and the compare view of the Vietnam and France prompts on one
-colour scale (``compare-…``); and presentation mode (the header's "present" button clicked)
-on a 1024×768 projector, the viewport as shown: the default view (``present-1024-…``) and the
-grid (``present-grid-1024-…``). Not a test; run from the repository root::
+file:// in headless Chromium with the light and dark colour schemes at 1280, 1024 and 700 px,
+with the token before the answer's city selected and its head split
+(``lens.with_components``): the default view (``widget-{light,dark}.png``,
+``widget-1024-…``, ``widget-700-…``), the logit-lens grid (``grid-…``) and the compare view
+of the Vietnam and France prompts on one colour scale (``compare-…``); and presentation mode
+(the header's "present" button clicked) on a 1024×768 projector, the viewport as shown: the
+default view (``present-1024-…``), the grid (``present-grid-1024-…``) and the compare view
+(``present-compare-1024-…``). Not a test; run from the repository root::
 
     python tests/ui/make_screenshots.py [--out docs/screenshots]
 """
@@ -27,9 +28,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 PROMPT = "What is the capital of Vietnam?"
 OTHER_PROMPT = "What is the capital of France?"
-WIDTHS = (1280, 700)
+WIDTHS = (1280, 1024, 700)
 PROJECTOR = {"width": 1024, "height": 768}
-PRESENT = {"widget": "present-1024", "grid": "present-grid-1024"}  # view -> file name stem
+PRESENT = {  # view -> file name stem
+    "widget": "present-1024",
+    "grid": "present-grid-1024",
+    "compare": "present-compare-1024",
+}
 
 # Where, in present mode, the strip's selected token, the strip, the main view and the
 # cumulative curve (the detail's second chart) are: the page should not scroll.
@@ -47,7 +52,11 @@ PRESENT_BOXES = """(main) => {
     curve: box(document.querySelectorAll('.iglens-detail svg.iglens-chart')[1]),
   };
 }"""
-MAIN_VIEW = {"widget": ".iglens-heatmap-body", "grid": ".iglens-grid-scroll"}
+MAIN_VIEW = {
+    "widget": ".iglens-heatmap-body",
+    "grid": ".iglens-grid-scroll",
+    "compare": ".iglens-compare-chart",
+}
 
 
 def _attribute(lens, prompt: str):
