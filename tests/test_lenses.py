@@ -1,0 +1,380 @@
+"""Fitted lenses (iglens_viz.lenses), each against an independent computation on tiny models.
+
+* shortcut: ``torch.linalg.lstsq`` (QR, not the normal equations) on states read with the
+  model's own ``output_hidden_states`` and a hook on its last block;
+* Jacobian: ``torch.autograd.functional.jacobian`` of h_n as a function of the whole
+  sequence's h_L, reduced as ``jlens`` does (docs/lenses.md);
+* tuned: the logit lens at zero steps, a lower KL after training;
+* files: own round trip, ``jlens`` and tuned-lens layouts written here as those packages
+  write them; a lens for another model refused;
+* evaluation: the logit lens at depth n, and one depth by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from tiny_models import random_ids, reference_readout_logits, tiny_model, tiny_tokenizer
+
+import iglens_viz
+from iglens_viz import InvalidRequestError
+from iglens_viz.lenses import (
+    LOGIT,
+    Lens,
+    LensFileError,
+    evaluate_lens,
+    fit_lens,
+    load_lens,
+    resolve_lens,
+    save_lens,
+)
+
+EPS32 = torch.finfo(torch.float32).eps
+EPS64 = torch.finfo(torch.float64).eps
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def llama64():
+    return tiny_model("llama", dtype=torch.float64)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_model("llama")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return tiny_tokenizer()
+
+
+TEXTS = [random_ids(30, seed=10 + s) for s in range(5)]
+
+
+@torch.no_grad()
+def reference_states(model, ids: torch.Tensor) -> torch.Tensor:
+    """``[n+1, T, d]`` h_0 … h_n of one text: HF's hidden states 0 … n−1 (block inputs) and
+    the last block's output from a hook (HF's last hidden state is already normed)."""
+    kept = {}
+    handle = model.model.layers[-1].register_forward_hook(
+        lambda m, a, out: kept.update(h=out[0] if isinstance(out, tuple) else out)
+    )
+    try:
+        out = model(input_ids=ids[None], output_hidden_states=True)
+    finally:
+        handle.remove()
+    return torch.stack([*[h[0] for h in out.hidden_states[:-1]], kept["h"][0]])
+
+
+def test_shortcut_equals_lstsq_on_the_same_states(llama64, tokenizer):
+    lens = fit_lens(llama64, tokenizer, "shortcut", TEXTS)
+    states = torch.cat([reference_states(llama64, ids)[:, 1:] for ids in TEXTS], dim=1)
+    n = states.shape[0] - 1
+    assert (
+        lens.kind == "shortcut" and lens.n_blocks == n and sorted(lens.matrices) == list(range(n))
+    )
+    assert lens.settings["positions"] == states.shape[1] == sum(t.numel() - 1 for t in TEXTS)
+    for L in range(n):
+        X = torch.cat([states[L], torch.ones(states.shape[1], 1, dtype=torch.float64)], dim=-1)
+        W = torch.linalg.lstsq(X, states[n], driver="gelsd").solution  # [d+1, d]
+        # The normal equations lose up to κ(X)² u64 relative to ‖W‖ (Higham §20.4; a factor
+        # of 10 for the sums' and the Cholesky's constants), then A and b are rounded to
+        # float32 once (u32 relative per entry).
+        kappa = float(torch.linalg.cond(X))
+        scale = float(W.abs().max())
+        atol = 10 * kappa**2 * EPS64 * scale
+        want_A, want_b = W[:-1].T, W[-1]
+        for got, want in ((lens.matrices[L], want_A), (lens.biases[L], want_b)):
+            err = (got.double() - want).abs()
+            assert (err <= atol + EPS32 / 2 * want.abs() * 1.001).all(), (L, float(err.max()))
+
+
+def test_shortcut_needs_enough_positions_or_a_ridge(llama64, tokenizer):
+    few = [random_ids(8, seed=1)]  # 7 positions, width 32: singular
+    with pytest.raises(InvalidRequestError, match="ridge"):
+        fit_lens(llama64, tokenizer, "shortcut", few)
+    lens = fit_lens(llama64, tokenizer, "shortcut", few, ridge=1e-2)
+    assert all(torch.isfinite(m).all() for m in lens.matrices.values())
+
+
+def _reference_jacobian(model, ids: torch.Tensor, depth: int, skip_first: int) -> torch.Tensor:
+    """J_L(text) by ``torch.autograd.functional.jacobian``: h_n of the whole sequence as a
+    function of the whole sequence's h_L (put in place by a hook), reduced as jlens does."""
+    layers = model.model.layers
+    h = reference_states(model, ids)
+    T = ids.numel()
+
+    def final(x):
+        kept = {}
+
+        def replace_input(module, args, kwargs):
+            if args:
+                return (x, *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": x}
+
+        def replace_output(module, args, out):
+            return (x, *out[1:]) if isinstance(out, tuple) else x
+
+        if depth == 0:
+            handles = [layers[0].register_forward_pre_hook(replace_input, with_kwargs=True)]
+        else:
+            handles = [layers[depth - 1].register_forward_hook(replace_output)]
+        handles.append(
+            layers[-1].register_forward_hook(
+                lambda m, a, out: kept.update(h=out[0] if isinstance(out, tuple) else out)
+            )
+        )
+        try:
+            model(input_ids=ids[None])
+        finally:
+            for handle in handles:
+                handle.remove()
+        return kept["h"][0]
+
+    jac = torch.autograd.functional.jacobian(
+        final, h[depth][None], vectorize=True
+    )  # [T, d, 1, T, d]
+    valid = torch.arange(skip_first, T - 1)
+    summed = jac[valid][:, :, 0].sum(0)  # Σ_{p' ∈ V}: [d, T, d]
+    return summed[:, valid].mean(1)  # mean over source positions p ∈ V: [d, d]
+
+
+def test_jacobian_equals_autograd_jacobian_reduced_as_jlens(llama64, tokenizer):
+    texts = [random_ids(9, seed=20), random_ids(7, seed=21)]
+    skip = 2
+    lens = fit_lens(llama64, tokenizer, "jacobian", texts, skip_first=skip, dim_batch=5)
+    assert lens.kind == "jacobian" and not lens.biases
+    for depth in (0, 2, 3):
+        want = sum(_reference_jacobian(llama64, t, depth, skip) for t in texts) / len(texts)
+        got = lens.matrices[depth].double()
+        # float64 on both sides (errors ~1e-15), then rounded once to float32.
+        assert torch.allclose(got, want, rtol=EPS32, atol=EPS32 * float(want.abs().max())), depth
+
+
+def test_tuned_is_the_logit_lens_at_init_and_lowers_the_kl(llama, tokenizer):
+    zero = fit_lens(llama, tokenizer, "tuned", TEXTS, steps=0)
+    h = reference_states(llama, TEXTS[0]).float()
+    for L in range(zero.n_blocks):
+        assert torch.equal(zero.transform(h[L], L), h[L])
+    trained = fit_lens(llama, tokenizer, "tuned", TEXTS, steps=25, batch_rows=32)
+    before = evaluate_lens(zero, llama, tokenizer, TEXTS)
+    after = evaluate_lens(trained, llama, tokenizer, TEXTS)
+    assert (before.kl == before.logit_kl).all()
+    n = trained.n_blocks
+    assert (after.kl[:n] < before.kl[:n]).all(), (after.kl, before.kl)
+    losses = trained.settings["final_kl"]
+    assert losses is not None and math.isfinite(losses)
+
+
+def test_tuned_fit_is_deterministic(llama, tokenizer):
+    a = fit_lens(llama, tokenizer, "tuned", TEXTS[:2], steps=3, batch_rows=16, seed=5)
+    b = fit_lens(llama, tokenizer, "tuned", TEXTS[:2], steps=3, batch_rows=16, seed=5)
+    assert all(torch.equal(a.matrices[L], b.matrices[L]) for L in a.matrices)
+
+
+def test_save_and_load_round_trip(llama, tokenizer, tmp_path):
+    lens = fit_lens(llama, tokenizer, "shortcut", TEXTS)
+    path = save_lens(lens, tmp_path / "shortcut.safetensors")
+    back = load_lens(path, llama)
+    assert (back.kind, back.n_blocks, back.width, back.fingerprint) == (
+        lens.kind,
+        lens.n_blocks,
+        lens.width,
+        lens.fingerprint,
+    )
+    assert dict(back.settings) == json.loads(json.dumps(dict(lens.settings)))
+    for table, other in ((lens.matrices, back.matrices), (lens.biases, back.biases)):
+        assert sorted(table) == sorted(other)
+        assert all(torch.equal(table[L], other[L]) for L in table)
+    assert resolve_lens(str(path), llama).kind == "shortcut"
+    assert not list(tmp_path.glob(".*.tmp"))  # written atomically, nothing left over
+
+
+def test_jlens_file_loads(llama, tmp_path):
+    # As jlens's JacobianLens.save writes it: torch.save of this dict, J in float16, keyed
+    # by the source layer (layer l is the output of block l; the last block is the target).
+    d, n = llama.config.hidden_size, llama.config.num_hidden_layers
+    torch.manual_seed(0)
+    J = {layer: torch.randn(d, d).to(torch.float16) for layer in range(n - 1)}
+    path = tmp_path / "lens.pt"
+    torch.save({"J": J, "n_prompts": 3, "source_layers": sorted(J), "d_model": d}, path)
+    lens = load_lens(path, llama)
+    assert lens.kind == "jacobian" and lens.n_blocks == n and sorted(lens.matrices) == [1, 2, 3]
+    assert lens.settings["n_prompts"] == 3
+    h = torch.randn(5, d)
+    for layer, matrix in J.items():  # jlens's transport: residual @ J.T
+        assert torch.equal(lens.transform(h, layer + 1), h @ matrix.float().T)
+    assert torch.equal(lens.transform(h, 0), h)  # the embeddings: not fitted by jlens
+    assert load_lens(path).n_blocks == n  # without a model: max(source_layers) + 2
+
+
+def test_tuned_lens_folder_loads(llama, tmp_path):
+    # As tuned-lens's TunedLens.save writes it: params.pt, the state dict of a ModuleList
+    # of nn.Linear(d, d) (one per hidden state 0 … n−1), and config.json (TunedLensConfig).
+    d, n = llama.config.hidden_size, llama.config.num_hidden_layers
+    torch.manual_seed(1)
+    translators = torch.nn.ModuleList([torch.nn.Linear(d, d) for _ in range(n)])
+    folder = tmp_path / "tuned"
+    folder.mkdir()
+    torch.save(translators.state_dict(), folder / "params.pt")
+    config = {
+        "base_model_name_or_path": "tiny-llama",
+        "d_model": d,
+        "num_hidden_layers": n,
+        "bias": True,
+        "base_model_revision": None,
+        "unembed_hash": None,
+        "lens_type": "linear_tuned_lens",
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    lens = load_lens(folder, llama)
+    assert lens.kind == "tuned" and sorted(lens.matrices) == list(range(n))
+    h = torch.randn(6, d)
+    with torch.no_grad():
+        for i, translator in enumerate(translators):  # transform_hidden: h + translator(h)
+            want = h + translator(h)
+            assert torch.allclose(lens.transform(h, i), want, atol=1e-5, rtol=1e-5)
+
+
+def test_bad_files_are_named(llama, tmp_path):
+    with pytest.raises(LensFileError, match="no lens file"):
+        load_lens(tmp_path / "missing.safetensors")
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a lens at all")
+    with pytest.raises(LensFileError, match="not an iglens_viz lens file"):
+        load_lens(junk)
+    with pytest.raises(LensFileError, match="params.pt"):
+        load_lens(tmp_path)
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(2)}, other)
+    with pytest.raises(LensFileError, match="not a jlens file"):
+        load_lens(other)
+
+
+def test_a_lens_for_another_model_is_refused(llama, tokenizer, tmp_path):
+    lens = fit_lens(llama, tokenizer, "shortcut", TEXTS)
+    sibling = tiny_model("llama", seed=1)  # the same shape, other weights
+    with pytest.raises(InvalidRequestError, match="another model of the same shape"):
+        resolve_lens(lens, sibling)
+    path = save_lens(lens, tmp_path / "l.safetensors")
+    with pytest.raises(InvalidRequestError, match="another model"):
+        load_lens(path, sibling)
+    gpt2 = tiny_model("gpt2")
+    with pytest.raises(InvalidRequestError, match="blocks of width"):
+        resolve_lens(lens, gpt2)
+
+
+def test_resolve_names_and_the_cache(llama, tokenizer):
+    assert resolve_lens(None, llama) is LOGIT and resolve_lens("logit", llama) is LOGIT
+    with pytest.raises(InvalidRequestError, match="choose one of"):
+        resolve_lens("sideways", llama)
+    with pytest.raises(InvalidRequestError, match="not fitted"):
+        fit_lens(llama, tokenizer, "logit")
+    with pytest.raises(InvalidRequestError, match="takes"):
+        fit_lens(llama, tokenizer, "shortcut", TEXTS, steps=3)
+    first = resolve_lens("shortcut", llama, tokenizer)  # the default corpus, then cached
+    from iglens_viz.lenses.cache import lens_cache_dir
+
+    assert len(list(lens_cache_dir().glob("shortcut-*.safetensors"))) == 1
+    again = resolve_lens("shortcut", llama, tokenizer)
+    assert again is not first and all(
+        torch.equal(first.matrices[L], again.matrices[L]) for L in first.matrices
+    )
+    assert first.settings["corpus"].startswith("openings-v1")
+
+
+def test_evaluate_logit_lens_and_one_depth_by_hand(llama, tokenizer):
+    result = evaluate_lens(LOGIT, llama, tokenizer, TEXTS)
+    n = llama.config.num_hidden_layers
+    assert result.kl[n] == 0 and result.top1[n] == 1
+    frame = result.to_frame()
+    assert list(frame.columns[:3]) == ["depth", "kl", "top1"] and len(frame) == n + 1
+    # Depth 2 by hand: the model's own final logits and its own norm and head on HF's
+    # hidden state 2, in float64, over every position after the first.
+    kls, hits, count = 0.0, 0, 0
+    with torch.no_grad():
+        for ids in TEXTS:
+            out = llama(input_ids=ids[None], output_hidden_states=True)
+            p = torch.log_softmax(out.logits[0, 1:].double(), -1)
+            q = torch.log_softmax(
+                reference_readout_logits(llama, out.hidden_states[2][0, 1:]).double(), -1
+            )
+            kls += float((p.exp() * (p - q)).sum())
+            hits += int((p.argmax(-1) == q.argmax(-1)).sum())
+            count += ids.numel() - 1
+    # float32 readouts on both sides: logits agree to ~1e-6 here, the KL to ~1e-6 per row.
+    assert result.positions == count
+    assert abs(result.kl[2] - kls / count) < 1e-5
+    assert result.top1[2] == hits / count
+
+
+def test_public_names():
+    for name in ("Lens", "fit_lens", "load_lens"):
+        assert name in iglens_viz.__all__ and hasattr(iglens_viz, name)
+    assert iglens_viz.Lens is Lens
+    from iglens_viz.core.extensions import provider
+
+    assert provider("resolve_lens") is resolve_lens
+
+
+def test_cli_fit_lens_writes_a_lens_that_loads(tiny_model_dir, tmp_path, capsys):
+    from iglens_viz.cli.commands import main
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text(
+        "\n".join(" ".join(f"w{(7 * i + j) % 97}" for j in range(30)) for i in range(4))
+    )
+    out = tmp_path / "lens.safetensors"
+    argv = ["fit-lens", "--kind", "shortcut", "--model", tiny_model_dir, "--texts", str(texts)]
+    assert main([*argv, "--ridge", "0.01", "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    lens = load_lens(out)
+    assert lens.kind == "shortcut" and lens.settings["ridge"] == 0.01
+    assert main([*argv, "--steps", "3", "--out", str(out)]) == 2
+    assert "--steps is for --kind tuned" in capsys.readouterr().err
+
+
+def test_cli_lens_flag_is_passed_to_the_request(tiny_model_dir, tmp_path, capsys):
+    import dataclasses
+
+    from iglens_viz.cli.commands import main
+    from iglens_viz.core import AttributionRequest
+
+    argv = ["w1 w2 w3 w4", "--model", tiny_model_dir, "--no-chat", "--lens"]
+    assert main([*argv, "logit"]) == 0
+    if "lens" not in {f.name for f in dataclasses.fields(AttributionRequest)}:
+        # until the core's lens= lands, a fitted lens is refused with a clear message
+        assert main([*argv, "shortcut"]) == 2
+        assert "no lens= yet" in capsys.readouterr().err
+        return
+    path = tmp_path / "shortcut.safetensors"
+    texts = [" ".join(f"w{(5 * i + j) % 97}" for j in range(40)) for i in range(3)]
+    model, tokenizer = iglens_viz.load_model(tiny_model_dir)
+    save_lens(fit_lens(model, tokenizer, "shortcut", texts), path)
+    capsys.readouterr()
+    assert main([*argv, str(path)]) == 0, capsys.readouterr().err
+    assert main([*argv, str(tmp_path / "missing.safetensors")]) == 2
+    assert "lens" in capsys.readouterr().err
+
+
+def test_lens_files_are_safetensors_files(tmp_path):
+    st = pytest.importorskip("safetensors.torch")
+    from iglens_viz.lenses.safetensors_format import SafetensorsFormatError, dump, load
+
+    tensors = {"matrix.0": torch.randn(3, 4), "bias.0": torch.randn(4), "ids": torch.arange(5)}
+    data = dump(tensors, {"k": "v"})
+    theirs = st.load(data)
+    assert all(torch.equal(theirs[k], v) for k, v in tensors.items())
+    ours, metadata = load(st.save(tensors, metadata={"k": "v"}))
+    assert metadata == {"k": "v"} and all(torch.equal(ours[k], v) for k, v in tensors.items())
+    for bad in (b"", data[:20], data[:-4], b"\xff" * 8 + data[8:]):
+        with pytest.raises(SafetensorsFormatError):
+            load(bad)
