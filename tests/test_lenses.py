@@ -366,7 +366,8 @@ def test_cli_lens_flag_is_passed_to_the_request(tiny_model_dir, tmp_path, capsys
 
 
 def test_lens_files_are_safetensors_files(tmp_path):
-    st = pytest.importorskip("safetensors.torch")
+    import safetensors.torch as st
+
     from iglens_viz.lenses.safetensors_format import SafetensorsFormatError, dump, load
 
     tensors = {"matrix.0": torch.randn(3, 4), "bias.0": torch.randn(4), "ids": torch.arange(5)}
