@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ._version import __version__ as __version__
 from .adapters import supported_families
-from .causal import ablate, validate_onset
+from .causal import PatchResult, ablate, attribution_patch, patch, validate_onset
 from .core import AttributionRequest, AttributionResult, IGLens, attribute
 from .core.extensions import register
 from .errors import (
@@ -42,6 +42,8 @@ for _name, _target in {
     "to_html": "iglens_viz.export.html:to_html",
     "ablate_segments": "iglens_viz.causal.segments:ablate_segments",  # the widget's check
     "resolve_lens": "iglens_viz.lenses:resolve_lens",  # lens= names a Lens (the core's)
+    "save_lens": "iglens_viz.lenses:save_lens",  # Lens.save
+    "evaluate_lens": "iglens_viz.lenses:evaluate_lens",  # Lens.evaluate
 }.items():
     register(_name, _target)
 
@@ -54,16 +56,19 @@ __all__ = [
     "Lens",
     "ModelLoadError",
     "ModelOutputError",
+    "PatchResult",
     "ReadoutMismatchError",
     "Study",
     "UnsupportedModelError",
     "ablate",
     "attribute",
+    "attribution_patch",
     "compare",
     "evaluate_lens",
     "fit_lens",
     "load_lens",
     "load_model",
+    "patch",
     "save_lens",
     "study",
     "supported_families",

@@ -196,6 +196,9 @@ def test_save_and_load_round_trip(llama, tokenizer, tmp_path):
         assert all(torch.equal(table[L], other[L]) for L in table)
     assert resolve_lens(str(path), llama).kind == "shortcut"
     assert not list(tmp_path.glob(".*.tmp"))  # written atomically, nothing left over
+    # the Lens's own methods are the same functions
+    again = load_lens(lens.save(tmp_path / "method.safetensors"), llama)
+    assert all(torch.equal(lens.matrices[L], again.matrices[L]) for L in lens.matrices)
 
 
 def test_jlens_file_loads(llama, tmp_path):
@@ -314,6 +317,8 @@ def test_evaluate_logit_lens_and_one_depth_by_hand(llama, tokenizer):
     assert result.positions == count
     assert abs(result.kl[2] - kls / count) < 1e-5
     assert result.top1[2] == hits / count
+    same = LOGIT.evaluate(llama, tokenizer, TEXTS)  # the Lens method: the same function
+    assert (same.kl == result.kl).all() and (same.top1 == result.top1).all()
 
 
 def test_public_names():

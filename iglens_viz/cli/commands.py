@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..causal.ablation import ABLATION_MODES
 from ..core.request import ESTIMATORS
 from ..errors import IGLensError
 from ..studies.run import STUDY_MODES
@@ -30,6 +29,7 @@ from ..views.token_format import visible_text
 from .table import attribution_table
 
 if TYPE_CHECKING:
+    from ..core.lens import IGLens
     from ..core.result import AttributionResult
 
 EXIT_USER_ERROR = 2
@@ -181,7 +181,8 @@ def _validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument("--category", default=None, help="only prompts of this category")
     p.add_argument("--limit", type=_count(1), default=None, help="use at most this many prompts")
-    p.add_argument("--mode", choices=ABLATION_MODES, default="zero")
+    # Zero only: mean ablation needs a reference set per prompt (`iglens study --modes mean`).
+    p.add_argument("--mode", choices=("zero",), default="zero")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the per-token table as CSV")
     p.add_argument("--png", type=Path, metavar="FILE", help="write the summary plot as PNG")
     _add_model_options(p)
@@ -317,6 +318,17 @@ def _check_outputs(*paths: Path | None) -> None:
             check_output_path(path)
 
 
+def _component_split(
+    lens: IGLens, result: AttributionResult, positions: list[int]
+) -> tuple[list[str], np.ndarray]:
+    """The component names and the ``(P, n, C)`` shares at ``positions``, on the result's
+    own component axis (a fitted lens adds ``coordinate``)."""
+    split = lens.with_components(result, positions)
+    names, shares = split.component_names, split.component_shares
+    assert names is not None and shares is not None  # with_components always splits
+    return names, shares[positions]
+
+
 def _positions(result: AttributionResult, args: argparse.Namespace) -> list[int]:
     T = len(result.input_ids)
     if args.position:
@@ -360,7 +372,7 @@ def run_attribute(argv: list[str]) -> int:
     lens = IGLens(model, tokenizer, name=args.name)
     result = lens.run(request)
     positions = _positions(result, args)
-    shares = lens.components(result, positions) if args.components else None
+    split = _component_split(lens, result, positions) if args.components else None
 
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
     console = Console(width=None if sys.stdout.isatty() else 110, highlight=False)
@@ -377,17 +389,17 @@ def run_attribute(argv: list[str]) -> int:
             result,
             positions,
             args.top_k,
-            None if shares is None else (lens.component_names, shares),
+            split,
         )
     )
     written = []
     if args.json:
         out = result.to_dict()
-        if shares is not None:
+        if split is not None:
             out["components"] = {
-                "names": lens.component_names,
+                "names": split[0],
                 "positions": positions,
-                "shares": _json_shares(shares),
+                "shares": _json_shares(split[1]),
             }
         written.append(write_atomic(args.json, json.dumps(out, allow_nan=False)))
     if args.png:

@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from pathlib import Path
+from typing import Any, Literal, cast, get_args
 
 import torch
 from torch import nn
 
 from ..errors import InvalidRequestError
+from .extensions import provider
 
 __all__ = ["LENS_KINDS", "LOGIT", "Lens", "LensKind", "model_fingerprint"]
 
@@ -121,6 +124,17 @@ class Lens:
         out = hidden if matrix is None else hidden @ matrix.to(hidden).T
         offset = self.biases.get(L) if bias else None
         return out if offset is None else out + offset.to(hidden)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write this lens to ``path`` (one ``.safetensors`` file, atomically); see
+        :func:`iglens_viz.lenses.save_lens`. Read it back with :func:`iglens_viz.load_lens`."""
+        return cast("Path", provider("save_lens")(self, path))
+
+    def evaluate(self, model: nn.Module, tokenizer: Any, texts: Any = None, **kwargs: Any) -> Any:
+        """Per depth, the KL from ``model``'s final distribution to this lens's and the top-1
+        agreement with the final output, on held-out text (default: the evaluation corpus),
+        beside the logit lens; see :func:`iglens_viz.lenses.evaluate_lens`."""
+        return provider("evaluate_lens")(self, model, tokenizer, texts, **kwargs)
 
     def check(self, model: nn.Module, n_blocks: int, width: int) -> None:
         """Raise an :class:`InvalidRequestError` unless this lens was fitted on ``model``
