@@ -14,6 +14,7 @@ import { createHelp } from "./views/help.js";
 import { createViews } from "./views/switcher.js";
 import { parseCssColor, luminance } from "./colorscale.js";
 import { formatToken } from "./tokens.js";
+import { lensFact } from "./lens-name.js";
 
 /**
  * Light or dark, from the first opaque background at or above `el` (what the user sees),
@@ -118,6 +119,8 @@ function showMeta(ctx, p) {
     // the controls' text through the token formatter: leading spaces show as \u2423
     const tok = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
     parts.push(`target: ${tok(r.controls.target)}` + (r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""));
+    const lens = lensFact(r.lens); // "lens: shortcut" under a fitted lens; nothing under the logit lens
+    if (lens) parts.push(lens);
     if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
     parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
   }

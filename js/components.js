@@ -199,10 +199,18 @@ export function mergeComponents(trait, fromResult) {
 }
 
 /**
- * A component's short column name: "head:3" → "h3"; "mlp", "rest", "attn" as they are.
+ * The component a fitted lens adds (last in `names`): the change of the lens's coordinates
+ * along a segment, at the segment's last block; its own column, never folded into a head.
+ */
+export const COORDINATE = "coordinate";
+
+/**
+ * A component's short column name: "head:3" → "h3"; "coordinate" → "coord"; "mlp", "rest",
+ * "attn" as they are.
  * @param {string} name
  */
 export function shortName(name) {
+  if (name === COORDINATE) return "coord";
   const m = /^head:(\d+)$/.exec(name);
   return m ? `h${m[1]}` : name;
 }

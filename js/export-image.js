@@ -18,6 +18,7 @@ import { contribution, topAt, idText } from "./result.js";
 import { cellValue, gridScale, boundaryLabel, curveValues, pinText, resultLetter, labelledRows } from "./figure-data.js";
 import { NAN_COLOR } from "./palette.js";
 import { PIN_COLORS } from "./comparison.js";
+import { lensFact, lensGridName, lensPhrase, isLogitLens } from "./lens-name.js";
 
 /**
  * @typedef {object} TextOptions
@@ -270,18 +271,20 @@ export function targetText(r) {
 }
 
 /**
- * The title block of a result's figure: [heading, prompt line, target/estimator line].
- * Token text (the prompt, the target, the contrast) goes through `formatToken`.
+ * The title block of a result's figure: [heading, prompt line, target/lens/estimator line].
+ * Token text (the prompt, the target, the contrast) and the lens's name go through `formatToken`;
+ * the lens is named only when it is not the logit lens.
  * @param {import("./result.js").Result} r @param {string} view e.g. "layer heatmap"
  * @returns {string[]}
  */
 export function titleLines(r, view) {
   const model = r.modelName || r.family || "model";
   const target = targetText(r);
+  const lens = lensFact(r.lens); // "lens: shortcut" under a fitted lens (formatted), nothing under the logit lens
   return [
     `IG-Lens ${view} \u00b7 ${model}`,
     `prompt: \u201c${formatToken(promptText(r), { maxLen: 120 })}\u201d`,
-    `${target} \u00b7 estimator: ${r.estimator}, m=${r.steps} \u00b7 boundaries: ${r.controls.boundaries} \u00b7 ${r.nBlocks} blocks, ${r.T} positions`,
+    `${target}${lens ? ` \u00b7 ${lens}` : ""} \u00b7 estimator: ${r.estimator}, m=${r.steps} \u00b7 boundaries: ${r.controls.boundaries} \u00b7 ${r.nBlocks} blocks, ${r.T} positions`,
   ];
 }
 
@@ -397,7 +400,7 @@ export function gridFigure(make, r, o) {
   const colW = 68,
     rowH = 18,
     labelW = 52;
-  const lines = titleLines(r, "logit-lens grid");
+  const lines = titleLines(r, lensGridName(r.lens));
   lines.push(
     `top-1 lens token after each block; colour: ${o.mode === "contribution" ? `IG-Lens contribution to ${r.targetName}` : "top-1 probability"}; bold: the target` +
       (first > 0 || last < r.T - 1 ? ` \u00b7 positions ${first}\u2013${last} of ${r.T}` : ""),
@@ -693,7 +696,9 @@ export function recordingPainter(width, height) {
 /** The detail block's heading: "detail of [i] 'tok' → 'target'". @param {import("./result.js").Result} r @param {number} i */
 export function detailHeading(r, i) {
   const tgt = formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 24 });
-  return `detail of position ${i}: ${formatToken(r.tokens[i], { maxLen: 24 })} \u2192 ${tgt}`;
+  // under a fitted lens the heading says so, as the Python plots' titles do (" — shortcut lens")
+  const lens = isLogitLens(r.lens) ? "" : ` \u2014 ${lensPhrase(r.lens)}`;
+  return `detail of position ${i}: ${formatToken(r.tokens[i], { maxLen: 24 })} \u2192 ${tgt}${lens}`;
 }
 
 /**

@@ -331,7 +331,7 @@ describe("controls", () => {
       kind: "recompute",
       id: expect.any(String),
       result_id: "r1",
-      controls: { target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8 },
+      controls: { target: " Paris", contrast: " London", boundaries: "0,10,20,30", estimator: "riemann", steps: 8, lens: "logit" },
     });
     // busy until the answer: a second Apply sends nothing
     expect(/** @type {HTMLButtonElement} */ (q(c, ".iglens-apply")).disabled).toBe(true);

@@ -39,6 +39,9 @@ import { tokenFlags } from "./nonmonotone.js";
  *   there is no answer): position i is "answer" iff i >= answerStart, in every view
  * @property {string} estimator
  * @property {number} steps
+ * @property {string} lens the lens the states were read through: "logit" (the raw logit lens; also for a
+ *   payload without `lens`) or a fitted lens's name ("shortcut", "tuned", "jacobian", a saved lens's
+ *   name: untrusted text, shown through `lens-name.js`)
  * @property {string} modelName
  * @property {string} family
  * @property {number} nBlocks
@@ -65,6 +68,8 @@ import { tokenFlags } from "./nonmonotone.js";
  * @property {string} boundaries "all", "every:5" or "0,10,20,30"
  * @property {string} estimator
  * @property {number} steps
+ * @property {string} lens the lens to send back to keep this one: `controls.lens` when Python gives it
+ *   (a saved lens's path, say), else the result's `lens` ("logit" for the logit lens)
  */
 
 /** @param {unknown} v @param {string} name */
@@ -94,7 +99,21 @@ function decodeControls(v) {
     boundaries: str(v.boundaries, "controls.boundaries"),
     estimator: str(v.estimator, "controls.estimator"),
     steps,
+    lens: v.lens == null ? "" : str(v.lens, "controls.lens"),
   };
+}
+
+/**
+ * The result's lens (`lens`: absent in payloads from before lenses, then the logit lens) and
+ * its `controls`, whose `lens` is Python's `controls.lens` (present only for a fitted lens: a
+ * kind, or a saved lens's path) or else the lens's name.
+ * @param {Record<string, any>} raw
+ */
+function decodeLens(raw) {
+  const lensName = raw.lens == null || raw.lens === "" ? "logit" : str(raw.lens, "lens");
+  const controls = decodeControls(raw.controls);
+  if (!controls.lens) controls.lens = lensName;
+  return { lensName, controls };
 }
 
 /** max |x| over finite values; 1 when there is nothing nonzero (Python `symmetric_limit`). @param {ArrayLike<number>} values */
@@ -182,6 +201,7 @@ export function decodeResult(raw) {
   if (!Array.isArray(labels) || labels.length !== k || !labels.every((l) => typeof l === "string")) {
     throw new TypeError(`result.segment_labels must be ${k} strings (one per segment)`);
   }
+  const { lensName, controls } = decodeLens(raw);
   const targetName = str(raw.target_name, "target_name");
   if (!targetName) throw new TypeError("result.target_name must not be empty");
   if (raw.request != null && !isObject(raw.request)) throw new TypeError("result.request must be an object");
@@ -241,7 +261,8 @@ export function decodeResult(raw) {
     modelName: String(raw.model_name ?? ""),
     family: String(raw.family ?? ""),
     nBlocks,
-    controls: decodeControls(raw.controls),
+    lens: lensName,
+    controls,
     request: isObject(raw.request) ? { ...raw.request } : null,
     targetName,
     segmentLabels: labels.slice(),

@@ -9,7 +9,7 @@ describe("decodeResult", () => {
     expect([r.T, r.k, r.K, r.m]).toEqual([6, 10, 4, 3]);
     expect(r.boundaries).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(r.answerStart).toBe(3); // prompt_length − 1: position 3 predicts the answer's first token
-    expect(r.controls).toEqual({ target: "predicted", contrast: "", boundaries: "all", estimator: "prediction_aware", steps: 3 });
+    expect(r.controls).toEqual({ target: "predicted", contrast: "", boundaries: "all", estimator: "prediction_aware", steps: 3, lens: "logit" });
     expect(r.request?.boundaries).toBe("all");
     expect(r.targetName).toBe("p(target)");
     expect(r.nonmonotoneThreshold).toBe(0.05);
@@ -108,7 +108,7 @@ describe("decodeResult", () => {
     const raw = makeResult({ T: 3, nBlocks: 4, contrast: true, every: 2 });
     const r = /** @type {import("./result.js").Result} */ (decodeResult(raw));
     expect(r.targetName).toBe("p(target) \u2212 p(contrast)");
-    expect(r.controls).toEqual({ target: "predicted", contrast: " Hanoi", boundaries: "every:2", estimator: "prediction_aware", steps: 1 });
+    expect(r.controls).toEqual({ target: "predicted", contrast: " Hanoi", boundaries: "every:2", estimator: "prediction_aware", steps: 1, lens: "logit" });
     expect(decodeResult({ ...raw, nonmonotone_threshold: 0.3 })?.nonmonotoneThreshold).toBe(0.3);
     expect(decodeResult({ ...raw, request: null })?.request).toBeNull();
     expect(() => decodeResult({ ...raw, target_name: undefined })).toThrow(/target_name/);

@@ -88,6 +88,9 @@ const WORDS = [
  * @property {boolean} [base64] buffers as base64 strings (the static export form)
  * @property {number} [seed]
  * @property {string} [id] the result's id (default "r1")
+ * @property {string} [lens] the result's `lens` ("logit", "shortcut", a saved lens's name …); left out
+ *   by default (a payload from before lenses: the logit lens). Not "logit": `controls.lens` too
+ * @property {string} [controlsLens] `controls.lens` when it is not `lens` (a saved lens's path)
  */
 
 /**
@@ -96,6 +99,8 @@ const WORDS = [
  * @property {"heads"|"attn"} [split] "attn": names ["attn", "mlp"] (heads not split)
  * @property {number[]} [positions] the positions split (default: every one)
  * @property {boolean} [nan] "rest" of block 1 is NaN (not applicable; default true with heads)
+ * @property {boolean} [coordinate] a fitted lens's split: one more component, "coordinate" (last),
+ *   in the MLP half's segment, its share at the segment's last block only (0 at the others)
  * @property {boolean} [base64]
  * @property {number} [seed]
  */
@@ -119,7 +124,7 @@ export function componentSegments(boundaries, names, n) {
   const out = new Int32Array(n * names.length);
   for (let b = 0; b < n; b++) {
     names.forEach((name, c) => {
-      out[b * names.length + c] = seg(b + (name === "mlp" ? 0.75 : 0.25));
+      out[b * names.length + c] = seg(b + (name === "mlp" || name === "coordinate" ? 0.75 : 0.25));
     });
   }
   return out;
@@ -139,6 +144,8 @@ export function makeComponents(raw, o = {}) {
   const boundaries = raw.boundaries.map(Number);
   const n = Number(raw.n_blocks);
   const names = o.split === "attn" ? ["attn", "mlp"] : [...Array.from({ length: o.heads ?? 4 }, (_, q) => `head:${q}`), "mlp", "rest"];
+  if (o.coordinate) names.push("coordinate");
+  const coordC = names.indexOf("coordinate");
   const C = names.length;
   const segments = componentSegments(boundaries, names, n);
   const positions = o.positions ?? Array.from({ length: T }, (_, t) => t);
@@ -156,6 +163,8 @@ export function makeComponents(raw, o = {}) {
           shares[p * n * C + q] = NaN;
           continue;
         } // block 1's rest
+        // the coordinate change sits at the segment's last block (block b + 1 ends it): 0 elsewhere
+        if (q % C === coordC && boundaries[j + 1] !== Math.floor(q / C) + 1) continue;
         cells.push(q);
       }
       const v = c[t * k + j];
@@ -343,6 +352,10 @@ export function makeResult(o = {}) {
     components: null,
   };
   if (o.legacyOnset) delete result.onset_segment;
+  if (o.lens !== undefined) {
+    result.lens = o.lens;
+    if (o.lens !== "logit") result.controls.lens = o.controlsLens ?? o.lens;
+  }
   if (o.components) {
     result.components = makeComponents(result, { base64: o.base64, ...(o.components === true ? {} : o.components) });
   }

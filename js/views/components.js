@@ -13,7 +13,8 @@ import { h } from "../dom.js";
 import { formatToken, quoteToken } from "../tokens.js";
 import { divergingScale, textColorFor } from "../colorscale.js";
 import { contribution, contributionRow, idText, segmentText } from "../result.js";
-import { segmentMatrix, shortName, cellName } from "../components.js";
+import { segmentMatrix, shortName, cellName, COORDINATE } from "../components.js";
+import { lensPhrase } from "../lens-name.js";
 import { fmtSigned } from "../format.js";
 import { NAN_COLOR } from "../palette.js";
 import { kernelNote } from "./kernel.js";
@@ -92,6 +93,7 @@ export function buildComponents(ctx, r, i, preview) {
   }
   el.appendChild(caption(r, i, M));
   el.appendChild(matrix(ctx, r, M));
+  if (M.colNames.includes(COORDINATE)) el.appendChild(coordinateNote(r));
   el.appendChild(sumNote(r, i, j, M));
   return el;
 }
@@ -214,6 +216,21 @@ function matrix(ctx, r, M) {
   });
   table.appendChild(body);
   return h("div", { class: "iglens-components-scroll", tabindex: 0, role: "region", "aria-label": `component shares of ${segmentText(r, M.j)}` }, table);
+}
+
+/**
+ * What the `coord` column is (a fitted lens's split only).
+ * @param {import("../result.js").Result} r
+ */
+function coordinateNote(r) {
+  return h(
+    "p",
+    { class: "iglens-caption iglens-muted iglens-components-coordinate" },
+    h("strong", { text: "coord" }),
+    h("span", {
+      text: ` (coordinate): the change of the ${lensPhrase(r.lens)}'s coordinates along the segment (its translator at the segment's end against its start, applied to the state), at the segment's last block; not a head's or an MLP's write.`,
+    }),
+  );
 }
 
 /**

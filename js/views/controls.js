@@ -1,14 +1,17 @@
 /**
  * Recompute controls (shown when the widget is `interactive`; live only while a kernel
  * answers, else disabled with a note), prefilled from the result's `controls`. Apply sends
- * the `recompute` command with `controls: {target, contrast, boundaries, estimator, steps}`
- * (boundaries: "all", "every:K", "sublayer" or a custom list); Python names it in `running`
+ * the `recompute` command with `controls: {target, contrast, boundaries, estimator, steps, lens}`
+ * (boundaries: "all", "every:K", "sublayer" or a custom list; lens: "logit", "shortcut",
+ * "tuned", "jacobian", or the shown result's own lens to keep it); Python names it in `running`
  * while it runs, reports `progress`, and answers with a new `result` (or an error envelope,
  * shown in the error line). Cancel sends `cancel` naming the running command.
  * @module views/controls
  */
 import { h, listen } from "../dom.js";
 import { kernelNote } from "./kernel.js";
+import { LENS_OPTIONS, LENS_TIP, isLogitLens, lensLabel } from "../lens-name.js";
+import { formatToken } from "../tokens.js";
 
 export const BOUNDARY_PRESETS = [
   ["all", "every block"],
@@ -23,18 +26,40 @@ export const ESTIMATORS = [
 ];
 
 /**
- * Build the request from the form's current values.
- * @param {{target: string, contrast: string, boundaries: string, custom: string, estimator: string, steps: string}} v
+ * Build the request from the form's current values (`lens`: the select's value, "logit" when
+ * empty; left out when not given, which keeps the shown result's lens).
+ * @param {{target: string, contrast: string, boundaries: string, custom: string, estimator: string, steps: string, lens?: string}} v
  */
 export function makeRequest(v) {
   const steps = Math.max(1, Math.trunc(Number(v.steps)) || 1);
-  return {
+  /** @type {{target: string, contrast: string, boundaries: string, estimator: string, steps: number, lens?: string}} */
+  const out = {
     target: v.target.trim() === "" ? "predicted" : v.target,
     contrast: v.contrast,
     boundaries: v.boundaries === "custom" ? v.custom.trim() : v.boundaries,
     estimator: v.estimator,
     steps,
   };
+  if (v.lens !== undefined) out.lens = v.lens === "" ? "logit" : v.lens;
+  return out;
+}
+
+/**
+ * Fill the lens select: the logit lens and the fitted kinds, plus the shown result's own lens
+ * when it is none of these (a saved lens: its value is what Python gave in `controls.lens`,
+ * sent back to keep it; its label the result's name, formatted); selects the result's.
+ * @param {HTMLSelectElement} select @param {import("../result.js").Result} r
+ */
+export function fillLensSelect(select, r) {
+  const keep = r.controls.lens || r.lens;
+  const known = LENS_OPTIONS.some(([v]) => v === keep) || isLogitLens(keep);
+  const options = LENS_OPTIONS.map(([v, label]) => h("option", { value: v, text: label }));
+  if (!known) {
+    // text nodes only: the name and the path are untrusted
+    options.push(h("option", { value: keep, text: `${lensLabel(r.lens)} (this result's lens)`, title: formatToken(keep, { maxLen: 200 }) }));
+  }
+  select.replaceChildren(...options);
+  select.value = isLogitLens(keep) ? "logit" : keep;
 }
 
 /** The form's fields, the Apply button, progress, cancel and the error line. */
@@ -75,6 +100,8 @@ function controlsDom() {
   });
   const estimator = h("select", { name: "estimator", class: "iglens-input", "aria-label": "estimator" });
   for (const [v, label] of ESTIMATORS) estimator.appendChild(h("option", { value: v, text: label }));
+  const lens = /** @type {HTMLSelectElement} */ (h("select", { name: "lens", class: "iglens-input", "aria-label": "lens", title: LENS_TIP }));
+  for (const [v, label] of LENS_OPTIONS) lens.appendChild(h("option", { value: v, text: label }));
   const steps = h("input", {
     name: "steps",
     type: "number",
@@ -120,6 +147,7 @@ function controlsDom() {
     ),
     field("estimator", [estimator], "prediction-aware: exact, credits observed changes; Riemann: classic IG gradient sum (has discretization error)"),
     field("steps", [steps], "Interpolation steps m per segment (>1 shows the path inside each segment)"),
+    field("lens", [lens], LENS_TIP),
     apply,
   );
   const el = h(
@@ -130,7 +158,7 @@ function controlsDom() {
     h("div", { class: "iglens-progress-row" }, status, progress, cancel),
     error,
   );
-  return { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, note, form, el };
+  return { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, form, el };
 }
 
 /**
@@ -150,7 +178,7 @@ export function controlsError(commands) {
  * @param {import("./context.js").Context} ctx
  */
 export function createControls(ctx) {
-  const { target, contrast, boundaries, custom, estimator, steps, apply, status, progress, cancel, error, note, form, el } = controlsDom();
+  const { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, form, el } = controlsDom();
 
   function prefill() {
     const src = ctx.result ? ctx.result.controls : null;
@@ -164,7 +192,17 @@ export function createControls(ctx) {
     custom.hidden = preset !== "custom";
     if (ESTIMATORS.some(([v]) => v === src.estimator)) estimator.value = String(src.estimator);
     steps.value = String(Math.max(1, Number(src.steps) || 1));
-    if (ctx.result) steps.max = String(ctx.result.maxSteps); // the request's limit, from Python
+    if (ctx.result) {
+      steps.max = String(ctx.result.maxSteps); // the request's limit, from Python
+      fillLensSelect(lens, ctx.result);
+    }
+  }
+
+  /** While this view's recompute switches to a fitted lens: its first use fits it (a while). */
+  function fitNote() {
+    const sent = ctx.commands.pending("recompute")?.fields?.controls?.lens;
+    if (typeof sent !== "string" || isLogitLens(sent) || !ctx.result || sent === (ctx.result.controls.lens || ctx.result.lens)) return "";
+    return ` (the ${lensLabel(sent)} lens is fitted on its first use, then cached)`;
   }
 
   /** The recompute running (Python's `running`, or this view's own, not answered yet). */
@@ -176,7 +214,7 @@ export function createControls(ctx) {
     const busy = busyNow();
     const running = ctx.running();
     // without a kernel nothing here may look live: every field off, and the note says why
-    for (const input of [target, contrast, boundaries, custom, estimator, steps]) input.disabled = !live;
+    for (const input of [target, contrast, boundaries, custom, estimator, steps, lens]) input.disabled = !live;
     apply.disabled = !live || busy || !!running;
     apply.title = !live ? kernelNote(ctx) : running && !busy ? "the causal check is running: wait for it" : "";
     note.hidden = live;
@@ -191,7 +229,7 @@ export function createControls(ctx) {
     if (known) progress.value = p;
     else progress.removeAttribute("value");
     cancel.hidden = !busy || !live;
-    status.textContent = busy ? (known ? `Computing\u2026 ${Math.round(100 * p)}%` : "Computing\u2026") : "";
+    status.textContent = busy ? (known ? `Computing\u2026 ${Math.round(100 * p)}%` : "Computing\u2026") + fitNote() : "";
     const msg = controlsError(ctx.commands);
     error.hidden = !msg;
     error.textContent = msg ?? "";
@@ -212,6 +250,7 @@ export function createControls(ctx) {
         custom: custom.value,
         estimator: estimator.value,
         steps: steps.value,
+        lens: lens.value,
       });
       ctx.command("recompute", { result_id: ctx.result ? ctx.result.id : "", controls });
       sync();

@@ -1,7 +1,8 @@
 /**
- * The classic logit-lens grid: boundaries (rows: embeddings at the top, block n at the
- * bottom) × positions (columns, the input tokens along the top, their targets along the
- * bottom), the lens's top-1 token written in each cell, coloured by its probability or by
+ * The classic logit-lens grid (under a fitted lens, that lens's grid: the title names it):
+ * boundaries (rows: embeddings at the top, block n at the bottom) × positions (columns, the
+ * input tokens along the top, their targets along the bottom), the lens's top-1 token
+ * written in each cell, coloured by its probability or by
  * the IG-Lens contribution of the segment that ends at that boundary. Hover previews a
  * position, a click selects it and lists that cell's top-k tokens; the selected column is
  * highlighted and scrolled into view when another view selects.
@@ -24,6 +25,7 @@ import { gridGeometry, visibleColumns, visibleGridRows, gridHit, scrollToColumn,
 import { paintGrid, paintGridMarks } from "./grid/paint.js";
 import { renderTopk, fillTooltip, gridNote } from "./grid/text.js";
 import { createLegend, drawLegend } from "./legend.js";
+import { lensGridName, lensTitle } from "../lens-name.js";
 
 /** The grid's elements. @param {(typeof GRID_COLORS)[number]} mode the colouring shown first */
 function gridDom(mode) {
@@ -51,23 +53,18 @@ function gridDom(mode) {
   );
   const topk = h("div", { class: "iglens-grid-topk", "aria-live": "polite" });
   const note = h("p", { class: "iglens-foot" });
+  // names the result's lens (layoutGrid): "Logit lens: …", "Shortcut lens: …"
+  const title = h("h2", { class: "iglens-section-title", text: "Logit lens: top-1 token after each block" });
   const el = h(
     "section",
     { class: "iglens-lensgrid", "data-view": "grid", "data-grid-color": mode, "aria-label": "Logit-lens grid" },
-    h(
-      "div",
-      { class: "iglens-section-head" },
-      h("h2", { class: "iglens-section-title", text: "Logit lens: top-1 token after each block" }),
-      h("span", { class: "iglens-spacer" }),
-      modeGroup,
-      legend,
-    ),
+    h("div", { class: "iglens-section-head" }, title, h("span", { class: "iglens-spacer" }), modeGroup, legend),
     scroller,
     tooltip,
     topk,
     note,
   );
-  return { el, canvas, stage, spacer, scroller, tooltip, legend, modeButtons, topk, note };
+  return { el, title, canvas, stage, spacer, scroller, tooltip, legend, modeButtons, topk, note };
 }
 
 /**
@@ -97,7 +94,13 @@ function layoutGrid(d, r, mode, present) {
   canvas.height = Math.round(g.viewH * dpr);
   canvas.style.width = `${g.viewW}px`;
   canvas.style.height = `${g.viewH}px`;
-  canvas.setAttribute("aria-label", `Logit-lens grid of ${r.T} positions by ${r.k + 1} boundaries; arrow keys move the selection`);
+  const grid = lensGridName(r.lens);
+  d.title.textContent = `${lensTitle(r.lens)}: top-1 token after each block`;
+  el.setAttribute("aria-label", grid.charAt(0).toUpperCase() + grid.slice(1));
+  canvas.setAttribute(
+    "aria-label",
+    `${grid.charAt(0).toUpperCase() + grid.slice(1)} of ${r.T} positions by ${r.k + 1} boundaries; arrow keys move the selection`,
+  );
   d.note.textContent = gridNote(r, g, mode);
   return g;
 }

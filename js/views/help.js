@@ -4,16 +4,18 @@
  */
 import { h, listen } from "../dom.js";
 import { ruleText } from "../nonmonotone.js";
+import { lensPhrase } from "../lens-name.js";
 
 /** @param {string} term @param {...(string|Node)} rest */
 const p = (term, ...rest) => h("p", {}, h("strong", { text: term }), " ", ...rest);
 
 /**
  * The help button and panel; `update(result)` fills in what depends on the result (the
- * non-monotone threshold).
+ * non-monotone threshold, the lens).
  */
 export function createHelp() {
   const nonmonotoneRule = h("span", {});
+  const currentLens = h("span", { class: "iglens-help-lens" });
   const panel = h("div", { class: "iglens-help", role: "region", "aria-label": "What am I looking at?" });
   panel.hidden = true;
   panel.append(
@@ -24,6 +26,13 @@ export function createHelp() {
       ". Reading it through the model's own final norm and unembedding head (the \u201clogit lens\u201d) gives a probability for the target token: f(h",
       h("sub", { text: "L" }),
       "). At L = n it is the model's real output probability.",
+    ),
+    p(
+      "Fitted lenses.",
+      "The logit lens is blind in early blocks: their states are not yet in the coordinates the head reads. The \u201clens\u201d control reads every state through a fitted lens instead ",
+      "(a linear shortcut, a tuned lens or a Jacobian lens: a map of the state at each depth towards the last block's, fitted once on text the model samples itself, then cached), before the same norm and head. ",
+      "The contributions still add up exactly; the head split then has one more column, coord: the change of the lens's coordinates along the segment, at its last block. ",
+      currentLens,
     ),
     p(
       "Contribution.",
@@ -99,6 +108,7 @@ export function createHelp() {
   });
   /** @param {import("../result.js").Result|null} r */
   const update = (r) => {
+    currentLens.textContent = r ? `This result is read through the ${lensPhrase(r.lens)}.` : "";
     nonmonotoneRule.textContent = r
       ? `the segments that move ${ruleText(r.nonmonotoneThreshold)} are flagged`
       : "the segments that move against \u0394p are flagged";

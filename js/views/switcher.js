@@ -10,12 +10,16 @@ import { h, listen } from "../dom.js";
 import { VIEWS } from "../comparison.js";
 import { createGrid } from "./grid.js";
 import { createCompare } from "./compare.js";
+import { lensGridName } from "../lens-name.js";
 import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines, withDetail } from "../export-image.js";
 
 /** How long "saved …" stays beside the export buttons. */
 const SAVED_MS = 5000;
 
 const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Compare" };
+
+/** @param {string} text */
+const capitalized = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
 /**
  * @typedef {object} HeatmapLike the heatmap view's surface the switcher uses
@@ -76,7 +80,7 @@ function figureFor(name, r, grid, compare, theme, sel) {
   if (name === "grid") {
     const cols = grid.visible() ?? [Math.max(0, sel - 6), Math.min(r.T - 1, Math.max(0, sel - 6) + 15)];
     draw = (make) => gridFigure(make, r, { theme, columns: cols, mode: grid.mode(), selected: sel });
-    title = titleLines(r, "logit-lens grid").join(" \u00b7 ");
+    title = titleLines(r, lensGridName(r.lens)).join(" \u00b7 ");
   } else if (name === "compare") {
     const cmp = compare.comparison();
     draw = (make) => compareFigure(make, cmp, { theme, pins: compare.pins(), y: compare.yMode(), selected: sel });
@@ -198,6 +202,9 @@ export function createViews(ctx, heatmap) {
     full() {
       stale.add("grid");
       stale.add("compare");
+      // the grid's tab names the result's lens: "Logit-lens grid", "Shortcut-lens grid" …
+      const gridTab = tabs[VIEWS.indexOf("grid")];
+      if (gridTab) gridTab.textContent = ctx.result ? capitalized(lensGridName(ctx.result.lens)) : TAB_LABELS.grid;
       const name = active();
       if (name !== "heatmap" && stale.has(name)) {
         stale.delete(name);

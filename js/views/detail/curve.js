@@ -4,6 +4,7 @@
  * steps against the segment marked ×.
  * @module views/detail/curve
  */
+import { isLogitLens, lensPhrase } from "../../lens-name.js";
 import { s } from "../../dom.js";
 import { linearScale } from "../../layout.js";
 import { fmtProb } from "../../format.js";
@@ -19,9 +20,9 @@ export function curveChart(ctx, r, i, S) {
   const B = frame(
     Hb,
     "cumulative lens probability",
-    path
+    (path
       ? `(b) ${r.targetName} after block L, and along the straight path inside each segment (m=${m}${lazy ? ", computed for this token" : ""})`
-      : `(b) ${r.targetName} after block L (cumulative)`,
+      : `(b) ${r.targetName} after block L (cumulative)`) + (isLogitLens(r.lens) ? "" : ` \u2014 read through the ${lensPhrase(r.lens)}`),
   );
   let pLo = Infinity,
     pHi = -Infinity;

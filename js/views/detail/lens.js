@@ -1,5 +1,5 @@
 /**
- * Chart (c) of the detail panel: the logit lens's top-1 token after each boundary and its
+ * Chart (c) of the detail panel: the lens's (the logit lens's, or the fitted one's) top-1 token after each boundary and its
  * probability, labelled where the top-1 changes (labels that would collide are counted in
  * the legend), next to the target's value.
  * @module views/detail/lens
@@ -11,6 +11,7 @@ import { formatTick } from "../../colorscale.js";
 import { topAt, depthText } from "../../result.js";
 import { fmtProb } from "../../format.js";
 import { chartLegend } from "./space.js";
+import { lensPhrase } from "../../lens-name.js";
 
 /**
  * @param {import("../../result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
@@ -22,7 +23,8 @@ export function lensChart(r, i, S) {
   const cBottom = Hc - 32 - (present ? 8 : 0);
   let C = null;
   if (r.K > 0) {
-    C = frame(Hc, "logit lens top-1", "(c) logit lens: the lens's top-1 token after block L and its probability");
+    const name = lensPhrase(r.lens); // "logit lens", or the fitted lens the result was read through
+    C = frame(Hc, `${name} top-1`, `(c) ${name}: the lens's top-1 token after block L and its probability`);
     const yc = linearScale([0, 1.22], [cBottom, M.top + 2]);
     const gc = s("g");
     C.svg.appendChild(gc);

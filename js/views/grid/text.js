@@ -8,6 +8,7 @@ import { tooltipHead } from "../tooltip.js";
 import { formatToken, quoteToken } from "../../tokens.js";
 import { contribution, topAt, lensAt, segmentText, depthText } from "../../result.js";
 import { fmtProb, fmtSigned } from "../../format.js";
+import { isLogitLens, lensPhrase } from "../../lens-name.js";
 
 /**
  * Fill `topk` with the lens's top tokens of cell (i = pos, j = row).
@@ -81,7 +82,7 @@ export function fillTooltip(tooltip, r, hit) {
  */
 export function gridNote(r, g, mode) {
   return (
-    `Columns: positions (input token on top, its target below); rows: the residual stream after each ${r.halves ? "attention or MLP half" : "block"} (emb = embeddings), read through the final norm and head. ` +
+    `Columns: positions (input token on top, its target below); rows: the residual stream after each ${r.halves ? "attention or MLP half" : "block"} (emb = embeddings), ${isLogitLens(r.lens) ? "" : `mapped by the ${lensPhrase(r.lens)} (fitted), then `}read through the final norm and head. ` +
     `Each cell shows the lens's top-1 token there${r.K ? "" : " (this result has no top tokens)"}; bold: it is the target. ` +
     (mode === "contribution" ? "Colour: IG-Lens contribution of the segment that ends at that row. " : "Colour: probability of the top-1 token. ") +
     "Click a cell for its top tokens." +

@@ -1,0 +1,54 @@
+/**
+ * The lens a result's states were read through, in words (`result.lens`: "logit", the raw
+ * logit lens, or a fitted lens's name: "shortcut", "tuned", "jacobian", a saved lens's name).
+ * The name is untrusted text: every label here goes through `formatToken` (control and bidi
+ * characters as visible escapes) and the views insert it as text only. Pure: no DOM.
+ * @module lens-name
+ */
+import { formatToken } from "./tokens.js";
+
+/** The raw logit lens: the model's own final norm and head, on the states as they are. */
+export const LOGIT = "logit";
+
+/** The lenses the controls offer: [value sent in `controls.lens`, label]. */
+export const LENS_OPTIONS = /** @type {const} */ ([
+  ["logit", "logit lens (raw)"],
+  ["shortcut", "linear shortcut (fitted)"],
+  ["tuned", "tuned lens (fitted)"],
+  ["jacobian", "Jacobian lens (fitted)"],
+]);
+
+/** The lens select's tooltip: what a fitted lens is and what its first use costs. */
+export const LENS_TIP =
+  "The coordinates every state is read in. logit lens: the model's own final norm and head on each state as it is. " +
+  "A fitted lens (linear shortcut, tuned lens, Jacobian lens) first maps the state at each depth towards the last block's; " +
+  "it is fitted once on text the model itself samples, then cached, so its first use takes a while";
+
+/** True for the raw logit lens ("logit", or no name: a payload from before lenses). @param {string|null|undefined} name */
+export const isLogitLens = (name) => !name || name === LOGIT;
+
+/** The lens's name as shown (formatted: no raw control or bidi character). @param {string} name */
+export const lensLabel = (name) => formatToken(isLogitLens(name) ? LOGIT : name, { maxLen: 40 });
+
+/**
+ * The lens in a phrase, as the Python plots name it: "logit lens", "shortcut lens", "tuned
+ * lens", "jacobian lens", "<saved name> lens".
+ * @param {string} name
+ */
+export const lensPhrase = (name) => `${lensLabel(name)} lens`;
+
+/** The phrase with a capital first letter, for the start of a title. @param {string} name */
+export function lensTitle(name) {
+  const p = lensPhrase(name);
+  return p.charAt(0).toUpperCase() + p.slice(1);
+}
+
+/**
+ * The fact the header and the exported titles add under a fitted lens (`lens: shortcut`);
+ * null under the logit lens (the default says nothing).
+ * @param {string} name
+ */
+export const lensFact = (name) => (isLogitLens(name) ? null : `lens: ${lensLabel(name)}`);
+
+/** The lens grid's name: "logit-lens grid", "shortcut-lens grid" … @param {string} name */
+export const lensGridName = (name) => `${lensLabel(name)}-lens grid`;
