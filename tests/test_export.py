@@ -288,3 +288,14 @@ def test_cli_html_error_is_a_user_error(tiny_model_dir, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert "iglens: error:" in err and "Traceback" not in err
+
+
+def test_page_title_names_a_fitted_lens():
+    from iglens_viz.export.html import default_title
+
+    payload = {"model_name": "gpt2", "request": {"prompt": "The capital of"}, "tokens": ["a"] * 3}
+    assert default_title(payload) == "IG-Lens · gpt2 · “The capital of” · 3 tokens"
+    assert default_title({**payload, "lens": "logit"}) == default_title(payload)
+    assert default_title({**payload, "lens": "shortcut"}) == (
+        "IG-Lens · gpt2 · shortcut lens · “The capital of” · 3 tokens"
+    )

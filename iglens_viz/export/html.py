@@ -188,7 +188,8 @@ it imports, inline styles; no network, no ``<base>``, no forms."""
 def default_title(result: dict[str, Any], *, max_prompt: int = 60) -> str:
     """The page title of a result payload: the model, the prompt (its text, shortened, with
     whitespace collapsed) and the number of tokens, e.g.
-    ``IG-Lens · gpt2 · “The capital of Vietnam is” · 6 tokens``. Raw text: :func:`to_html`
+    ``IG-Lens · gpt2 · “The capital of Vietnam is” · 6 tokens`` (with ``· shortcut lens`` after
+    the model under a fitted lens). Raw text: :func:`to_html`
     makes its control and bidi characters visible and HTML-escapes it."""
     name = result.get("model_name") or result.get("family") or "model"
     request = result.get("request") or {}
@@ -201,6 +202,9 @@ def default_title(result: dict[str, Any], *, max_prompt: int = 60) -> str:
     if len(prompt) > max_prompt:
         prompt = prompt[: max_prompt - 1].rstrip() + "\u2026"
     parts = ["IG-Lens", str(name)]
+    lens = result.get("lens")
+    if isinstance(lens, str) and lens not in ("", "logit"):
+        parts.append(f"{lens} lens")
     if prompt:
         parts.append(f"\u201c{prompt}\u201d")
     parts.append(f"{len(result['tokens'])} tokens")
