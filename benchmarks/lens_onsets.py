@@ -1,0 +1,328 @@
+"""Where each lens puts the IG-Lens onset on the built-in capitals set (issue 20).
+
+Not a test: nothing here asserts. On the default model (``iglens_viz.load_model()``,
+SmolLM2-135M-Instruct) it attributes, for every prompt of the built-in ``capitals`` study set
+(``iglens_viz.studies.prompts``: "The capital of {country} is" and "The capital city of
+{country} is", raw text, no chat template), the answer's first token at the prompt's last
+position, exactly as the study does (``iglens_viz.studies.run._targets``), once under each
+lens (default: the raw logit lens and the linear shortcut), and records per prompt and lens:
+
+* ``onset`` — ``result.onset`` at the last position, the block (1 … n) of the segment with
+  the largest signed contribution;
+* ``p_final`` — f(h_n), the model's own probability of the target (the same under every
+  lens: T_n is the identity);
+* ``top1`` — whether the target is the model's top-1 next token;
+* ``p_start`` — f(h̃_0), the target's probability read at the embeddings through the lens;
+* ``onset_contribution`` — that segment's contribution;
+* ``completeness`` — |Σ contributions − Δp| at that position, and ``result.completeness_error``
+  (every position of the result).
+
+It prints, per lens, the onset counts in blocks 0–9, 10–19, 20–24, 25–30, the median and the
+share in the last six blocks; the paired difference (second lens − first lens) with its
+median and a bootstrap 95% interval over countries (a country's two phrasings are resampled
+together); the same restricted to the prompts whose target is top-1 or has p_final ≥ 0.1;
+and the largest completeness error under each lens.
+
+``--limit N`` takes a seeded random subset of N countries (both phrasings of each); without
+it, every country of the set. Deterministic for a given ``--seed``.
+
+Usage::
+
+    python benchmarks/lens_onsets.py                       # every country (~7 min on 2 cores)
+    python benchmarks/lens_onsets.py --limit 10            # smoke run
+    python benchmarks/lens_onsets.py --json docs/data/lens_onsets_default.json
+    python benchmarks/lens_onsets.py --lenses logit,shortcut,tuned
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RANGES = ((0, 9), (10, 19), (20, 24), (25, 30))
+LAST_SIX = 6
+
+
+def _countries(prompts: list) -> list[str]:
+    """The country each prompt asks about, from the study's own templates."""
+    from iglens_viz.studies.prompts import CAPITAL_TEMPLATES
+
+    out = []
+    for p in prompts:
+        for template in CAPITAL_TEMPLATES:
+            head, tail = template.split("{country}")
+            if p.text.startswith(head) and p.text.endswith(tail):
+                out.append(p.text[len(head) : len(p.text) - len(tail)])
+                break
+        else:  # pragma: no cover - the set is built from these templates
+            raise ValueError(f"not a capitals prompt: {p.text!r}")
+    return out
+
+
+def _template_index(text: str) -> int:
+    from iglens_viz.studies.prompts import CAPITAL_TEMPLATES
+
+    for i, template in enumerate(CAPITAL_TEMPLATES):
+        head, tail = template.split("{country}")
+        if text.startswith(head) and text.endswith(tail):
+            return i
+    return -1
+
+
+def select(limit: int | None, seed: int) -> list:
+    """The capitals prompts of ``limit`` countries drawn with ``seed`` (all without it), in
+    the set's order."""
+    from iglens_viz.studies.prompts import builtin_set
+
+    prompts = builtin_set("capitals")
+    countries = _countries(prompts)
+    names = sorted(set(countries))
+    if limit is not None and limit < len(names):
+        rng = np.random.default_rng(seed)
+        keep = set(rng.choice(len(names), size=limit, replace=False).tolist())
+        chosen = {names[i] for i in keep}
+    else:
+        chosen = set(names)
+    return [(p, c) for p, c in zip(prompts, countries) if c in chosen]
+
+
+def measure(model, tokenizer, items: list, lenses: list[str], progress: bool = True) -> list:
+    """One row per prompt: the target and the model's output, then one entry per lens."""
+    import iglens_viz
+    from iglens_viz.studies.run import _targets
+
+    ig = iglens_viz.IGLens(model, tokenizer)
+    for lens in lenses:
+        ig.resolve_lens(lens)  # fitted or read from the cache once, before timing starts
+    rows = []
+    started = time.perf_counter()
+    for k, (prompt, country) in enumerate(items):
+        ids = ig.input_ids(prompt.text)
+        target = _targets(tokenizer, prompt, ids.numel())
+        row: dict = {"country": country, "template": _template_index(prompt.text)}
+        for lens in lenses:
+            r = ig.attribute(ids, target=target, lens=lens)
+            assert r.lens_name == lens, (r.lens_name, lens)
+            t = len(r.input_ids) - 1
+            y = int(r.target_ids[t])
+            contrib = np.asarray(r.contributions[t], dtype=np.float64)
+            probs = np.asarray(r.lens_probs[t], dtype=np.float64)
+            top = int(r.top_ids[t, -1, 0])
+            row.update(  # the same under every lens: T_n is the identity
+                answer=prompt.answer,
+                target=r.target_tokens[t],
+                target_id=y,
+                p_final=float(probs[-1]),
+                top1=bool(top == y),
+                model_top1=r.token_text.get(top, ""),
+            )
+            row[lens] = {
+                "onset": int(r.onset[t]),
+                "onset_contribution": float(contrib[r.onset_segment[t]]),
+                "p_start": float(probs[0]),
+                "completeness": float(abs(contrib.sum() - float(r.delta_p[t]))),
+                "completeness_error": float(r.completeness_error),
+            }
+        rows.append(row)
+        ig.clear_cache()
+        if progress and (k + 1) % 20 == 0:
+            print(
+                f"  {k + 1}/{len(items)} prompts, {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return rows
+
+
+def _rounded(value):
+    """A row for the JSON file: floats to 6 significant digits (the file stays small)."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    return value
+
+
+def distribution(onsets: np.ndarray, n_blocks: int) -> dict:
+    out = {f"{a}-{b}": int(((onsets >= a) & (onsets <= b)).sum()) for a, b in RANGES}
+    out["n"] = int(onsets.size)
+    out["median"] = float(np.median(onsets)) if onsets.size else float("nan")
+    out["last_six_share"] = (
+        float((onsets > n_blocks - LAST_SIX).mean()) if onsets.size else float("nan")
+    )
+    return out
+
+
+def paired(diff: np.ndarray, groups: np.ndarray, n_boot: int, seed: int) -> dict:
+    """Median of the paired differences and a percentile bootstrap 95% interval over
+    countries (each resampled country brings all its prompts)."""
+    if diff.size == 0:
+        return {"n": 0, "median": float("nan"), "ci95": [float("nan"), float("nan")]}
+    names, codes = np.unique(groups, return_inverse=True)
+    by_group = [diff[codes == g] for g in range(len(names))]
+    rng = np.random.default_rng(seed)
+    meds = np.empty(n_boot)
+    for b in range(n_boot):
+        pick = rng.integers(0, len(names), size=len(names))
+        meds[b] = np.median(np.concatenate([by_group[g] for g in pick]))
+    lo, hi = np.percentile(meds, [2.5, 97.5])
+    return {
+        "n": int(diff.size),
+        "countries": len(names),
+        "median": float(np.median(diff)),
+        "mean": float(diff.mean()),
+        "ci95": [float(lo), float(hi)],
+        "share_later": float((diff > 0).mean()),
+        "share_same": float((diff == 0).mean()),
+        "share_earlier": float((diff < 0).mean()),
+    }
+
+
+def summarize(rows: list, lenses: list[str], n_blocks: int, n_boot: int, seed: int) -> dict:
+    confident = np.array([r["top1"] or r["p_final"] >= 0.1 for r in rows])
+    countries = np.array([r["country"] for r in rows])
+    summary: dict = {"all": {}, "confident": {}, "paired": {}, "completeness": {}}
+    summary["confident_count"] = int(confident.sum())
+    summary["top1_count"] = int(sum(r["top1"] for r in rows))
+    onsets = {lens: np.array([r[lens]["onset"] for r in rows]) for lens in lenses}
+    for lens in lenses:
+        summary["all"][lens] = distribution(onsets[lens], n_blocks)
+        summary["confident"][lens] = distribution(onsets[lens][confident], n_blocks)
+        summary["all"][lens]["histogram"] = np.bincount(
+            onsets[lens], minlength=n_blocks + 1
+        ).tolist()
+        summary["completeness"][lens] = {
+            "max_abs_sum_minus_delta_p": max(r[lens]["completeness"] for r in rows),
+            "max_result_completeness_error": max(r[lens]["completeness_error"] for r in rows),
+        }
+    for lens in lenses[1:]:
+        diff = onsets[lens] - onsets[lenses[0]]
+        summary["paired"][f"{lens}-{lenses[0]}"] = {
+            "all": paired(diff, countries, n_boot, seed),
+            "confident": paired(diff[confident], countries[confident], n_boot, seed),
+        }
+    return summary
+
+
+def print_table(summary: dict, lenses: list[str], n_prompts: int, n_countries: int) -> None:
+    ranges = [f"{a}-{b}" for a, b in RANGES]
+    for subset, label in (
+        ("all", f"all {n_prompts} prompts ({n_countries} countries)"),
+        (
+            "confident",
+            f"target top-1 or p_final >= 0.1: {summary['confident_count']} prompts "
+            f"({summary['top1_count']} top-1)",
+        ),
+    ):
+        print(f"\nonset of the answer's first token, {label}")
+        print(f"{'lens':<10}" + "".join(f"{r:>8}" for r in ranges) + f"{'median':>8}{'last 6':>8}")
+        for lens in lenses:
+            d = summary[subset][lens]
+            print(
+                f"{lens:<10}"
+                + "".join(f"{d[r]:>8}" for r in ranges)
+                + f"{d['median']:>8.1f}{100 * d['last_six_share']:>7.0f}%"
+            )
+        for name, p in summary["paired"].items():
+            q = p[subset]
+            print(
+                f"paired {name}: n={q['n']}, median {q['median']:+.1f} blocks "
+                f"(95% CI {q['ci95'][0]:+.1f} … {q['ci95'][1]:+.1f}), mean {q['mean']:+.2f}; "
+                f"later {100 * q['share_later']:.0f}%, same {100 * q['share_same']:.0f}%, "
+                f"earlier {100 * q['share_earlier']:.0f}%"
+            )
+    print("\ncompleteness, max |sum of contributions - delta p| at the attributed position")
+    for lens in lenses:
+        c = summary["completeness"][lens]
+        print(
+            f"{lens:<10} {c['max_abs_sum_minus_delta_p']:.3g} "
+            f"(result.completeness_error, every position: {c['max_result_completeness_error']:.3g})"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="a seeded subset of N countries")
+    parser.add_argument("--seed", type=int, default=0, help="subset and bootstrap seed")
+    parser.add_argument("--lenses", default="logit,shortcut", help="comma-separated, first = base")
+    parser.add_argument("--boot", type=int, default=10000, help="bootstrap resamples")
+    parser.add_argument("--json", type=Path, default=None, help="write rows and summary here")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: steadiest on a shared 2-core box)"
+    )
+    args = parser.parse_args(argv)
+    lenses = [s.strip() for s in args.lenses.split(",") if s.strip()]
+
+    import torch
+
+    import iglens_viz
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    model, tokenizer = iglens_viz.load_model()
+    n_blocks = int(model.config.num_hidden_layers)
+    items = select(args.limit, args.seed)
+    n_countries = len({c for _, c in items})
+    print(
+        f"{getattr(model.config, '_name_or_path', '') or 'default model'}: {n_blocks} blocks; "
+        f"{len(items)} capitals prompts ({n_countries} countries"
+        f"{'' if args.limit is None else f', seeded subset, seed {args.seed}'}); "
+        f"lenses {', '.join(lenses)}",
+        file=sys.stderr,
+    )
+    rows = measure(model, tokenizer, items, lenses)
+    summary = summarize(rows, lenses, n_blocks, args.boot, args.seed)
+    print_table(summary, lenses, len(items), n_countries)
+    seconds = time.perf_counter() - started
+    print(f"\n{seconds:.0f} s", file=sys.stderr)
+    if args.json is not None:
+        ig = iglens_viz.IGLens(model, tokenizer)
+        lens_info = {}
+        for lens in lenses:
+            fitted = ig.resolve_lens(lens)
+            lens_info[lens] = {
+                "kind": str(getattr(fitted, "kind", lens)),
+                "fingerprint": str(getattr(fitted, "fingerprint", "")),
+                "settings": {k: v for k, v in dict(getattr(fitted, "settings", {})).items()},
+            }
+        payload = {
+            "model": str(getattr(model.config, "_name_or_path", "")),
+            "n_blocks": n_blocks,
+            "set": "capitals (iglens_viz.studies.prompts, both phrasings, no chat template)",
+            "target": "the answer's first token (tokenizer(answer, add_special_tokens=False)[0],"
+            " answer with its leading space) at the prompt's last position",
+            "limit_countries": args.limit,
+            "seed": args.seed,
+            "countries": n_countries,
+            "prompts": len(items),
+            "lenses": lenses,
+            "lens_info": lens_info,
+            "bootstrap": args.boot,
+            "threads": args.threads,
+            "seconds": round(seconds, 1),
+            "versions": {
+                "iglens_viz": iglens_viz.__version__,
+                "torch": torch.__version__,
+                "python": platform.python_version(),
+            },
+            "summary": summary,
+            "rows": rows,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        rows_text = ",\n".join(json.dumps(_rounded(r), separators=(",", ":")) for r in rows)
+        head = json.dumps({k: v for k, v in payload.items() if k != "rows"}, indent=1, default=str)
+        args.json.write_text(
+            head[:-2] + ',\n "rows": [\n' + rows_text + "\n ]\n}\n", encoding="utf-8"
+        )
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
