@@ -41,10 +41,18 @@ class CommandSpec:
     background: bool
     """Run in the widget's background thread (one at a time, named by ``running``)."""
     doc: str
+    while_running: bool = False
+    """Answered while a background command runs (the others are refused then: they would
+    read the lens the background command uses, or a result about to be replaced)."""
 
 
 COMMANDS: dict[CommandKind, CommandSpec] = {
-    "hello": CommandSpec((), False, "Nothing to do: the answer tells the page a kernel listens."),
+    "hello": CommandSpec(
+        (),
+        False,
+        "Nothing to do: the answer tells the page a kernel listens.",
+        while_running=True,
+    ),
     "recompute": CommandSpec(
         ("result_id", "controls"),
         True,
@@ -56,6 +64,7 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
         False,
         """Stop the running command ``request_id`` at its next chunk of points; the old
         result stays.""",
+        while_running=True,
     ),
     "ablation": CommandSpec(
         ("result_id", "position"),

@@ -62,10 +62,6 @@ __all__ = [
 # ipywidgets' own traits): an update from the page that writes one of those is refused, so
 # exports always carry what Python computed.
 
-PASS_WHILE_RUNNING = ("hello", "cancel")
-"""The commands answered while a background command runs (the others are refused: they
-would read the lens the background command uses, or a result about to be replaced)."""
-
 _TRAIT_TYPES: dict[str, type[traitlets.TraitType[Any, Any]]] = {
     "int": traitlets.Int,
     "float": traitlets.Float,
@@ -365,8 +361,8 @@ class IGLensWidget(anywidget.AnyWidget):
     def _run(self, command: Command) -> dict[str, Any]:
         error: BaseException | None = None
         try:
-            waits = not command.spec.background and command.kind not in PASS_WHILE_RUNNING
-            if waits and self.running:
+            spec = command.spec
+            if self.running and not (spec.background or spec.while_running):
                 raise IGLensError(
                     f"{self.running.get('command')} {self.running.get('id')!r} is running: "
                     f"ask again when it is done"

@@ -38,6 +38,7 @@ def build() -> dict[str, Any]:
     from tiny_models import tiny_model, tiny_tokenizer
 
     from iglens_viz import IGLens
+    from iglens_viz.protocol import DEFAULT_STATE
     from iglens_viz.protocol.serializers import to_base64_state
     from iglens_viz.widget import IGLensWidget
 
@@ -62,19 +63,7 @@ def build() -> dict[str, Any]:
     ]
     ablation = {**widget.ablation, "seconds": 0.0}  # wall time: not part of the contract
     path = {**widget.path, "seconds": 0.0}
-    state = {
-        key: getattr(widget, key)
-        for key in (
-            "result",
-            "selected",
-            "hovered",
-            "color_by",
-            "interactive",
-            "running",
-            "view",
-            "pinned",
-        )
-    }
+    state = {key: getattr(widget, key) for key in ("result", *DEFAULT_STATE)}
     contributions = np.asarray(result.contributions, dtype=np.float32)
     delta_p = np.asarray(result.delta_p, dtype=np.float32)
     expected = {
