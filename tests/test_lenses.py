@@ -180,6 +180,22 @@ def test_tuned_fit_is_deterministic(llama, tokenizer):
     assert all(torch.equal(a.matrices[L], b.matrices[L]) for L in a.matrices)
 
 
+def test_kl_to_final_with_a_precomputed_target_is_the_same_number(llama):
+    from iglens_viz.adapters import adapter_for
+    from iglens_viz.core.readout import Readout
+    from iglens_viz.lenses.tuned import final_log_probs, kl_to_final
+
+    readout = Readout(adapter_for(llama), torch.float32)
+    g = torch.Generator().manual_seed(3)
+    final = torch.randn(7, llama.config.hidden_size, generator=g)
+    lens_states = torch.randn(7, llama.config.hidden_size, generator=g)
+    direct = kl_to_final(readout, final, lens_states)
+    target = final_log_probs(readout, final)
+    assert torch.equal(kl_to_final(readout, None, lens_states, target=target), direct)
+    shared = kl_to_final(readout, None, lens_states, target=target, target_probs=target.exp())
+    assert torch.equal(shared, direct)  # what a fit does: one target per step, every depth
+
+
 def test_save_and_load_round_trip(llama, tokenizer, tmp_path):
     lens = fit_lens(llama, tokenizer, "shortcut", TEXTS)
     path = save_lens(lens, tmp_path / "shortcut.safetensors")

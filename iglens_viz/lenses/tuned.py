@@ -14,7 +14,12 @@ norm 1 together, 250 steps. The package draws 2^18 tokens per step from the Pile
 each step draws ``batch_rows`` positions of the (much smaller) corpus, without replacement
 within an epoch, from a seeded generator, so a fit is deterministic on one machine.
 
-Memory: the corpus's states (n+1 × positions × d, float32) and, per depth in turn, one
+The target distribution (log softmax of the readout of the step's h_n rows) does not
+depend on the translators: it is read once per step (:func:`final_log_probs`) and shared by
+every depth's loss, the same numbers as reading it per depth.
+
+Memory: the corpus's states (n+1 × positions × d, float32), the step's ``[batch_rows × V]``
+target (log-probabilities and probabilities) and, per depth in turn, one
 ``[batch_rows × V]`` block of logits and its gradient.
 """
 
@@ -29,7 +34,7 @@ from ..core.readout import Readout
 from ..errors import InvalidRequestError
 from .states import state_batches
 
-__all__ = ["TUNED_DEFAULTS", "fit_tuned", "kl_to_final"]
+__all__ = ["TUNED_DEFAULTS", "final_log_probs", "fit_tuned", "kl_to_final"]
 
 TUNED_DEFAULTS = {
     "steps": 250,
@@ -48,13 +53,36 @@ def _log_probs(readout: Readout, h: torch.Tensor) -> torch.Tensor:
     return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
 
 
-def kl_to_final(readout: Readout, final: torch.Tensor, lens_states: torch.Tensor) -> torch.Tensor:
-    """Mean over rows of KL(softmax(final) ‖ softmax(lens)), both read out by ``readout``
-    (``final``: h_n rows; ``lens_states``: T_L(h_L) of the same rows)."""
+def final_log_probs(readout: Readout, final: torch.Tensor) -> torch.Tensor:
+    """The target of the tuned lens: log softmax of the readout of the h_n rows ``final``
+    ``[R, d]`` → ``[R, V]``, without a graph (it does not depend on the translators)."""
     with torch.no_grad():
-        target = _log_probs(readout, final)
+        return _log_probs(readout, final)
+
+
+def kl_to_final(
+    readout: Readout,
+    final: torch.Tensor | None,
+    lens_states: torch.Tensor,
+    *,
+    target: torch.Tensor | None = None,
+    target_probs: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Mean over rows of KL(softmax(final) ‖ softmax(lens)), both read out by ``readout``
+    (``final``: h_n rows; ``lens_states``: T_L(h_L) of the same rows).
+
+    ``target``: the rows' :func:`final_log_probs`, when already computed (then ``final`` is
+    not read and may be None); ``target_probs``: ``target.exp()``, likewise. A fit reads
+    the target once per step and reuses it at every depth; the value is the same, bit for
+    bit, as computing it here."""
+    if target is None:
+        if final is None:
+            raise InvalidRequestError("kl_to_final needs the final states or their target")
+        target = final_log_probs(readout, final)
+    if target_probs is None:
+        target_probs = target.exp()
     predicted = _log_probs(readout, lens_states)
-    return (target.exp() * (target - predicted)).sum(-1).mean()
+    return (target_probs * (target - predicted)).sum(-1).mean()
 
 
 def fit_tuned(
@@ -106,12 +134,19 @@ def fit_tuned(
             order, cursor = torch.randperm(R, generator=generator), 0
         rows = order[cursor : cursor + batch_rows].to(states.device)
         cursor += batch_rows
-        final = states[n, rows]
+        target = final_log_probs(readout, states[n, rows])  # once per step, every depth
+        target_probs = target.exp()
         opt.zero_grad(set_to_none=False)
         total = 0.0
         for L in range(n):
             h = states[L, rows]
-            loss = kl_to_final(readout, final, h + h @ weights[L].T + biases[L])
+            loss = kl_to_final(
+                readout,
+                None,
+                h + h @ weights[L].T + biases[L],
+                target=target,
+                target_probs=target_probs,
+            )
             loss.backward()
             total += float(loss.detach())
         torch.nn.utils.clip_grad_norm_(params, clip)
