@@ -17,7 +17,8 @@ lens (default: the raw logit lens and the linear shortcut), and records per prom
 * ``completeness`` — |Σ contributions − Δp| at that position, and ``result.completeness_error``
   (every position of the result).
 
-It prints, per lens, the onset counts in blocks 0–9, 10–19, 20–24, 25–30, the median and the
+It prints, per lens, the onset counts in four block ranges (0–9, 10–19, 20–24, 25–30 on
+30 blocks; see ``block_ranges``), the median and the
 share in the last six blocks; the paired difference (second lens − first lens) with its
 median and a bootstrap 95% interval over countries (a country's two phrasings are resampled
 together); the same restricted to the prompts whose target is top-1 or has p_final ≥ 0.1;
@@ -45,8 +46,19 @@ from pathlib import Path
 
 import numpy as np
 
-RANGES = ((0, 9), (10, 19), (20, 24), (25, 30))
 LAST_SIX = 6
+
+
+def block_ranges(n_blocks: int) -> tuple[tuple[int, int], ...]:
+    """The table's block ranges: thirds of the depths, the last third ending before the last
+    six blocks, then the last six (0–9, 10–19, 20–24, 25–30 for 30 blocks)."""
+    third = n_blocks // 3
+    return (
+        (0, third - 1),
+        (third, 2 * third - 1),
+        (2 * third, n_blocks - LAST_SIX),
+        (n_blocks - LAST_SIX + 1, n_blocks),
+    )
 
 
 def _countries(prompts: list) -> list[str]:
@@ -150,7 +162,8 @@ def _rounded(value):
 
 
 def distribution(onsets: np.ndarray, n_blocks: int) -> dict:
-    out = {f"{a}-{b}": int(((onsets >= a) & (onsets <= b)).sum()) for a, b in RANGES}
+    ranges = block_ranges(n_blocks)
+    out = {f"{a}-{b}": int(((onsets >= a) & (onsets <= b)).sum()) for a, b in ranges}
     out["n"] = int(onsets.size)
     out["median"] = float(np.median(onsets)) if onsets.size else float("nan")
     out["last_six_share"] = (
@@ -188,6 +201,7 @@ def summarize(rows: list, lenses: list[str], n_blocks: int, n_boot: int, seed: i
     confident = np.array([r["top1"] or r["p_final"] >= 0.1 for r in rows])
     countries = np.array([r["country"] for r in rows])
     summary: dict = {"all": {}, "confident": {}, "paired": {}, "completeness": {}}
+    summary["n_blocks"] = n_blocks
     summary["confident_count"] = int(confident.sum())
     summary["top1_count"] = int(sum(r["top1"] for r in rows))
     onsets = {lens: np.array([r[lens]["onset"] for r in rows]) for lens in lenses}
@@ -211,7 +225,7 @@ def summarize(rows: list, lenses: list[str], n_blocks: int, n_boot: int, seed: i
 
 
 def print_table(summary: dict, lenses: list[str], n_prompts: int, n_countries: int) -> None:
-    ranges = [f"{a}-{b}" for a, b in RANGES]
+    ranges = [f"{a}-{b}" for a, b in block_ranges(summary["n_blocks"])]
     for subset, label in (
         ("all", f"all {n_prompts} prompts ({n_countries} countries)"),
         (
@@ -248,6 +262,7 @@ def print_table(summary: dict, lenses: list[str], n_prompts: int, n_countries: i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=None, help="a load_model() name (default model)")
     parser.add_argument("--limit", type=int, default=None, help="a seeded subset of N countries")
     parser.add_argument("--seed", type=int, default=0, help="subset and bootstrap seed")
     parser.add_argument("--lenses", default="logit,shortcut", help="comma-separated, first = base")
@@ -265,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    model, tokenizer = iglens_viz.load_model()
+    model, tokenizer = iglens_viz.load_model(args.model)
     n_blocks = int(model.config.num_hidden_layers)
     items = select(args.limit, args.seed)
     n_countries = len({c for _, c in items})
