@@ -285,6 +285,85 @@ def test_probability_metric():
     )
 
 
+# --- the residual state (resid-post patching) -----------------------------------------------
+
+
+@torch.no_grad()
+def _states(name: str, ids) -> torch.Tensor:
+    """``[n, T, d]`` each block's output h_L, kept by a plain forward hook."""
+    n = len(_blocks(name))
+    seen: dict[int, torch.Tensor] = {}
+
+    def keep(i):
+        def hook(module, args, kwargs, output):
+            seen[i] = _first(output)[0].clone()
+
+        return hook
+
+    _run(name, ids, [(_blocks(name)[i], keep(i)) for i in range(n)])
+    return torch.stack([seen[i] for i in range(n)])
+
+
+def _state_reference(name, positions, direction):
+    """(M_clean, M_corrupt, M_patched per block): the base run with block L's output
+    replaced by the donor's h_L at the positions, one plain run per block."""
+    base, donor = (CLEAN, CORRUPT) if direction == "noising" else (CORRUPT, CLEAN)
+    where = resolve_positions(positions, len(CLEAN))
+    donor_states = _states(name, donor)
+    patched = []
+    for b in range(len(_blocks(name))):
+
+        def hook(module, args, kwargs, output, b=b):
+            new = _first(output).clone()
+            new[0, where] = donor_states[b][where]
+            return _put(output, new)
+
+        patched.append(_metric(_run(name, base, [(_blocks(name)[b], hook)])))
+    return _metric(_run(name, CLEAN)), _metric(_run(name, CORRUPT)), patched
+
+
+@pytest.mark.parametrize("name", [_sweep(n) for n in FAMILY_NAMES])
+def test_state_patching_equals_one_patched_run_per_block(name):
+    """parts='state': h_L itself replaced by the other run's h_L, against a plain hook."""
+    model = _model(name)
+    for direction, positions in (("denoising", "target"), ("noising", "all_but_first")):
+        res = patch(
+            model,
+            None,
+            CLEAN,
+            CORRUPT,
+            target=TARGET,
+            contrast=CONTRAST,
+            parts="state",
+            positions=positions,
+            direction=direction,
+        )
+        n = len(_blocks(name))
+        assert res.labels == [f"h{b}" for b in range(1, n + 1)] and res.parts == "state"
+        ref = _state_reference(name, positions, direction)
+        _check(res, ref, direction, _tol(name))
+        assert np.abs(res.raw_effects).max() > 100 * _tol(name)  # not vacuous
+        if positions == "target":
+            # the last block's state at the last position is h_n there: M is the donor's,
+            # the effect exactly 1 (the same captured vector read out)
+            assert res.effects[-1] == 1.0
+            assert res.patched[-1] == res.clean_metric
+
+
+def test_state_patching_all_positions_and_equal_prompts():
+    model = _model(FAST)
+    kw = dict(target=TARGET, contrast=CONTRAST, parts="state")
+    # every position replaced: the run is the donor's from block L on, at every block
+    every = patch(model, None, CLEAN, CORRUPT, positions="all", **kw)
+    np.testing.assert_allclose(every.effects, 1.0, atol=3 * _tol(FAST) / abs(every.raw_effects[0]))
+    with pytest.warns(RuntimeWarning, match="undefined"):
+        same = patch(model, None, CLEAN, CLEAN, positions="all", **kw)
+    np.testing.assert_allclose(same.raw_effects, 0.0, atol=_tol(FAST))
+    for bad in (dict(effect="direct"), dict(method="attribution")):
+        with pytest.raises(InvalidRequestError, match="parts='state'"):
+            patch(model, None, CLEAN, CORRUPT, **kw, **bad)
+
+
 # --- heads -----------------------------------------------------------------------------------
 
 O_PROJ = {

@@ -92,12 +92,13 @@ readout of ``h_n − Δ_L + Δ′_L``)."""
 PatchMetric = Literal["logit_diff", "prob"]
 PATCH_METRICS: tuple[PatchMetric, ...] = get_args(PatchMetric)
 """``logit_diff``: logit(target) − logit(contrast) (needs a contrast); ``prob``: p(target)."""
-PatchPart = Literal["block", "attn", "mlp", "head"]
+PatchPart = Literal["block", "attn", "mlp", "head", "state"]
 PATCH_PARTS: tuple[PatchPart, ...] = get_args(PatchPart)
 """``block``: the block's update; ``attn`` / ``mlp``: that sub-layer's write as it enters the
 stream (the modules :func:`~iglens_viz.causal.ablate`'s parts hook); ``head``: one attention
 head's write ``W_o[:, head] z_head`` (its slice of the output projection's input), where the
-attention's write is linear in its heads."""
+attention's write is linear in its heads; ``state``: the residual stream after block L, h_L
+itself (resid-post patching), ``effect="total"`` and ``method="activation"`` only."""
 PatchMethod = Literal["activation", "attribution"]
 PATCH_METHODS: tuple[PatchMethod, ...] = get_args(PatchMethod)
 """``activation``: patched runs; ``attribution``: the first-order (gradient) estimate."""
@@ -110,7 +111,7 @@ TokenSpec = int | str
 class PatchResult:
     """The effect of patching each block (or sub-layer) of one clean/corrupt pair.
 
-    c is the number of patched parts: one per block (``parts="block"``), per block's
+    c is the number of patched parts: one per block (``parts="block"`` or ``"state"``), per block's
     attention / MLP write, or per (block, head) for ``parts="head"`` (block-major). Raw
     metrics are float64; effects are normalised by ``clean_metric − corrupt_metric`` (NaN,
     with :attr:`normalized` false and a warning, where that difference is too small to divide
@@ -133,7 +134,7 @@ class PatchResult:
     """M of the corrupt prompt."""
     labels: list[str]
     """``(c,)`` ``"3"`` for block 3 (1-based), ``"L3.attn"`` / ``"L3.mlp"`` for its writes,
-    ``"L3.h2"`` for its head 2 (0-based)."""
+    ``"L3.h2"`` for its head 2 (0-based), ``"h3"`` for the state after block 3."""
     layers: list[int]
     """``(c,)`` the 1-based block of each part."""
     positions: list[int]
@@ -289,8 +290,11 @@ def _metric(
 
 def _write_of(part: str, args: tuple, kwargs: dict, output: Any, rows: int) -> torch.Tensor:
     """``[rows, T, d]`` what a hooked module adds to the stream: a block's update
-    (output − input), or a write module's output."""
+    (output − input), or a write module's output; for ``part="state"``, the block's output
+    h_L itself."""
     out = block_output_states(output)
+    if part == "state":
+        return out
     if part == "block":
         return out - block_input(args, kwargs)
     return by_row(out, rows)
@@ -433,6 +437,10 @@ def _patched_final_states(
                 new = out.clone()
                 new[index_t] = torch.where(sel, inp[index_t] + values, out[index_t])
                 return replace_block_output(output, new)
+            if part == "state":  # h_L := the donor's h_L at the positions
+                new = out.clone()
+                new[index_t] = torch.where(sel, values, out[index_t])
+                return replace_block_output(output, new)
             write = by_row(out, len(rows)).clone()
             write[index_t] = torch.where(sel, values, write[index_t])
             return replace_block_output(output, write.reshape(out.shape))
@@ -554,6 +562,10 @@ def patch(
         :func:`~iglens_viz.causal.ablate`), or ``"head"``: every head of every block, its
         slice of the output projection's input replaced (so exactly its write
         ``W_o[:, head] z_head`` changes; not where a norm follows the projection, Gemma-2/3).
+        ``"state"``: the residual state after block L, h_L itself, replaced by the other
+        run's h_L at the positions (resid-post patching; every family, total effect and
+        activation patching only). Denoising the state at the last block at the last
+        position gives effect 1 by construction (h_n there is the clean run's).
     positions:
         Where the update is replaced: ``"target"`` (the last position, default), ``"all"``,
         ``"all_but_first"``, or a list of 0-based positions (see
@@ -584,6 +596,14 @@ def patch(
     _check_choice(effect, PATCH_EFFECTS, "effect")
     _check_choice(metric, PATCH_METRICS, "metric")
     _check_choice(method, PATCH_METHODS, "method")
+    if parts == "state" and (effect != "total" or method != "activation"):
+        raise InvalidRequestError(
+            "parts='state' (the residual state h_L patched whole) has a total effect only: "
+            "with later blocks frozen the readout of a patched h_L is not a direct path "
+            "(h_n carries every earlier block's writes too), and attribution patching of a "
+            "state is not implemented; use effect='total' and method='activation', or "
+            "parts='block' for the direct effect and the linear estimate of an update"
+        )
     batched = _is_batch(clean)
     if batched != _is_batch(corrupt):
         raise InvalidRequestError(
@@ -602,7 +622,7 @@ def patch(
 
     adapter = adapter_for(model)
     n = adapter.n_blocks
-    modules = _part_modules(adapter, parts)
+    modules = adapter.blocks if parts == "state" else _part_modules(adapter, parts)
     vocab = adapter.head.weight.shape[0]
     dtype = next(model.parameters()).dtype
     readout = Readout(adapter, torch.float64 if dtype == torch.float64 else torch.float32)
@@ -613,7 +633,10 @@ def patch(
         labels = [f"L{b}.h{h}" for b, h in columns]
     else:
         columns = [(b, -1) for b in range(1, n + 1)]
-        labels = [str(b) if parts == "block" else f"L{b}.{parts}" for b, _ in columns]
+        labels = [
+            str(b) if parts == "block" else f"h{b}" if parts == "state" else f"L{b}.{parts}"
+            for b, _ in columns
+        ]
 
     pairs = []
     for k, (cp, xp, t, o) in enumerate(zip(cleans, corrupts, targets, contrasts)):
