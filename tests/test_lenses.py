@@ -196,6 +196,61 @@ def test_kl_to_final_with_a_precomputed_target_is_the_same_number(llama):
     assert torch.equal(shared, direct)  # what a fit does: one target per step, every depth
 
 
+def _interrupt_at(count: int, reports: list):
+    def progress(report):
+        reports.append(report)
+        if report.done == count:
+            raise KeyboardInterrupt
+
+    return progress
+
+
+def test_an_interrupted_tuned_fit_resumes_to_the_same_lens(llama, tokenizer):
+    from iglens_viz.lenses.cache import lens_cache_dir
+
+    # batch_rows near a third of the default corpus: the epoch's order is reshuffled twice
+    # in 8 steps, so the checkpoint's generator state, order and cursor are all exercised.
+    rows = fit_lens(llama, tokenizer, "shortcut").settings["positions"]
+    opts = {"steps": 8, "batch_rows": rows // 3 + 1, "seed": 2}
+    whole = fit_lens(llama, tokenizer, "tuned", cache=False, **opts)
+    assert not list(lens_cache_dir().glob("*.partial.pt"))  # cache=False: no checkpoint
+    first: list = []
+    with pytest.raises(KeyboardInterrupt):
+        fit_lens(
+            llama, tokenizer, "tuned", checkpoint_every=3, progress=_interrupt_at(5, first), **opts
+        )
+    assert [(r.done, r.resumed_at) for r in first] == [(k, 0) for k in range(1, 6)]
+    (partial,) = lens_cache_dir().glob("tuned-*.partial.pt")
+    assert torch.load(partial, weights_only=True)["step"] == 3  # the latest checkpoint stays
+    assert not list(lens_cache_dir().glob("tuned-*.safetensors"))
+    second: list = []
+    resumed = fit_lens(
+        llama, tokenizer, "tuned", checkpoint_every=3, progress=second.append, **opts
+    )
+    assert [r.done for r in second] == [4, 5, 6, 7, 8]
+    assert {r.resumed_at for r in second} == {3} and resumed.settings["resumed_at"] == 3
+    assert not list(lens_cache_dir().glob("*.partial.pt"))  # removed once the lens is stored
+    # Exact: the checkpoint restores every float32 tensor and the generator bit for bit, and
+    # the remaining steps run the same operations on the same machine and thread count.
+    for table, other in ((whole.matrices, resumed.matrices), (whole.biases, resumed.biases)):
+        assert all(torch.equal(table[L], other[L]) for L in table)
+    assert resumed.settings["final_kl"] == whole.settings["final_kl"]
+    again = fit_lens(llama, tokenizer, "tuned", **opts)  # the cache, as for any lens
+    assert torch.equal(again.matrices[0], whole.matrices[0]) and "resumed_at" in again.settings
+
+
+def test_the_default_fit_keys_are_unchanged():
+    from iglens_viz.lenses.fit import _fit_key, _options
+
+    key = _fit_key("tuned", _options("tuned", {}), "openings-v1:64:128")
+    assert key == {
+        "kind": "tuned",
+        "corpus": "openings-v1:64:128",
+        **{"steps": 250, "batch_rows": 64, "lr": 1.0, "momentum": 0.9},
+        **{"weight_decay": 1e-3, "clip": 1.0, "seed": 0, "skip_first": 1},
+    }  # checkpoint_every is no fitting setting: a lens cached before it is still found
+
+
 def test_save_and_load_round_trip(llama, tokenizer, tmp_path):
     lens = fit_lens(llama, tokenizer, "shortcut", TEXTS)
     path = save_lens(lens, tmp_path / "shortcut.safetensors")

@@ -15,7 +15,17 @@ from torch import nn
 
 from ..core.coordinates import LENS_KINDS, LOGIT, Lens, LensKind, model_fingerprint
 from ..errors import InvalidRequestError
-from .cache import cache_path, cached_corpus, cached_lens, store_corpus, store_lens
+from .cache import (
+    cache_path,
+    cached_corpus,
+    cached_lens,
+    drop_partial,
+    partial_path,
+    read_partial,
+    store_corpus,
+    store_lens,
+    store_partial,
+)
 from .corpus import CORPUS_VERSION, NEW_TOKENS, Split, corpus_digest, default_corpus
 from .jacobian import JLENS_SKIP_FIRST, fit_jacobian
 from .shortcut import fit_shortcut
@@ -45,14 +55,19 @@ class FitProgress(NamedTuple):
     """``"texts"`` or ``"steps"``."""
     loss: float | None = None
     """The tuned lens's mean KL over depths at this step."""
+    resumed_at: int = 0
+    """The step (tuned) or text count (Jacobian) a checkpoint resumed this fit at; 0 for a
+    fit from the start."""
 
 
 def _printer(report: FitProgress) -> None:
     loss = "" if report.loss is None else f"  KL {report.loss:.4f}"
+    unit = "step" if report.unit == "steps" else "text"
+    resumed = f"  (resumed at {unit} {report.resumed_at})" if report.resumed_at else ""
     end = "\n" if report.done >= report.total else ""
     print(
         f"\riglens: fitting the {report.kind} lens: {report.done}/{report.total} "
-        f"{report.unit}{loss}",
+        f"{report.unit}{loss}{resumed}",
         end=end,
         file=sys.stderr,
         flush=True,
@@ -109,6 +124,7 @@ def fit_lens(
     max_length: int = DEFAULT_MAX_LENGTH,
     cache: bool = True,
     progress: Callable[[FitProgress], None] | bool | None = None,
+    checkpoint_every: int = 10,
     **options: Any,
 ) -> Lens:
     """Fit a lens of ``kind`` (``"shortcut"``, ``"tuned"`` or ``"jacobian"``) on ``model``.
@@ -126,6 +142,12 @@ def fit_lens(
 
     With ``cache`` (default), a lens fitted on the default corpus is kept in the iglens_viz
     cache (:mod:`.cache`) and the next call with the same model and settings reads it.
+    Such a tuned or Jacobian fit is resumable: it keeps a checkpoint beside the cache file
+    (every ``checkpoint_every`` steps of the tuned lens, after every text of the Jacobian
+    lens; not a fitting setting, so not part of the cache key), a call with the same model
+    and settings continues from it (the same lens as a fit never stopped; its progress
+    reports say where it resumed), and the checkpoint is removed once the lens is stored.
+    An interrupted fit (KeyboardInterrupt included) leaves its latest checkpoint.
     ``progress``: a callable receiving :class:`FitProgress` reports, or True to print
     them on stderr. The lens records its settings and the model's fingerprint.
     """
@@ -135,6 +157,10 @@ def fit_lens(
             f"('logit', the raw logit lens, needs no fit)"
         )
     opts = _options(kind, options)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
+        raise InvalidRequestError(f"checkpoint_every must be an integer, got {checkpoint_every!r}")
+    if checkpoint_every < 1:
+        raise InvalidRequestError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
     report = _printer if progress is True else (progress or None)
     adapter, n, d = model_shape(model)
     fingerprint = model_fingerprint(model)
@@ -158,10 +184,22 @@ def fit_lens(
         corpus = "texts"
         where = None
     started = time.perf_counter()
+    digest = corpus_digest(sequences)
+    partial = partial_path(where) if cache and where is not None and kind != "shortcut" else None
+    identity: dict[str, Any] = {}
+    resume: dict[str, Any] | None = None
+    if partial is not None:
+        identity = {"key": key, "fingerprint": fingerprint, "corpus_sha256": digest}
+        resume = read_partial(partial, identity)
+    resumed_at = 0 if resume is None else int(resume["step"])
+
+    def keep(state: dict[str, Any]) -> None:
+        if partial is not None:
+            store_partial(partial, state, identity)
 
     def per_text(done: int, total: int) -> None:
         if report is not None:
-            report(FitProgress(kind, done, total, "texts"))
+            report(FitProgress(kind, done, total, "texts", resumed_at=resumed_at))
 
     matrices: dict[int, torch.Tensor]
     biases: dict[int, torch.Tensor] = {}
@@ -189,7 +227,7 @@ def fit_lens(
 
         def per_step(step: int, steps: int, loss: float) -> None:
             if report is not None:
-                report(FitProgress(kind, step, steps, "steps", loss))
+                report(FitProgress(kind, step, steps, "steps", loss, resumed_at))
 
         matrices, biases, rows, losses = fit_tuned(
             adapter,
@@ -204,12 +242,17 @@ def fit_lens(
             seed=int(opts["seed"]),
             skip_first=int(opts["skip_first"]),
             progress=per_step,
+            checkpoint=keep if partial is not None else None,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
         )
         extra.update(positions=rows, final_kl=losses[-1] if losses else None)
+    if resumed_at:
+        extra["resumed_at"] = resumed_at
     settings = {
         **opts,
         "corpus": corpus,
-        "corpus_sha256": corpus_digest(sequences),
+        "corpus_sha256": digest,
         "texts": len(sequences),
         "max_length": max_length,
         "seconds": round(time.perf_counter() - started, 2),
@@ -225,8 +268,8 @@ def fit_lens(
         fingerprint=fingerprint,
         settings=settings,
     )
-    if cache and where is not None:
-        store_lens(lens, where)
+    if cache and where is not None and store_lens(lens, where) is not None and partial is not None:
+        drop_partial(partial)
     return lens
 
 

@@ -18,6 +18,15 @@ The target distribution (log softmax of the readout of the step's h_n rows) does
 depend on the translators: it is read once per step (:func:`final_log_probs`) and shared by
 every depth's loss, the same numbers as reading it per depth.
 
+Checkpoints (``checkpoint=``, ``resume=``; :func:`~.fit.fit_lens` keeps them in the cache,
+:mod:`.cache`): after every ``checkpoint_every``-th step and after the last, the state
+``{"step": steps done, "weights": [W_L] and "biases": [b_L] (float32, L = 0 … n−1),
+"optimizer": the SGD state dict (its momentum buffers and learning rate), "scheduler": the
+LambdaLR state dict (its step count), "generator": the row generator's state (a byte
+tensor), "order": the epoch's row permutation, "cursor": how many of its rows are used,
+"losses": the mean KL of every step done}``. Resumed from, it is put back exactly, so the
+remaining steps draw the same rows and make the same updates as in a fit never stopped.
+
 Memory: the corpus's states (n+1 × positions × d, float32), the step's ``[batch_rows × V]``
 target (log-probabilities and probabilities) and, per depth in turn, one
 ``[batch_rows × V]`` block of logits and its gradient.
@@ -25,7 +34,8 @@ target (log-probabilities and probabilities) and, per depth in turn, one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -85,6 +95,32 @@ def kl_to_final(
     return (target_probs * (target - predicted)).sum(-1).mean()
 
 
+def _restore(
+    state: Mapping[str, Any],
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor],
+    opt: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    generator: torch.Generator,
+    rows: int,
+) -> tuple[int, int, list[float]]:
+    """Put a checkpoint's translators, optimiser, schedule and generator back in place;
+    ``(step, cursor, losses)``. A checkpoint of another shape is refused."""
+    if (
+        len(state["weights"]) != len(weights)
+        or any(a.shape != b.shape for a, b in zip(state["weights"], weights, strict=True))
+        or state["order"].numel() != rows
+    ):
+        raise InvalidRequestError("the tuned-lens checkpoint is for another model or corpus")
+    with torch.no_grad():
+        for live, kept in zip([*weights, *biases], [*state["weights"], *state["biases"]]):
+            live.copy_(kept)
+    opt.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    generator.set_state(state["generator"])
+    return int(state["step"]), int(state["cursor"]), [float(x) for x in state["losses"]]
+
+
 def fit_tuned(
     adapter: ModelAdapter,
     model: torch.nn.Module,
@@ -99,13 +135,23 @@ def fit_tuned(
     seed: int = 0,
     skip_first: int = 1,
     progress: Callable[[int, int, float], None] | None = None,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    checkpoint_every: int = 10,
+    resume: Mapping[str, Any] | None = None,
 ) -> tuple[dict[int, torch.Tensor], dict[int, torch.Tensor], int, list[float]]:
     """``(matrices, biases, positions, losses)``: A_L = I + W_L and b_L (float32) of every
     depth L < n after ``steps`` steps, the corpus's size, and the mean KL over depths at
-    each step. ``progress(step, steps, loss)`` is called after each step."""
-    if steps < 0 or batch_rows < 1:
+    each step. ``progress(step, steps, loss)`` is called after each step.
+
+    ``checkpoint(state)``, when given, is called after every ``checkpoint_every``-th step
+    (and after the last) with the fit's state (see the module's text; its tensors are the
+    fit's own, to be written out during the call). ``resume``: such a state, from a fit with
+    the same arguments and sequences; the fit continues after its step, and ends with the
+    same numbers as one never stopped."""
+    if steps < 0 or batch_rows < 1 or checkpoint_every < 1:
         raise InvalidRequestError(
-            f"steps must be >= 0 and batch_rows >= 1, got {steps} and {batch_rows}"
+            f"steps must be >= 0, batch_rows and checkpoint_every >= 1, got {steps}, "
+            f"{batch_rows} and {checkpoint_every}"
         )
     readout = Readout(adapter, torch.float32)
     parts = list(state_batches(model, sequences, skip_first=skip_first))
@@ -129,7 +175,11 @@ def fit_tuned(
     order = torch.randperm(R, generator=generator)
     cursor = 0
     losses: list[float] = []
-    for step in range(steps):
+    start = 0
+    if resume is not None:
+        start, cursor, losses = _restore(resume, weights, biases, opt, scheduler, generator, R)
+        order = resume["order"].clone()
+    for step in range(start, steps):
         if cursor + batch_rows > R:
             order, cursor = torch.randperm(R, generator=generator), 0
         rows = order[cursor : cursor + batch_rows].to(states.device)
@@ -153,8 +203,23 @@ def fit_tuned(
         opt.step()
         scheduler.step()
         losses.append(total / n)
+        done = step + 1
+        if checkpoint is not None and (done % checkpoint_every == 0 or done == steps):
+            checkpoint(
+                {
+                    "step": done,
+                    "weights": [w.detach().cpu() for w in weights],
+                    "biases": [b.detach().cpu() for b in biases],
+                    "optimizer": opt.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "generator": generator.get_state(),
+                    "order": order,
+                    "cursor": cursor,
+                    "losses": list(losses),
+                }
+            )
         if progress is not None:
-            progress(step + 1, steps, losses[-1])
+            progress(done, steps, losses[-1])
     eye = torch.eye(d)
     matrices = {L: (eye + weights[L].detach().cpu()).contiguous() for L in range(n)}
     offsets = {L: biases[L].detach().cpu().clone() for L in range(n)}
