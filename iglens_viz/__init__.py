@@ -27,7 +27,7 @@ from .errors import (
 )
 from .lenses import Lens, evaluate_lens, fit_lens, load_lens, save_lens
 from .loading import load_model
-from .studies import Study, study
+from .studies import PairStudy, Study, capital_pairs, load_pairs, pair_study, study
 
 if TYPE_CHECKING:  # at run time compare is imported on first use (see __getattr__ below)
     from .widget.compare import compare
@@ -56,6 +56,7 @@ __all__ = [
     "Lens",
     "ModelLoadError",
     "ModelOutputError",
+    "PairStudy",
     "PatchResult",
     "ReadoutMismatchError",
     "Study",
@@ -63,11 +64,14 @@ __all__ = [
     "ablate",
     "attribute",
     "attribution_patch",
+    "capital_pairs",
     "compare",
     "evaluate_lens",
     "fit_lens",
     "load_lens",
     "load_model",
+    "load_pairs",
+    "pair_study",
     "patch",
     "save_lens",
     "study",

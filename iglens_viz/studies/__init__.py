@@ -11,17 +11,23 @@ prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
 
 from __future__ import annotations
 
+from .counterfactual import PairStudy, pair_study
+from .pairs import capital_pairs, load_pairs
 from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
 from .run import STUDY_MODES, Study, StudyFolderError, StudyMode, study
 
 __all__ = [
     "BUILTIN_SETS",
     "STUDY_MODES",
+    "PairStudy",
     "Study",
     "StudyFolderError",
     "StudyMode",
     "StudyPrompt",
     "builtin_set",
+    "capital_pairs",
+    "load_pairs",
     "load_study_prompts",
+    "pair_study",
     "study",
 ]

@@ -1,0 +1,514 @@
+"""The study's counterfactual mode: which block carries the answer at the answer position?
+
+For every clean/corrupt pair (:mod:`.pairs`) and every block L = 1 … n, :func:`pair_study`
+measures what ``docs/study.md`` (section "Counterfactual mode: pre-registered hypotheses")
+defines, with M the logit difference ``logit(t) − logit(c)`` at the last position:
+
+* the activation patching effects (:func:`iglens_viz.causal.patch`, noising unless said):
+  ``patch_total`` (block L's update replaced at the last position, the rest running),
+  ``patch_total_all`` (at every position), ``patch_direct`` (later blocks frozen),
+  ``restore_state`` (denoising: the clean h_L written into the corrupt run at the last
+  position, ``parts="state"``) and ``attribution`` (attribution patching, the linear
+  estimate of ``patch_total``), each normalised by ``M_clean − M_corrupt``;
+* ``ig_<lens>``: the IG-Lens contribution of block L to p(t) − p(c) on the clean prompt at
+  the last position under each lens (prediction-aware, every block its own segment);
+* ``dla``: frozen-norm direct logit attribution of Δ_L to M, ``(W_t − W_c) · N(Δ_L)`` with N
+  the final norm's linear part at the clean h_n's scale (soft-capping ignored; a LayerNorm
+  centres Δ_L as it centres h; the norm's and the head's biases cancel);
+* ``ld_jump``: M read through the final norm and head at h_L minus at h_{L−1} (logit lens).
+
+Pairs run in batches: the patching of every pair of a batch shares padded forward passes
+(all blocks of several pairs), and each batch is one part file of ``out/parts/``, written
+whole, so an interrupted study resumes after the last finished batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ..causal.patching import PatchResult, patch
+from ..core.coordinates import Lens, model_fingerprint
+from ..core.lens import IGLens
+from ..errors import InvalidRequestError
+from ..files import OutputFileError, check_output_folder, write_atomic
+from .pairs import CAPITAL_PAIRS, Pair, _pairs_of, answered_capitals, load_pairs
+from .run import StudyFolderError, read_metadata, write_table
+
+if TYPE_CHECKING:
+    from pandas import DataFrame
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = ["PAIR_OUTPUT_FILES", "PairStudy", "pair_columns", "pair_study"]
+
+PAIR_OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet")
+"""What :func:`pair_study` writes into its ``out`` folder."""
+
+STUDY_KIND = "counterfactual"
+"""``metadata.json``'s ``study``: tells a counterfactual study's folder from others."""
+
+_HEAD = (
+    "pair",
+    "cluster",
+    "clean",
+    "corrupt",
+    "target",
+    "contrast",
+    "target_id",
+    "contrast_id",
+    "template",
+    "source",
+    "n_tokens",
+    "p_target",
+    "target_top1",
+    "m_clean",
+    "m_corrupt",
+    "block",
+    "patch_total",
+    "patch_total_all",
+    "patch_direct",
+    "restore_state",
+    "attribution",
+)
+_TAIL = ("dla", "ld_jump")
+
+
+def pair_columns(lenses: Sequence[str]) -> list[str]:
+    """The table's columns, in order, for the lens names ``lenses``."""
+    return [*_HEAD, *(f"ig_{name}" for name in lenses), *_TAIL]
+
+
+CAPITAL_SETTINGS = {"max_pairs": 240, "per_country": 6, "min_p": 0.1}
+"""The pre-registered settings of the built-in ``capital-pairs`` set (``seed`` apart)."""
+
+
+@dataclass
+class PairStudy:
+    """The product of :func:`pair_study`: one row per (pair, block), the pairs, and what
+    produced them."""
+
+    table: DataFrame
+    """pandas DataFrame, one row per (pair, block); columns :func:`pair_columns`."""
+    pairs: list[Pair] = field(default_factory=list)
+    """The pair set (all of it: ``limit`` keeps the table to its first pairs)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Model and its fingerprint, lenses, pair-set settings, seed, versions, seconds."""
+
+    @property
+    def lenses(self) -> list[str]:
+        """The lens names of the table's ``ig_<lens>`` columns."""
+        return [c[len("ig_") :] for c in self.table.columns if c.startswith("ig_")]
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str]) -> PairStudy:
+        """A study written by :func:`pair_study` with ``out=folder`` (finished or not)."""
+        folder = Path(folder)
+        metadata = read_metadata(folder / "metadata.json")
+        if metadata is None or metadata.get("study") != STUDY_KIND:
+            raise StudyFolderError(f"{folder} holds no counterfactual study")
+        tables, damaged = _read_parts(folder)
+        if damaged:
+            path, reason = damaged[0]
+            raise StudyFolderError(
+                f"the part {path} is damaged ({reason}); rerun the study with "
+                f"out={str(folder)!r} to redo it"
+            )
+        pairs = [Pair(**p) for p in metadata.get("pair_list", [])]
+        return cls(_sorted(_concat(tables)), pairs, metadata)
+
+
+# --- the pairs -------------------------------------------------------------------------------
+
+
+def _resolve_pairs(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    spec: str | os.PathLike[str] | Sequence[Pair],
+    seed: int,
+) -> tuple[list[Pair], dict[str, Any]]:
+    """The pairs and the pair set's description for the metadata."""
+    if isinstance(spec, (str, Path)) and str(spec) == CAPITAL_PAIRS:
+        answered, n_prompts = answered_capitals(model, tokenizer, min_p=CAPITAL_SETTINGS["min_p"])
+        pairs = _pairs_of(
+            answered,
+            tokenizer,
+            int(CAPITAL_SETTINGS["max_pairs"]),
+            int(CAPITAL_SETTINGS["per_country"]),
+            seed,
+        )
+        info = {
+            "pairs": CAPITAL_PAIRS,
+            "pair_settings": {**CAPITAL_SETTINGS, "seed": int(seed)},
+            "n_prompts": n_prompts,
+            "n_answered": len(answered),
+        }
+        return pairs, info
+    if isinstance(spec, (str, os.PathLike)):
+        return load_pairs(spec, tokenizer, model), {"pairs": os.fspath(spec), "pair_settings": {}}
+    pairs = list(spec)
+    if not pairs or not all(isinstance(p, Pair) for p in pairs):
+        raise InvalidRequestError(
+            f"pairs must be {CAPITAL_PAIRS!r}, a JSONL file or a non-empty list of Pair"
+        )
+    return pairs, {"pairs": "(given)", "pair_settings": {}}
+
+
+def _digest(pairs: Sequence[Pair]) -> str:
+    text = json.dumps([p.to_dict() for p in pairs], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --- one batch -------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def _readings(
+    lens: IGLens, ids: torch.Tensor, t: int, c: int
+) -> tuple[float, bool, np.ndarray, np.ndarray]:
+    """p(t) at the clean run's last position, whether t is the top-1 there, and per block
+    ``dla`` and ``ld_jump`` (``[n]`` each), from the clean run's states h_0 … h_n."""
+    readout = lens.readout
+    trace = lens.trace(ids)
+    h = trace.hidden[:, -1].to(readout.device, readout.dtype)  # [n+1, d]
+    logits = readout.logits(h[-1:])[0].double()
+    probs = torch.exp(logits - torch.logsumexp(logits, -1))
+    p_t = float(probs[t])
+    top1 = int(torch.argmax(logits)) == t
+    ids_t = torch.full(h.shape[:1], t, dtype=torch.long)
+    ids_c = torch.full(h.shape[:1], c, dtype=torch.long)
+    z = readout.features(h)
+    m = (readout.target_logits(z, ids_t) - readout.target_logits(z, ids_c)).double()
+    ld_jump = (m[1:] - m[:-1]).cpu().numpy()
+    scale = readout.norm_scale(h[-1])
+    delta = h[1:] - h[:-1]
+    linear = readout.features(delta, frozen_scale=scale) - readout.features(
+        torch.zeros_like(delta[:1]), frozen_scale=scale
+    )
+    w = (readout.head_block(slice(t, t + 1)) - readout.head_block(slice(c, c + 1)))[0]
+    dla = (linear @ w).double().cpu().numpy()
+    return p_t, top1, dla, ld_jump
+
+
+def _batch_table(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    lens: IGLens,
+    lenses: Sequence[Lens],
+    names: Sequence[str],
+    indices: Sequence[int],
+    pairs: Sequence[Pair],
+) -> dict[str, np.ndarray]:
+    """The table's columns for the pairs ``indices`` (rows pair-major, blocks 1 … n)."""
+    chosen = [pairs[i] for i in indices]
+    cleans = [lens.input_ids(p.clean) for p in chosen]
+    corrupts = [lens.input_ids(p.corrupt) for p in chosen]
+    kw: dict[str, Any] = dict(
+        target=[p.target_id for p in chosen],
+        contrast=[p.contrast_id for p in chosen],
+        memory_budget=lens.memory_budget,
+    )
+
+    def run(**options: Any) -> list[PatchResult]:
+        out = patch(model, tokenizer, cleans, corrupts, **kw, **options)
+        assert isinstance(out, list), "lists of prompts give a list of results"
+        return out
+
+    total = run(positions="target")
+    columns = {
+        "patch_total": total,
+        "patch_total_all": run(positions="all"),
+        "patch_direct": run(positions="target", effect="direct"),
+        "restore_state": run(parts="state", positions="target", direction="denoising"),
+        "attribution": run(positions="target", method="attribution"),
+    }
+    n = lens.n_blocks
+    lens.clear_cache()
+    lens.traces(cleans)  # one padded pass for the clean runs' states (the logit lens's)
+    rows: dict[str, list[Any]] = {name: [] for name in pair_columns(names)}
+    for k, (i, pair, ids) in enumerate(zip(indices, chosen, cleans)):
+        T = ids.numel()
+        p_t, top1, dla, ld_jump = _readings(lens, ids, pair.target_id, pair.contrast_id)
+        fixed = {
+            "pair": i,
+            "cluster": pair.cluster,
+            "clean": pair.clean,
+            "corrupt": pair.corrupt,
+            "target": pair.target,
+            "contrast": pair.contrast,
+            "target_id": pair.target_id,
+            "contrast_id": pair.contrast_id,
+            "template": pair.template,
+            "source": pair.source,
+            "n_tokens": T,
+            "p_target": p_t,
+            "target_top1": top1,
+            "m_clean": total[k].clean_metric,
+            "m_corrupt": total[k].corrupt_metric,
+        }
+        for name, value in fixed.items():
+            rows[name].extend([value] * n)
+        rows["block"].extend(range(1, n + 1))
+        for name, results in columns.items():
+            rows[name].extend(results[k].effects.tolist())
+        target = [-1] * (T - 1) + [pair.target_id]
+        contrast = [-1] * (T - 1) + [pair.contrast_id]
+        for name, coordinates in zip(names, lenses):
+            result = lens.attribute(ids, target=target, contrast=contrast, lens=coordinates)
+            rows[f"ig_{name}"].extend(result.contributions[T - 1].tolist())
+        rows["dla"].extend(dla.tolist())
+        rows["ld_jump"].extend(ld_jump.tolist())
+    return {name: np.asarray(values, dtype=_dtype(name)) for name, values in rows.items()}
+
+
+_TEXT = {"cluster", "clean", "corrupt", "target", "contrast", "template", "source"}
+
+
+def _dtype(name: str) -> Any:
+    if name in _TEXT:
+        return object
+    if name in ("pair", "target_id", "contrast_id", "n_tokens", "block"):
+        return np.int64
+    return bool if name == "target_top1" else np.float64
+
+
+# --- the folder ------------------------------------------------------------------------------
+
+_SETTINGS = (
+    "study",
+    "model",
+    "model_fingerprint",
+    "dtype",
+    "readout_dtype",
+    "lenses",
+    "pairs",
+    "pair_settings",
+    "pairs_digest",
+)
+"""What must match for a folder to resume a counterfactual study (``limit`` need not)."""
+
+
+def _part_files(folder: Path) -> list[Path]:
+    return sorted((folder / "parts").glob("part-*.parquet"))
+
+
+def _read_parts(folder: Path) -> tuple[list[DataFrame], list[tuple[Path, str]]]:
+    """The readable parts' tables, and ``(path, reason)`` of each damaged one."""
+    import pandas as pd
+
+    tables, damaged = [], []
+    for path in _part_files(folder):
+        try:
+            table = pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several types for a bad file
+            first = (str(err).splitlines() or [""])[0][:120]
+            damaged.append((path, f"{type(err).__name__}: {first}"))
+            continue
+        if not {"pair", "block"} <= set(table.columns):
+            damaged.append((path, "not a part of a counterfactual study: no pair/block columns"))
+            continue
+        tables.append(table)
+    return tables, damaged
+
+
+def _concat(tables: list[DataFrame]) -> DataFrame:
+    import pandas as pd
+
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def _sorted(table: DataFrame) -> DataFrame:
+    return table.sort_values(["pair", "block"], ignore_index=True) if len(table) else table
+
+
+def _prepare_folder(folder: Path, metadata: dict[str, Any]) -> set[int]:
+    """Create ``folder`` (or check it holds this study) and return the pairs done; a
+    damaged part is moved aside (``.damaged``) and its pairs redone, with a warning."""
+    try:
+        (folder / "parts").mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputFileError(
+            f"cannot create the study folder {folder}: {err.strerror or err}"
+        ) from None
+    meta_path = folder / "metadata.json"
+    old = read_metadata(meta_path)
+    if old is not None:
+        if old.get("study") != STUDY_KIND:
+            raise InvalidRequestError(
+                f"{folder} holds another study (the all-position ablation study, "
+                f"`iglens study PROMPTS`), not a counterfactual one; use a new folder"
+            )
+        changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
+        if changed:
+            raise InvalidRequestError(
+                f"{folder} holds another counterfactual study (it differs in "
+                f"{', '.join(changed)}); use a new folder"
+            )
+    elif _part_files(folder):
+        raise StudyFolderError(
+            f"{folder} holds parts of a study but no metadata.json, so they cannot be "
+            f"checked against this one; use a new folder"
+        )
+    write_atomic(meta_path, json.dumps(metadata, indent=1, ensure_ascii=False))
+    tables, damaged = _read_parts(folder)
+    for path, reason in damaged:
+        aside = path.with_name(path.name + ".damaged")
+        try:
+            path.replace(aside)
+        except OSError as err:
+            raise StudyFolderError(
+                f"the part {path} is damaged ({reason}) and cannot be moved aside "
+                f"({err.strerror or err}); delete it to redo its pairs"
+            ) from None
+        warnings.warn(
+            f"the part {path} is damaged ({reason}); moved to {aside.name}, its pairs are redone",
+            stacklevel=3,
+        )
+    table = _concat(tables)
+    return set() if not len(table) else {int(i) for i in table["pair"].unique()}
+
+
+# --- the study -------------------------------------------------------------------------------
+
+
+def pair_study(
+    model: torch.nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    pairs: str | os.PathLike[str] | Sequence[Pair] = CAPITAL_PAIRS,
+    *,
+    lenses: Sequence[str | Lens] = ("logit", "shortcut"),
+    out: str | os.PathLike[str] | None = None,
+    batch_size: int = 16,
+    limit: int | None = None,
+    progress: bool = True,
+    seed: int = 0,
+) -> PairStudy:
+    """The counterfactual study: patching effects, IG-Lens contributions and the linear
+    readings of every block, for every clean/corrupt pair.
+
+    Parameters
+    ----------
+    model, tokenizer:
+        A supported causal LM and its tokenizer.
+    pairs:
+        ``"capital-pairs"`` (built for this model: :func:`~iglens_viz.studies.pairs.
+        capital_pairs` with the pre-registered settings and ``seed``), a JSONL file
+        (:func:`~iglens_viz.studies.pairs.load_pairs`), or a list of
+        :class:`~iglens_viz.studies.pairs.Pair`.
+    lenses:
+        The lenses of the ``ig_<lens>`` columns: ``"logit"``, ``"shortcut"``, ``"tuned"``,
+        ``"jacobian"`` (fitted on first use and cached), a lens file, or a
+        :class:`~iglens_viz.core.coordinates.Lens` (its column: ``ig_<lens.name>``).
+    out:
+        A folder: ``parts/part-*.parquet`` (one per batch, written whole), ``metadata.json``
+        and, at the end, ``table.parquet``. Rerunning with the same folder and settings
+        resumes after the last finished batch; a folder of another study is refused.
+    batch_size:
+        Pairs whose patched runs share padded forward passes (and one part file).
+    limit:
+        Study only the first ``limit`` pairs of the set.
+    progress:
+        Show a progress bar (tqdm).
+    seed:
+        The built-in set's shuffle seed (pre-registered: 0).
+
+    Returns
+    -------
+    A :class:`PairStudy`; its ``table`` has one row per (pair, block) with the columns of
+    :func:`pair_columns` (see the module docstring and ``docs/study.md``): the pair's fields,
+    ``n_tokens``, ``p_target`` (p(t) at the clean prompt's last position), ``target_top1``,
+    ``m_clean`` / ``m_corrupt`` (M of each prompt), ``block`` (1 … n), the five patching
+    effects, ``ig_<lens>`` per lens, ``dla`` and ``ld_jump``.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from .._version import __version__
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidRequestError(f"limit must be an integer >= 1, got {limit!r}")
+    if not lenses:
+        raise InvalidRequestError("lenses: name at least one, e.g. ('logit', 'shortcut')")
+    if out is not None:
+        check_output_folder(out, PAIR_OUTPUT_FILES)
+        read_metadata(Path(out) / "metadata.json")  # a damaged one is named before any work
+    lens = IGLens(model, tokenizer, cache_size=max(4, batch_size * (len(lenses) + 1)))
+    resolved = [lens.resolve_lens(spec) for spec in lenses]
+    names = [r.name for r in resolved]
+    if len(set(names)) != len(names):
+        raise InvalidRequestError(
+            f"lenses {names}: each lens once (their names make the ig_<lens> columns)"
+        )
+    pair_list, info = _resolve_pairs(model, tokenizer, pairs, seed)
+    todo_all = list(range(len(pair_list) if limit is None else min(limit, len(pair_list))))
+    metadata: dict[str, Any] = {
+        "study": STUDY_KIND,
+        "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
+        "model_fingerprint": model_fingerprint(model),
+        "dtype": str(next(model.parameters()).dtype),
+        "readout_dtype": str(lens.readout.dtype),
+        "lenses": [
+            {
+                "name": name,
+                "kind": r.kind,
+                "fingerprint": r.fingerprint,
+                "settings": json.loads(json.dumps(dict(r.settings), default=str)),
+            }
+            for name, r in zip(names, resolved)
+        ],
+        **info,
+        "pairs_digest": _digest(pair_list),
+        "n_pairs": len(pair_list),
+        "limit": limit,
+        "seed": int(seed),
+        "batch_size": batch_size,
+        "version": __version__,
+        "torch_version": torch.__version__,
+        "metric": "logit_diff: logit(t) - logit(c) at the last position",
+        "pair_list": [p.to_dict() for p in pair_list],
+    }
+    folder = None if out is None else Path(out)
+    done = set() if folder is None else _prepare_folder(folder, metadata)
+    todo = [i for i in todo_all if i not in done]
+    bar = tqdm(
+        total=len(todo_all),
+        initial=len(todo_all) - len(todo),
+        disable=not progress,
+        unit="pair",
+        desc="iglens pair study",
+    )
+    tables = []
+    started = time.perf_counter()
+    for first in range(0, len(todo), batch_size):
+        batch = todo[first : first + batch_size]
+        part = pd.DataFrame(_batch_table(model, tokenizer, lens, resolved, names, batch, pair_list))
+        if folder is not None:
+            write_table(folder / "parts" / f"part-{batch[0]:06d}.parquet", part)
+        tables.append(part)
+        bar.update(len(batch))
+    bar.close()
+    metadata["seconds"] = round(time.perf_counter() - started, 3)
+    metadata["pairs_run"] = len(todo)
+    if folder is not None:
+        parts, damaged = _read_parts(folder)
+        if damaged:
+            raise StudyFolderError(f"the part {damaged[0][0]} is damaged ({damaged[0][1]})")
+        table = _concat(parts)
+        table = table[table["pair"].isin(todo_all)] if len(table) else table
+        table = _sorted(table)
+        write_table(folder / "table.parquet", table)
+        write_atomic(folder / "metadata.json", json.dumps(metadata, indent=1, ensure_ascii=False))
+    else:
+        table = _sorted(_concat(tables))
+    return PairStudy(table, pair_list, metadata)
