@@ -417,3 +417,38 @@ def test_a_hypothesis_whose_lens_is_absent_is_not_run():
     assert v["H4"] == "not run" and "H4 (tuned)" not in v
     v, _ = _verdicts(table.drop(columns="ig_logit"))
     assert set(v.values()) == {"not run"}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_markdown_text_escapes_untrusted_strings():
+    from iglens_viz.studies.pair_report import markdown_text
+
+    assert markdown_text(" a|b") == " a\\|b"
+    assert markdown_text(" a|b", token=True) == "␣a\\|b"
+    # an escape's backslash is itself escaped: the page shows \x0a, the raw bytes never
+    assert markdown_text("*x* <script>\n`c`") == "\\*x\\* \\<script\\>\\\\x0a\\`c\\`"
+    assert markdown_text("\u202eevil") == "\\\\u202eevil"
+    assert markdown_text("[l](http://x)") == "\\[l\\](http://x)"
+
+
+def test_write_pair_report(tmp_path):
+    from iglens_viz.studies.pair_report import write_pair_report
+
+    table, _ = _sites_table(p=12, countries=6)
+    table.loc[table["pair"] == 0, "target"] = " a|b"
+    table.loc[(table["pair"] == 5) & (table["block"] == 1), "restore_state"] = np.nan
+    path = write_pair_report(
+        table, tmp_path / "out", {"model": "org/Model", "lens": "logit"}, n_boot=50
+    )
+    text = path.read_text(encoding="utf-8")
+    assert "# Counterfactual study: org/Model" in text
+    assert "11 pairs from 6 countries" in text and "1 pairs dropped" in text
+    assert "| H4 |" in text and "**not run**" in text
+    assert "␣a\\|b" in text and " a|b" not in text
+    assert "best constant" in text and "Saturated pairs" in text
+    for name in ("summary.csv", "hypotheses.csv", "effects_by_block.png", "hit_rates.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 0
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert {"method", "criterion", "metric", "diff_lo"} <= set(summary.columns)
