@@ -159,6 +159,59 @@ def test_jacobian_equals_autograd_jacobian_reduced_as_jlens(llama64, tokenizer):
         assert torch.allclose(got, want, rtol=EPS32, atol=EPS32 * float(want.abs().max())), depth
 
 
+def test_jacobian_split_half_error_against_the_per_text_jacobians(llama64, tokenizer):
+    from iglens_viz.adapters import adapter_for
+    from iglens_viz.lenses.jacobian import text_jacobians
+
+    texts = [random_ids(8, seed=30 + s) for s in range(3)]
+    skip = 2
+    lens = fit_lens(llama64, tokenizer, "jacobian", texts, skip_first=skip, dim_batch=32)
+    errors = lens.settings["split_half_rel_error"]
+    assert len(errors) == lens.n_blocks
+    adapter = adapter_for(llama64)
+    own = [text_jacobians(llama64, adapter, t, skip_first=skip, dim_batch=32) for t in texts]
+
+    def split_half(per_text):
+        half_a = (per_text[0] + per_text[2]) / 2  # alternate texts: 1st and 3rd, then 2nd
+        whole = sum(per_text) / 3
+        return float(torch.linalg.norm(half_a - per_text[1]) / torch.linalg.norm(whole))
+
+    for depth in range(lens.n_blocks):
+        # the halves and norms, from the fit's own per-text Jacobians: float64 rounding only
+        assert math.isclose(errors[depth], split_half([j[depth] for j in own]), rel_tol=1e-12)
+    for depth in (0, lens.n_blocks - 1):
+        # from autograd's: the per-text Jacobians of the two agree to ~1e-7 relative (as in
+        # the test above; the tiny Llama's rotary angles are float32), so 1e-6 here
+        want = split_half([_reference_jacobian(llama64, t, depth, skip) for t in texts])
+        assert math.isclose(errors[depth], want, rel_tol=1e-6), depth
+        assert 0 < want < math.inf
+    one = fit_lens(llama64, tokenizer, "jacobian", texts[:1], skip_first=skip, dim_batch=32)
+    assert one.settings["split_half_rel_error"] is None  # one text: no halves
+
+
+def test_an_interrupted_jacobian_fit_resumes_at_the_next_text(llama, tokenizer):
+    from iglens_viz.lenses.cache import lens_cache_dir
+
+    opts = {"skip_first": 4, "dim_batch": 32}  # d = 32: one backward pass per text
+    whole = fit_lens(llama, tokenizer, "jacobian", cache=False, **opts)
+    first: list = []
+    with pytest.raises(KeyboardInterrupt):
+        fit_lens(llama, tokenizer, "jacobian", progress=_interrupt_at(3, first), **opts)
+    (partial,) = lens_cache_dir().glob("jacobian-*.partial.pt")
+    state = torch.load(partial, weights_only=True)
+    assert (state["texts_done"], state["sums"][0].dtype) == (3, torch.float64)
+    second: list = []
+    resumed = fit_lens(llama, tokenizer, "jacobian", progress=second.append, **opts)
+    assert [r.done for r in second] == list(range(4, whole.settings["texts"] + 1))
+    assert {r.resumed_at for r in second} == {3}
+    assert not list(lens_cache_dir().glob("*.partial.pt"))
+    # Exact: the float64 sums are saved as they are and the same texts are added to them in
+    # the same order, by the same deterministic backward passes.
+    assert all(torch.equal(whole.matrices[L], resumed.matrices[L]) for L in whole.matrices)
+    assert resumed.settings["split_half_rel_error"] == whole.settings["split_half_rel_error"]
+    assert resumed.settings["texts_used"] == whole.settings["texts_used"]
+
+
 def test_tuned_is_the_logit_lens_at_init_and_lowers_the_kl(llama, tokenizer):
     zero = fit_lens(llama, tokenizer, "tuned", TEXTS, steps=0)
     h = reference_states(llama, TEXTS[0]).float()

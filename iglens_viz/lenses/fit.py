@@ -191,7 +191,7 @@ def fit_lens(
     if partial is not None:
         identity = {"key": key, "fingerprint": fingerprint, "corpus_sha256": digest}
         resume = read_partial(partial, identity)
-    resumed_at = 0 if resume is None else int(resume["step"])
+    resumed_at = 0 if resume is None else int(resume["step" if kind == "tuned" else "texts_done"])
 
     def keep(state: dict[str, Any]) -> None:
         if partial is not None:
@@ -214,15 +214,19 @@ def fit_lens(
         )
         extra["positions"] = rows
     elif kind == "jacobian":
-        matrices, used = fit_jacobian(
+        fitted = fit_jacobian(
             model,
             adapter,
             sequences,
             skip_first=int(opts["skip_first"]),
             dim_batch=int(opts["dim_batch"]),
             progress=per_text,
+            checkpoint=keep if partial is not None else None,
+            resume=resume,
         )
-        extra["texts_used"] = used
+        matrices = fitted.matrices
+        extra["texts_used"] = fitted.texts
+        extra["split_half_rel_error"] = fitted.split_half_rel_error
     else:
 
         def per_step(step: int, steps: int, loss: float) -> None:

@@ -15,13 +15,29 @@ text replicated ``dim_batch`` times), through the model's real blocks, with auto
 Depths: ``jlens`` numbers its source layers by block (layer l is the output of block l,
 0-based, i.e. our depth l + 1) and fits layers 0 … n−2, not the embeddings; here every
 depth 0 … n−1 is fitted (depth 0: ∂h_n/∂h_0, the first block's input).
+
+Sampling error: the texts used are split into two halves, alternately (A: the 1st, 3rd, …
+text used; B: the 2nd, 4th, …), and ``split_half_rel_error`` per depth is
+‖J_A − J_B‖_F / ‖J_L‖_F, J_A and J_B the means over each half. For independent texts
+with per-text spread σ² = E‖J_L(text) − E J_L(text)‖²_F, E‖J_A − J_B‖²_F =
+(1/n_A + 1/n_B)·σ² and E‖J_L − E J_L(text)‖²_F = σ²/n: with halves of equal size the error
+of the mean J_L itself is about half the split-half difference. It costs one more running
+float64 sum (half A; B = all − A), no Jacobian more.
+
+Checkpoints (``checkpoint=``, ``resume=``; :func:`~.fit.fit_lens` keeps them in the cache,
+:mod:`.cache`): after each text, ``{"texts_done": texts processed (the next one's index),
+"used": how many had a valid position, "sums": [Σ J_L(text)] over them (float64 ``[d, d]``,
+L = 0 … n−1, or None before the first), "half_sums": the same sum over half A}``. Resuming
+continues at text ``texts_done`` with these sums: the same additions in the same order, so
+the same lens.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -32,7 +48,13 @@ from ..core.hooks import Hooks, block_input, block_output_states
 from ..core.model_mode import eval_mode
 from ..errors import InvalidRequestError
 
-__all__ = ["JLENS_SKIP_FIRST", "fit_jacobian", "text_jacobians"]
+__all__ = [
+    "JLENS_SKIP_FIRST",
+    "JacobianFit",
+    "fit_jacobian",
+    "split_half_errors",
+    "text_jacobians",
+]
 
 JLENS_SKIP_FIRST = 16
 """``jlens``'s ``SKIP_FIRST_N_POSITIONS``: leading positions left out of the average."""
@@ -124,6 +146,18 @@ def text_jacobians(
     return out
 
 
+class JacobianFit(NamedTuple):
+    """What :func:`fit_jacobian` returns."""
+
+    matrices: dict[int, torch.Tensor]
+    """J_L ``[d, d]`` (float32) of every depth L < n."""
+    texts: int
+    """How many texts had a valid position (and were averaged)."""
+    split_half_rel_error: list[float] | None
+    """Per depth L, ‖J_A − J_B‖_F / ‖J_L‖_F for the means J_A and J_B over the two halves
+    of those texts (alternate ones); None with fewer than 2 texts (see the module's text)."""
+
+
 def fit_jacobian(
     model: nn.Module,
     adapter: ModelAdapter,
@@ -132,25 +166,71 @@ def fit_jacobian(
     skip_first: int = JLENS_SKIP_FIRST,
     dim_batch: int = 8,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[int, torch.Tensor], int]:
-    """``(matrices, texts)``: J_L ``[d, d]`` (float32) of every depth L < n, the mean of
-    :func:`text_jacobians` over the texts that have a valid position, and how many did.
-    ``progress(done, total)`` is called after each text."""
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    resume: Mapping[str, Any] | None = None,
+) -> JacobianFit:
+    """J_L ``[d, d]`` (float32) of every depth L < n, the mean of :func:`text_jacobians`
+    over the texts that have a valid position, how many did, and the split-half relative
+    error of that mean (a :class:`JacobianFit`). ``progress(done, total)`` is called after
+    each text.
+
+    ``checkpoint(state)``, when given, is called after each text with the running state
+    (see the module's text; to be written out during the call); ``resume``: such a state,
+    from a fit with the same arguments and sequences — the fit continues at the next text
+    and ends with the same numbers as one never stopped."""
     if dim_batch < 1:
         raise InvalidRequestError(f"dim_batch must be >= 1, got {dim_batch}")
-    sums: dict[int, torch.Tensor] | None = None
+    sums: list[torch.Tensor] | None = None
+    halves: list[torch.Tensor] | None = None  # the sum over the texts used 0, 2, 4, …
     used = 0
-    for i, ids in enumerate(sequences):
-        jac = text_jacobians(model, adapter, ids, skip_first=skip_first, dim_batch=dim_batch)
+    start = 0
+    if resume is not None:
+        start, used = int(resume["texts_done"]), int(resume["used"])
+        sums, halves = resume["sums"], resume["half_sums"]
+    for i in range(start, len(sequences)):
+        jac = text_jacobians(
+            model, adapter, sequences[i], skip_first=skip_first, dim_batch=dim_batch
+        )
         if jac is not None:
-            sums = jac if sums is None else {L: sums[L] + jac[L] for L in sums}
+            if sums is None or halves is None:
+                sums = [jac[L] for L in range(len(jac))]
+                halves = [torch.zeros_like(s) for s in sums]
+            else:
+                sums = [s + jac[L] for L, s in enumerate(sums)]
+            if used % 2 == 0:
+                halves = [h + jac[L] for L, h in enumerate(halves)]
             used += 1
+        if checkpoint is not None:
+            checkpoint({"texts_done": i + 1, "used": used, "sums": sums, "half_sums": halves})
         if progress is not None:
             progress(i + 1, len(sequences))
-    if sums is None:
+    if sums is None or halves is None:
         raise InvalidRequestError(
             f"no text is longer than {skip_first + 1} tokens: the Jacobian lens averages "
             f"over positions {skip_first} … T−2 of each text (skip_first={skip_first}); "
             f"pass longer texts or a smaller skip_first"
         )
-    return {L: (s / used).float() for L, s in sums.items()}, used
+    return JacobianFit(
+        {L: (s / used).float() for L, s in enumerate(sums)},
+        used,
+        split_half_errors(sums, halves, used),
+    )
+
+
+def split_half_errors(
+    sums: Sequence[torch.Tensor], halves: Sequence[torch.Tensor], used: int
+) -> list[float] | None:
+    """‖J_A − J_B‖_F / ‖J‖_F per depth from the float64 sum over all ``used`` texts
+    (``sums``) and over the texts used 0, 2, 4, … (``halves``, half A; half B the rest);
+    None when ``used`` < 2."""
+    if used < 2:
+        return None
+    n_a = (used + 1) // 2
+    n_b = used - n_a
+    out = []
+    for total, a in zip(sums, halves, strict=True):
+        mean = total / used
+        diff = a / n_a - (total - a) / n_b
+        norm = float(torch.linalg.matrix_norm(mean))
+        out.append(float(torch.linalg.matrix_norm(diff)) / norm if norm > 0 else math.inf)
+    return out
