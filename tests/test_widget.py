@@ -513,7 +513,7 @@ def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
     running_seen = []
     w.observe(lambda change: running_seen.append(change["new"]), names="running")
     page = Page(w)
-    assert page.ask("ablation", position=3)["ok"]  # what the button sends
+    assert page.ask("ablation", position=3, positions="all")["ok"]  # what the button sends
     assert running_seen == [{"id": "p1", "command": "ablation"}, {}]
     # one batched pass for every block, after the clean one, on 4 tokens
     assert len(forward_calls) == calls + 2
@@ -530,6 +530,9 @@ def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
         "contrast_id",
         "target_name",
         "seconds",
+        "positions",
+        "direct",
+        "patching",
         "result_id",
         "request_id",
     }
@@ -554,16 +557,16 @@ def test_causal_check_is_lazy_and_equals_ablate(lens, forward_calls):
     # zero-ablating the last block: its drop is its contribution (nothing reads it after)
     assert check["drops"][-1] == pytest.approx(result.contributions[3, -1], abs=2e-6)
     # the same click again recomputes; another position replaces the check
-    assert page.ask("ablation", position=3)["ok"]
+    assert page.ask("ablation", position=3, positions="all")["ok"]
     np.testing.assert_allclose(w.ablation["drops"], check["drops"], rtol=0, atol=1e-12)
     assert w.ablation["request_id"] == "p2"
-    assert page.ask("ablation", position=1)["ok"]
-    assert w.ablation["position"] == 1
+    assert page.ask("ablation", position=1)["ok"]  # positions: the answer position by default
+    assert w.ablation["position"] == 1 and w.ablation["positions"] == "target"
 
 
 def test_causal_check_ablates_segments_and_sublayers(lens):
     w = show(lens, None, PROMPT, boundaries="every:2")
-    check = w.causal_check(4)
+    check = w.causal_check(4, positions="all")
     result = w.attribution
     assert check["labels"] == ["1\u20132", "3\u20134"] and check["parts"] == ["block", "block"]
     groups, _ = _ablate_at(
@@ -573,7 +576,7 @@ def test_causal_check_ablates_segments_and_sublayers(lens):
 
     w.recompute(boundaries="sublayer")
     assert w.ablation == {}  # a new result clears the check
-    check = w.causal_check(4)
+    check = w.causal_check(4, positions="all")
     result = w.attribution
     assert check["labels"] == [
         "1.attn",
@@ -600,7 +603,7 @@ def test_causal_check_ablates_segments_and_sublayers(lens):
 def test_causal_check_with_a_contrast_is_the_drop_of_the_difference(lens):
     w = show(lens, None, PROMPT, contrast="w4")
     result = w.attribution
-    check = w.causal_check(2)
+    check = w.causal_check(2, positions="all")
     assert check["target_name"] == "p(target) \u2212 p(contrast)"
     assert check["contrast_id"] == 4 and check["target_id"] == int(result.target_ids[2])
     ids = result.input_ids[:3]

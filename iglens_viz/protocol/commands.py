@@ -31,6 +31,12 @@ CommandKind = Literal["hello", "recompute", "cancel", "ablation", "path", "compo
 MAX_ID_LENGTH = 64
 """The longest request id (the page's ids are a short random prefix and a counter)."""
 
+MAX_PROMPT_LENGTH = 20_000
+"""The longest counterfactual prompt a causal check takes, in characters."""
+
+CHECK_POSITIONS = ("target", "all")
+"""The ``positions`` of an ``ablation`` command: the answer position only, or every one."""
+
 
 @dataclass(frozen=True)
 class CommandSpec:
@@ -44,6 +50,8 @@ class CommandSpec:
     while_running: bool = False
     """Answered while a background command runs (the others are refused then: they would
     read the lens the background command uses, or a result about to be replaced)."""
+    optional: tuple[str, ...] = ()
+    """Fields it may carry beside :attr:`fields` (absent: the command's default)."""
 
 
 COMMANDS: dict[CommandKind, CommandSpec] = {
@@ -69,7 +77,11 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
     "ablation": CommandSpec(
         ("result_id", "position"),
         True,
-        "The causal check of one token; answered through the ``ablation`` trait.",
+        """The causal check of one token; answered through the ``ablation`` trait. Optional:
+        ``positions`` (``"target"``, the default: the answer position only; ``"all"``),
+        ``counterfactual`` (a corrupt prompt of the same token length, or null) and
+        ``contrast`` (its answer token, or null: the model's top-1 there).""",
+        optional=("positions", "counterfactual", "contrast"),
     ),
     "path": CommandSpec(
         ("result_id", "position", "steps"),
@@ -123,6 +135,30 @@ def _field(kind: str, name: str, value: Any) -> Any:
                 f"a {kind} command needs steps (an integer), got {value!r:.80}"
             )
         return value
+    if name == "positions":
+        if value not in CHECK_POSITIONS:
+            raise InvalidRequestError(
+                f"a {kind} command's positions is 'target' (the answer position only) or "
+                f"'all' (every position), got {value!r:.80}"
+            )
+        return value
+    if name == "counterfactual":
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_PROMPT_LENGTH):
+            raise InvalidRequestError(
+                f"a {kind} command's counterfactual is a prompt (text of at most "
+                f"{MAX_PROMPT_LENGTH} characters) or null, got {value!r:.80}"
+            )
+        return value or None
+    if name == "contrast":
+        token = isinstance(value, str) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        )
+        if value is not None and not token:
+            raise InvalidRequestError(
+                f"a {kind} command's contrast is a token (text, or an id >= 0) or null, "
+                f"got {value!r:.80}"
+            )
+        return value if value != "" else None
     if name == "controls":
         if not isinstance(value, Mapping):
             raise InvalidRequestError(
@@ -151,6 +187,9 @@ def parse_command(message: Any) -> Command:
     if missing:
         raise InvalidRequestError(f"a {kind} command needs {', '.join(missing)}")
     fields = {name: _field(kind, name, message[name]) for name in spec.fields}
+    fields.update(
+        {name: _field(kind, name, message[name]) for name in spec.optional if name in message}
+    )
     return Command(kind, request_id, fields)
 
 

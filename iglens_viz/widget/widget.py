@@ -20,11 +20,13 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import os
+import re
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,7 @@ import traitlets
 
 from ..core.estimators import progress_hook
 from ..core.extensions import provider
+from ..core.targets import token_texts
 from ..errors import IGLensError, InvalidRequestError
 from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
@@ -442,7 +445,14 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def _command_ablation(self, command: Command) -> None:
         self._shown_result(command)
-        self.causal_check(command.fields["position"], request_id=command.id)
+        fields = command.fields
+        self.causal_check(
+            fields["position"],
+            fields.get("positions", "target"),
+            fields.get("counterfactual"),
+            fields.get("contrast"),
+            request_id=command.id,
+        )
 
     def _command_path(self, command: Command) -> None:
         self._shown_result(command)
@@ -496,17 +506,56 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ answers by token
 
-    def causal_check(self, position: int | None = None, *, request_id: str = "") -> dict[str, Any]:
-        """Zero-ablate each segment of the shown result and measure the drop of the lens
-        value at ``position`` (default: the selected one); see :func:`segment_ablation`.
+    def causal_check(
+        self,
+        token: int | None = None,
+        positions: str = "target",
+        counterfactual: str | Sequence[int] | None = None,
+        contrast: int | str | None = None,
+        *,
+        request_id: str = "",
+    ) -> dict[str, Any]:
+        """The causal check of one token of the shown result: what each segment does to the
+        lens value f at position ``token`` (default: the selected one), set beside its
+        IG-Lens contribution; see :func:`segment_ablation`.
 
-        Sets :attr:`ablation` (the browser draws the drops beside the contributions) and
-        returns it. Errors propagate (the page's ``ablation`` command gets them in its
-        answer instead).
+        Parameters
+        ----------
+        token:
+            The position checked (its target is the answer; the passes run on the ids up to
+            it, so it is the last, answer, position).
+        positions:
+            Where each segment is zero-ablated for its **total** effect (the drop of f with
+            the rest of the forward pass running): ``"target"`` (default: the answer
+            position only) or ``"all"`` (every position). The **direct** effect (later
+            blocks frozen: f(h_n) − f(h_n − Δ) with Δ the segment's update at the answer
+            position, a readout only) is computed either way.
+        counterfactual:
+            A corrupt prompt (text or ids) of the same token length as the clean prompt up
+            to ``token`` (or as the whole input): adds the normalised noising patching
+            effects (:func:`iglens_viz.causal.patch`, positions ``"target"``, total and
+            direct, metric ``logit_diff``) of each block. None: no patching.
+        contrast:
+            The counterfactual prompt's answer token (an id, digits, or a one-token string);
+            None: the model's top-1 at the corrupt prompt's answer position.
+
+        Sets :attr:`ablation` (the browser draws both effects, and the patching effects,
+        beside the contributions) and returns it. Errors propagate (the page's ``ablation``
+        command gets them in its answer instead).
         """
         lens = self._require_lens("the causal check")
-        position = self.selected if position is None else position
-        payload = self._answered(segment_ablation(lens, self._attribution, position), request_id)
+        position = self.selected if token is None else token
+        payload = self._answered(
+            segment_ablation(
+                lens,
+                self._attribution,
+                position,
+                positions=positions,
+                counterfactual=counterfactual,
+                contrast=contrast,
+            ),
+            request_id,
+        )
         with self._sync_lock:
             self.ablation = payload
         return payload
@@ -582,15 +631,36 @@ class InvalidTraitError(InvalidRequestError, traitlets.TraitError):
 
 
 def segment_ablation(
-    lens: IGLens, result: AttributionResult, position: int, *, mode: str = "zero"
+    lens: IGLens,
+    result: AttributionResult,
+    position: int,
+    *,
+    mode: str = "zero",
+    positions: str = "target",
+    counterfactual: str | Sequence[int] | None = None,
+    contrast: int | str | None = None,
 ) -> dict[str, Any]:
     """The causal check of one token as the protocol's ``ablation`` dict
-    (:func:`iglens_viz.protocol.payload.ablation_payload`): the drop of the lens value f at
-    ``position`` when each segment of ``result`` is ablated; see
-    :func:`iglens_viz.causal.segments.ablate_segments` (the causal package sits above the
+    (:func:`iglens_viz.protocol.payload.ablation_payload`, plus ``positions``, ``direct``
+    and ``patching``): the drop of the lens value f at ``position`` when each segment of
+    ``result`` is zero-ablated (its total effect, at ``positions``), its direct effect, and
+    with a ``counterfactual`` prompt the patching effects; see
+    :func:`iglens_viz.causal.check.check_segments` (the causal package sits above the
     widget: the package's top level registers it, as it registers the views for the core)."""
-    done = provider("ablate_segments")(lens.model, lens.tokenizer, result, position, mode=mode)
-    return ablation_payload(
+    if mode != "zero":
+        raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
+    if isinstance(contrast, str) and _DIGITS.fullmatch(contrast):
+        contrast = int(contrast)  # typed digits are an id, as in the controls
+    done = provider("check_segments")(
+        lens.model,
+        lens.tokenizer,
+        result,
+        position,
+        positions=positions,
+        counterfactual=counterfactual,
+        contrast=contrast,
+    )
+    payload = ablation_payload(
         done.position,
         done.drops,
         done.clean,
@@ -602,6 +672,48 @@ def segment_ablation(
         mode=mode,
         seconds=done.seconds,
     )
+    cf = done.counterfactual
+    text = {} if cf is None else token_texts(lens.tokenizer, cf.prompt_ids, [cf.contrast_id])
+    return {
+        **payload,
+        "positions": done.positions,
+        "direct": _floats(done.direct),
+        "patching": None
+        if cf is None
+        else {
+            "metric": "logit_diff",
+            "direction": "noising",
+            "positions": "target",
+            "prompt": _prompt_text(counterfactual),
+            "tokens": [text[int(i)] for i in cf.prompt_ids],
+            "contrast_id": cf.contrast_id,
+            "contrast": text[cf.contrast_id],
+            "total": _floats(cf.total),
+            "direct": _floats(cf.direct),
+            "clean_metric": _json_number(cf.clean_metric),
+            "corrupt_metric": _json_number(cf.corrupt_metric),
+            "normalized": bool(cf.normalized),
+            "warnings": [str(w) for w in cf.warnings],
+        },
+    }
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _json_number(value: Any) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _floats(values: Any) -> list[float | None]:
+    return [_json_number(v) for v in values]
+
+
+def _prompt_text(prompt: str | Sequence[int] | None) -> str:
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    return " ".join(str(int(i)) for i in prompt)
 
 
 class RecomputeCancelled(IGLensError):
