@@ -452,3 +452,34 @@ def test_write_pair_report(tmp_path):
         assert (tmp_path / "out" / name).stat().st_size > 0
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert {"method", "criterion", "metric", "diff_lo"} <= set(summary.columns)
+
+
+def test_token_classes_top1_and_source_kind():
+    from iglens_viz.studies.pair_scoring import source_kind
+
+    assert source_kind("capital-pairs") == "capital-pairs"
+    assert source_kind("my:pairs.jsonl:12") == "my:pairs.jsonl"
+    n = 6
+    sites = [2, 2, 5, 5, 3, 3]
+    named = [2, 6, 5, 1, 3, 6]  # window hits: T, F, T, F, T, F
+    top1 = [True, True, False, False, True, False]
+    source = ["capital-pairs", "f.jsonl:1", "f.jsonl:2", "capital-pairs", "g.jsonl:1", "g.jsonl:2"]
+    table = make_table(
+        {"patch_total": spike(sites, n), "ig_logit": spike(named, n)},
+        ["a", "b", "c", "a", "b", "c"],
+        top1=top1,
+        source=source,
+    )
+    m = pair_summary(table, n_boot=20).methods
+    rows = m[(m["method"] == "ig_logit") & (m["metric"] == "window")].set_index("token_class")
+    assert set(rows.index) == {
+        "all",
+        "target_top1",
+        "source=capital-pairs",
+        "source=f.jsonl",
+        "source=g.jsonl",
+    }
+    assert rows.loc["all", "value"] == pytest.approx(3 / 6)
+    assert rows.loc["target_top1", "value"] == pytest.approx(2 / 3)  # pairs 0, 1, 4
+    assert rows.loc["source=f.jsonl", "value"] == pytest.approx(1 / 2)
+    assert rows.loc["source=capital-pairs", "n_pairs"] == 2

@@ -291,8 +291,9 @@ def write_pair_report(
     folder:
         Output folder (created if missing).
     metadata:
-        Shown in the heading: ``model`` (its display name), ``lens`` or ``lenses``, and where
-        given ``version``, ``dtype``, ``pairs`` (the pair set's name).
+        Shown in the heading: ``model`` (its display name), ``lens`` or ``lenses`` (names,
+        or :func:`~.counterfactual.pair_study`'s list of lens records), and where given
+        ``version``, ``dtype``, ``pairs`` (the pair set's name): a study's ``metadata``.
     n_boot, seed:
         Bootstrap replicates and the seed of the random block and the resampling.
     pairs_shown:
@@ -313,8 +314,8 @@ def write_pair_report(
     h = hypotheses(table, n_boot=n_boot, seed=seed)
     model = markdown_text(display_name(str(meta.get("model", ""))) or "model")
     lens = meta.get("lens", meta.get("lenses", "logit"))
-    if not isinstance(lens, str):
-        lens = ", ".join(str(x) for x in lens)
+    if not isinstance(lens, str):  # pair_study's metadata: a list of {"name", "kind", …}
+        lens = ", ".join(str(x.get("name", x)) if isinstance(x, Mapping) else str(x) for x in lens)
     present = [m for m in dict.fromkeys(scores["method"]) if str(m).startswith("ig_")]
     extras = "; ".join(
         f"{k} {markdown_text(meta[k])}" for k in ("pairs", "version", "dtype") if k in meta

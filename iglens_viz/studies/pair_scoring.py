@@ -65,6 +65,7 @@ __all__ = [
     "method_label",
     "pair_scores",
     "pair_summary",
+    "source_kind",
 ]
 
 CRITERIA = ("patch_total", "patch_total_all", "patch_direct")
@@ -493,12 +494,19 @@ class PairSummary:
     """Blocks per pair."""
 
 
+def source_kind(source: str) -> str:
+    """A pair's source as a token class: ``"capital-pairs"`` stays, a file's
+    ``"<file name>:<line>"`` becomes its file name (one class per file, not per line)."""
+    head, sep, tail = str(source).rpartition(":")
+    return head if sep and head and tail.isdigit() else str(source)
+
+
 def _classes(meta: DataFrame) -> dict[str, np.ndarray]:
     out = {"all": np.ones(len(meta), dtype=bool)}
     if "target_top1" in meta:
         out["target_top1"] = meta["target_top1"].fillna(False).to_numpy(dtype=bool)
     if "source" in meta:
-        src = meta["source"].astype(str).to_numpy()
+        src = np.array([source_kind(s) for s in meta["source"].astype(str)])
         for s in sorted(set(src)):
             out[f"source={s}"] = src == s
     return out
@@ -524,7 +532,8 @@ def pair_summary(
     Returns
     -------
     :class:`PairSummary`. Token classes: ``all``, ``target_top1`` (the target is the model's
-    top-1 on the clean prompt) and ``source=<value>`` per source. The best constant is chosen
+    top-1 on the clean prompt) and ``source=<kind>`` per source (:func:`source_kind`: the
+    built-in set, or each file). The best constant is chosen
     anew on each class's pairs (and held fixed over the resamples).
     """
     import pandas as pd
