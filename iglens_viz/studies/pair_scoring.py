@@ -404,11 +404,15 @@ def pair_scores(table: DataFrame, seed: int = 0) -> DataFrame:
 
 
 def _wide(scores: DataFrame, methods: Sequence[str], column: str) -> np.ndarray:
-    """``(P, M)`` floats of one score column, pairs in ``scores``'s order, per method."""
-    cols = []
-    for m in methods:
-        cols.append(scores.loc[scores["method"] == m, column].to_numpy(dtype=np.float64))
-    return np.stack(cols, axis=1)
+    """``(P, M)`` floats of one score column, pairs in ``scores``'s order, per method.
+
+    :func:`_score` writes the methods as consecutive blocks of the same pairs: a reshape,
+    checked."""
+    mm = len(methods)
+    names = scores["method"].to_numpy()
+    if len(names) % mm or not (names.reshape(mm, -1) == np.asarray(methods)[:, None]).all():
+        raise AssertionError("scores are not in blocks of methods")  # _score's layout
+    return scores[column].to_numpy(dtype=np.float64).reshape(mm, -1).T
 
 
 def _nanmean(v: np.ndarray) -> np.ndarray:
@@ -588,8 +592,11 @@ def pair_summary(
                         "n_values": int(n_values[c]),
                         "n_pairs": n_pairs,
                         "n_clusters": n_clusters,
+                        # the block behind the best constant's hits (ρ: the LOO mean, none)
                         "constant_block": (
-                            constants.get(key, constants["window"]) if m == BEST_CONSTANT else None
+                            constants.get(key, constants["window"])
+                            if m == BEST_CONSTANT and metric not in ("rho", "rho_no_last")
+                            else None
                         ),
                     }
                 )
