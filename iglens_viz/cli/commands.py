@@ -198,9 +198,25 @@ def _study_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "prompts",
+        nargs="?",
+        default=None,
         help="a built-in set (capitals, shipped, default), a .txt file "
         "(one prompt per line), a .jsonl file (prompt, target) or "
-        "a .csv file with a header (prompt, optional target)",
+        "a .csv file with a header (prompt, optional target); or --pairs instead",
+    )
+    p.add_argument(
+        "--pairs",
+        default=None,
+        metavar="SET",
+        help="the counterfactual mode (docs/study.md): capital-pairs (built for the model) "
+        "or a .jsonl file of {clean, corrupt, target, contrast[, cluster]}; writes "
+        "table.parquet, one row per (pair, block), and metadata.json",
+    )
+    p.add_argument(
+        "--lenses",
+        default="logit,shortcut",
+        help="with --pairs: the lenses of the ig_<lens> columns, comma-separated (logit, "
+        "shortcut, tuned, jacobian or lens files; default logit,shortcut)",
     )
     p.add_argument(
         "--out",
@@ -244,7 +260,12 @@ def _study_parser() -> argparse.ArgumentParser:
 
 def run_study(argv: list[str]) -> int:
     """``iglens study PROMPTS --out DIR``: the study, its summary and its report."""
-    args = _study_parser().parse_args(argv)
+    parser = _study_parser()
+    args = parser.parse_args(argv)
+    if (args.pairs is None) == (args.prompts is None):
+        parser.error("give PROMPTS (the ablation study) or --pairs SET (the counterfactual mode)")
+    if args.pairs is not None:
+        return _run_pair_study(args)
     from ..files import check_output_folder, write_atomic
     from ..studies import load_study_prompts, study
     from ..studies.run import OUTPUT_FILES, read_metadata, write_table
@@ -297,6 +318,47 @@ def run_study(argv: list[str]) -> int:
     )
     for name in ("table.parquet", "summary.csv", report.name):
         print(f"wrote {args.out / name}")
+    return 0
+
+
+def _run_pair_study(args: argparse.Namespace) -> int:
+    """``iglens study --pairs SET --out DIR``: the counterfactual study's table."""
+    from ..files import check_output_folder
+    from ..studies.counterfactual import PAIR_OUTPUT_FILES, pair_study
+    from ..studies.pairs import CAPITAL_PAIRS
+    from ..studies.run import read_metadata
+
+    lenses = tuple(name.strip() for name in args.lenses.split(",") if name.strip())
+    if not lenses:
+        raise UserError(f"--lenses {args.lenses!r}: name at least one lens, e.g. logit,shortcut")
+    if args.pairs != CAPITAL_PAIRS and not Path(args.pairs).is_file():
+        raise UserError(
+            f"--pairs {args.pairs!r} is neither {CAPITAL_PAIRS} nor a file; give a .jsonl file "
+            f"of {{clean, corrupt, target, contrast}} objects, one per line"
+        )
+    check_output_folder(args.out, PAIR_OUTPUT_FILES)
+    read_metadata(args.out / "metadata.json")  # a damaged one is named now, not after loading
+    model, tokenizer = _load(args.model, args.dtype, args.device)
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, *_, **__: print(
+            f"iglens: warning: {message}", file=sys.stderr
+        )
+        result = pair_study(
+            model,
+            tokenizer,
+            args.pairs,
+            lenses=lenses,
+            out=args.out,
+            limit=args.limit,
+            batch_size=args.batch_size,
+            seed=args.seed,
+        )
+    meta = result.metadata
+    done = int(result.table["pair"].nunique()) if len(result.table) else 0
+    print(f"{done} pairs of {meta['n_pairs']} ({meta['pairs']}), {meta['seconds']:.1f} s")
+    if meta["pairs"] == CAPITAL_PAIRS and meta["n_pairs"] < 200:
+        print(f"note: only {meta['n_pairs']} capital pairs for this model (fewer than 200)")
+    print(f"wrote {args.out / 'table.parquet'}")
     return 0
 
 

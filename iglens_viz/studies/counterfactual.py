@@ -443,7 +443,10 @@ def pair_study(
     if out is not None:
         check_output_folder(out, PAIR_OUTPUT_FILES)
         read_metadata(Path(out) / "metadata.json")  # a damaged one is named before any work
-    lens = IGLens(model, tokenizer, cache_size=max(4, batch_size * (len(lenses) + 1)))
+    dtype = torch.float64 if next(model.parameters()).dtype == torch.float64 else torch.float32
+    lens = IGLens(  # the readout in float64 for a float64 model, as patch() reads it
+        model, tokenizer, cache_size=max(4, batch_size * (len(lenses) + 1)), dtype=dtype
+    )
     resolved = [lens.resolve_lens(spec) for spec in lenses]
     names = [r.name for r in resolved]
     if len(set(names)) != len(names):
