@@ -1,9 +1,11 @@
 /**
  * The causal check (docs/widget-protocol.md, the `ablation` trait): for one token, the drop
- * of the lens value when each segment is zero-ablated in the real forward pass, set beside
- * the IG-Lens contributions. Decoding, validation, the fit with the result, and the numbers
- * of the caption (Spearman ρ over segments, and whether the largest contribution and the
- * largest drop fall in the same segment). Pure: no DOM.
+ * of the lens value when each segment is zero-ablated in the real forward pass (its total
+ * effect, at the answer position or at every position), its direct effect (later blocks
+ * frozen: a readout of h_n without the segment's update) and, with a counterfactual prompt,
+ * the normalised patching effects, set beside the IG-Lens contributions. Decoding,
+ * validation, the fit with the result, the numbers of the caption (Spearman ρ of each series
+ * against the contributions, the largest of each) and the command's fields. Pure: no DOM.
  * @module ablation
  */
 import { traitIds } from "./commands.js";
@@ -20,6 +22,21 @@ import { traitIds } from "./commands.js";
  * @property {number|null} contrastId the contrast token (null: none)
  * @property {string|null} targetName what the drops are drops of ("p(target)")
  * @property {number} seconds how long Python took (NaN when absent)
+ * @property {"target"|"all"|null} positions where the total effect's ablation acted (null: not said, read as "all")
+ * @property {Float64Array|null} direct (k) the direct effect per segment (null when absent)
+ * @property {Patching|null} patching the counterfactual patching effects (null: none asked)
+ *
+ * @typedef {object} Patching the normalised noising effects of a counterfactual prompt
+ * @property {Float64Array} total (k) with the rest of the forward pass running
+ * @property {Float64Array} direct (k) with the later blocks frozen
+ * @property {string[]} tokens the corrupt prompt's tokens, cut at the answer position (untrusted text)
+ * @property {string} prompt the corrupt prompt as given (untrusted text)
+ * @property {string} contrast the corrupt prompt's answer token (untrusted text)
+ * @property {number|null} contrastId
+ * @property {number} cleanMetric logit(target) − logit(contrast) on the clean prompt (NaN when absent)
+ * @property {number} corruptMetric the same on the corrupt prompt (NaN when absent)
+ * @property {boolean} normalized whether the effects could be normalised (else NaN)
+ * @property {string[]} warnings
  *
  * @typedef {object} AblationFit what a check must agree with: the result it belongs to
  * @property {number} T
@@ -92,6 +109,10 @@ export function decodeAblation(raw, where = "the ablation trait") {
   if (raw.target_name !== undefined && raw.target_name !== null && typeof raw.target_name !== "string") {
     throw new TypeError(`${where}.target_name must be a string`);
   }
+  const positions = raw.positions ?? null;
+  if (positions !== null && positions !== "target" && positions !== "all") throw new TypeError(`${where}.positions must be "target" or "all"`);
+  const direct = raw.direct === undefined || raw.direct === null ? null : series(raw.direct, k, `${where}.direct`);
+  const patching = raw.patching === undefined || raw.patching === null ? null : decodePatching(raw.patching, k, `${where}.patching`);
   return {
     position,
     mode: raw.mode,
@@ -103,6 +124,52 @@ export function decodeAblation(raw, where = "the ablation trait") {
     contrastId: id(raw.contrast_id, `${where}.contrast_id`),
     targetName: typeof raw.target_name === "string" && raw.target_name ? raw.target_name : null,
     seconds: num(raw.seconds, `${where}.seconds`),
+    positions,
+    direct,
+    patching,
+  };
+}
+
+/**
+ * A list of k numbers (null: not finite) as a Float64Array (NaN for null).
+ * @param {unknown} v @param {number} k @param {string} name
+ */
+function series(v, k, name) {
+  if (!Array.isArray(v) || !v.every((x) => x === null || typeof x === "number")) throw new TypeError(`${name} must be a list of numbers (null: not finite)`);
+  if (v.length !== k) throw new RangeError(`${name} has ${v.length} entries, drops ${k}: one per segment`);
+  return Float64Array.from(v, (x) => (x === null ? NaN : x));
+}
+
+/** A list of strings. @param {unknown} v @param {string} name @returns {string[]} */
+function strings(v, name) {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) throw new TypeError(`${name} must be a list of strings`);
+  return v.slice();
+}
+
+/**
+ * Decode the trait's `patching` object.
+ * @param {unknown} raw @param {number} k @param {string} where
+ * @returns {Patching}
+ */
+function decodePatching(raw, k, where) {
+  if (!isObject(raw)) throw new TypeError(`${where} must be an object {total, direct, tokens, contrast, …} or null`);
+  const text = (/** @type {unknown} */ v, /** @type {string} */ name) => {
+    if (v === undefined || v === null) return "";
+    if (typeof v !== "string") throw new TypeError(`${where}.${name} must be a string`);
+    return v;
+  };
+  return {
+    total: series(raw.total, k, `${where}.total`),
+    direct: series(raw.direct, k, `${where}.direct`),
+    tokens: strings(raw.tokens, `${where}.tokens`),
+    prompt: text(raw.prompt, "prompt"),
+    contrast: text(raw.contrast, "contrast"),
+    contrastId: id(raw.contrast_id, `${where}.contrast_id`),
+    cleanMetric: num(raw.clean_metric, `${where}.clean_metric`),
+    corruptMetric: num(raw.corrupt_metric, `${where}.corrupt_metric`),
+    normalized: raw.normalized !== false,
+    warnings: strings(raw.warnings, `${where}.warnings`),
   };
 }
 
@@ -225,3 +292,59 @@ export function rhoText(rho) {
   if (!Number.isFinite(rho)) return "n/a";
   return (rho < 0 ? "\u2212" : "+") + Math.abs(rho).toFixed(2);
 }
+
+/**
+ * @typedef {object} CausalSummary every series of a check against the contributions
+ * @property {Comparison} total the total effect (the ablation drop)
+ * @property {Comparison|null} direct the direct effect (null when the check has none)
+ * @property {Comparison|null} patchTotal the patching effect, total (null: no counterfactual)
+ * @property {Comparison|null} patchDirect the patching effect, direct
+ */
+
+/**
+ * Each series of a check against the contributions of its position.
+ * @param {ArrayLike<number>} contributions @param {Ablation} a
+ * @returns {CausalSummary}
+ */
+export function causalSummary(contributions, a) {
+  const vs = (/** @type {ArrayLike<number>|null|undefined} */ v) => (v ? compareAblation(contributions, v) : null);
+  return {
+    total: compareAblation(contributions, a.drops),
+    direct: vs(a.direct),
+    patchTotal: vs(a.patching?.total),
+    patchDirect: vs(a.patching?.direct),
+  };
+}
+
+/** The plain sentence under the chart: readable is not computed. */
+export const READABLE_NOT_COMPUTED =
+  "IG-Lens shows where the answer becomes readable at the output; ablation and patching show what the model computes with each block, so the two can differ without either being wrong.";
+
+/**
+ * @typedef {object} CheckChoice what the causal check's controls ask for
+ * @property {"target"|"all"} positions
+ * @property {string} counterfactual the corrupt prompt as typed ("" for none)
+ * @property {string} contrast its answer token as typed ("" for the model's top-1)
+ */
+
+/** The controls' defaults: the answer position only, no counterfactual. @returns {CheckChoice} */
+export const defaultChoice = () => ({ positions: "target", counterfactual: "", contrast: "" });
+
+/**
+ * The `ablation` command's fields for a choice: the prompt and contrast as typed (a prompt
+ * of only spaces is none; the contrast goes only with a prompt).
+ * @param {string} resultId @param {number} position @param {CheckChoice} choice
+ */
+export function checkFields(resultId, position, choice) {
+  const prompt = choice.counterfactual.trim() ? choice.counterfactual : null;
+  return {
+    result_id: resultId,
+    position,
+    positions: choice.positions === "all" ? "all" : "target",
+    counterfactual: prompt,
+    contrast: prompt && choice.contrast !== "" ? choice.contrast : null,
+  };
+}
+
+/** Where the total effect's ablation acted, in words. @param {"target"|"all"|null} positions */
+export const positionsText = (positions) => (positions === "target" ? "at the answer position" : "at every position");

@@ -3,7 +3,21 @@ import { describe, it, expect, beforeAll, afterEach } from "vitest";
 import { installFakeCanvas, mountWidget, fire } from "./testing/dom.js";
 import { makeState } from "./testing/fixture.js";
 import { decodeResult, contributionRow, segmentText } from "./result.js";
-import { decodeAblation, readAblationTrait, ablationMismatch, spearman, ranks, argmax, compareAblation, rhoText } from "./ablation.js";
+import {
+  decodeAblation,
+  readAblationTrait,
+  ablationMismatch,
+  spearman,
+  ranks,
+  argmax,
+  compareAblation,
+  rhoText,
+  causalSummary,
+  checkFields,
+  defaultChoice,
+  positionsText,
+  READABLE_NOT_COMPUTED,
+} from "./ablation.js";
 import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail/ablation.js";
 import { NO_KERNEL_NOTE, CONNECTING_NOTE } from "./views/kernel.js";
 import { fmtSigned } from "./format.js";
@@ -171,7 +185,15 @@ describe("the causal check in the detail panel", () => {
     expect(dropBars(el)).toEqual([]);
     fire(b, "click");
     const first = /** @type {Record<string, any>} */ (model.last("ablation"));
-    expect(first).toEqual({ kind: "ablation", id: expect.any(String), result_id: "r1", position: 2 });
+    expect(first).toEqual({
+      kind: "ablation",
+      id: expect.any(String),
+      result_id: "r1",
+      position: 2,
+      positions: "target",
+      counterfactual: null,
+      contrast: null,
+    });
     // until Python answers, the button is busy and a second click sends nothing
     expect(button(el).getAttribute("aria-busy")).toBe("true");
     fire(button(el), "click");
@@ -232,7 +254,7 @@ describe("the causal check in the detail panel", () => {
       const title = bar.querySelector("title")?.textContent ?? "";
       expect(title).toContain(segmentText(r, j));
       expect(title).toContain(`contribution ${fmtSigned(c[j])}`);
-      expect(title).toContain(`ablation drop (zero) ${fmtSigned(/** @type {number} */ (drops[j]))}`);
+      expect(title).toContain(`total effect ${fmtSigned(/** @type {number} */ (drops[j]))}`);
     });
     expect(bars.map((bar) => Number(bar.getAttribute("data-segment")))).toEqual([0, 1, 2, 3, 5]);
     // beside the IG-Lens bar of the same segment, the same width, on its right
@@ -240,8 +262,9 @@ describe("the causal check in the detail panel", () => {
     const drop1 = bars[1];
     expect(Number(drop1.getAttribute("x"))).toBeCloseTo(Number(ig.getAttribute("x")) + Number(ig.getAttribute("width")), 6);
     expect(drop1.getAttribute("width")).toBe(ig.getAttribute("width"));
-    expect(q(el, ".iglens-ablation-legend").textContent).toContain("ablation drop (zero)");
+    expect(q(el, ".iglens-ablation-legend").textContent).toContain("ablation drop (zero, at every position)");
     expect(q(el, ".iglens-ablation-legend").textContent).toContain("IG-Lens contribution");
+    expect(el.querySelector("[data-series=direct]")).toBeNull(); // a check without direct effects
     // hover over chart (a): the segment's contribution and drop
     fire(q(el, "svg[aria-label='segment contributions']"), "mousemove", { clientX: 0, clientY: 10 });
     const readout = q(el, ".iglens-readout").textContent ?? "";
@@ -267,9 +290,11 @@ describe("the causal check in the detail panel", () => {
     const top = argmax(c);
     expect(cap.getAttribute("data-agree")).toBe("true");
     expect(Number(cap.getAttribute("data-rho"))).toBeCloseTo(1, 12);
-    expect(q(cap, ".iglens-ablation-rho").textContent).toBe("Spearman \u03c1 = +1.00");
+    expect(q(cap, ".iglens-ablation-rho").textContent).toBe("total \u03c1 = +1.00");
     expect(cap.textContent).toContain(`over ${r.k} segments`);
-    expect(q(cap, ".iglens-ablation-verdict").textContent).toBe(`the largest contribution and the largest drop are both ${segmentText(r, top)}: agree`);
+    expect(q(cap, ".iglens-ablation-verdict").textContent).toBe(
+      `The largest contribution is ${segmentText(r, top)}; the largest effect: total ${segmentText(r, top)}.`,
+    );
     expect(cap.textContent).toContain("Unablated p(target) = 0.420");
     expect(q(el, ".iglens-ablation-status").textContent).toBe("computed in 0.25 s");
   });
@@ -287,11 +312,13 @@ describe("the causal check in the detail panel", () => {
     const want = compareAblation(c, drops);
     expect(want.agree).toBe(false);
     expect(cap.getAttribute("data-agree")).toBe("false");
-    expect(cap.classList.contains("iglens-ablation-disagree")).toBe(true);
-    expect(q(cap, ".iglens-ablation-rho").textContent).toBe(`Spearman \u03c1 = ${rhoText(want.rho)}`);
+    expect(q(cap, ".iglens-ablation-rho").textContent).toBe(`total \u03c1 = ${rhoText(want.rho)}`);
     expect(q(cap, ".iglens-ablation-verdict").textContent).toBe(
-      `the largest contribution is ${segmentText(r, top)}, the largest drop ${segmentText(r, want.topDrop)}: disagree`,
+      `The largest contribution is ${segmentText(r, top)}; the largest effect: total ${segmentText(r, want.topDrop)}.`,
     );
+    // no bold verdict: a plain sentence under the chart says what the difference means
+    expect(cap.textContent).not.toMatch(/disagree/);
+    expect(q(el, ".iglens-ablation-sentence").textContent).toBe(READABLE_NOT_COMPUTED);
   });
 
   it("drops of another position, another result's check and errors", () => {
@@ -347,7 +374,7 @@ describe("the causal check in the detail panel", () => {
       ),
     );
     expect(dropBars(el).length).toBe(6);
-    expect(q(el, ".iglens-ablation-caption").textContent).toContain("attention or MLP write is zero-ablated");
+    expect(q(el, ".iglens-ablation-caption").textContent).toContain("each attention or MLP write, zero-ablated");
   });
 
   it("static page: the button is off with a hint, unless the page carries this token's drops", () => {
@@ -384,8 +411,8 @@ describe("the causal check in the detail panel", () => {
     expect(q(el, ".iglens-ablation-error").textContent).toBe(`${evil} & </script>`);
     model.set("ablation", trait(r, 2, Array.from(contributionRow(r, 2)), { target_name: evil, mode: "<b>zero</b>" }));
     expect(el.querySelector("img, b")).toBeNull();
-    expect(q(el, ".iglens-ablation-caption").textContent).toContain(`Drop of ${evil} at [2]`);
-    expect(q(el, ".iglens-ablation-legend").textContent).toContain("ablation drop (<b>zero</b>)");
+    expect(q(el, ".iglens-ablation-caption").textContent).toContain(`Effect on ${evil} at [2]`);
+    expect(q(el, ".iglens-ablation-legend").textContent).toContain("ablation drop (<b>zero</b>,");
     expect(/** @type {any} */ (window).__pwned).toBeUndefined();
   });
 
@@ -395,5 +422,143 @@ describe("the causal check in the detail panel", () => {
     expect(model.get("running")).toEqual({});
     expect(model.get("ablation_request")).toBeUndefined();
     expect(model.get("ablation_busy")).toBeUndefined();
+  });
+});
+
+describe("the causal check: direct effect, positions and counterfactual patching", () => {
+  const PATCHING = {
+    metric: "logit_diff",
+    direction: "noising",
+    positions: "target",
+    prompt: "w3 w5 w8",
+    tokens: ["w3", "w5", "w8"],
+    contrast_id: 48,
+    contrast: "w48",
+    total: [0.9, null, 0.2],
+    direct: [0.3, 0.1, 0.2],
+    clean_metric: 5.5,
+    corrupt_metric: -7.7,
+    normalized: true,
+    warnings: [],
+  };
+
+  it("decodes positions, direct and patching; malformed ones name the key", () => {
+    const a = /** @type {import("./ablation.js").Ablation} */ (decodeAblation({ ...GOOD, positions: "target", direct: [0.2, 0.1, null], patching: PATCHING }));
+    expect(a.positions).toBe("target");
+    expect(Array.from(/** @type {Float64Array} */ (a.direct))).toEqual([0.2, 0.1, NaN]);
+    const pt = /** @type {import("./ablation.js").Patching} */ (a.patching);
+    expect(Array.from(pt.total)).toEqual([0.9, NaN, 0.2]);
+    expect(Array.from(pt.direct)).toEqual([0.3, 0.1, 0.2]);
+    expect(pt).toMatchObject({ tokens: ["w3", "w5", "w8"], contrast: "w48", contrastId: 48, cleanMetric: 5.5, corruptMetric: -7.7, normalized: true });
+    // an older trait (no positions, direct, patching) still decodes
+    const old = /** @type {import("./ablation.js").Ablation} */ (decodeAblation(GOOD));
+    expect([old.positions, old.direct, old.patching]).toEqual([null, null, null]);
+    expect(() => decodeAblation({ ...GOOD, positions: "some" })).toThrow(/positions/);
+    expect(() => decodeAblation({ ...GOOD, direct: [1] })).toThrow(/direct has 1 entries, drops 3/);
+    expect(() => decodeAblation({ ...GOOD, direct: "x" })).toThrow(/direct must be a list/);
+    expect(() => decodeAblation({ ...GOOD, patching: { ...PATCHING, total: [1, 2] } })).toThrow(/patching.total has 2 entries/);
+    expect(() => decodeAblation({ ...GOOD, patching: [1] })).toThrow(/patching must be an object/);
+    expect(() => decodeAblation({ ...GOOD, patching: { ...PATCHING, tokens: [1] } })).toThrow(/patching.tokens/);
+  });
+
+  it("summarises every series against the contributions", () => {
+    const a = /** @type {import("./ablation.js").Ablation} */ (
+      decodeAblation({ ...GOOD, drops: [0.1, 0.3, -0.2], direct: [0.3, 0.2, 0.1], patching: PATCHING })
+    );
+    const sum = causalSummary([1, 2, 3], a);
+    expect(sum.total.rho).toBeCloseTo(spearman([1, 2, 3], [0.1, 0.3, -0.2]), 12);
+    expect(/** @type {any} */ (sum.direct).rho).toBeCloseTo(-1, 12);
+    expect(/** @type {any} */ (sum.patchTotal).n).toBe(2);
+    expect(/** @type {any} */ (sum.patchDirect).topDrop).toBe(0);
+    const bare = causalSummary([1, 2, 3], /** @type {any} */ (decodeAblation(GOOD)));
+    expect([bare.direct, bare.patchTotal, bare.patchDirect]).toEqual([null, null, null]);
+  });
+
+  it("the command's fields from the controls' choice", () => {
+    expect(defaultChoice()).toEqual({ positions: "target", counterfactual: "", contrast: "" });
+    expect(checkFields("r1", 2, defaultChoice())).toEqual({ result_id: "r1", position: 2, positions: "target", counterfactual: null, contrast: null });
+    expect(checkFields("r1", 2, { positions: "all", counterfactual: "  ", contrast: "w4" })).toEqual({
+      result_id: "r1",
+      position: 2,
+      positions: "all",
+      counterfactual: null,
+      contrast: null,
+    });
+    expect(checkFields("r1", 2, { positions: "target", counterfactual: "a b", contrast: " x" })).toMatchObject({ counterfactual: "a b", contrast: " x" });
+    expect(checkFields("r1", 2, { positions: "target", counterfactual: "a b", contrast: "" }).contrast).toBeNull();
+    expect(positionsText("target")).toBe("at the answer position");
+    expect(positionsText("all")).toBe("at every position");
+    expect(positionsText(null)).toBe("at every position");
+  });
+
+  it("the controls: answer position by default, all positions and a counterfactual prompt on request", () => {
+    const { el, model } = mountWidget({ T: 5, nBlocks: 6, selected: 2, interactive: true });
+    const radio = (/** @type {string} */ v) => /** @type {HTMLInputElement} */ (el.querySelector(`.iglens-detail [data-positions=${v}]`));
+    expect(radio("target").checked).toBe(true);
+    expect(radio("all").checked).toBe(false);
+    expect(el.querySelector(".iglens-detail [role=radiogroup]")).not.toBeNull();
+    radio("all").checked = true;
+    fire(radio("all"), "change");
+    const prompt = /** @type {HTMLInputElement} */ (el.querySelector(".iglens-detail .iglens-ablation-prompt"));
+    const contrast = /** @type {HTMLInputElement} */ (el.querySelector(".iglens-detail .iglens-ablation-contrast"));
+    prompt.value = "w1 w2 w9";
+    fire(prompt, "input");
+    contrast.value = "w9";
+    fire(contrast, "input");
+    fire(button(el), "click");
+    expect(model.last("ablation")).toMatchObject({ result_id: "r1", position: 2, positions: "all", counterfactual: "w1 w2 w9", contrast: "w9" });
+    // the choice survives the re-render of the answer
+    model.answer(/** @type {any} */ (model.last("ablation")));
+    expect(radio("all").checked).toBe(true);
+    expect(/** @type {HTMLInputElement} */ (el.querySelector(".iglens-detail .iglens-ablation-prompt")).value).toBe("w1 w2 w9");
+  });
+
+  it("draws total and direct beside the contributions, and the patching chart with its numbers", () => {
+    const state = makeState({ T: 5, nBlocks: 6, selected: 3, interactive: true });
+    const r = decoded(state.result);
+    const { el, model } = mountWidget({ state });
+    const c = Array.from(contributionRow(r, 3));
+    const drops = c.map((v) => 0.5 * v);
+    const direct = c.map((v, j) => (j === 2 ? null : 0.25 * v + 0.001));
+    const total = c.map((_, j) => (j === 5 ? 1 : 0.1 * j));
+    const pdirect = c.map((_, j) => 0.05 * j);
+    model.set("ablation", trait(r, 3, drops, { positions: "target", direct, patching: { ...PATCHING, total, direct: pdirect } }));
+    const read = (/** @type {string} */ series, /** @type {string} */ attr) =>
+      [...el.querySelectorAll(`.iglens-detail [data-series=${series}] rect`)].map((b) => Number(b.getAttribute(attr)));
+    expect(read("ablation", "data-drop")).toEqual(drops);
+    expect(read("direct", "data-direct")).toEqual(direct.filter((v) => v !== null));
+    expect(read("patching-total", "data-effect")).toEqual(total);
+    expect(read("patching-direct", "data-effect")).toEqual(pdirect);
+    // thirds of the slot: contribution, total, direct, left to right, all inside the slot
+    const ig = /** @type {SVGElement} */ (el.querySelector(".iglens-bar[data-segment='1']"));
+    const tot = /** @type {SVGElement} */ (el.querySelector("[data-series=ablation] rect[data-segment='1']"));
+    const dir = /** @type {SVGElement} */ (el.querySelector("[data-series=direct] rect[data-segment='1']"));
+    const x = (/** @type {SVGElement} */ e) => Number(e.getAttribute("x"));
+    const w = (/** @type {SVGElement} */ e) => Number(e.getAttribute("width"));
+    expect(x(tot)).toBeCloseTo(x(ig) + w(ig), 6);
+    expect(x(dir)).toBeGreaterThanOrEqual(x(tot) + w(tot));
+    expect(x(dir) + w(dir)).toBeLessThanOrEqual(x(tot) + 2 * w(tot) + 1e-9);
+    expect(dir.getAttribute("fill")).toBe("none"); // hollow: legible on either theme
+    const legend = q(el, ".iglens-ablation-legend").textContent;
+    expect(legend).toContain("total effect: ablation drop (zero, at the answer position)");
+    expect(legend).toContain("direct effect (later blocks frozen)");
+    expect(legend).toContain("patching, total");
+    const cap = q(el, ".iglens-ablation-caption");
+    const rhos = [...cap.querySelectorAll(".iglens-ablation-rho")].map((e) => [e.getAttribute("data-series"), e.textContent]);
+    const want = causalSummary(c, /** @type {any} */ (decodeAblation(trait(r, 3, drops, { direct, patching: { ...PATCHING, total, direct: pdirect } }))));
+    expect(rhos).toEqual([
+      ["ablation", `total \u03c1 = ${rhoText(want.total.rho)}`],
+      ["direct", `direct \u03c1 = ${rhoText(/** @type {any} */ (want.direct).rho)}`],
+      ["patching-total", `patching total \u03c1 = ${rhoText(/** @type {any} */ (want.patchTotal).rho)}`],
+      ["patching-direct", `patching direct \u03c1 = ${rhoText(/** @type {any} */ (want.patchDirect).rho)}`],
+    ]);
+    expect(cap.textContent).toContain("zero-ablated at the answer position");
+    expect(q(el, ".iglens-ablation-patching-caption").textContent).toContain('["w3" "w5" "w8"]');
+    expect(q(el, ".iglens-ablation-patching-caption").textContent).toContain('logit(target) \u2212 logit("w48")');
+    expect(q(el, ".iglens-ablation-sentence").textContent).toBe(READABLE_NOT_COMPUTED);
+    // a check without a counterfactual draws no patching chart
+    model.set("ablation", trait(r, 3, drops, { positions: "all", direct }));
+    expect(el.querySelector(".iglens-patching-chart")).toBeNull();
+    expect(q(el, ".iglens-ablation-legend").textContent).toContain("at every position");
   });
 });

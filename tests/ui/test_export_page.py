@@ -271,8 +271,15 @@ def test_exported_causal_check_draws_the_drops(browser, tmp_path):
     }
     assert shown == dict(enumerate(check["drops"]))  # the same JSON numbers, exactly
     assert page.locator("[data-action=ablate]").count() == 0  # drops here: nothing to click
+    direct = page.locator('[data-series="direct"] [data-direct]')
+    assert [float(direct.nth(i).get_attribute("data-direct")) for i in range(direct.count())] == [
+        v for v in check["direct"] if v is not None
+    ]
     caption = page.locator(".iglens-ablation-caption").text_content()
-    assert "Spearman \u03c1" in caption and (": agree" in caption or ": disagree" in caption)
+    assert "Spearman total \u03c1" in caption and "direct \u03c1" in caption, caption
+    assert "at the answer position" in caption, caption
+    assert "readable" in page.locator(".iglens-ablation-sentence").text_content()
+    assert page.locator(".iglens-ablation-controls").count() == 0  # no kernel: nothing to set
     page.locator(f"[data-token-index='{check['position'] - 1}']").click()
     button = page.locator("[data-action=ablate]")
     assert button.count() == 1 and button.is_disabled()

@@ -56,6 +56,21 @@ def path_reference():
     return full.path_probs[w.path["position"]].tolist()
 
 answers = []  # the answer envelopes sent to the page
+_refs = {{}}
+
+def ablation_reference():
+    # the total effect at the answer position, by an independent ablate() of the ids up to it
+    a = w.ablation
+    if not a.get("drops") or a.get("positions") != "target":
+        return None
+    if a["request_id"] not in _refs:
+        from iglens_viz.causal import ablate
+        p = a["position"]
+        ids = [int(i) for i in w.attribution.input_ids[: p + 1]]
+        target = [-1] * p + [int(w.attribution.target_ids[p])]
+        res = ablate(lens.model, None, ids, target=target, positions="target")
+        _refs[a["request_id"]] = res.drop[p].tolist()
+    return _refs[a["request_id"]]
 
 def record(change=None):
     errors = [a["error"]["message"] for a in answers if not a["ok"]]
@@ -63,7 +78,8 @@ def record(change=None):
         "selected": w.selected, "target": w.result["controls"]["target"],
         "error": errors[-1] if errors else "", "commands": [a["command"] for a in answers],
         "target_ids": w.attribution.target_ids.tolist(), "running": w.running,
-        "ablation": w.ablation, "path": w.path, "path_ref": path_reference(),
+        "ablation": w.ablation, "ablation_ref": ablation_reference(),
+        "path": w.path, "path_ref": path_reference(),
         "lens": w.attribution.lens_name,
         "recompute_ok": [a["ok"] for a in answers if a["command"] == "recompute"]}}))
 
@@ -362,12 +378,53 @@ def test_widget_in_jupyterlab(lab, lab_page):
         what="the causal check in the kernel",
     )
     assert state["ablation"]["position"] == 5
+    # the answer position by default (the control's choice), total and direct drawn as sent
+    assert widget.locator("[data-positions='target']").first.is_checked()
+    assert state["ablation"]["positions"] == "target"
+    for got, want in zip(state["ablation"]["drops"], state["ablation_ref"]):
+        assert got == pytest.approx(want, abs=1e-12)  # an independent ablate() in the kernel
     page.wait_for_selector(".jp-OutputArea [data-series='ablation'] [data-drop]", timeout=TIMEOUT)
-    bars = widget.locator("[data-series='ablation'] [data-drop]")
-    assert [float(bars.nth(i).get_attribute("data-drop")) for i in range(bars.count())] == state[
-        "ablation"
-    ]["drops"]
-    assert "Spearman" in widget.locator(".iglens-ablation-caption").first.text_content()
+    page.wait_for_selector(".jp-OutputArea [data-series='direct'] [data-direct]", timeout=TIMEOUT)
+
+    def drawn(series: str, attr: str) -> list[float]:
+        bars = widget.locator(f"[data-series='{series}'] [{attr}]")
+        return [float(bars.nth(i).get_attribute(attr)) for i in range(bars.count())]
+
+    assert drawn("ablation", "data-drop") == state["ablation"]["drops"]
+    assert drawn("direct", "data-direct") == state["ablation"]["direct"]
+    caption = widget.locator(".iglens-ablation-caption").first.text_content()
+    assert "total \u03c1" in caption and "direct \u03c1" in caption, caption
+    assert "at the answer position" in caption, caption
+
+    # 4b. A counterfactual prompt of the same length (and its answer): Python patches each
+    # block at the answer position and the patching effects are drawn; another length is an
+    # error naming both lengths.
+    widget.locator(".iglens-ablation-prompt").first.fill("w3 w5 w7 w9 w11 w14 w15")
+    widget.locator(".iglens-ablation-contrast").first.fill("w43")
+    widget.locator("[data-action=ablate]").first.click()
+    state = wait_for(
+        lambda: (s := python_state(lab)).get("ablation", {}).get("patching") and s,
+        what="the counterfactual patching in the kernel",
+    )
+    patching = state["ablation"]["patching"]
+    assert patching["tokens"] == ["w3", "w5", "w7", "w9", "w11", "w14"]
+    assert patching["contrast"] == "w43" and patching["metric"] == "logit_diff"
+    page.wait_for_selector(".jp-OutputArea [data-series='patching-total'] rect", timeout=TIMEOUT)
+    assert drawn("patching-total", "data-effect") == patching["total"]
+    assert drawn("patching-direct", "data-effect") == patching["direct"]
+    caption = widget.locator(".iglens-ablation-caption").first.text_content()
+    assert "patching total \u03c1" in caption, caption
+    widget.locator(".iglens-ablation-prompt").first.fill("w3 w5 w7")
+    widget.locator("[data-action=ablate]").first.click()
+    wait_for(
+        lambda: "has 3 tokens, the clean prompt 6" in python_state(lab).get("error", ""),
+        what="the length error in the kernel",
+    )
+    page.wait_for_selector(
+        ".jp-OutputArea .iglens-ablation-error:has-text('has 3 tokens, the clean prompt 6')",
+        timeout=TIMEOUT,
+    )
+    widget.locator(".iglens-ablation-prompt").first.fill("")
 
     # 5. The interior path of the selected token, computed lazily by Python on a click (the
     # result has steps = 1), equals the whole prompt's path at those steps; once asked for,
