@@ -12,14 +12,15 @@ contribution splits exactly::
 
 * ``riemann``: per-component midpoint-rule IG, ``(1/m) Σ_s ∇f(x_s)·d_c`` at
   ``x_s = h_a + ((s − ½)/m) d``; the shares sum to the Riemann contribution.
-* ``prediction_aware``: the observed change of each step, ``Δf_s = f(h_a + (s/m) d) −
-  f(h_a + ((s−1)/m) d)``, is distributed over components in proportion to ``∇f(x_s)·d_c``
-  at the step's midpoint (IDGI's rule), so the shares sum to the segment's contribution
-  exactly at any m, and converge to per-component IG as m grows. When ``Σ_c ∇f·d_c`` is
-  indistinguishable from rounding (``|Σ| ≤ d·ε·Σ|∇f·d_c|``: the components cancel), the
-  proportions are undefined; the step's change is then shared in proportion to
-  ``|∇f·d_c|`` (with the sign of Δf_s), and equally over the segment's components when
-  every ``∇f·d_c`` is exactly zero.
+* ``prediction_aware``: the observed change of each step, ``Δf_s = f(h_a + (s/m) d) − f(h_a
+  + ((s−1)/m) d)``, is distributed over components in proportion to ``∇f(x_s)·d_c`` at the
+  step's midpoint (each step's observed change split in proportion to its first-order terms;
+  not IDGI's rule, which weights by the squared gradient), so the shares sum to the segment's
+  contribution exactly at any m, and converge to per-component IG as m grows. When ``Σ_c
+  ∇f·d_c`` is indistinguishable from rounding (``|Σ| ≤ d·ε·Σ|∇f·d_c|``: the components
+  cancel), the proportions are undefined; the step's change is then shared in proportion to
+  ``|∇f·d_c|`` (with the sign of Δf_s), and equally over the segment's components when every
+  ``∇f·d_c`` is exactly zero.
 
 Under a fitted lens the path runs from h̃_a = T_a(h_a) to h̃_b = T_b(h_b), and its
 displacement is ``Δh̃ = A_b·(h_b − h_a) + [(A_b − A_a)·h_a + (c_b − c_a)]``: the blocks' writes
@@ -226,7 +227,8 @@ def component_shares(
         dots = torch.where(present, dots, torch.zeros_like(dots))
         if prediction_aware:
             dots = (
-                _idgi_weights(dots.to(wide), present, eps) * step_change[pair, step][:, None, None]
+                _proportional_weights(dots.to(wide), present, eps)
+                * step_change[pair, step][:, None, None]
             )
         shares.index_add_(0, pair // k, dots.to(wide))
     return shares if prediction_aware else shares / steps
@@ -290,9 +292,9 @@ def _kept(tensor: torch.Tensor | None, what: str) -> torch.Tensor:
     return tensor
 
 
-def _idgi_weights(dots: torch.Tensor, present: torch.Tensor, eps: float) -> torch.Tensor:
-    """Each row's ∇f·d_c as fractions of their sum (IDGI), with the fallbacks for a sum that
-    is only rounding (see the module docstring). Rows sum to 1."""
+def _proportional_weights(dots: torch.Tensor, present: torch.Tensor, eps: float) -> torch.Tensor:
+    """Each row's ∇f·d_c as fractions of their sum (the proportional split), with the
+    fallbacks for a sum that is only rounding (see the module docstring). Rows sum to 1."""
     total = dots.sum((1, 2))
     size = dots.abs().sum((1, 2))
     cancelled = total.abs() <= eps * size

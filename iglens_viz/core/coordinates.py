@@ -57,12 +57,12 @@ class Lens:
     """n, the depth of the model's last block (states run h_0 … h_n)."""
     width: int
     """d, the residual width."""
-    matrices: Mapping[int, torch.Tensor] = field(default_factory=dict)
-    biases: Mapping[int, torch.Tensor] = field(default_factory=dict)
+    matrices: Mapping[int, torch.Tensor] = field(default_factory=dict, repr=False)
+    biases: Mapping[int, torch.Tensor] = field(default_factory=dict, repr=False)
     fingerprint: str = ""
     """:func:`model_fingerprint` of the model it was fitted on ("" for the logit lens,
     which fits every model)."""
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """How it was fitted (corpus, sizes, optimiser, …), JSON-serialisable; saved with it."""
 
     def __post_init__(self) -> None:
