@@ -407,8 +407,17 @@ def test_resolve_names_and_the_cache(llama, tokenizer):
         fit_lens(llama, tokenizer, "logit")
     with pytest.raises(InvalidRequestError, match="takes"):
         fit_lens(llama, tokenizer, "shortcut", TEXTS, steps=3)
+    from iglens_viz.lenses import cached_fitted_lens
+
+    assert cached_fitted_lens(llama, "shortcut") is None  # never fits
     first = resolve_lens("shortcut", llama, tokenizer)  # the default corpus, then cached
     from iglens_viz.lenses.cache import lens_cache_dir
+
+    found = cached_fitted_lens(llama, "shortcut")
+    assert found is not None and torch.equal(found.matrices[1], first.matrices[1])
+    assert cached_fitted_lens(llama, "shortcut", ridge=1.0) is None  # other settings
+    assert cached_fitted_lens(llama, "tuned") is None
+    assert len(repr(first)) < 200 and "tensor" not in repr(first)  # no matrices in the repr
 
     assert len(list(lens_cache_dir().glob("shortcut-*.safetensors"))) == 1
     again = resolve_lens("shortcut", llama, tokenizer)

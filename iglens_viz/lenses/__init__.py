@@ -9,7 +9,8 @@ This package, above the core, makes and keeps them:
   default (:mod:`.corpus`), cached (:mod:`.cache`);
 * :func:`save_lens` / :func:`load_lens` — one safetensors file (:mod:`.io`), and the files
   of ``jlens`` and the tuned-lens package (:mod:`.foreign`);
-* :func:`resolve_lens` — what a ``lens=`` argument names;
+* :func:`resolve_lens` — what a ``lens=`` argument names; :func:`cached_fitted_lens` — a
+  default fit if the cache has it, without fitting;
 * :func:`evaluate_lens` — per-depth KL and top-1 agreement on held-out text (:mod:`.evaluate`).
 
 See ``docs/lenses.md``.
@@ -17,7 +18,7 @@ See ``docs/lenses.md``.
 
 from ..core.coordinates import LOGIT, Lens
 from .evaluate import LensEvaluation, evaluate_lens
-from .fit import FITTED_KINDS, FitProgress, fit_lens, resolve_lens
+from .fit import FITTED_KINDS, FitProgress, cached_fitted_lens, fit_lens, resolve_lens
 from .io import LensFileError, load_lens, save_lens
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Lens",
     "LensEvaluation",
     "LensFileError",
+    "cached_fitted_lens",
     "evaluate_lens",
     "fit_lens",
     "load_lens",

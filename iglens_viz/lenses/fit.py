@@ -35,7 +35,14 @@ from .tuned import TUNED_DEFAULTS, fit_tuned
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["FITTED_KINDS", "FitProgress", "fit_lens", "model_corpus", "resolve_lens"]
+__all__ = [
+    "FITTED_KINDS",
+    "FitProgress",
+    "cached_fitted_lens",
+    "fit_lens",
+    "model_corpus",
+    "resolve_lens",
+]
 
 FITTED_KINDS = ("shortcut", "tuned", "jacobian")
 """The lens kinds :func:`fit_lens` fits."""
@@ -91,8 +98,28 @@ def model_corpus(
     return found
 
 
+def _default_corpus_key(kind: str, max_length: int) -> str:
+    """The default corpus's name in a fit's cache key."""
+    corpus = f"{CORPUS_VERSION}:{NEW_TOKENS}:{max_length}"
+    return corpus + (f":first{JACOBIAN_DEFAULT_TEXTS}" if kind == "jacobian" else "")
+
+
 def _fit_key(kind: str, options: dict[str, Any], corpus: str) -> dict[str, Any]:
     return {"kind": kind, "corpus": corpus, **options}
+
+
+def cached_fitted_lens(
+    model: nn.Module, kind: str, *, max_length: int = DEFAULT_MAX_LENGTH, **options: Any
+) -> Lens | None:
+    """The lens :func:`fit_lens` would return for ``kind`` on the default corpus with these
+    settings, if it is in the cache already — or None. Never fits: a cheap way to show a
+    tuned or Jacobian lens only where one has been fitted."""
+    if kind not in FITTED_KINDS:
+        raise InvalidRequestError(f"lens kind {kind!r} is not fitted: choose one of {FITTED_KINDS}")
+    fingerprint = model_fingerprint(model)
+    key = _fit_key(kind, _options(kind, options), _default_corpus_key(kind, max_length))
+    found = cached_lens(cache_path(kind, fingerprint, key))
+    return found if found is not None and found.fingerprint == fingerprint else None
 
 
 def _options(kind: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -165,9 +192,7 @@ def fit_lens(
     adapter, n, d = model_shape(model)
     fingerprint = model_fingerprint(model)
     if texts is None:
-        corpus = f"{CORPUS_VERSION}:{NEW_TOKENS}:{max_length}"
-        if kind == "jacobian":
-            corpus += f":first{JACOBIAN_DEFAULT_TEXTS}"
+        corpus = _default_corpus_key(kind, max_length)
         key = _fit_key(kind, opts, corpus)
         where = cache_path(kind, fingerprint, key)
         if cache:
