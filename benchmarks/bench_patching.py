@@ -19,6 +19,10 @@ Usage::
 
     python benchmarks/bench_patching.py                 # 8 pairs, 3 rounds, 1 thread
     python benchmarks/bench_patching.py --pairs 4 --rounds 1 --threads 2
+
+Last measured 2 December 2026 on a busy shared machine (2 cores, load average ~5, torch CPU,
+1 thread), ``--pairs 4 --rounds 2``: batched 0.82 pairs/s, loop 0.095 pairs/s, median of
+per-round ratios 9.1×; the two methods' effects agree to 1.2e-6 (float32).
 """
 
 from __future__ import annotations
