@@ -31,8 +31,9 @@ from ..core.inputs import is_position_index, to_input_ids
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
 from ..errors import InvalidRequestError
-from .ablation import AblationPart, _part_modules, ablate
+from .ablation import AblationPart, _part_modules
 from .patching import PatchResult, _capture_pair, patch
+from .segments import segment_drops
 
 if TYPE_CHECKING:
     from torch import nn
@@ -92,35 +93,6 @@ class CausalCheck(NamedTuple):
     contrast_id: int | None
     counterfactual: CounterfactualCheck | None
     seconds: float
-
-
-def _total_drops(
-    model: nn.Module,
-    tokenizer: PreTrainedTokenizerBase | None,
-    ids: list[int],
-    token: int,
-    plan: Sequence[tuple[AblationPart, tuple[int, ...]]],
-    positions: CheckPositions,
-) -> tuple[float, np.ndarray]:
-    """f's clean value and drop at the last position for one token, one batched
-    :func:`ablate` per part."""
-    drops = np.empty(len(plan))
-    clean = 0.0
-    target = [-1] * (len(ids) - 1) + [token]  # measured at the answer position only
-    for part in dict.fromkeys(what for what, _ in plan):
-        cols = [j for j, (what, _) in enumerate(plan) if what == part]
-        res = ablate(
-            model,
-            tokenizer,
-            ids,
-            target=target,
-            part=part,
-            layers=[plan[j][1][0] if len(plan[j][1]) == 1 else plan[j][1] for j in cols],
-            positions=positions,
-        )
-        clean = float(res.clean_probs[-1])
-        drops[cols] = res.drop[-1]
-    return clean, drops
 
 
 @torch.no_grad()
@@ -292,9 +264,12 @@ def check_segments(
     for sign, token in ((1.0, target), (-1.0, own_contrast)):
         if token is None:
             continue
-        unablated, dropped = _total_drops(model, tokenizer, ids, token, plan, positions)
-        drops += sign * dropped
-        clean += sign * unablated
+        at_answer = [-1] * (len(ids) - 1) + [token]  # measured at the answer position only
+        unablated, dropped = segment_drops(
+            model, tokenizer, ids, at_answer, plan, positions=positions
+        )
+        drops += sign * dropped[-1]
+        clean += sign * float(unablated[-1])
     _, direct = direct_drops(model, ids, plan, target, own_contrast)
     cf = None
     if isinstance(counterfactual, str) and not counterfactual.strip():

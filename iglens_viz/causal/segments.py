@@ -18,6 +18,7 @@ from ..core.boundaries import segment_parts
 from ..core.inputs import is_position_index
 from ..errors import InvalidRequestError
 from .ablation import AblationMode, AblationPart, ablate
+from .positions import PositionSpec
 
 if TYPE_CHECKING:
     from torch import nn
@@ -58,9 +59,11 @@ def segment_drops(
     *,
     mode: AblationMode = "zero",
     batch_size: int | None = None,
+    positions: PositionSpec = "all",
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(clean (T,), drops (T, k))``: the target probability of the unablated model and its
-    drop when each segment of ``plan`` (:func:`segment_parts`) is ablated, one batched
+    drop when each segment of ``plan`` (:func:`segment_parts`) is ablated at ``positions``
+    (:func:`~iglens_viz.causal.positions.resolve_positions`), one batched
     :func:`~iglens_viz.causal.ablate` call per part (``block``, ``attn``, ``mlp``)."""
     drops = clean = None
     for part in dict.fromkeys(what for what, _ in plan):
@@ -74,6 +77,7 @@ def segment_drops(
             part=part,
             layers=[_layer(plan[j][1]) for j in cols],
             batch_size=batch_size,
+            positions=positions,
         )
         if drops is None:
             clean, drops = res.clean_probs, np.empty((len(res.clean_probs), len(plan)))

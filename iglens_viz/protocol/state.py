@@ -143,8 +143,10 @@ STATE: tuple[StateKey, ...] = (
         {},
         "to_page",
         """The causal check of one token (``segment_ablation``): ``{position, mode, drops,
-    clean, labels, parts, target_id, contrast_id, target_name, seconds, result_id,
-    request_id}``, ``{}`` before the first check and after every new result (the page's
+    clean, labels, parts, target_id, contrast_id, target_name, seconds, positions, direct,
+    patching, result_id, request_id}`` — ``drops`` the total effects, ``direct`` the direct
+    ones, ``patching`` null or the counterfactual patching effects (docs/widget-protocol.md)
+    —, ``{}`` before the first check and after every new result (the page's
     ``ablation`` command asks for it; an error is in the command's answer). Kept when the
     selection moves (the browser shows it for its result and position only); exported by
     ``to_html``.""",
