@@ -415,6 +415,13 @@ def test_cli_study_pairs(tiny_model_dir, tmp_path, capsys):
     table = pd.read_parquet(out / "table.parquet")
     assert table["pair"].unique().tolist() == [0] and "ig_logit" in table.columns
     assert math.isfinite(table["patch_total"].sum())
+    # the report and the four answers, each the verdict of its pre-registered rule
+    from iglens_viz.studies import PairStudy
+
+    answers = PairStudy.load(out).hypotheses()
+    for row in answers.itertuples():
+        assert f"{row.hypothesis} {row.verdict}: " in printed
+    assert (out / "report.md").is_file() and (out / "hypotheses.csv").is_file()
     assert main(["study", "--pairs", "nope", "--out", str(out)]) == 2
     assert "neither capital-pairs nor a file" in capsys.readouterr().err
     assert main(["study", "capitals", "--pairs", str(path), "--out", str(out)]) == 2

@@ -359,6 +359,12 @@ def _run_pair_study(args: argparse.Namespace) -> int:
     if meta["pairs"] == CAPITAL_PAIRS and meta["n_pairs"] < 200:
         print(f"note: only {meta['n_pairs']} capital pairs for this model (fewer than 200)")
     print(f"wrote {args.out / 'table.parquet'}")
+    if done:
+        report = result.report(args.out, seed=args.seed)
+        answers = result.hypotheses(seed=args.seed)
+        for row in answers.itertuples():
+            print(f"{row.hypothesis} {row.verdict}: {visible_text(row.sentence, keep='')}")
+        print(f"wrote {report}")
     return 0
 
 

@@ -5,6 +5,11 @@ resample) over many prompts into one tidy table; :mod:`.scoring` scores IG-Lens 
 baselines (other methods, constant and random blocks) on it, with bootstrap intervals over
 prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
 
+The counterfactual mode (``docs/study.md``): :func:`pair_study` patches clean/corrupt pairs
+(:mod:`.pairs`: the built-in ``capital-pairs`` or a JSONL file) into one table,
+:mod:`.pair_scoring` answers the pre-registered hypotheses H1–H4 on it
+(:func:`hypotheses`), :mod:`.pair_report` writes its report.
+
 >>> s = iglens_viz.study(model, tokenizer, "default", out="study/")   # doctest: +SKIP
 >>> s.summary()                                                        # doctest: +SKIP
 """
@@ -12,6 +17,8 @@ prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
 from __future__ import annotations
 
 from .counterfactual import PairStudy, pair_study
+from .pair_report import write_pair_report
+from .pair_scoring import PairSummary, hypotheses, pair_scores, pair_summary
 from .pairs import capital_pairs, load_pairs
 from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
 from .run import STUDY_MODES, Study, StudyFolderError, StudyMode, study
@@ -20,14 +27,19 @@ __all__ = [
     "BUILTIN_SETS",
     "STUDY_MODES",
     "PairStudy",
+    "PairSummary",
     "Study",
     "StudyFolderError",
     "StudyMode",
     "StudyPrompt",
     "builtin_set",
     "capital_pairs",
+    "hypotheses",
     "load_pairs",
     "load_study_prompts",
+    "pair_scores",
     "pair_study",
+    "pair_summary",
     "study",
+    "write_pair_report",
 ]

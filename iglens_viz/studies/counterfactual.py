@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from pandas import DataFrame
     from transformers import PreTrainedTokenizerBase
 
+    from .pair_scoring import PairSummary
+
 __all__ = ["PAIR_OUTPUT_FILES", "PairStudy", "pair_columns", "pair_study"]
 
 PAIR_OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet")
@@ -108,6 +110,34 @@ class PairStudy:
     def lenses(self) -> list[str]:
         """The lens names of the table's ``ig_<lens>`` columns."""
         return [c[len("ig_") :] for c in self.table.columns if c.startswith("ig_")]
+
+    def scores(self, seed: int = 0) -> DataFrame:
+        """Per (pair, method): the named block and its hits, ρ and restore value; see
+        :func:`iglens_viz.studies.pair_scoring.pair_scores`."""
+        from .pair_scoring import pair_scores
+
+        return pair_scores(self.table, seed=seed)
+
+    def summary(self, n_boot: int = 2000, seed: int = 0) -> PairSummary:
+        """Every method's figures with cluster-bootstrap intervals and paired differences;
+        see :func:`iglens_viz.studies.pair_scoring.pair_summary`."""
+        from .pair_scoring import pair_summary
+
+        return pair_summary(self.table, n_boot=n_boot, seed=seed)
+
+    def hypotheses(self, n_boot: int = 2000, seed: int = 0) -> DataFrame:
+        """H1–H4 of ``docs/study.md``, each answered by its pre-registered rule; see
+        :func:`iglens_viz.studies.pair_scoring.hypotheses`."""
+        from .pair_scoring import hypotheses
+
+        return hypotheses(self.table, n_boot=n_boot, seed=seed)
+
+    def report(self, folder: str | os.PathLike[str], n_boot: int = 2000, seed: int = 0) -> Path:
+        """Write ``report.md``, ``summary.csv``, ``hypotheses.csv`` and the figures into
+        ``folder``; see :func:`iglens_viz.studies.pair_report.write_pair_report`."""
+        from .pair_report import write_pair_report
+
+        return write_pair_report(self.table, folder, self.metadata, n_boot=n_boot, seed=seed)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> PairStudy:
