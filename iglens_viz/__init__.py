@@ -40,7 +40,6 @@ for _name, _target in {
     "widget": "iglens_viz.widget.widget:IGLensWidget",
     "show": "iglens_viz.widget.widget:show",
     "to_html": "iglens_viz.export.html:to_html",
-    "ablate_segments": "iglens_viz.causal.segments:ablate_segments",  # the widget's check
     "check_segments": "iglens_viz.causal.check:check_segments",  # its total, direct, patching
     "resolve_lens": "iglens_viz.lenses:resolve_lens",  # lens= names a Lens (the core's)
     "save_lens": "iglens_viz.lenses:save_lens",  # Lens.save
