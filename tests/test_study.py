@@ -1,5 +1,6 @@
-"""The study runner: prompt sets, the tidy table against independent computations, the
-reference-mean and resample ablations, and resuming an interrupted run."""
+"""The study runner: prompt sets, the tidy table against independent computations, and
+resuming an interrupted run (the references of mean and resample ablation:
+tests/test_study_references.py)."""
 
 from __future__ import annotations
 
@@ -127,51 +128,6 @@ def test_table_matches_iglens_ablate_and_the_lens(model, tokenizer):
     )
     assert (second.top1_end[second.segment == n - 1]).all()  # predicted = top-1 of h_n
     assert not np.allclose(second.frozen_prob_start, second.lens_prob_start)
-
-
-def test_reference_mean_and_resample_never_use_the_prompt_itself(model, tokenizer):
-    lens = IGLens(model, tokenizer)
-    ids = [lens.input_ids(p) for p in PROMPTS[:6]]
-    refs = study_run._References(lens, ids, [0, 2, 3])
-    updates = {}
-    for i in (0, 2, 3):
-        states = lens.trace(ids[i]).states
-        updates[i] = (states[1:] - states[:-1]).float()
-    T = ids[0].numel()
-    mean0 = refs.mean(0, T)  # prompt 0 is a reference: the mean of 2 and 3 only
-    reach = min(T, updates[2].shape[1], updates[3].shape[1])
-    np.testing.assert_allclose(
-        mean0[:, :reach],
-        (updates[2][:, :reach] + updates[3][:, :reach]) / 2,
-        rtol=0,
-        atol=4 * eps(torch.float32) * float(max(u.abs().max() for u in updates.values())),
-    )
-    donor = refs.donor(2, T)
-    assert not torch.equal(donor[:, :reach], updates[2][:, :reach])
-    assert any(
-        torch.equal(donor[:, : min(T, u.shape[1])], u[:, : min(T, u.shape[1])])
-        for i, u in updates.items()
-        if i != 2
-    )
-    result = study(
-        model, tokenizer, PROMPTS[:6], modes=("mean", "resample"), reference=3, progress=False
-    )
-    drops = ablate(
-        model,
-        tokenizer,
-        PROMPTS[0],
-        target=result.table[result.table.prompt == 0]
-        .groupby("position")
-        .target_id.first()
-        .tolist(),
-        updates=study_run._References(lens, ids, result.metadata["reference"]).mean(0, T),
-    ).drop
-    np.testing.assert_allclose(
-        result.table[result.table.prompt == 0].drop_mean.to_numpy().reshape(-1, 4),
-        drops,
-        rtol=0,
-        atol=_drop_tol(model, readout_size(model, ids[0])),
-    )
 
 
 def _drop_tol(model, size) -> float:

@@ -6,13 +6,20 @@ the drop of the target probability when each block is ablated, under each
 requested mode:
 
 * ``zero`` — the block adds nothing (``h_L := h_{L-1}``).
-* ``mean`` — the block's update is replaced by its mean over a *reference set* of other
-  prompts at the same position (never over the prompt's own sequence: that mean mixes in later
-  positions and the attention sink). A position that no other reference prompt reaches takes
-  the mean over every position of the other reference prompts.
-* ``resample`` — the block's update is taken from another prompt of the reference set, at the
-  same position (the next reference prompt at least as long; else the longest one, whose last
-  position stands in for the positions it lacks).
+* ``mean`` — the block's update is replaced by its mean over the prompt's *references* at the
+  same position (never over the prompt's own sequence: that mean mixes in later positions and
+  the attention sink). The references are drawn per task — up to ``reference`` prompts of
+  each task with the seed, a task being the prompt's ``source`` without a file's line number
+  (``capitals``, ``shipped:<category>``, a user's file or list) — and a prompt's references
+  are those of its task other than itself (for ``capitals``, those of its own template when
+  there are at least 4). Only references of the prompt's token length are averaged when
+  there are at least 4; else, at each position, every reference that has it. A position no
+  reference reaches is not filled from other positions: its drop is NaN (counted in the
+  metadata's ``unreferenced`` and :meth:`Study.unreferenced`, and left out of that mode's
+  scoring).
+* ``resample`` — the block's update is taken from one reference at least as long as the
+  prompt, at the same positions (chosen with the seed; the same template preferred); with
+  none, the prompt's drops are NaN.
 
 The target probability is the readout's f(h_n), the value IG-Lens's last boundary reads and
 every trace checks against the model's own output (equal up to rounding; see
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -46,7 +54,7 @@ from ..core.trace import Trace, block_plan
 from ..core.trajectory import is_monotone
 from ..errors import IGLensError, InvalidRequestError
 from ..files import OutputFileError, check_output_folder, write_atomic
-from .prompts import PromptsSpec, StudyPrompt, load_study_prompts
+from .prompts import CAPITAL_TEMPLATES, PromptsSpec, StudyPrompt, load_study_prompts
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -106,6 +114,21 @@ class Study:
         from .report import write_report
 
         return write_report(self, folder, summary)
+
+    def unreferenced(self) -> dict[str, int]:
+        """Per ``mean`` / ``resample`` mode measured: the tokens (prompt, position) whose
+        drops are NaN at every block — beyond every reference, so left out of that mode's
+        scoring."""
+        out: dict[str, int] = {}
+        for mode in self.modes:
+            if mode in ("mean", "resample") and len(self.table):
+                missing = (
+                    self.table[f"drop_{mode}"]
+                    .isna()
+                    .groupby([self.table["prompt"], self.table["position"]])
+                )
+                out[mode] = int(missing.all().sum())
+        return out
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> Study:
@@ -187,66 +210,131 @@ def _read_parts(folder: Path) -> DataFrame:
     return _concat(tables)
 
 
+REFERENCE_RULE = "per-task-v2"
+"""The rule by which ``mean`` and ``resample`` ablation pick their references, recorded in a
+study's metadata (``"references"``) so a folder made under another rule is not resumed: up to
+``reference`` prompts per task drawn with the seed, never the prompt itself, positions no
+reference reaches left NaN (see the module docstring)."""
+
+_ENOUGH = 4
+"""At least this many same-template (capitals) or same-length references: use only them."""
+
+_LINE = re.compile(r"(?s)(.*):\d+")
+_ITEM = re.compile(r"item \d+")
+
+
+def _task(prompt: StudyPrompt) -> str:
+    """A prompt's task: its ``source`` without a file's ``:<line>`` (a user's file is one
+    task, as is a list of prompts given directly); ``shipped:<category>`` per category."""
+    source = prompt.source
+    line = _LINE.fullmatch(source)
+    if line is not None and not source.startswith("shipped:"):
+        return line.group(1)
+    if _ITEM.fullmatch(source):
+        return "(given)"
+    return source
+
+
+def _template(prompt: StudyPrompt) -> str | None:
+    """The phrasing of a ``capitals`` prompt (its template's text before the country), else
+    None."""
+    if prompt.source != "capitals":
+        return None
+    for template in CAPITAL_TEMPLATES:
+        prefix = template.split("{country}")[0]
+        if prompt.text.startswith(prefix):
+            return prefix
+    return None
+
+
+def _draw_references(items: Sequence[StudyPrompt], size: int, seed: int) -> list[int]:
+    """Up to ``size`` prompts of every task (in the order tasks first appear), drawn with
+    ``seed``; sorted indices."""
+    rng = np.random.default_rng(seed)
+    by_task: dict[str, list[int]] = {}
+    for i, prompt in enumerate(items):
+        by_task.setdefault(_task(prompt), []).append(i)
+    chosen: list[int] = []
+    for members in by_task.values():
+        picked = rng.choice(len(members), size=min(max(int(size), 0), len(members)), replace=False)
+        chosen += [members[int(k)] for k in picked]
+    return sorted(chosen)
+
+
 class _References:
-    """Block updates of the reference prompts, for ``mean`` and ``resample`` ablation."""
+    """Block updates of the reference prompts, for ``mean`` and ``resample`` ablation.
 
-    def __init__(self, lens: IGLens, ids: list[torch.Tensor], indices: Sequence[int]) -> None:
+    A prompt's references are the reference prompts of its task (:func:`_task`), never the
+    prompt itself; a ``capitals`` prompt uses those of its own template when there are at
+    least :data:`_ENOUGH`."""
+
+    def __init__(
+        self,
+        lens: IGLens,
+        ids: list[torch.Tensor],
+        indices: Sequence[int],
+        items: Sequence[StudyPrompt],
+        seed: int = 0,
+    ) -> None:
         self.indices = list(indices)
-        self.updates: list[torch.Tensor] = []  # per reference prompt: [n, T_r, d] float32, CPU
+        self.items = list(items)
+        self.seed = int(seed)
+        self.updates: dict[int, torch.Tensor] = {}  # per reference: [n, T_r, d] float32, CPU
         for first in range(0, len(self.indices), lens.cache_size):
-            batch = [ids[i] for i in self.indices[first : first + lens.cache_size]]
-            for trace in lens.traces(batch):
+            batch = self.indices[first : first + lens.cache_size]
+            for i, trace in zip(batch, lens.traces([ids[i] for i in batch])):
                 states = trace.states
-                self.updates.append((states[1:] - states[:-1]).float().cpu())
-        longest = max(u.shape[1] for u in self.updates)
-        n, d = self.updates[0].shape[0], self.updates[0].shape[2]
-        self.total = torch.zeros(n, longest, d)
-        self.count = torch.zeros(longest)
-        for u in self.updates:
-            self.total[:, : u.shape[1]] += u
-            self.count[: u.shape[1]] += 1
+                self.updates[i] = (states[1:] - states[:-1]).float().cpu()
+        self.tasks = {i: _task(self.items[i]) for i in self.indices}
+        self.templates = {i: _template(self.items[i]) for i in self.indices}
 
-    def mean(self, prompt: int, T: int) -> torch.Tensor:
-        """``[n, T, d]`` the mean update of the *other* reference prompts at each position."""
-        total = torch.zeros(self.total.shape[0], T, self.total.shape[2])
-        count = torch.zeros(T)
-        reach = min(T, self.count.numel())
-        total[:, :reach] = self.total[:, :reach]
-        count[:reach] = self.count[:reach]
-        if prompt in self.indices:  # never the prompt itself
-            own = self.updates[self.indices.index(prompt)]
-            total[:, : own.shape[1]] -= own[:, :T]
-            count[: own.shape[1]] -= 1
-        others = [u for i, u in zip(self.indices, self.updates) if i != prompt]
-        if not others:
-            raise InvalidRequestError(
-                "mean ablation needs at least one other reference "
-                "prompt; use a larger reference set"
-            )
-        fallback = torch.cat([u.reshape(u.shape[0], -1, u.shape[2]) for u in others], dim=1).mean(
-            1, keepdim=True
-        )
-        out = total / count.clamp(min=1)[None, :, None]
-        return torch.where(count[None, :, None] > 0, out, fallback.expand_as(out))
+    def pool(self, prompt: int) -> list[int]:
+        """The references of ``prompt``: same task, not itself (same template if enough)."""
+        task, template = _task(self.items[prompt]), _template(self.items[prompt])
+        same = [i for i in self.indices if i != prompt and self.tasks[i] == task]
+        if template is not None:
+            phrased = [i for i in same if self.templates[i] == template]
+            if len(phrased) >= _ENOUGH:
+                return phrased
+        return same
 
-    def donor(self, prompt: int, T: int) -> torch.Tensor:
-        """``[n, T, d]`` another reference prompt's updates at the same positions."""
-        order = [k for k, i in enumerate(self.indices) if i != prompt]
-        if not order:
-            raise InvalidRequestError(
-                "resample ablation needs at least one other reference "
-                "prompt; use a larger reference set"
-            )
-        start = next((k for k in order if self.indices[k] > prompt), order[0])
-        ring = order[order.index(start) :] + order[: order.index(start)]
-        k = next(
-            (k for k in ring if self.updates[k].shape[1] >= T),
-            max(ring, key=lambda k: self.updates[k].shape[1]),
-        )
-        u = self.updates[k]
-        if u.shape[1] >= T:
-            return u[:, :T]
-        return torch.cat([u, u[:, -1:].expand(-1, T - u.shape[1], -1)], dim=1)
+    def mean(self, prompt: int, T: int) -> tuple[torch.Tensor, int]:
+        """``([n, T, d], reach)``: at each position t < reach, the mean update of the
+        references that have position t (only those of length T when there are at least
+        :data:`_ENOUGH`); positions from ``reach`` on are reached by none and hold zeros
+        (their drops are NaN; a causal model's earlier positions never read them)."""
+        pool = self.pool(prompt)
+        same = [i for i in pool if self.updates[i].shape[1] == T]
+        if len(same) >= _ENOUGH:
+            pool = same
+        first = next(iter(self.updates.values()), None)
+        n, d = (0, 0) if first is None else (first.shape[0], first.shape[2])
+        total = torch.zeros(n, T, d, dtype=torch.float64)
+        count = torch.zeros(T, dtype=torch.float64)
+        for i in pool:
+            u = self.updates[i][:, :T]
+            total[:, : u.shape[1]] += u.double()
+            count[: u.shape[1]] += 1
+        reach = int((count > 0).sum())  # a prefix: a reference that has t has every s < t
+        out = (total / count.clamp(min=1)[None, :, None]).float()
+        return out, reach
+
+    def donor(self, prompt: int, T: int) -> torch.Tensor | None:
+        """``[n, T, d]``: the updates of a reference at least as long as the prompt (same
+        task, not itself; same template if any), chosen with the seed; None if there is
+        none."""
+        task, template = _task(self.items[prompt]), _template(self.items[prompt])
+        long = [
+            i
+            for i in self.indices
+            if i != prompt and self.tasks[i] == task and self.updates[i].shape[1] >= T
+        ]
+        phrased = [i for i in long if template is not None and self.templates[i] == template]
+        choices = phrased or long
+        if not choices:
+            return None
+        rng = np.random.default_rng([self.seed, int(prompt)])
+        return self.updates[choices[int(rng.integers(len(choices)))]][:, :T]
 
 
 def _answer_id(tokenizer: PreTrainedTokenizerBase, answer: str) -> int:
@@ -327,17 +415,24 @@ def _batch_rows(
     ys = [torch.as_tensor(np.where(t >= 0, t, 0)) for t in target_ids]
     readings = _lens_readings(lens, traces, ys)
     jobs = []
+    reaches: dict[tuple[int, StudyMode], int] = {}  # positions the ablation reaches
     for i, targets in zip(batch, target_ids):
         T = ids[i].numel()
         for mode in modes:
-            updates = None
+            updates, reach = None, T
             if mode == "mean":
                 assert references is not None, "mean ablation builds its references"
-                updates = references.mean(i, T)
+                updates, reach = references.mean(i, T)
             elif mode == "resample":
                 assert references is not None, "resample ablation builds its references"
                 updates = references.donor(i, T)
-            jobs.append(AblationJob(ids[i], targets, updates))
+                reach = 0 if updates is None else T
+            read = np.where(np.arange(T) < reach, targets, -1)
+            if (read >= 0).any():
+                jobs.append(AblationJob(ids[i], read, updates))
+            else:  # no target the references reach: NaN drops, no forward pass
+                reach = 0
+            reaches[i, mode] = reach
     ablated = iter(
         ablated_probabilities(
             model, lens.adapter, lens.readout, jobs, memory_budget=lens.memory_budget
@@ -345,7 +440,13 @@ def _batch_rows(
     )
     rows = []
     for i, result, reading in zip(batch, results, readings):
-        drops = {mode: result.final_probs[:, None] - next(ablated) for mode in modes}
+        drops = {}
+        for mode in modes:
+            drop = np.full((ids[i].numel(), result.n_blocks), np.nan)
+            reach = reaches[i, mode]
+            if reach:
+                drop[:reach] = (result.final_probs[:, None] - next(ablated))[:reach]
+            drops[mode] = drop
         rows.append(_prompt_rows(i, items[i], result, reading, drops))
     return rows
 
@@ -421,8 +522,8 @@ def study(
     modes:
         Ablation modes among :data:`STUDY_MODES`.
     reference:
-        Size of the reference set for ``mean`` and ``resample`` (drawn from the prompts with
-        ``seed``).
+        References per task for ``mean`` and ``resample`` (drawn from each task's prompts
+        with ``seed``; see the module docstring).
     out:
         A folder: the table is written there in parts (one per batch of prompts) as the
         study runs, with ``metadata.json``; rerunning with the same folder and settings
@@ -469,19 +570,15 @@ def study(
         check_output_folder(out, OUTPUT_FILES)
     lens = IGLens(model, tokenizer, cache_size=batch_size, dtype=dtype)
     ids = [lens.input_ids(p.text) for p in items]
-    rng = np.random.default_rng(seed)
     needs_references = any(m in ("mean", "resample") for m in modes)
-    ref_indices = (
-        sorted(rng.choice(len(items), size=min(int(reference), len(items)), replace=False).tolist())
-        if needs_references
-        else []
-    )
+    ref_indices = _draw_references(items, int(reference), seed) if needs_references else []
     metadata: dict[str, Any] = {
         "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
         "dtype": str(next(model.parameters()).dtype),
         "readout_dtype": str(dtype),
         "modes": list(modes),
         "reference": ref_indices,
+        **({"references": REFERENCE_RULE} if needs_references else {}),
         "seed": int(seed),
         "n_prompts": len(items),
         "prompts": prompts if isinstance(prompts, str) else "(given)",
@@ -501,7 +598,7 @@ def study(
     done: set[int] = set()
     if folder is not None:
         done = shard.on_rank_0(lambda: _prepare_folder(folder, metadata))
-    references = _References(lens, ids, ref_indices) if needs_references else None
+    references = _References(lens, ids, ref_indices, items, seed) if needs_references else None
     todo = [i for i in range(len(items)) if i not in done and i % shard.world == shard.rank]
     bar = _progress(len(items), len(done), progress and shard.rank == 0)
     tables = []
@@ -528,7 +625,10 @@ def study(
     )
     if len(table):
         table = table.sort_values(["prompt", "position", "segment"], ignore_index=True)
-    return Study(table, metadata)
+    result = Study(table, metadata)
+    if needs_references and len(table):
+        metadata["unreferenced"] = result.unreferenced()
+    return result
 
 
 @dataclass
@@ -609,6 +709,7 @@ _SETTINGS = (
     "readout_dtype",
     "modes",
     "reference",
+    "references",
     "seed",
     "n_prompts",
     "prompts",
@@ -632,6 +733,17 @@ def _prepare_folder(folder: Path, metadata: dict[str, Any]) -> set[int]:
     old = read_metadata(meta_path)
     if old is not None:
         changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
+        referenced = {"mean", "resample"} & set(old.get("modes") or ())
+        if "references" in changed and referenced and "references" in metadata:
+            made = old.get(
+                "references",
+                "the previous rule (across tasks, missing positions filled from other positions)",
+            )
+            raise InvalidRequestError(
+                f"{folder} holds a study whose mean and resample references follow "
+                f"{made}, not {metadata.get('references')}; its drops would not be "
+                f"comparable, so it is not resumed: use a new folder"
+            )
         if changed:
             raise InvalidRequestError(
                 f"{folder} holds another study (it differs in "
