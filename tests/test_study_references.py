@@ -286,3 +286,10 @@ def test_a_folder_made_under_the_previous_rule_is_refused(model, tokenizer, tmp_
     assert "references" not in json.loads((zero / "metadata.json").read_text(encoding="utf-8"))
     resumed = study(model, tokenizer, ITEMS[:4], out=zero, modes=("zero",), progress=False)
     assert resumed.table.equals(table)
+
+
+def test_a_mean_only_study_with_unreached_tokens_writes_its_report(model, tokenizer, tmp_path):
+    result = study(model, tokenizer, ITEMS, modes=("mean",), reference=32, progress=False)
+    assert result.unreferenced()["mean"] > 0  # some tokens have no reference: NaN drops
+    report = result.report(tmp_path)
+    assert report.is_file() and (tmp_path / "onsets.png").is_file()

@@ -237,7 +237,7 @@ def _study_parser() -> argparse.ArgumentParser:
         "--reference",
         type=_count(2),
         default=32,
-        help="reference prompts for mean and resample ablation (default 32)",
+        help="reference prompts per task for mean and resample ablation (default 32)",
     )
     p.add_argument("--seed", type=_count(0), default=0)
     p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")

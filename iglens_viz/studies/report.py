@@ -133,8 +133,9 @@ def plot_onsets(table: DataFrame) -> Figure:
     )
     drops = [c for c in table.columns if c.startswith("drop_")]
     if drops:
+        reached = table.dropna(subset=[drops[0]])  # mean/resample: unreached tokens are NaN
         biggest = table.loc[
-            table.groupby(["prompt", "position"])[drops[0]].idxmax().dropna().astype(int), "block"
+            reached.groupby(["prompt", "position"])[drops[0]].idxmax().astype(int), "block"
         ]
         sns.histplot(
             biggest,
