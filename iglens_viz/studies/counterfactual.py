@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from .pair_scoring import PairSummary
 
-__all__ = ["PAIR_OUTPUT_FILES", "PairStudy", "pair_columns", "pair_study"]
+__all__ = ["PAIR_OUTPUT_FILES", "PER_PAIR_COLUMNS", "PairStudy", "pair_columns", "pair_study"]
 
 PAIR_OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet")
 """What :func:`pair_study` writes into its ``out`` folder."""
@@ -59,7 +59,7 @@ PAIR_OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet")
 STUDY_KIND = "counterfactual"
 """``metadata.json``'s ``study``: tells a counterfactual study's folder from others."""
 
-_HEAD = (
+PER_PAIR_COLUMNS = (
     "pair",
     "cluster",
     "clean",
@@ -75,6 +75,10 @@ _HEAD = (
     "target_top1",
     "m_clean",
     "m_corrupt",
+)
+"""The table's columns that hold one value per pair (repeated on each of its block rows)."""
+_HEAD = (
+    *PER_PAIR_COLUMNS,
     "block",
     "patch_total",
     "patch_total_all",

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..core.stats import argmax_rows, spearman_rows
 from ..errors import InvalidRequestError
+from .counterfactual import PER_PAIR_COLUMNS
 from .scoring import _check_level, _cluster_weights, bootstrap_interval
 
 if TYPE_CHECKING:
@@ -100,21 +101,8 @@ present (an ``ig_<lens>`` column of NaN only counts as absent); ``target_top1`` 
 ``source`` give the token classes; the runner's other columns (``clean``, ``corrupt``,
 ``target``, ``contrast``, …) are carried per pair."""
 
-_PAIR_META = (
-    "pair",
-    "cluster",
-    "clean",
-    "corrupt",
-    "target",
-    "contrast",
-    "template",
-    "source",
-    "n_tokens",
-    "p_target",
-    "target_top1",
-    "m_clean",
-    "m_corrupt",
-)
+_PAIR_META = tuple(c for c in PER_PAIR_COLUMNS if c not in ("target_id", "contrast_id"))
+"""The runner's per-pair columns carried into the scores."""
 
 _METRICS: tuple[tuple[str, str, str], ...] = (
     ("window", "patch_total", "window"),
