@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import torch
 import transformers
+from _machine import cpu_name  # the benchmarks' own folder (run as a script)
 from transformers import LlamaConfig, LlamaForCausalLM
 
 import iglens_viz
@@ -404,12 +405,7 @@ def machine_info() -> str:
     """Cores, CPU, threads and library versions, one line."""
     import captum
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     return (
         f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__} with "
         f"{torch.get_num_threads()} threads, transformers {transformers.__version__}, "

@@ -46,6 +46,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from _machine import LLAMA_1B_SHAPE, cpu_name  # noqa: E402 - the benchmarks' own folder
 
 CONTENDERS = ("iglens", "hand loop", "nnsight", "readout", "matmul floor")
 MODELS = ("smollm2", "llama1b")
@@ -89,16 +90,7 @@ def build_llama(cache_dir: str, layers: int) -> None:
     path = llama_path(cache_dir, layers)
     if os.path.exists(os.path.join(path, "config.json")):
         return
-    config = LlamaConfig(
-        hidden_size=2048,
-        intermediate_size=8192,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        vocab_size=128_256,
-        tie_word_embeddings=True,
-        num_hidden_layers=layers,
-        max_position_embeddings=2048,
-    )
+    config = LlamaConfig(**LLAMA_1B_SHAPE, num_hidden_layers=layers)
     torch.manual_seed(0)
     LlamaForCausalLM(config).eval().save_pretrained(path)
 
@@ -356,17 +348,10 @@ def report(results: dict, memories: dict, args, wall: float) -> str:
 
 
 def machine_line(args) -> str:
-    import platform
-
     import torch
     import transformers
 
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     try:
         import nnsight
 

@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -60,6 +59,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from _machine import LLAMA_1B_SHAPE, cpu_name  # noqa: E402 - the benchmarks' own folder
 
 GOAL = 1.15
 BUSY_SHARE = 0.10
@@ -103,12 +103,7 @@ def others_share(start: tuple[float, float] | None, wall: float) -> float | None
 def machine() -> str:
     import transformers
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     return (
         f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__} with "
         f"{torch.get_num_threads()} threads, transformers {transformers.__version__}"
@@ -126,16 +121,7 @@ def build_model(name: str, layers: int, dtype: torch.dtype):
         return model.eval()
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        hidden_size=2048,
-        intermediate_size=8192,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        vocab_size=128_256,
-        tie_word_embeddings=True,
-        num_hidden_layers=layers,
-        max_position_embeddings=2048,
-    )
+    config = LlamaConfig(**LLAMA_1B_SHAPE, num_hidden_layers=layers)
     torch.manual_seed(0)
     return LlamaForCausalLM(config).to(dtype).eval()
 

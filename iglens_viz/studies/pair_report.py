@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.result import display_name
-from ..files import OutputFileError, write_atomic
+from ..files import write_atomic
 from ..views.token_format import format_token, visible_text
 from .pair_scoring import (
     BEST_CONSTANT,
@@ -34,7 +34,7 @@ from .pair_scoring import (
     pair_scores,
     pair_summary,
 )
-from .report import _save
+from .report import _save, report_folder
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -299,15 +299,7 @@ def write_pair_report(
     pairs_shown:
         Pairs listed in the report's pair table (the first ones by id).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-
-    folder = Path(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise OutputFileError(f"cannot create the folder {folder}: {err.strerror or err}") from None
+    folder = report_folder(folder)
     meta = dict(metadata or {})
     scores = pair_scores(table, seed=seed)
     summary = pair_summary(table, n_boot=n_boot, seed=seed)

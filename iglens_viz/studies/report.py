@@ -189,10 +189,9 @@ def _save(fig: Figure, path: Path) -> None:
     write_atomic(path, data.getvalue())
 
 
-def write_report(
-    study: Study, folder: str | os.PathLike[str], summary: DataFrame | None = None
-) -> Path:
-    """Write ``report.md`` and its figures into ``folder``; returns the report's path."""
+def report_folder(folder: str | os.PathLike[str]) -> Path:
+    """``folder`` created if missing (an :class:`OutputFileError` naming it if it cannot be),
+    with matplotlib on its file backend unless one was chosen: where a report is written."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -202,6 +201,14 @@ def write_report(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise OutputFileError(f"cannot create the folder {folder}: {err.strerror or err}") from None
+    return folder
+
+
+def write_report(
+    study: Study, folder: str | os.PathLike[str], summary: DataFrame | None = None
+) -> Path:
+    """Write ``report.md`` and its figures into ``folder``; returns the report's path."""
+    folder = report_folder(folder)
     summary = study.summary() if summary is None else summary
     meta = study.metadata
     table = study.table
