@@ -11,12 +11,13 @@ never a traceback. The flags become one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -288,10 +289,7 @@ def run_study(argv: list[str]) -> int:
 
         device = f"cuda:{local_rank}" if torch.cuda.is_available() else None
     model, tokenizer = _load(args.model, args.dtype, device)
-    with warnings.catch_warnings():  # the study's warnings (a damaged part redone): one line
-        warnings.showwarning = lambda message, *_, **__: print(
-            f"iglens: warning: {message}", file=sys.stderr
-        )
+    with _one_line_warnings():  # the study's warnings (a damaged part redone)
         result = study(
             model,
             tokenizer,
@@ -339,10 +337,7 @@ def _run_pair_study(args: argparse.Namespace) -> int:
     check_output_folder(args.out, PAIR_OUTPUT_FILES)
     read_metadata(args.out / "metadata.json")  # a damaged one is named now, not after loading
     model, tokenizer = _load(args.model, args.dtype, args.device)
-    with warnings.catch_warnings():
-        warnings.showwarning = lambda message, *_, **__: print(
-            f"iglens: warning: {message}", file=sys.stderr
-        )
+    with _one_line_warnings():
         result = pair_study(
             model,
             tokenizer,
@@ -366,6 +361,16 @@ def _run_pair_study(args: argparse.Namespace) -> int:
             print(f"{row.hypothesis} {row.verdict}: {visible_text(row.sentence, keep='')}")
         print(f"wrote {report}")
     return 0
+
+
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Inside the block, a warning prints as one ``iglens: warning: …`` line on stderr."""
+    with warnings.catch_warnings():
+        warnings.showwarning = lambda message, *_, **__: print(
+            f"iglens: warning: {message}", file=sys.stderr
+        )
+        yield
 
 
 def _load(name: str | None, dtype: str | None = None, device: str | None = None) -> tuple[Any, Any]:
