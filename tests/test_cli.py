@@ -290,3 +290,17 @@ def test_loading_problems_are_one_line(tmp_path, capsys, monkeypatch):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("iglens: error:") and "Traceback" not in err, (argv, err)
+
+
+def test_answer_and_vs_print_the_whole_answer_ledger(tiny_model_dir, tmp_path, capsys, lens):
+    data = run_json(tiny_model_dir, tmp_path, "--answer", "w7 w9", "--vs", "w11")
+    out = capsys.readouterr().out
+    assert "Whole answer across the blocks" in out and "answer − versus" in out
+    expected = lens.attribute(PROMPT, answer="w7 w9", versus="w11")
+    assert data["answer"]["ids"] == [7, 9] and data["versus"]["ids"] == [11]
+    # JSON keeps float64 exactly (repr round-trips)
+    assert data["answer"]["logprob"] == expected.answer.logprob
+    np.testing.assert_array_equal(
+        data["comparison"]["logprob_contributions"], expected.comparison.logprob_contributions
+    )
+    assert data["prompt_length"] == 5  # --answer generates nothing by default

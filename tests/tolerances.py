@@ -160,3 +160,15 @@ def midpoint_tol(path: np.ndarray, steps: int) -> np.ndarray:
     M = path.shape[-1] - 1
     third = np.abs(np.diff(path, n=3, axis=-1)).max(axis=-1) * M**3
     return 2 * third / (24 * steps**2)
+
+
+def logprob_tol(size: ReadoutSize, dtype: torch.dtype, n_tokens: int = 1) -> float:
+    """|Δ log p| of an ``n_tokens``-token answer between two computations of the readout on
+    the same states: log p_y = l_y − logsumexp(l) moves by at most 2‖δl‖∞ (the logit and the
+    logsumexp each by ‖δl‖∞), and each side's logits carry ``3 √w u S`` (see
+    :func:`readout_tol`), so ``2 · 3 √w eps S`` per token plus the softmax's own rounding
+    (:func:`softmax_tol`, a bound on |Δ log p|); the tokens' errors add."""
+    per_token = 6 * math.sqrt(size.width) * eps(dtype) * size.scale + softmax_tol(
+        dtype, size.vocab, size.logit_max
+    )
+    return n_tokens * per_token

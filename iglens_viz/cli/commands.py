@@ -27,7 +27,7 @@ from ..core.request import ESTIMATORS
 from ..errors import IGLensError
 from ..studies.run import STUDY_MODES
 from ..views.token_format import visible_text
-from .table import attribution_table
+from .table import answer_table, attribution_table
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
@@ -100,6 +100,21 @@ def _attribute_parser() -> argparse.ArgumentParser:
         type=_nonempty,
         default=None,
         help="attribute p(target) - p(contrast); a token id or single-token string",
+    )
+    p.add_argument(
+        "--answer",
+        type=_nonempty,
+        default=None,
+        metavar="TEXT",
+        help="a whole answer to teacher-force after the prompt (e.g. ' Hanoi', with its "
+        "space): prints its log-probability ledger across the blocks (no generation)",
+    )
+    p.add_argument(
+        "--vs",
+        type=_nonempty,
+        default=None,
+        metavar="TEXT",
+        help="a second answer: the ledger of log p(answer) - log p(vs), block by block",
     )
     p.add_argument(
         "--boundaries",
@@ -425,7 +440,8 @@ def run_attribute(argv: list[str]) -> int:
     from ..core import AttributionRequest, IGLens
     from ..files import write_atomic
 
-    generate = args.generate if args.generate is not None else (0 if args.no_chat else 16)
+    default_generate = 0 if args.no_chat or args.answer is not None else 16
+    generate = args.generate if args.generate is not None else default_generate
     request = AttributionRequest.from_controls(
         args.prompt,
         {
@@ -437,6 +453,8 @@ def run_attribute(argv: list[str]) -> int:
         },
         chat=False if args.no_chat else "auto",
         max_new_tokens=generate,
+        answer=args.answer,
+        versus=args.vs,
     )
     _check_outputs(args.json, args.png, args.html)
     if args.lens is not None:
@@ -465,6 +483,8 @@ def run_attribute(argv: list[str]) -> int:
             split,
         )
     )
+    if result.answer is not None:
+        console.print(answer_table(result, args.top_k))
     written = []
     if args.json:
         out = result.to_dict()

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.boundaries import is_sublayer
+from ..core.result import onset_segments
 from ..views.token_format import format_token, visible_text
 
 if TYPE_CHECKING:
@@ -110,3 +111,83 @@ def attribution_table(
             f"{error:.1e}",
         )
     return table
+
+
+def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
+    """A rich ``Table`` of the whole answer's ledgers: one row for the answer, one for the
+    ``versus`` answer and one for their difference. Each gives log p and p at the output,
+    the largest segments of the log-probability ledger and of the probability ledger, the
+    onsets (log, p), the measured change the log ledger adds up to (log p − log F_0; for
+    the difference, the gap minus the gap at the embeddings) and |Σ ledger − measured|.
+    """
+    answer, versus, comparison = result.answer, result.versus, result.comparison
+    if answer is None:
+        raise ValueError("the result has no whole answer")
+    labels = [f"L{label}" for label in result.segment_labels]
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=Text(f"Whole answer across the blocks ({visible_text(result.lens_name)} lens)"),
+    )
+    answer_columns: list[tuple[str, JustifyMethod]] = [
+        ("answer", "left"),
+        ("log p", "right"),
+        ("p", "right"),
+        ("largest\n(log p)", "left"),
+        ("largest\n(p)", "left"),
+        ("onset\nlog, p", "right"),
+        ("measured\nΔ log p", "right"),
+        ("|Σ−Δ|", "right"),
+    ]
+    for name, justify in answer_columns:
+        table.add_column(
+            name,
+            justify=justify,
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=16 if name == "answer" else None,
+        )
+
+    def add(
+        text: str, log_p: float, p: float, log_c: np.ndarray, p_c: np.ndarray, measured: float
+    ) -> None:
+        table.add_row(
+            Text(visible_text(text)),
+            f"{log_p:+.3f}",
+            f"{p:+.3g}" if text == _DIFFERENCE else f"{p:.3g}",
+            _largest(log_c, labels, top_k),
+            _largest(p_c, labels, top_k),
+            f"L{_onset(log_c, result)}, L{_onset(p_c, result)}",
+            f"{measured:+.4f}",
+            f"{abs(log_c.sum() - measured):.1e}",
+        )
+
+    for ledger in (answer, versus):
+        if ledger is not None:
+            lp = ledger.lens_logprobs
+            add(
+                ledger.text,
+                ledger.logprob,
+                ledger.prob,
+                ledger.logprob_contributions,
+                ledger.prob_contributions,
+                lp[-1] - lp[0],
+            )
+    if comparison is not None:
+        add(
+            _DIFFERENCE,
+            comparison.logprob_gap,
+            comparison.prob_gap,
+            comparison.logprob_contributions,
+            comparison.prob_contributions,
+            comparison.logprob_gap - comparison.start_logprob_gap,
+        )
+    return table
+
+
+_DIFFERENCE = "answer − versus"
+
+
+def _onset(contributions: np.ndarray, result: AttributionResult) -> str:
+    """The label of the segment with the largest signed entry (the onset rule)."""
+    segment = int(onset_segments(contributions[None])[0])
+    return result.segment_labels[segment] if segment >= 0 else "—"

@@ -155,8 +155,11 @@ def segment_gradients(
     alphas: torch.Tensor,
     budget: int,
     copies: int = _GRADIENT_COPIES,
+    *,
+    log: bool = False,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """∇f at ``h_a + α (h_b − h_a)`` for every (pair, α), chunk by chunk.
+    """∇f at ``h_a + α (h_b − h_a)`` for every (pair, α), chunk by chunk (∇ log p(ids)
+    with ``log``: see :meth:`Readout.probability`).
 
     Yields ``(pair, step, gradient, direction)`` for the chunk's rows: the pair and α index
     of each row, ``∇f [rows, d]`` and ``h_b − h_a`` of its pair. ∂f/∂features is computed
@@ -183,7 +186,7 @@ def segment_gradients(
             points.requires_grad_(True)
             # Readout.probability's analytic head gradient; autograd through the norm
             values = readout.probability(
-                points, _at(ids, pair), _at(contrast, pair), block_columns=cols
+                points, _at(ids, pair), _at(contrast, pair), block_columns=cols, log=log
             )
             (grad,) = torch.autograd.grad(values.sum(), points)
         yield pair, step, grad, direction

@@ -21,7 +21,7 @@ import os
 import warnings
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -30,16 +30,18 @@ from torch import nn
 
 from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  # noqa: F401
+from .answers import AnswerLedger, answer_ledger
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .capture import Capture, capture_batch, capture_states, joined
-from .components import component_names, component_shares
+from .components import component_names, component_segments, component_shares
 from .coordinates import LOGIT, Lens
 from .estimators import midpoints, path_values, riemann_totals, segment_gradients
 from .extensions import provider
-from .inputs import check_context, to_input_ids
+from .inputs import check_context, context_length, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .request import (
+    AnswerSpec,
     AttributionRequest,
     ChatMode,
     Estimator,
@@ -206,6 +208,8 @@ class IGLens:
             prompt = self.input_ids(chat_prompt_ids(self.tokenizer, given))
         else:
             prompt = self.input_ids(given)
+        if request.answer is not None:
+            return self._with_answer(prompt, request.answer, "answer"), prompt.numel()
         if not request.max_new_tokens:
             return prompt, prompt.numel()
         check_context(prompt.numel(), self.model.config, generating=request.max_new_tokens)
@@ -216,6 +220,39 @@ class IGLens:
             answer = generate_greedy(self.model, prompt, request.max_new_tokens, eos)
         self._remember(self._answers, key, answer)
         return self.input_ids(torch.cat([prompt, answer])), prompt.numel()
+
+    def answer_ids(self, answer: AnswerSpec, what: str = "answer") -> torch.Tensor:
+        """The ``[n]`` token ids of a whole answer: text tokenised on its own (no special
+        tokens), or ids checked against the vocabulary."""
+        if isinstance(answer, str):
+            if self.tokenizer is None:
+                raise InvalidRequestError(
+                    f"the {what} {answer!r} is text, which needs a tokenizer; pass its token ids"
+                )
+            ids = torch.as_tensor(
+                self.tokenizer(answer, add_special_tokens=False)["input_ids"], dtype=torch.long
+            )
+            if not ids.numel():
+                raise InvalidRequestError(f"the {what} {answer!r} tokenises to no tokens")
+            return ids
+        ids = torch.as_tensor(list(answer), dtype=torch.long)
+        bad = ids[ids >= self.readout.vocab_size]
+        if bad.numel():
+            raise InvalidRequestError(
+                f"{what} ids out of range [0, {self.readout.vocab_size}): {bad[:5].tolist()}"
+            )
+        return ids
+
+    def _with_answer(self, prompt: torch.Tensor, answer: AnswerSpec, what: str) -> torch.Tensor:
+        """``prompt`` followed by the answer's ids, checked to fit the model's context."""
+        ids = self.answer_ids(answer, what)
+        limit = context_length(self.model.config)
+        if limit is not None and prompt.numel() + ids.numel() > limit:
+            raise InvalidRequestError(
+                f"the prompt ({prompt.numel()} tokens) and the {what} ({ids.numel()} tokens) "
+                f"exceed the model's context of {limit} tokens; shorten one of them"
+            )
+        return torch.cat([prompt, ids])
 
     def clear_cache(self) -> None:
         """Forget every cached forward pass and generated answer (frees their memory)."""
@@ -454,6 +491,8 @@ class IGLens:
         max_new_tokens: int = 0,
         components: bool = False,
         lens: LensSpec = "logit",
+        answer: AnswerSpec | None = None,
+        versus: AnswerSpec | None = None,
     ) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
 
@@ -499,6 +538,18 @@ class IGLens:
             f(h_n) − f(h̃_0); a half-block state h_L.attn is read with T_{L−1}; the component
             split gains ``coordinate``, the change of translator along a segment.
             ``result.lens_name`` says which lens.
+        answer:
+            A whole answer, as text (tokenised on its own; mind the leading space) or ids,
+            appended to the prompt (after the chat template's assistant turn when ``chat``
+            is on) and teacher-forced. ``result.answer`` holds its ledgers
+            (:class:`~iglens_viz.core.answers.AnswerLedger`): log p(answer) split across
+            the segments and over its tokens, and p(answer) split across the segments.
+            Without it, the answer generated with ``max_new_tokens`` (up to its first
+            end-of-sequence token) is the answer. Not together with ``max_new_tokens``.
+        versus:
+            A second answer after the same prompt, teacher-forced in its own pass:
+            ``result.versus`` holds its ledgers and ``result.comparison`` the differential
+            ledger of log p(answer) − log p(versus), segment by segment.
 
         Returns
         -------
@@ -521,6 +572,8 @@ class IGLens:
                 max_new_tokens=max_new_tokens,
                 components=components,
                 lens=lens,
+                answer=answer,
+                versus=versus,
             )
         )
 
@@ -589,7 +642,7 @@ class IGLens:
                 steps,
                 _path_or_ends(path, lens),
             )
-        return self._result(
+        result = self._result(
             request,
             trace,
             bounds,
@@ -602,6 +655,123 @@ class IGLens:
             prompt_length,
             shares,
         )
+        return self._with_answers(result, request, trace, bounds, prompt_length)
+
+    def _with_answers(
+        self,
+        result: AttributionResult,
+        request: AttributionRequest,
+        trace: Trace,
+        bounds: list[float],
+        prompt_length: int,
+    ) -> AttributionResult:
+        """``result`` with the whole answer's ledgers (``answer=`` or the generated answer)
+        and those of ``versus=`` in its own pass."""
+        ids = trace.input_ids
+        end = ids.numel()
+        if request.answer is None:  # the generated answer, up to its first end token
+            eos = _eos_ids(self.tokenizer)
+            ends = [t for t in range(prompt_length, end) if int(ids[t]) in eos]
+            end = ends[0] if ends else end
+        if end <= prompt_length:
+            if request.versus is not None:
+                raise InvalidRequestError(
+                    "versus= needs a first answer, and the model generated none (it ended at "
+                    "once): pass answer="
+                )
+            return result
+        answer = self._ledger(request, trace, bounds, prompt_length, end, result.token_text)
+        versus = None
+        if request.versus is not None:
+            pair = self._with_answer(ids[:prompt_length], request.versus, "versus answer")
+            if torch.equal(pair[prompt_length:], ids[prompt_length:end]):
+                raise InvalidRequestError(
+                    "versus tokenises to the answer itself: the comparison would be 0 in "
+                    "every block; pass a different answer"
+                )
+            other = self.trace(
+                pair,
+                sublayers=trace.sublayers,
+                components=request.components,
+                lens=trace.lens,
+            )
+            text = token_texts(self.tokenizer, pair.numpy())
+            result.token_text.update(text)
+            versus = self._ledger(request, other, bounds, prompt_length, pair.numel(), text)
+        return dataclasses.replace(result, answer=answer, versus=versus)
+
+    def _ledger(
+        self,
+        request: AttributionRequest,
+        trace: Trace,
+        bounds: list[float],
+        start: int,
+        end: int,
+        token_text: dict[int, str],
+    ) -> AnswerLedger:
+        """The ledgers of the answer ``trace.input_ids[start:end]``."""
+        piece = trace.input_ids[start:end]
+        text = (
+            cast(str, self.tokenizer.decode(piece.tolist(), clean_up_tokenization_spaces=False))
+            if self.tokenizer is not None
+            else " ".join(f"<{int(i)}>" for i in piece)
+        )
+        ledger = answer_ledger(
+            self.readout,
+            trace,
+            bounds,
+            start,
+            end,
+            text,
+            token_text,
+            estimator=request.estimator,
+            steps=request.steps,
+            budget=self.memory_budget,
+        )
+        if not request.components:
+            return ledger
+        return self._answer_shares(request, trace, bounds, ledger)
+
+    def _answer_shares(
+        self,
+        request: AttributionRequest,
+        trace: Trace,
+        bounds: list[float],
+        ledger: AnswerLedger,
+    ) -> AnswerLedger:
+        """``ledger`` with its component split: each answer token's probability shares of a
+        segment, scaled by that segment's Δ log f / Δ f for the token, summed over the
+        tokens (so every segment's shares add up to its log-probability contribution)."""
+        positions = torch.as_tensor(ledger.positions)
+        y = torch.as_tensor(ledger.ids)
+        f = torch.as_tensor(ledger.token_probs, device=self.readout.device)
+        pairs = _segment_pairs(trace, bounds, y, None, ledger.positions)
+        path = self._path(pairs, f, request.steps)
+        shares = self._shares(
+            trace,
+            bounds,
+            positions,
+            y,
+            None,
+            request.estimator,
+            request.steps,
+            _path_or_ends(path, f),
+        )
+        shares_np = shares.detach().cpu().double().numpy()  # [n, blocks, C]
+        names = self._component_names(trace.lens)
+        segment_of = component_segments(bounds, names, self.n_blocks)  # [blocks, C]
+        per_segment = np.zeros((shares_np.shape[0], len(bounds) - 1))
+        for j in range(len(bounds) - 1):
+            per_segment[:, j] = np.where(segment_of == j, shares_np, 0.0).sum(axis=(1, 2))
+        log_split = ledger.logprob_split.T  # [n, k]
+        tiny = np.abs(per_segment) <= 1e-12 * np.maximum(f.cpu().numpy()[:, 1:], 1e-300)
+        ratio = np.where(tiny, 1.0 / np.maximum(ledger.token_probs[:, 1:], 1e-300), 0.0)
+        np.divide(log_split, per_segment, out=ratio, where=~tiny)
+        scaled = shares_np * np.take_along_axis(
+            ratio[:, None, :].repeat(self.n_blocks, 1), np.maximum(segment_of, 0)[None], axis=2
+        )
+        combined = np.where(segment_of >= 0, scaled.sum(0), np.nan)
+        return dataclasses.replace(ledger, component_shares=combined, component_names=names)
 
     def components(
         self,
@@ -965,6 +1135,14 @@ def require_materialized(model: nn.Module) -> None:
                 )
 
 
+def _eos_ids(tokenizer: PreTrainedTokenizerBase | None) -> set[int]:
+    """The tokenizer's end-of-sequence id(s) (empty without a tokenizer)."""
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is None:
+        return set()
+    return {int(i) for i in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
 def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     """``[T]`` the "predicted" target: the model's top-1 next token at each position, except
     along a generated answer, where it is the token that was actually generated (greedy
@@ -1019,6 +1197,8 @@ def attribute(
     max_new_tokens: int = 0,
     components: bool = False,
     lens: LensSpec = "logit",
+    answer: AnswerSpec | None = None,
+    versus: AnswerSpec | None = None,
     top_k: int = 5,
     dtype: torch.dtype | str = torch.float32,
     name: str | None = None,
@@ -1043,4 +1223,6 @@ def attribute(
         max_new_tokens=max_new_tokens,
         components=components,
         lens=lens,
+        answer=answer,
+        versus=versus,
     )

@@ -432,8 +432,11 @@ class Readout:
         contrast: torch.Tensor | None = None,
         *,
         block_columns: int | None = None,
+        log: bool = False,
     ) -> torch.Tensor:
-        """f(h): probability of ``ids`` (minus that of ``contrast``) at states ``h[..., d]``.
+        """f(h): probability of ``ids`` (minus that of ``contrast``) at states ``h[..., d]``;
+        with ``log``, log p(ids) instead (no contrast), whose gradient stays finite where
+        the probability underflows.
 
         Streams the vocabulary in blocks of ``block_columns`` columns (all at once when None)
         with a running logsumexp, so no full-vocabulary logits or upcast head are held.
@@ -445,9 +448,11 @@ class Readout:
         ids = torch.as_tensor(ids, device=self.device).expand(z.shape[:-1])
         if contrast is not None:
             contrast = torch.as_tensor(contrast, device=self.device).expand(z.shape[:-1])
+        if log and contrast is not None:
+            raise ValueError("log=True reads one token's log-probability: no contrast")
         if not (torch.is_grad_enabled() and z.requires_grad):
-            return self.probability_and_gradient(z, ids, contrast, block_columns)[0]
-        return _Probability.apply(z, self, ids, contrast, block_columns)
+            return self.probability_and_gradient(z, ids, contrast, block_columns, log=log)[0]
+        return _Probability.apply(z, self, ids, contrast, block_columns, log)
 
     def probability_and_gradient(
         self,
@@ -457,8 +462,10 @@ class Readout:
         block_columns: int | None = None,
         *,
         gradient: bool = False,
+        log: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``f = p_ids − p_contrast`` at features ``z[..., d']`` and, if asked, ``∂f/∂z``.
+        """``f = p_ids − p_contrast`` at features ``z[..., d']`` and, if asked, ``∂f/∂z``;
+        with ``log``, ``f = log p_ids`` and ``∂f/∂z = post'(u_y) W_y − Σ_v p_v post'(u_v) W_v``.
 
         One pass over vocabulary blocks. With ``l = post(u)``, ``u = W z + b`` and
         ``p = softmax(l)``::
@@ -475,6 +482,13 @@ class Readout:
             ids = ids.to(self.device).reshape(-1)
             lse, weighted = self._stream(flat, block_columns, gradient=gradient)
             l_y = self.target_logits(flat, ids)
+            if log:
+                value = l_y - lse
+                if not gradient:
+                    return value.reshape(lead), None
+                grad = cast(torch.Tensor, weighted)
+                torch.sub(self._row_gradient(ids, l_y, torch.ones_like(l_y)), grad, out=grad)
+                return value.reshape(lead), grad.reshape(*lead, -1)
             p_y = target_probability(l_y, lse)
             value = p_y
             if contrast is not None:
@@ -682,9 +696,9 @@ class _Probability(torch.autograd.Function):
     """f at features z with the analytic ∂f/∂z computed in the forward pass (no head graph)."""
 
     @staticmethod
-    def forward(ctx, z, readout, ids, contrast, block_columns):
+    def forward(ctx, z, readout, ids, contrast, block_columns, log=False):
         value, grad = readout.probability_and_gradient(
-            z, ids, contrast, block_columns, gradient=True
+            z, ids, contrast, block_columns, gradient=True, log=log
         )
         ctx.save_for_backward(grad)
         return value
@@ -693,4 +707,4 @@ class _Probability(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output):
         (grad,) = ctx.saved_tensors
-        return grad_output[..., None] * grad, None, None, None, None
+        return grad_output[..., None] * grad, None, None, None, None, None

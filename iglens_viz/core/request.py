@@ -37,6 +37,7 @@ __all__ = [
     "MAX_STEPS",
     "PER_POSITION",
     "TARGET_KEYWORDS",
+    "AnswerSpec",
     "AttributionRequest",
     "ChatMode",
     "Estimator",
@@ -44,6 +45,7 @@ __all__ = [
     "PromptSpec",
     "TargetKeyword",
     "TargetSpec",
+    "normalize_answer",
     "normalize_lens",
     "normalize_prompt",
     "normalize_target",
@@ -70,6 +72,10 @@ token id, a single-token string, or one id per position (-1: no target there).""
 PromptSpec = str | Sequence[int] | np.ndarray | torch.Tensor
 """A prompt: text (not blank), or token ids as a sequence, a 1-D / ``[1, T]`` array or
 tensor."""
+
+AnswerSpec = str | Sequence[int]
+"""A whole answer after the prompt: text (tokenised on its own, without special tokens;
+mind the leading space, ``" Hanoi"``) or its token ids."""
 
 LensSpec = Lens | str | os.PathLike[str]
 """The readout's coordinates: a :class:`~iglens_viz.core.coordinates.Lens`, a lens kind
@@ -170,6 +176,29 @@ def normalize_target(
         f"single-token string or one id per position; got "
         f"{type(spec).__name__}"
     )
+
+
+def normalize_answer(spec: object, what: str = "answer") -> str | tuple[int, ...] | None:
+    """An answer as the request keeps it: None, non-empty text, or a non-empty tuple of ids."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        if spec == "":
+            raise InvalidRequestError(
+                f"the {what} is an empty string: pass its text (e.g. ' Hanoi', with its "
+                f"leading space) or its token ids"
+            )
+        return spec
+    if isinstance(spec, (bytes, bytearray)):
+        raise InvalidRequestError(f"the {what} is bytes: decode it to a string first")
+    if not isinstance(spec, (Sequence, np.ndarray)) and not hasattr(spec, "detach"):
+        raise InvalidRequestError(
+            f"the {what} must be text or a sequence of token ids, not {type(spec).__name__}"
+        )
+    ids = _id_tuple(spec, what, allow_none_marker=False) if len(spec) else ()  # type: ignore[arg-type]
+    if not ids:
+        raise InvalidRequestError(f"the {what} has no tokens: pass its text or its token ids")
+    return ids
 
 
 def normalize_lens(spec: LensSpec | None) -> Lens | str:
@@ -273,6 +302,13 @@ class AttributionRequest:
     """The coordinates each state is read in (see :data:`LensSpec`): ``"logit"`` reads h_L as
     it is; a fitted lens reads T_L(h_L). Kept as given (a :class:`Lens`, a kind name or a
     path); the lens resolves it when it runs the request."""
+    answer: AnswerSpec | None = None
+    """A whole answer (see :data:`AnswerSpec`) appended to the prompt (after the chat
+    template's assistant turn when ``chat`` is on) and teacher-forced; its ledgers are
+    ``result.answer``. Without it the generated answer (``max_new_tokens``) is the answer."""
+    versus: AnswerSpec | None = None
+    """A second answer after the same prompt, teacher-forced in its own pass:
+    ``result.versus`` and the differential ledger ``result.comparison``."""
 
     # The constructor's signature for inspect and help(): the generated __init__'s (set
     # below the class), not __new__'s.
@@ -313,6 +349,23 @@ class AttributionRequest:
             raise InvalidRequestError(f"components must be True or False, not {self.components!r}")
         set_("components", bool(self.components))
         set_("lens", normalize_lens(self.lens))
+        set_("answer", normalize_answer(self.answer))
+        set_("versus", normalize_answer(self.versus, "versus answer"))
+        if self.answer is not None and self.max_new_tokens:
+            raise InvalidRequestError(
+                "answer= is teacher-forced and max_new_tokens generates one: pass one of "
+                "them (max_new_tokens=0 with answer=)"
+            )
+        if self.versus is not None and self.answer is None and not self.max_new_tokens:
+            raise InvalidRequestError(
+                "versus= compares two answers, and there is no first one: pass answer= "
+                "(or max_new_tokens > 0 to compare against the generated answer)"
+            )
+        if self.versus is not None and self.versus == self.answer:
+            raise InvalidRequestError(
+                f"versus is the answer itself ({self.answer!r}): the comparison would be 0 "
+                f"in every block; pass a different answer"
+            )
 
     # ------------------------------------------------------------------ building
 
@@ -417,9 +470,9 @@ class AttributionRequest:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (tuples become lists; a :class:`Lens` object by its name, and
-        the logit lens left out, as the default); ``AttributionRequest(**d)`` rebuilds it
-        (a lens object as the lens of that name)."""
+        """JSON-ready fields (tuples become lists; a :class:`Lens` object by its name; the
+        defaults of the later fields — the logit lens, no answer — left out);
+        ``AttributionRequest(**d)`` rebuilds it (a lens object as the lens of that name)."""
         out = {
             f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
             for f in dataclasses.fields(self)
@@ -427,6 +480,9 @@ class AttributionRequest:
         out["lens"] = self.lens_name
         if out["lens"] == LOGIT.kind:
             del out["lens"]
+        for name in ("answer", "versus"):
+            if out[name] is None:
+                del out[name]
         return out
 
 

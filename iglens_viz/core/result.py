@@ -12,10 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidRequestError
+from .answers import AnswerComparison, AnswerLedger
 from .boundaries import depth_list, segment_labels
 from .components import component_segments
 from .extensions import provider
 from .request import AttributionRequest
+from .serial import json_ready
 from .stats import argmax_rows
 
 if TYPE_CHECKING:
@@ -137,9 +139,22 @@ class AttributionResult:
     lens_name: str = "logit"
     """The lens the states were read through (``"logit"``: as they are; ``"shortcut"``,
     ``"tuned"``, ``"jacobian"`` or a saved lens's name: T_L(h_L)); see ``request.lens``."""
+    answer: AnswerLedger | None = None
+    """The whole answer's ledgers (``answer=``, or the generated answer up to its first end
+    token; None without one): see :class:`~iglens_viz.core.answers.AnswerLedger`."""
+    versus: AnswerLedger | None = None
+    """The ledgers of the ``versus=`` answer, from its own pass (None without one)."""
 
     def __post_init__(self) -> None:
         self.boundaries = depth_list(self.boundaries)
+
+    @property
+    def comparison(self) -> AnswerComparison | None:
+        """The differential ledger of log p(answer) − log p(versus) (None without
+        ``versus=``); see :class:`~iglens_viz.core.answers.AnswerComparison`."""
+        if self.answer is None or self.versus is None:
+            return None
+        return AnswerComparison(self.answer, self.versus)
 
     @property
     def estimator(self) -> str:
@@ -262,13 +277,15 @@ class AttributionResult:
             value = getattr(self, f.name)
             if f.name == "token_text":
                 value = {str(k): v for k, v in value.items()}
-            elif f.name == "request":
+            elif f.name in ("request", "answer", "versus") and value is not None:
                 value = value.to_dict()
-            out[f.name] = _json_ready(value)
+            out[f.name] = json_ready(value)
         out["estimator"], out["steps"] = self.estimator, self.steps
         out["top_tokens"] = self.top_tokens
         out["answer_positions"] = self.answer_positions.tolist()
         out["completeness_error"] = self.completeness_error
+        comparison = self.comparison
+        out["comparison"] = None if comparison is None else comparison.to_dict()
         return out
 
     def plot_heatmap(self, ax: Axes | None = None, **kwargs: Any) -> Figure:
@@ -302,15 +319,3 @@ class AttributionResult:
         """A self-contained offline HTML page of the linked views, written to ``path`` if
         given; see :func:`iglens_viz.export.to_html`."""
         return provider("to_html")(self, path, **kwargs)
-
-
-def _json_ready(value: object) -> object:
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind == "f":
-            out = value.astype(object)
-            out[~np.isfinite(value)] = None
-            return out.tolist()
-        return value.tolist()
-    if isinstance(value, (np.integer, np.floating)):
-        return value.item()
-    return value

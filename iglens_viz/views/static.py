@@ -695,7 +695,10 @@ def _component_short(name: str) -> str:
 
 
 def to_dataframe(
-    result: AttributionResult, threshold: float = NONMONOTONE_THRESHOLD, components: bool = False
+    result: AttributionResult,
+    threshold: float = NONMONOTONE_THRESHOLD,
+    components: bool = False,
+    answer: bool = False,
 ) -> DataFrame:
     """A tidy :class:`pandas.DataFrame`, one row per (position, segment).
 
@@ -712,8 +715,14 @@ def to_dataframe(
     With ``components`` (a result attributed with ``components=True``), one row per
     (position, segment, block, component) instead: :attr:`AttributionResult.components`
     joined with the segment's columns above.
+
+    With ``answer`` (a result with a whole answer, ``result.answer``), the answer's ledgers
+    instead (see :func:`answer_dataframe`).
     """
     import pandas as pd
+
+    if answer:
+        return answer_dataframe(result)
 
     from ..core.trajectory import against_segments
 
@@ -745,3 +754,51 @@ def to_dataframe(
     if not components:
         return table
     return result.components.merge(table, on=["position", "segment"], how="left")
+
+
+def answer_dataframe(result: AttributionResult) -> DataFrame:
+    """The whole answer's ledgers as a tidy :class:`pandas.DataFrame`, one row per (segment,
+    answer token); with ``versus=``, the second answer's rows follow.
+
+    Columns: ``answer`` (``"answer"`` or ``"versus"``), ``segment``, ``label``,
+    ``block_start``, ``block_end``, ``position`` (in that answer's sequence), ``index`` (the
+    token's index in the answer), ``token`` (raw text), ``token_id``, ``logprob_contribution``
+    (the token's share of the segment's log-probability contribution), ``logprob_start``,
+    ``logprob_end`` (the token's lens log-probability at the segment's boundaries),
+    ``segment_logprob_contribution`` and ``segment_prob_contribution`` (the segment's whole
+    entries of the two ledgers, repeated over its tokens).
+    """
+    import pandas as pd
+
+    if result.answer is None:
+        raise InvalidRequestError(
+            "this result has no whole answer: attribute with answer= (or max_new_tokens > 0)"
+        )
+    b = np.asarray(result.boundaries, dtype=np.float64)
+    parts = []
+    for name, ledger in (("answer", result.answer), ("versus", result.versus)):
+        if ledger is None:
+            continue
+        k, n = ledger.logprob_split.shape
+        segment, index = np.repeat(np.arange(k), n), np.tile(np.arange(n), k)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "answer": name,
+                    "segment": segment,
+                    "label": np.asarray(result.segment_labels, dtype=object)[segment],
+                    "block_start": np.floor(b[:-1]).astype(np.int64)[segment] + 1,
+                    "block_end": np.ceil(b[1:]).astype(np.int64)[segment],
+                    "position": ledger.positions[index],
+                    "index": index,
+                    "token": np.asarray(ledger.tokens, dtype=object)[index],
+                    "token_id": ledger.ids[index],
+                    "logprob_contribution": ledger.logprob_split.ravel(),
+                    "logprob_start": ledger.token_logprobs[index, segment],
+                    "logprob_end": ledger.token_logprobs[index, segment + 1],
+                    "segment_logprob_contribution": ledger.logprob_contributions[segment],
+                    "segment_prob_contribution": ledger.prob_contributions[segment],
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)

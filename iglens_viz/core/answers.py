@@ -1,0 +1,314 @@
+"""Whole answers: exact ledgers of a multi-token answer's probability across the blocks.
+
+An answer a = (y_1 … y_n) follows the prompt, teacher-forced: position t_i predicts y_i. At
+every boundary depth L the lens reads each answer position, and the answer's *joint lens
+probability* is the product F_L = Π_i f_i(h̃_L^(i)) of the per-token lens probabilities
+(the answer's probability as the lens reads it at depth L). Both F_L and log F_L are
+pointwise functions of the states at one depth, so their segment differences telescope:
+
+* the **log-probability ledger** sums to log p(a) − log F_0 across the segments, and each
+  segment's entry splits exactly over the answer's tokens (Σ_i of the tokens' own log
+  differences);
+* the **probability ledger** sums to p(a) − F_0.
+
+Two answers after the same prompt give a *differential* ledger, their difference segment by
+segment (:class:`AnswerComparison`): it sums to log p(a) − log p(b) minus the same gap read
+at the embeddings, exactly.
+
+Under ``estimator="riemann"`` the ledgers are midpoint-rule integrals along each segment's
+straight path instead of first differences: ∇ log f_i at the midpoints for the log ledger,
+and dF = F Σ_i d log f_i for the joint probability (so they carry the Riemann sum's
+discretisation error, as the per-token contributions do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from .boundaries import block_of_depth
+from .estimators import midpoints, segment_gradients
+from .readout import target_probability
+from .serial import json_ready
+from .stats import argmax_rows
+
+if TYPE_CHECKING:
+    from .readout import Readout
+    from .trace import Trace
+
+__all__ = ["AnswerComparison", "AnswerLedger", "answer_ledger"]
+
+
+@dataclass(frozen=True)
+class AnswerLedger:
+    """The ledgers of one whole answer after the prompt (n tokens, k segments).
+
+    Built by :class:`~iglens_viz.IGLens` for ``answer=`` (or the generated answer) as
+    ``result.answer``, and for ``versus=`` as ``result.versus``.
+    """
+
+    text: str
+    """The answer as text (untrusted: escape before display)."""
+    ids: np.ndarray
+    """``(n,)`` the answer's token ids."""
+    tokens: list[str]
+    """``n`` the answer's tokens as text."""
+    positions: np.ndarray
+    """``(n,)`` the position that predicts each answer token (its sequence's own positions:
+    for ``result.versus``, those of the second answer's sequence)."""
+    boundaries: list[float]
+    """``k+1`` boundary depths, as the result's."""
+    token_logprobs: np.ndarray
+    """``(n, k+1)`` log f_i at every boundary: each token's lens log-probability."""
+    token_probs: np.ndarray
+    """``(n, k+1)`` f_i at every boundary, as the per-token ledgers read it (so a one-token
+    answer's probability ledger is the per-token result's, to the bit)."""
+    logprob_split: np.ndarray
+    """``(k, n)`` each segment's log-probability contribution split over the answer's
+    tokens; row j sums to ``logprob_contributions[j]``."""
+    prob_contributions: np.ndarray
+    """``(k,)`` each segment's contribution to the joint probability; sums to
+    ``prob − lens_probs[0]``."""
+    estimator: str = "prediction_aware"
+    """How the ledgers were computed (``prediction_aware``: first differences, exact)."""
+    component_shares: np.ndarray | None = None
+    """``(n_blocks, C)`` each (block, component)'s share of its segment's log-probability
+    contribution (``components=True``), components as ``component_names``."""
+    component_names: list[str] | None = None
+    """``C`` component names, as :attr:`AttributionResult.component_names`."""
+
+    @property
+    def lens_logprobs(self) -> np.ndarray:
+        """``(k+1,)`` log F_L, the log of the joint lens probability at every boundary."""
+        return self.token_logprobs.sum(axis=0)
+
+    @property
+    def lens_probs(self) -> np.ndarray:
+        """``(k+1,)`` F_L = Π_i f_i: the answer's probability as the lens reads it at every
+        boundary (the last one is the model's own p(answer))."""
+        return self.token_probs.prod(axis=0)
+
+    @property
+    def logprob(self) -> float:
+        """log p(answer) at the output, teacher-forced: Σ_i log p(y_i | prompt, y_<i)."""
+        return float(self.lens_logprobs[-1])
+
+    @property
+    def prob(self) -> float:
+        """p(answer) at the output."""
+        return float(self.lens_probs[-1])
+
+    @property
+    def logprob_contributions(self) -> np.ndarray:
+        """``(k,)`` each segment's contribution to log p(answer); sums to
+        ``logprob − lens_logprobs[0]``."""
+        return self.logprob_split.sum(axis=1)
+
+    @property
+    def onset(self) -> int:
+        """The (last) block of the segment with the largest contribution to the joint
+        probability: the per-token onset rule applied to the whole answer (-1: none)."""
+        return _onset_block(self.prob_contributions, self.boundaries)
+
+    @property
+    def logprob_onset(self) -> int:
+        """The same rule on the log-probability ledger."""
+        return _onset_block(self.logprob_contributions, self.boundaries)
+
+    @property
+    def completeness_error(self) -> float:
+        """|Σ prob_contributions − (p(answer) − F_0)| (0 up to float rounding)."""
+        p = self.lens_probs
+        return float(abs(self.prob_contributions.sum() - (p[-1] - p[0])))
+
+    @property
+    def logprob_completeness_error(self) -> float:
+        """|Σ logprob_contributions − (log p(answer) − log F_0)|."""
+        lp = self.lens_logprobs
+        return float(abs(self.logprob_contributions.sum() - (lp[-1] - lp[0])))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field and derived figure as JSON-ready values (NaN becomes None)."""
+        out: dict[str, Any] = {f.name: json_ready(getattr(self, f.name)) for f in fields(self)}
+        for name in (
+            "lens_logprobs",
+            "lens_probs",
+            "logprob",
+            "prob",
+            "logprob_contributions",
+            "onset",
+            "logprob_onset",
+            "completeness_error",
+            "logprob_completeness_error",
+        ):
+            out[name] = json_ready(getattr(self, name))
+        return out
+
+
+@dataclass(frozen=True)
+class AnswerComparison:
+    """One answer against another after the same prompt: the differential ledger.
+
+    ``logprob_contributions[j]`` is segment j's contribution to log p(a) − log p(b); they
+    sum to ``logprob_gap − start_logprob_gap`` exactly (the gap at the output minus the gap
+    the lens reads at the embeddings). In probability space the same for p(a) − p(b).
+    """
+
+    answer: AnswerLedger
+    """The first answer's ledgers (``result.answer``)."""
+    versus: AnswerLedger
+    """The second answer's (``result.versus``)."""
+
+    @property
+    def logprob_contributions(self) -> np.ndarray:
+        """``(k,)`` each segment's contribution to log p(a) − log p(b)."""
+        return self.answer.logprob_contributions - self.versus.logprob_contributions
+
+    @property
+    def prob_contributions(self) -> np.ndarray:
+        """``(k,)`` each segment's contribution to p(a) − p(b)."""
+        return self.answer.prob_contributions - self.versus.prob_contributions
+
+    @property
+    def lens_logprob_gaps(self) -> np.ndarray:
+        """``(k+1,)`` log F_L(a) − log F_L(b) at every boundary."""
+        return self.answer.lens_logprobs - self.versus.lens_logprobs
+
+    @property
+    def logprob_gap(self) -> float:
+        """log p(a) − log p(b) at the output."""
+        return self.answer.logprob - self.versus.logprob
+
+    @property
+    def start_logprob_gap(self) -> float:
+        """log F_0(a) − log F_0(b): the gap as the lens reads the embeddings."""
+        return float(self.lens_logprob_gaps[0])
+
+    @property
+    def prob_gap(self) -> float:
+        """p(a) − p(b) at the output."""
+        return self.answer.prob - self.versus.prob
+
+    @property
+    def onset(self) -> int:
+        """The (last) block of the segment that moves the preference for a over b the most
+        (largest contribution to log p(a) − log p(b); -1: none)."""
+        return _onset_block(self.logprob_contributions, self.answer.boundaries)
+
+    @property
+    def completeness_error(self) -> float:
+        """|Σ logprob_contributions − (logprob_gap − start_logprob_gap)|."""
+        return float(
+            abs(self.logprob_contributions.sum() - (self.logprob_gap - self.start_logprob_gap))
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The differential ledger's figures, JSON-ready."""
+        return {
+            name: json_ready(getattr(self, name))
+            for name in (
+                "logprob_contributions",
+                "prob_contributions",
+                "lens_logprob_gaps",
+                "logprob_gap",
+                "start_logprob_gap",
+                "prob_gap",
+                "onset",
+                "completeness_error",
+            )
+        }
+
+
+def answer_ledger(
+    readout: Readout,
+    trace: Trace,
+    bounds: list[float],
+    start: int,
+    end: int,
+    text: str,
+    token_text: dict[int, str],
+    *,
+    estimator: str = "prediction_aware",
+    steps: int = 1,
+    budget: int,
+) -> AnswerLedger:
+    """The ledgers of the answer ``trace.input_ids[start:end]`` (teacher-forced after a
+    prompt of ``start`` tokens), read at ``bounds`` through the trace's lens.
+
+    ``estimator="riemann"`` integrates along each segment with ``steps`` midpoints (see the
+    module's docstring); otherwise the ledgers are first differences (exact).
+    """
+    ids = trace.input_ids[start:end]
+    n = ids.numel()
+    positions = torch.arange(start - 1, start - 1 + n)
+    rows = trace.rows(bounds)
+    where = positions.to(trace.features.device)
+    z = trace.features[rows][:, where]  # [k+1, n, d']
+    lse = trace.log_normalizer[rows][:, where]
+    logits = readout.target_logits(z, ids)
+    logp = (logits - lse).double().T  # [n, k+1]
+    probs = target_probability(logits, lse).double().T
+    if estimator == "riemann":
+        log_split, prob = _riemann_ledgers(readout, trace, bounds, positions, ids, steps, budget)
+    else:
+        log_split = (logp[:, 1:] - logp[:, :-1]).T
+        joint = probs.prod(0)
+        prob = joint[1:] - joint[:-1]
+    id_list = [int(i) for i in ids]
+    return AnswerLedger(
+        text=text,
+        ids=np.asarray(id_list, dtype=np.int64),
+        tokens=[token_text.get(i, f"<{i}>") for i in id_list],
+        positions=positions.numpy(),
+        boundaries=list(bounds),
+        token_logprobs=logp.cpu().numpy(),
+        token_probs=probs.cpu().numpy(),
+        logprob_split=log_split.cpu().numpy(),
+        prob_contributions=prob.cpu().numpy(),
+        estimator=estimator,
+    )
+
+
+def _riemann_ledgers(
+    readout: Readout,
+    trace: Trace,
+    bounds: list[float],
+    positions: torch.Tensor,
+    ids: torch.Tensor,
+    steps: int,
+    budget: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Midpoint-rule log ledger ``[k, n]`` and joint-probability ledger ``[k]``.
+
+    Gradients of log f directly (:meth:`Readout.probability` with ``log``), not ∇f / f:
+    far from the answer f underflows in float32 (log F_0 of a three-token answer can be
+    −300), where ∇ log f is still finite.
+    """
+    rows = trace.rows(bounds)
+    states = trace.states[:, positions.to(trace.states.device)]
+    h_a = states[rows[:-1]].transpose(0, 1)  # [n, k, d]
+    h_b = states[rows[1:]].transpose(0, 1)
+    n, k = h_a.shape[:2]
+    h_a, h_b = h_a.reshape(n * k, -1), h_b.reshape(n * k, -1)
+    y = ids.to(readout.device)[:, None].expand(n, k).reshape(-1)
+    alphas = midpoints(steps, readout)
+    dlog = torch.zeros(n * k, steps, dtype=torch.float64, device=readout.device)
+    log_f = torch.zeros_like(dlog)
+    for pair, step, grad, direction in segment_gradients(
+        readout, h_a, h_b, y, None, alphas, budget, log=True
+    ):
+        dlog[pair, step] = (grad * direction).sum(-1).double() / steps
+        with torch.no_grad():
+            points = h_a[pair] + alphas[step][:, None] * direction
+            log_f[pair, step] = readout.probability(points, y[pair], log=True).double()
+    dlog, log_f = dlog.reshape(n, k, steps), log_f.reshape(n, k, steps)
+    joint = log_f.sum(0).exp()  # F at each midpoint of each segment [k, m]
+    return dlog.sum(-1).T, (joint * dlog.sum(0)).sum(-1)
+
+
+def _onset_block(contributions: np.ndarray, bounds: list[float]) -> int:
+    segment = int(argmax_rows(np.asarray(contributions)[None])[0])  # the onset rule
+    return -1 if segment < 0 else block_of_depth(bounds[segment + 1])

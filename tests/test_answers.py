@@ -1,0 +1,223 @@
+"""Whole answers (``answer=`` / ``versus=``): the ledgers of a multi-token answer.
+
+Every number is checked against the test's own computation from the model's own modules:
+log p(answer) from ``log_softmax(model(ids).logits)`` at the answer positions (teacher
+forcing), the per-token lens probabilities from ``tiny_models.reference_lens_probs``
+(``output_hidden_states`` read by the model's own norm and head).
+
+Tolerances: :func:`tolerances.logprob_tol` (log p of n tokens, two readouts of the same
+states), :func:`tolerances.readout_tol` per factor of a product of n probabilities ≤ 1
+(|Π a_i − Π b_i| ≤ Σ |a_i − b_i|), and completeness: k first differences of float64 numbers
+whose magnitude is at most M, summed in float64 (``sum_tol(float64, 2k) · M``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from tiny_models import (
+    FAMILY_NAMES,
+    model_logits,
+    random_ids,
+    reference_lens_probs,
+    tiny_model,
+    tiny_tokenizer,
+)
+from tolerances import eps, logprob_tol, readout_size, readout_tol, sum_tol
+
+import iglens_viz
+from iglens_viz import IGLens, InvalidRequestError
+
+IDS = random_ids(12)
+PROMPT, ANSWER, OTHER = IDS[:7], IDS[7:10].tolist(), IDS[9:12].tolist()[::-1] + [5]
+
+
+@pytest.fixture(scope="module", params=FAMILY_NAMES)
+def family_model(request):
+    return request.param, tiny_model(request.param)
+
+
+def completeness_tol(values: np.ndarray) -> float:
+    """k first differences of float64 values ≤ M in magnitude, summed in float64."""
+    return sum_tol(torch.float64, 2 * values.size) * float(np.nanmax(np.abs(values)))
+
+
+def reference_answer(model, prompt: torch.Tensor, answer: list[int]):
+    """log p(answer) teacher-forced and the ``(n, n_blocks+1)`` per-token lens probabilities,
+    computed with the model's own modules."""
+    ids = torch.cat([prompt, torch.as_tensor(answer)])
+    start = prompt.numel()
+    positions = torch.arange(start - 1, ids.numel() - 1)
+    logp = torch.log_softmax(model_logits(model, ids), -1)
+    logprob = float(logp[positions, ids[start:]].sum())
+    targets = torch.zeros(ids.numel(), dtype=torch.long)
+    targets[positions] = ids[start:]
+    lens = reference_lens_probs(model, ids, targets)[:, positions].T.numpy()  # [n, n+1]
+    return logprob, lens, ids
+
+
+def test_answer_ledgers_match_the_model_on_every_family(family_model):
+    name, model = family_model
+    result = IGLens(model).attribute(PROMPT, answer=ANSWER, versus=OTHER)
+    size = readout_size(model, torch.cat([PROMPT, torch.as_tensor(OTHER)]))
+    for ledger, answer in ((result.answer, ANSWER), (result.versus, OTHER)):
+        logprob, lens, ids = reference_answer(model, PROMPT, answer)
+        n = len(answer)
+        assert ledger.ids.tolist() == answer
+        assert ledger.positions.tolist() == list(range(PROMPT.numel() - 1, ids.numel() - 1))
+        # log p(answer) at the output is the model's own, teacher-forced
+        assert abs(ledger.logprob - logprob) <= logprob_tol(size, torch.float32, n), name
+        # the joint lens probability is the product of the per-token lens probabilities
+        np.testing.assert_allclose(
+            ledger.lens_probs, lens.prod(0), rtol=0, atol=n * readout_tol(size)
+        )
+        # each token's share of a segment is its own log-lens difference (two log p's)
+        log_lens = np.log(lens)
+        expected = (log_lens[:, 1:] - log_lens[:, :-1]).T
+        np.testing.assert_allclose(
+            ledger.logprob_split, expected, rtol=0, atol=2 * logprob_tol(size, torch.float32)
+        )
+        # both ledgers add up to their measured change at float precision
+        lp, p = ledger.lens_logprobs, ledger.lens_probs
+        assert ledger.logprob_completeness_error <= completeness_tol(lp)
+        assert abs(ledger.prob_contributions.sum() - (p[-1] - p[0])) <= completeness_tol(p)
+        assert ledger.logprob_split.shape == (model.config.num_hidden_layers, n)
+    comparison = result.comparison
+    gap = comparison.lens_logprob_gaps
+    assert comparison.completeness_error <= 2 * completeness_tol(gap)
+    np.testing.assert_array_equal(
+        comparison.logprob_contributions,
+        result.answer.logprob_contributions - result.versus.logprob_contributions,
+    )
+    assert comparison.logprob_gap == result.answer.logprob - result.versus.logprob
+
+
+def test_a_one_token_answer_is_the_single_token_result():
+    model = tiny_model("llama")
+    lens = IGLens(model)
+    (token,) = ANSWER[:1]
+    whole = lens.attribute(PROMPT, answer=[token])
+    # the same sequence (a forward pass of another length rounds differently), its token
+    single = lens.attribute(torch.cat([PROMPT, torch.as_tensor([token])]), target=token)
+    last = PROMPT.numel() - 1
+    # the same readout of the same states: equal to the bit
+    np.testing.assert_array_equal(whole.answer.prob_contributions, single.contributions[last])
+    np.testing.assert_array_equal(whole.answer.lens_probs, single.lens_probs[last])
+    assert whole.answer.onset == single.onset[last]
+    # and the per-token ledger at the answer position is the answer token's
+    assert whole.target_ids[last] == token
+
+
+def test_the_answer_token_rows_keep_the_per_token_ledgers():
+    lens = IGLens(tiny_model("gpt2"))
+    result = lens.attribute(PROMPT, answer=ANSWER)
+    plain = lens.attribute(torch.cat([PROMPT, torch.as_tensor(ANSWER)]), target="next")
+    rows = result.answer.positions
+    np.testing.assert_array_equal(result.target_ids[rows], ANSWER)
+    np.testing.assert_array_equal(result.contributions[rows], plain.contributions[rows])
+    assert result.prompt_length == PROMPT.numel()
+    np.testing.assert_array_equal(result.answer_positions, rows)
+
+
+def test_sublayer_boundaries_fitted_lens_and_components():
+    from test_lens_coordinates import random_lens
+
+    model = tiny_model("llama")
+    lens = IGLens(model)
+    blocks = lens.attribute(PROMPT, answer=ANSWER)
+    halves = lens.attribute(PROMPT, answer=ANSWER, boundaries="sublayer")
+    # the half-block boundaries refine the block ones: every other boundary is the same state
+    np.testing.assert_allclose(
+        halves.answer.lens_logprobs[0::2], blocks.answer.lens_logprobs, rtol=0, atol=1e-6
+    )
+    assert halves.answer.logprob_completeness_error <= completeness_tol(halves.answer.lens_logprobs)
+    tuned = lens.attribute(PROMPT, answer=ANSWER, lens=random_lens(model))
+    # T_n is the identity: the output is the model's under every lens
+    assert tuned.answer.logprob == blocks.answer.logprob
+    assert tuned.answer.lens_logprobs[0] != blocks.answer.lens_logprobs[0]
+    assert tuned.answer.logprob_completeness_error <= completeness_tol(tuned.answer.lens_logprobs)
+    split = lens.attribute(PROMPT, answer=ANSWER, components=True, boundaries=[0, 1, 4])
+    shares, names = split.answer.component_shares, split.answer.component_names
+    assert shares.shape == (4, len(names))
+    segments = split.component_segments
+    for j, total in enumerate(split.answer.logprob_contributions):
+        got = np.nansum(np.where(segments == j, shares, 0.0))
+        # the per-token shares sum to each token's contribution within the component tests'
+        # float64 bound; scaled by Δlog f / Δf, relative to the segment's Σ|share|
+        scale = np.nansum(np.abs(np.where(segments == j, shares, 0.0)))
+        assert abs(got - total) <= 64 * eps(torch.float64) * max(scale, 1.0)
+
+
+def test_riemann_ledgers_converge_to_the_exact_ones():
+    lens = IGLens(tiny_model("llama"))
+    exact = lens.attribute(PROMPT, answer=ANSWER).answer
+    errors = []
+    for m in (2, 16, 128):
+        riemann = lens.attribute(PROMPT, answer=ANSWER, estimator="riemann", steps=m).answer
+        assert riemann.estimator == "riemann"
+        errors.append(
+            (
+                np.abs(riemann.logprob_split - exact.logprob_split).max(),
+                np.abs(riemann.prob_contributions - exact.prob_contributions).max(),
+            )
+        )
+    for kind in (0, 1):  # log and probability ledgers
+        assert errors[2][kind] < errors[1][kind] < errors[0][kind]
+        assert errors[2][kind] < 0.25 * errors[1][kind]  # second order (1/64), not first (1/8)
+
+
+def test_the_generated_answer_is_the_answer():
+    lens = IGLens(tiny_model("llama"), tiny_tokenizer())
+    result = lens.attribute("w3 w5 w7", max_new_tokens=3)
+    generated = result.input_ids[result.prompt_length :].tolist()
+    assert result.answer.ids.tolist() == generated
+    teacher = lens.attribute("w3 w5 w7", answer=generated)
+    assert teacher.answer.logprob == result.answer.logprob
+    assert result.answer.text == lens.tokenizer.decode(generated)
+    no_answer = lens.attribute("w3 w5 w7")
+    assert no_answer.answer is None and no_answer.comparison is None
+
+
+def test_text_answers_follow_the_chat_template_and_serialise():
+    tok = tiny_tokenizer()
+    tok.chat_template = "{% for m in messages %}w1 {{ m['content'] }} w2{% endfor %} w90"
+    lens = IGLens(tiny_model("llama"), tok)
+    result = lens.attribute("w3 w5", chat=True, answer="w7 w9", versus="w11")
+    assert result.tokens[-3:] == ["w90", "w7", "w9"]  # after the assistant turn's start
+    assert result.answer.tokens == ["w7", "w9"] and result.versus.tokens == ["w11"]
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["answer"]["ids"] == [7, 9] and data["versus"]["ids"] == [11]
+    assert data["comparison"]["logprob_gap"] == pytest.approx(result.comparison.logprob_gap)
+    assert data["request"]["answer"] == "w7 w9"
+    table = result.to_dataframe(answer=True)
+    k = lens.n_blocks
+    assert len(table) == k * 2 + k * 1  # (segment, token) rows: two tokens, then one
+    by_segment = table[table.answer == "answer"].groupby("segment").logprob_contribution.sum()
+    np.testing.assert_allclose(by_segment, result.answer.logprob_contributions, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"answer": ""}, "answer is an empty string"),
+        ({"answer": []}, "answer has no tokens"),
+        ({"answer": [1, 2], "versus": [1, 2]}, "versus is the answer itself"),
+        ({"versus": [3]}, "there is no first one"),
+        ({"answer": [3], "max_new_tokens": 2}, "pass one of them"),
+        ({"answer": [500]}, "out of range"),
+        ({"answer": list(range(60))}, "exceed the model's context of 64"),
+        ({"answer": "w7", "versus": [7]}, "tokenises to the answer itself"),
+    ],
+)
+def test_bad_answers_are_clear_errors(kwargs, message):
+    lens = IGLens(tiny_model("llama"), tiny_tokenizer())
+    with pytest.raises(InvalidRequestError, match=message):
+        lens.attribute(PROMPT, **kwargs)
+
+
+def test_text_answer_without_a_tokenizer_is_refused():
+    with pytest.raises(InvalidRequestError, match="needs a tokenizer"):
+        iglens_viz.attribute(tiny_model("llama"), None, PROMPT, answer=" w7")
