@@ -221,3 +221,16 @@ def test_bad_answers_are_clear_errors(kwargs, message):
 def test_text_answer_without_a_tokenizer_is_refused():
     with pytest.raises(InvalidRequestError, match="needs a tokenizer"):
         iglens_viz.attribute(tiny_model("llama"), None, PROMPT, answer=" w7")
+
+
+def test_lens_logprobs_are_the_log_of_the_lens_probabilities():
+    model = tiny_model("llama")
+    result = IGLens(model).attribute(IDS, target="next")
+    size = readout_size(model, IDS)
+    finite = ~np.isnan(result.lens_probs)
+    np.testing.assert_array_equal(np.isnan(result.lens_logprobs), ~finite)
+    # both from the same logits; log of the float32 probability is within one rounding
+    tol = logprob_tol(size, torch.float32) + eps(torch.float32)
+    logp = np.log(result.lens_probs[finite])
+    assert (np.abs(result.lens_logprobs[finite] - logp) <= tol * np.maximum(1, np.abs(logp))).all()
+    assert IGLens(model).attribute(IDS, contrast=3).lens_logprobs is None

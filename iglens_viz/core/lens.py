@@ -619,6 +619,7 @@ class IGLens:
         y = usable(target_ids)
         c = None if contrast_ids is None else usable(contrast_ids)
         lens = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
+        logprobs = None if c is not None else trace.lens_logprobs(self.readout, bounds, y).T
         T, k = lens.shape[0], lens.shape[1] - 1
         steps = request.steps
         # Points inside segments are needed only by the Riemann sum and the interior path.
@@ -654,6 +655,7 @@ class IGLens:
             None if steps == 1 else path,
             prompt_length,
             shares,
+            logprobs,
         )
         return self._with_answers(result, request, trace, bounds, prompt_length)
 
@@ -1024,6 +1026,7 @@ class IGLens:
         path: torch.Tensor | None,
         prompt_length: int,
         shares: torch.Tensor | None = None,
+        logprobs: torch.Tensor | None = None,
     ) -> AttributionResult:
         def numpy(x: torch.Tensor) -> np.ndarray:
             out = x.detach().cpu().numpy().astype(np.float64)
@@ -1063,6 +1066,7 @@ class IGLens:
             component_shares=None if shares is None else numpy(shares),
             component_names=None if shares is None else self._component_names(trace.lens),
             lens_name=trace.lens.name,
+            lens_logprobs=None if logprobs is None else numpy(logprobs),
         )
 
 

@@ -139,6 +139,10 @@ class AttributionResult:
     lens_name: str = "logit"
     """The lens the states were read through (``"logit"``: as they are; ``"shortcut"``,
     ``"tuned"``, ``"jacobian"`` or a saved lens's name: T_L(h_L)); see ``request.lens``."""
+    lens_logprobs: np.ndarray | None = None
+    """``(T, k+1)`` log p(target) at every boundary, finite where the probability underflows
+    (None with a contrast: f is a difference then). A span's log-probability ledger is the sum
+    of its rows' differences."""
     answer: AnswerLedger | None = None
     """The whole answer's ledgers (``answer=``, or the generated answer up to its first end
     token; None without one): see :class:`~iglens_viz.core.answers.AnswerLedger`."""

@@ -114,6 +114,13 @@ class Trace:
             p = p - target_probability(readout.target_logits(z, contrast), lse)
         return p
 
+    def lens_logprobs(
+        self, readout: Readout, depths: Sequence[float], ids: torch.Tensor
+    ) -> torch.Tensor:
+        """``[len(depths), T]`` log p(ids) at boundary depths (finite where p underflows)."""
+        rows = self.rows(depths)
+        return readout.target_logits(self.features[rows], ids) - self.log_normalizer[rows]
+
 
 @torch.no_grad()
 def lens_points(lens: Lens, states: torch.Tensor, *, sublayers: bool = False) -> torch.Tensor:

@@ -23,6 +23,7 @@ from ..views.token_format import visible_text
 from .serializers import array_to_payload
 
 if TYPE_CHECKING:
+    from ..core.answers import AnswerLedger
     from ..core.request import Estimator
     from ..core.result import AttributionResult
 
@@ -77,6 +78,51 @@ def result_payload(result: AttributionResult, *, result_id: str = "r0") -> dict[
         "controls": result.request.controls(),
         "contrast_tokens": None if contrast_ids is None else _texts(contrast_ids, token_text),
         "components": _result_components(result),
+        "lens_logprobs": _array_or_none(result.lens_logprobs),
+        "answer": _ledger(result.answer),
+        "versus": _ledger(result.versus),
+        "comparison": _comparison(result),
+    }
+
+
+def _array_or_none(values: np.ndarray | None) -> dict[str, Any] | None:
+    return None if values is None else array_to_payload(values)
+
+
+def _ledger(ledger: AnswerLedger | None) -> dict[str, Any] | None:
+    """A whole answer's ledgers (``result.answer`` / ``result.versus``), or None."""
+    if ledger is None:
+        return None
+    return {
+        "text": visible_text(ledger.text, keep=""),
+        "tokens": [str(t) for t in ledger.tokens],
+        "ids": array_to_payload(ledger.ids),
+        "positions": array_to_payload(ledger.positions),
+        "token_logprobs": array_to_payload(ledger.token_logprobs),
+        "lens_logprobs": array_to_payload(ledger.lens_logprobs),
+        "lens_probs": array_to_payload(ledger.lens_probs),
+        "logprob_split": array_to_payload(ledger.logprob_split),
+        "logprob_contributions": array_to_payload(ledger.logprob_contributions),
+        "prob_contributions": array_to_payload(ledger.prob_contributions),
+        "logprob": _json_float(ledger.logprob),
+        "prob": _json_float(ledger.prob),
+        "onset": int(ledger.onset),
+        "logprob_onset": int(ledger.logprob_onset),
+    }
+
+
+def _comparison(result: AttributionResult) -> dict[str, Any] | None:
+    """The differential ledger of the answer against ``versus``, or None."""
+    comparison = result.comparison
+    if comparison is None:
+        return None
+    return {
+        "logprob_contributions": array_to_payload(comparison.logprob_contributions),
+        "prob_contributions": array_to_payload(comparison.prob_contributions),
+        "lens_logprob_gaps": array_to_payload(comparison.lens_logprob_gaps),
+        "logprob_gap": _json_float(comparison.logprob_gap),
+        "prob_gap": _json_float(comparison.prob_gap),
+        "onset": int(comparison.onset),
     }
 
 
