@@ -93,6 +93,9 @@ def test_answer_ledgers_match_the_model_on_every_family(family_model):
         result.answer.logprob_contributions - result.versus.logprob_contributions,
     )
     assert comparison.logprob_gap == result.answer.logprob - result.versus.logprob
+    # its onset: the block moving the log gap most towards the output's preference
+    towards = np.sign(comparison.logprob_gap) * comparison.logprob_contributions
+    assert comparison.onset == int(np.argmax(towards)) + 1
 
 
 def test_a_one_token_answer_is_the_single_token_result():

@@ -22,7 +22,7 @@ REPO_PLACEHOLDER = "OWNER/iglens_viz"
 
 
 def test_gallery_has_its_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 11)]
+    assert [p.stem[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 12)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..core.boundaries import is_sublayer
+from ..core.boundaries import block_of_depth, is_sublayer
 from ..core.result import onset_segments
 from ..views.token_format import format_token, visible_text
 
@@ -144,19 +144,27 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
             justify=justify,
             no_wrap=True,
             overflow="ellipsis",
-            max_width=16 if name == "answer" else None,
+            max_width=20 if name == "answer" else None,
         )
 
     def add(
-        text: str, log_p: float, p: float, log_c: np.ndarray, p_c: np.ndarray, measured: float
+        text: str,
+        log_p: float,
+        p: float,
+        log_c: np.ndarray,
+        p_c: np.ndarray,
+        measured: float,
+        onsets: tuple[int, int] | None = None,
     ) -> None:
+        if onsets is None:
+            onsets = (_onset(log_c, result), _onset(p_c, result))
         table.add_row(
-            Text(visible_text(text)),
+            Text(_tail(visible_text(text))),
             f"{log_p:+.3f}",
             f"{p:+.3g}" if text == _DIFFERENCE else f"{p:.3g}",
             _largest(log_c, labels, top_k),
             _largest(p_c, labels, top_k),
-            f"L{_onset(log_c, result)}, L{_onset(p_c, result)}",
+            f"L{onsets[0]}, L{onsets[1]}",
             f"{measured:+.4f}",
             f"{abs(log_c.sum() - measured):.1e}",
         )
@@ -180,6 +188,7 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
             comparison.logprob_contributions,
             comparison.prob_contributions,
             comparison.logprob_gap - comparison.start_logprob_gap,
+            (comparison.onset, comparison.prob_onset),
         )
     return table
 
@@ -187,7 +196,13 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
 _DIFFERENCE = "answer − versus"
 
 
-def _onset(contributions: np.ndarray, result: AttributionResult) -> str:
-    """The label of the segment with the largest signed entry (the onset rule)."""
+def _onset(contributions: np.ndarray, result: AttributionResult) -> int:
+    """The last block of the segment with the largest signed entry (the onset rule)."""
     segment = int(onset_segments(contributions[None])[0])
-    return result.segment_labels[segment] if segment >= 0 else "—"
+    return block_of_depth(result.boundaries[segment + 1]) if segment >= 0 else -1
+
+
+def _tail(text: str, width: int = 20) -> str:
+    """``text``, or its last ``width − 1`` characters after an ellipsis: answers after one
+    prompt often share their start."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]

@@ -194,9 +194,20 @@ class AnswerComparison:
 
     @property
     def onset(self) -> int:
-        """The (last) block of the segment that moves the preference for a over b the most
-        (largest contribution to log p(a) − log p(b); -1: none)."""
-        return _onset_block(self.logprob_contributions, self.answer.boundaries)
+        """The (last) block of the segment that moves the log gap the most towards the
+        output's preference (the largest entry of sign(gap) · ``logprob_contributions``;
+        -1: none)."""
+        return _onset_block(self.winner_sign * self.logprob_contributions, self.answer.boundaries)
+
+    @property
+    def prob_onset(self) -> int:
+        """The same rule on the probability ledger."""
+        return _onset_block(self.winner_sign * self.prob_contributions, self.answer.boundaries)
+
+    @property
+    def winner_sign(self) -> float:
+        """+1 when the output prefers the answer (log p(a) ≥ log p(b)), −1 when ``versus``."""
+        return 1.0 if self.logprob_gap >= 0 else -1.0
 
     @property
     def completeness_error(self) -> float:
@@ -217,6 +228,7 @@ class AnswerComparison:
                 "start_logprob_gap",
                 "prob_gap",
                 "onset",
+                "prob_onset",
                 "completeness_error",
             )
         }
