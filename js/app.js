@@ -11,6 +11,7 @@ import { createHeatmap } from "./views/heatmap.js";
 import { createDetail } from "./views/detail.js";
 import { createControls } from "./views/controls.js";
 import { createHelp } from "./views/help.js";
+import { createAnswers } from "./views/answers.js";
 import { createViews } from "./views/switcher.js";
 import { parseCssColor, luminance } from "./colorscale.js";
 import { formatToken } from "./tokens.js";
@@ -75,8 +76,9 @@ function buildParts(ctx, root) {
   const views = createViews(ctx, heatmap); // tabs: heatmap | grid | compare, and the export buttons
   redraw = { heatmap, detail, strip, views };
   const main = h("div", { class: "iglens-main" }, views.el, detail.el);
-  root.append(head, help.panel, controls.el, notice, strip.el, main);
-  return { help, titleMeta, controls, notice, strip, heatmap, detail, views, main };
+  const answers = createAnswers(ctx); // the span ledger and answer vs answer, under the main view
+  root.append(head, help.panel, controls.el, notice, strip.el, main, answers.el);
+  return { help, titleMeta, controls, notice, strip, heatmap, detail, views, main, answers };
 }
 
 /** @typedef {ReturnType<typeof buildParts>} Parts */
@@ -164,8 +166,10 @@ function traitHandlers(ctx, model, p) {
     loadComponents(ctx);
     loadAblation(ctx);
     ctx.segmentFocus = { index: -1, j: -1 };
+    ctx.span = null; // a span of the previous result's positions means nothing in this one
     showMeta(ctx, p);
     strip.build();
+    p.answers.render();
     controls.prefill();
     heatmap.full();
     views.full();
@@ -279,6 +283,7 @@ function observePage(root, p, rethemeAll) {
         }
         views.resize();
         detail.resize();
+        p.answers.resize();
       };
       rafId = typeof requestAnimationFrame === "function" ? requestAnimationFrame(run) : (run(), 0);
     });
@@ -322,6 +327,11 @@ export function render({ model, el }) {
 
   const onFocus = () => detail.updateComponents();
   ctx.focusListeners.add(onFocus);
+  const onSpan = () => {
+    strip.updateSpan();
+    p.answers.render();
+  };
+  ctx.spanListeners.add(onSpan);
   const handlers = traitHandlers(ctx, model, p);
   for (const [ev, fn] of handlers) model.on(ev, fn);
   const offCommands = ctx.commands.listen(commandHandler(p));
@@ -334,6 +344,7 @@ export function render({ model, el }) {
   heatmap.full();
   views.full();
   detail.render();
+  p.answers.render();
 
   const rethemeAll = () => {
     if (applyTheme(root, ctx)) {
@@ -341,18 +352,20 @@ export function render({ model, el }) {
       heatmap.full();
       views.full();
       detail.render();
+      p.answers.render();
     }
   };
   const unobserve = observePage(root, p, rethemeAll);
   ctx.commands.start(); // hello: is a kernel listening?
 
   const offs = [
-    // Escape anywhere in the widget clears the selection (inputs stop their own keys).
+    // Escape anywhere in the widget clears the span, else the selection (inputs stop their own keys).
     listen(root, "keydown", (e) => {
-      if (e.key === "Escape" && ctx.selected() >= 0) {
-        ctx.select(-1);
-        e.preventDefault();
-      }
+      if (e.key !== "Escape") return;
+      if (ctx.span) ctx.setSpan(null);
+      else if (ctx.selected() >= 0) ctx.select(-1);
+      else return;
+      e.preventDefault();
     }),
   ];
 
@@ -360,6 +373,7 @@ export function render({ model, el }) {
     for (const [ev, fn] of handlers) model.off(ev, fn);
     offCommands();
     ctx.focusListeners.delete(onFocus);
+    ctx.spanListeners.delete(onSpan);
     offs.forEach((off) => off());
     unobserve();
     ctx.flush();
@@ -368,6 +382,7 @@ export function render({ model, el }) {
     heatmap.destroy();
     views.destroy();
     detail.destroy();
+    p.answers.destroy();
     p.controls.destroy();
     p.help.destroy();
     root.remove();

@@ -59,3 +59,25 @@ export function fmtProb(p) {
 export function completenessText(sum, deltaP) {
   return `\u03a3 contributions = ${pySigned(sum, 4)}, \u0394p = ${pySigned(deltaP, 4)}, |error| = ${pyExp(Math.abs(sum - deltaP), 1)}`;
 }
+
+/**
+ * A probability in percent: 2 decimals ("12.34%"), or Python's ".1e" below 0.01% (a joint
+ * probability of several tokens is often tiny: "8.3e-05%"). NaN → "–".
+ * @param {number} p a probability, 0 … 1
+ */
+export function fmtPercent(p) {
+  if (!Number.isFinite(p)) return "\u2013";
+  const v = 100 * Math.abs(p);
+  if (v === 0) return "0%";
+  return (p < 0 ? MINUS : "") + (v >= 0.01 ? v.toFixed(2) : pyExp(v, 1)) + "%";
+}
+
+/**
+ * A log-probability (or any signed sum of them) with 4 decimals and a typographic minus:
+ * "−12.6838", "+3.9509". NaN → "–".
+ * @param {number} v
+ */
+export function fmtLog(v) {
+  if (!Number.isFinite(v)) return "\u2013";
+  return (v < 0 ? MINUS : "+") + Math.abs(v).toFixed(4);
+}

@@ -6,6 +6,7 @@
 import { decodeArray, isPayload } from "./codec.js";
 import { decodeComponents, componentsMismatch } from "./components.js";
 import { tokenFlags } from "./nonmonotone.js";
+import { readAnswers } from "./answers.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -59,6 +60,13 @@ import { tokenFlags } from "./nonmonotone.js";
  * @property {boolean[]} hasTarget per position
  * @property {import("./components.js").Components|null} components the payload's `components` (null when absent)
  * @property {string|null} componentsError why `components` could not be read (the rest of the result stands)
+ * @property {TypedArray|null} lensLogprobs (T·(k+1)) log p(target) at every boundary (`lens_logprobs`); null with a
+ *   contrast, or when absent
+ * @property {import("./answers.js").Ledger|null} answer the whole answer's ledgers (`answer`)
+ * @property {import("./answers.js").Ledger|null} versus the `versus=` answer's ledgers (`versus`)
+ * @property {import("./answers.js").AnswerComparison|null} answerComparison the differential ledger (the payload's
+ *   `comparison` key; not the `comparison` trait of several results)
+ * @property {string|null} answersError why the whole-answer parts could not be read (the rest of the result stands)
  * @property {import("./nonmonotone.js").TokenFlags} nonmono the non-monotone positions (the rule of
  *   `nonmonotone.js` with `nonmonotoneThreshold`, on the contributions and the result's path)
  *
@@ -277,6 +285,7 @@ export function decodeResult(raw) {
     hasTarget,
     components,
     componentsError,
+    ...readAnswers(raw, T, k), // optional too: a malformed part is reported in the answers panel
     nonmono: tokenFlags(c, deltaP, k, threshold, m > 0 ? /** @type {any} */ (path).data : null),
   };
 }

@@ -2,12 +2,15 @@
 
 Run from the repository root with the project's Python:
 ``.venv/bin/python js/testing/make_payload.py``. It attributes a short prompt on a tiny
-random Llama (tests/tiny_models.py, fixed seed), shows it in an ``IGLensWidget`` and sends it
+random Llama (tests/tiny_models.py, fixed seed) with a teacher-forced answer and a second
+answer to compare it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``,
+``comparison`` and ``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it
 the page's commands through its dispatcher (``hello``, ``components``, ``ablation``,
 ``path``, and a ``path`` with a bad position): it keeps the model state (buffers as base64
 as in the exported page), the ``components``, ``ablation`` and ``path`` traits those
 commands set, their answer envelopes (``answers``, one an error), and a few values computed
-here with numpy (``expected``).
+here with numpy (``expected``; ``expected["answers"]``: the whole answers' figures as sent, and
+the ledger of a span of positions summed here from the float32 ``lens_logprobs`` the page gets).
 
 The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
 renders it; tests/test_payload_contract.py rebuilds it in memory and compares it with the
@@ -29,6 +32,9 @@ OUT = pathlib.Path(__file__).with_name("payload.json")
 PROMPT = "w5 w17 w3 w42 w8"
 STEPS = 1  # no path in the result: the lazy path answer is the one drawn
 PATH_STEPS = 4
+ANSWER = " w9 w11"  # teacher-forced after the prompt: the payload's answer (two tokens)
+VERSUS = " w7"  # the answer it is compared with (one token, its own pass)
+SPAN = (1, 3)  # a span of prompt positions whose ledger the JS sums from lens_logprobs
 
 
 def build() -> dict[str, Any]:
@@ -47,7 +53,7 @@ def build() -> dict[str, Any]:
     # component shares (ratios of small first-order terms) moved by 3e-5 between runs.
     model = tiny_model("llama").double()
     lens = IGLens(model, tiny_tokenizer(), dtype="float64", name="tiny-llama <b>")
-    result = lens.attribute(PROMPT, boundaries=[0, 1, 4], steps=STEPS)
+    result = lens.attribute(PROMPT, answer=ANSWER, versus=VERSUS, boundaries=[0, 1, 4], steps=STEPS)
     # The answers as the page gets them: commands through the widget's dispatcher.
     widget = IGLensWidget(result, lens)
     widget.threaded = False
@@ -75,6 +81,7 @@ def build() -> dict[str, Any]:
         "sum": float(contributions[position].astype(np.float64).sum()),
         "delta_p": float(delta_p[position]),
         "n_blocks": int(result.n_blocks),
+        "answers": _answers_expected(result),
     }
     return {
         "about": "made by js/testing/make_payload.py; do not edit by hand",
@@ -83,6 +90,44 @@ def build() -> dict[str, Any]:
         "path": path,
         "answers": answers,
         "expected": expected,
+    }
+
+
+def _f32(values: Any) -> list[float]:
+    """Values as the page gets them: float32, written as exact float64 numbers."""
+    return [float(v) for v in np.asarray(values, dtype=np.float32).ravel()]
+
+
+def _answers_expected(result: Any) -> dict[str, Any]:
+    """The whole answers' figures as the payload sends them (float32), and a span's ledger
+    summed here in float64 from the float32 ``lens_logprobs`` (what the JS must get)."""
+    answer, versus, comparison = result.answer, result.versus, result.comparison
+    lp = np.asarray(result.lens_logprobs, dtype=np.float32).astype(np.float64)
+    rows = lp[SPAN[0] : SPAN[1] + 1]
+    span_lens_logprobs = rows.sum(axis=0)
+    split = np.diff(rows, axis=1).T  # (k, n)
+    return {
+        "answer_text": answer.text,
+        "answer_tokens": list(answer.tokens),
+        "answer_positions": [int(t) for t in answer.positions],
+        "answer_logprob_contributions": _f32(answer.logprob_contributions),
+        "answer_logprob_split": _f32(answer.logprob_split),
+        "answer_lens_probs": _f32(answer.lens_probs),
+        "answer_logprob": float(answer.logprob),  # JSON scalars travel as float64
+        "answer_lens_logprob0": _f32(answer.lens_logprobs[:1])[0],
+        "versus_text": versus.text,
+        "versus_lens_probs": _f32(versus.lens_probs),
+        "comparison_logprob_contributions": _f32(comparison.logprob_contributions),
+        "comparison_prob_contributions": _f32(comparison.prob_contributions),
+        "comparison_logprob_gap": float(comparison.logprob_gap),
+        "comparison_prob_gap": float(comparison.prob_gap),
+        "comparison_onset": int(comparison.onset),
+        "span": list(SPAN),
+        "span_contributions": [float(v) for v in split.sum(axis=1)],
+        "span_split": [float(v) for v in split.ravel()],
+        "span_lens_probs": [float(v) for v in np.exp(span_lens_logprobs)],
+        "span_logprob": float(span_lens_logprobs[-1]),
+        "span_logprob0": float(span_lens_logprobs[0]),
     }
 
 

@@ -37,6 +37,10 @@ import { createCommands, readRunning } from "../commands.js";
  *   `index` (index -1: none, the detail shows the onset segment)
  * @property {(i: number, j: number) => void} focusSegment pick segment j for position i (local, not a trait)
  * @property {Set<() => void>} focusListeners called after focusSegment
+ * @property {import("../span.js").Span|null} span the span of positions picked in the strip (local, not a trait;
+ *   null: none, the answers panel shows the whole answer)
+ * @property {(span: import("../span.js").Span|null) => void} setSpan pick a span (null clears it)
+ * @property {Set<() => void>} spanListeners called after setSpan changed the span
  * @property {() => number} selected  valid selected position or -1
  * @property {() => number} hovered   valid hovered position or -1
  * @property {() => number} shown     the position the detail shows: hovered, else selected
@@ -93,6 +97,17 @@ export function createContext(model, root) {
     ablation: readAblationTrait(null, null),
     segmentFocus: { index: -1, j: -1 },
     focusListeners: new Set(),
+    span: null,
+    spanListeners: new Set(),
+    setSpan(span) {
+      const T = ctx.result ? ctx.result.T : 0;
+      const clampT = (/** @type {number} */ i) => Math.max(0, Math.min(T - 1, Math.trunc(i)));
+      const next = span && T ? { anchor: clampT(span.anchor), end: clampT(span.end) } : null;
+      const prev = ctx.span;
+      if (prev === next || (prev && next && prev.anchor === next.anchor && prev.end === next.end)) return;
+      ctx.span = next;
+      for (const fn of [...ctx.spanListeners]) fn();
+    },
     focusSegment(i, j) {
       const prev = ctx.segmentFocus;
       if (prev.index === i && prev.j === j) return;

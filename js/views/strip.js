@@ -12,6 +12,7 @@ import { ruleText, stepRuleText } from "../nonmonotone.js";
 import { pFinal, idText, segmentText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
 import { createLegend, drawLegend } from "./legend.js";
+import { stripSpan } from "./strip/span.js";
 
 export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset", "nonmonotone"]);
 
@@ -84,11 +85,12 @@ function stripDom(ctx) {
   const list = h("div", {
     class: "iglens-strip",
     role: "listbox",
-    "aria-label": "Tokens: click to select, arrow keys to move, Escape to clear",
+    "aria-label": "Tokens: click to select, arrow keys to move, shift-click, drag or Shift+arrow keys for a span, Escape to clear",
     "aria-orientation": "horizontal",
   });
   // where the answer starts, said in words (the divider between the chips is only drawn)
   const answerNote = h("span", { class: "iglens-sr-only", id: uniqueId("answer-note") });
+  const spanStatus = h("span", { class: "iglens-sr-only iglens-span-status", role: "status" });
   list.setAttribute("aria-describedby", answerNote.id);
   const el = h(
     "section",
@@ -97,13 +99,17 @@ function stripDom(ctx) {
       "div",
       { class: "iglens-section-head" },
       h("h2", { class: "iglens-section-title", text: "Tokens" }),
-      h("span", { class: "iglens-hint", text: "click to select \u00b7 hover to preview \u00b7 \u2190 \u2192 Esc" }),
+      h("span", {
+        class: "iglens-hint",
+        text: "click to select \u00b7 shift-click or drag: a span \u00b7 hover to preview \u00b7 \u2190 \u2192 (\u21e7 extends) Esc",
+      }),
       h("span", { class: "iglens-spacer" }),
       h("label", { class: "iglens-colorby-label" }, h("span", { text: "colour by" }), select),
       legend,
     ),
     list,
     answerNote,
+    spanStatus,
   );
   // the non-monotone tokens of the whole prompt, listed (click to jump), with the rule stated
   const nmSummary = h("summary", { class: "iglens-nonmono-summary" });
@@ -111,7 +117,7 @@ function stripDom(ctx) {
   const nmItems = h("div", { class: "iglens-nonmono-items", role: "group", "aria-label": "Non-monotone tokens: click to jump" });
   const nmList = h("details", { class: "iglens-nonmono-list" }, nmSummary, nmRule, nmItems);
   el.appendChild(nmList);
-  return { el, select, legend, list, answerNote, nmSummary, nmRule, nmItems, nmList };
+  return { el, select, legend, list, answerNote, spanStatus, nmSummary, nmRule, nmItems, nmList };
 }
 
 /**
@@ -281,6 +287,7 @@ export function createStrip(ctx) {
     if (items[focusIndex]) items[focusIndex].tabIndex = 0;
     recolor();
     updateSelection(false);
+    span.update();
   }
 
   /** Scroll the strip (not the page) to the selected token. */
@@ -340,6 +347,7 @@ export function createStrip(ctx) {
     const chip = /** @type {HTMLElement|null} */ (t instanceof Element ? t.closest("[data-token-index]") : null);
     return chip && list.contains(chip) ? Number(chip.dataset.tokenIndex) : -1;
   };
+  const span = stripSpan(ctx, { list, status: d.spanStatus, chips: () => items, indexOf, setFocusIndex });
 
   const offs = [
     listen(select, "change", () => ctx.setTrait("color_by", select.value)),
@@ -352,8 +360,9 @@ export function createStrip(ctx) {
     }),
     listen(list, "click", (e) => {
       const i = indexOf(e.target);
-      if (i < 0) return;
+      if (span.click(e, i) || i < 0) return;
       ctx.select(i); // a real click has focused the chip already (mousedown)
+      ctx.setSpan(null);
     }),
     listen(list, "mouseover", (e) => {
       const i = indexOf(e.target);
@@ -365,6 +374,7 @@ export function createStrip(ctx) {
       if (!r) return;
       const cur = ctx.selected() >= 0 ? ctx.selected() : indexOf(e.target) >= 0 ? indexOf(e.target) : -1;
       const next = keyTarget(e.key, cur, r.T, indexOf(e.target));
+      if (span.key(e, cur)) return; // Escape clears the span first; Shift+←/→ extend it
       if (e.key === "Escape") {
         ctx.select(-1);
         e.preventDefault();
@@ -374,6 +384,7 @@ export function createStrip(ctx) {
       if (next === null || next < 0) return;
       e.preventDefault();
       ctx.select(next);
+      ctx.setSpan(null);
       items[next]?.focus({ preventScroll: true });
       if (items[next]) scrollIntoContainer(list, items[next]);
     }),
@@ -386,9 +397,11 @@ export function createStrip(ctx) {
     build,
     recolor,
     updateSelection,
+    updateSpan: () => span.update(),
     scrollToSelected,
     destroy() {
       offs.forEach((off) => off());
+      span.destroy();
     },
   };
 }
