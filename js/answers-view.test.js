@@ -194,7 +194,12 @@ describe("answer vs answer", () => {
     expect(gap.textContent).toContain(`log p(a) \u2212 log p(b) = ${fmtLog(want.comparison_logprob_gap)}`);
     const onset = q(v, ".iglens-versus-onset");
     expect(onset.getAttribute("data-onset")).toBe(String(want.comparison_onset));
-    expect(onset.textContent).toContain(want.comparison_onset >= 0 ? "moves most in" : "No segment");
+    // the output prefers b here (the gap is negative): the onset is the block moving the gap towards b
+    expect(want.comparison_logprob_gap).toBeLessThan(0);
+    expect(onset.getAttribute("data-winner")).toBe("versus");
+    // block 4 ends the last segment of boundaries [0, 1, 4]: named by its label, "blocks 2–4"
+    expect(want.comparison_onset).toBe(4);
+    expect(onset.textContent).toBe(`The output prefers b; the block moving the log gap most towards it: blocks ${golden.expected.segment_labels[1]}.`);
   });
 
   it("switches the differential bars to probability space and back", () => {

@@ -350,10 +350,12 @@ function versusPanel(ctx, r, W, space) {
     h("p", {
       class: "iglens-versus-onset",
       "data-onset": String(c.onset),
+      // Python's onset: the block moving the log gap most towards the output's preference
+      "data-winner": c.logprobGap >= 0 ? "answer" : "versus",
       text:
         c.onset >= 0
-          ? `The preference for a over b moves most in ${onsetText(r, c.onset)} (the largest entry of the log ledger).`
-          : "No segment moves the preference.",
+          ? `The output prefers ${c.logprobGap >= 0 ? "a" : "b"}; the block moving the log gap most towards it: ${onsetText(r, c.onset)}.`
+          : "No segment moves the gap towards the output's preference.",
     }),
     figure("(a) both answers' joint probability F as the lens reads it after each block, in percent", curves),
     legend,
