@@ -277,11 +277,13 @@ function versusPanel(ctx, r, W, space) {
   const fmt = log ? fmtLog : fmtPercent;
   const switcher = h(
     "div",
-    { class: "iglens-versus-space", role: "group", "aria-label": "differential ledger in" },
+    { class: "iglens-seg iglens-versus-space", role: "group", "aria-label": "differential ledger in" },
     ...[
       ["log", "log-probability"],
       ["prob", "probability"],
-    ].map(([key, text]) => h("button", { type: "button", "data-space": key, "aria-pressed": key === space ? "true" : "false", text })),
+    ].map(([key, text]) =>
+      h("button", { type: "button", class: "iglens-seg-button", "data-space": key, "aria-pressed": key === space ? "true" : "false", text }),
+    ),
   );
   const name = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
   const curves = boundaryCurves({

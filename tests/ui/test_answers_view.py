@@ -10,6 +10,8 @@ code. The page gets float32 arrays: values are compared at float32 precision.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -180,3 +182,33 @@ def test_answer_vs_answer_shows_the_differential_ledger_and_the_gap(opened, resu
         rtol=1e-5,
         atol=1e-9,
     )
+
+
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+AXE_RUN = """async () => {
+  const res = await axe.run(document.querySelector('.iglens-answers'),
+                            {resultTypes: ['violations']});
+  return res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({id: v.id, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}));
+}"""
+
+
+@pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed (npm ci)")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_serious_violation_in_the_answers_panel(browser, page_url, scheme):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900},
+        color_scheme=scheme,
+        bypass_csp=True,  # the page's CSP admits its own script only: axe is injected
+    )
+    page = context.new_page()
+    page.goto(page_url)
+    page.wait_for_selector(".iglens-span-panel", timeout=TIMEOUT)
+    page.add_script_tag(path=str(AXE))
+    found = {"answer": page.evaluate(AXE_RUN)}
+    page.click(f".iglens-strip [data-token-index='{LO}']")
+    page.click(f".iglens-strip [data-token-index='{HI}']", modifiers=["Shift"])
+    page.click(".iglens-versus button[data-space=prob]")
+    found["span, probability space"] = page.evaluate(AXE_RUN)
+    context.close()
+    assert all(v == [] for v in found.values()), found
