@@ -92,6 +92,14 @@ export function createHelp() {
       "they are marked \u201canswer\u201d in the strip and the detail, and the heatmap rows under the purple line predict the generated answer.",
     ),
     p(
+      "Spans and whole answers.",
+      "Shift-click a token, drag across tokens or press Shift+\u2190/\u2192 in the strip to pick a span of positions (Esc clears it). ",
+      "Under the main view, its ledger: the probability that the span's targets all come, F = \u03a0 p(token), as the lens reads it after each block, ",
+      "and each segment's change of log F, which adds up exactly to log p(span) \u2212 log F at the embeddings and splits over the span's tokens. ",
+      "Without a span it shows the whole answer. With a second answer (versus=), the answer-vs-answer view shows both answers' F and ",
+      "each segment's change of the gap log p(a) \u2212 log p(b) (or p(a) \u2212 p(b)).",
+    ),
+    p(
       "Reading the views.",
       "Red is positive, blue negative, and the colour scale is centred at 0. Click a token (or a heatmap row) to select it; hover to preview; \u2190 \u2192 move the selection, Esc clears.",
     ),
