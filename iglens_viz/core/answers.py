@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .boundaries import block_of_depth
-from .estimators import midpoints, segment_gradients
+from .estimators import midpoints, segment_gradients, segment_pairs
 from .readout import target_probability
 from .serial import json_ready
 from .stats import argmax_rows
@@ -299,13 +299,8 @@ def _riemann_ledgers(
     far from the answer f underflows in float32 (log F_0 of a three-token answer can be
     −300), where ∇ log f is still finite.
     """
-    rows = trace.rows(bounds)
-    states = trace.states[:, positions.to(trace.states.device)]
-    h_a = states[rows[:-1]].transpose(0, 1)  # [n, k, d]
-    h_b = states[rows[1:]].transpose(0, 1)
-    n, k = h_a.shape[:2]
-    h_a, h_b = h_a.reshape(n * k, -1), h_b.reshape(n * k, -1)
-    y = ids.to(readout.device)[:, None].expand(n, k).reshape(-1)
+    n, k = ids.numel(), len(bounds) - 1
+    h_a, h_b, y, _ = segment_pairs(trace, bounds, ids.to(readout.device), None, positions)
     alphas = midpoints(steps, readout)
     dlog = torch.zeros(n * k, steps, dtype=torch.float64, device=readout.device)
     log_f = torch.zeros_like(dlog)

@@ -14,12 +14,21 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import torch
 
 from .memory import block_plan
 from .readout import Readout, tile_plan
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .trace import Trace
+
+SegmentPairs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]
+"""One row per (position, segment): ``h_a``, ``h_b`` ``[P·k, d]``, the target ids and the
+contrast ids (or None) ``[P·k]``, in the argument order of the estimators' functions."""
 
 # Logits-sized temporaries alive in one block: the logits, their exponentials, and (for the
 # gradient) the exponentials times post'.
@@ -223,3 +232,29 @@ def _at(tensor: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None
 def _at(tensor: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
     """``tensor[index]`` on the index's device (None stays None)."""
     return None if tensor is None else tensor.to(index.device)[index]
+
+
+def segment_pairs(
+    trace: Trace,
+    bounds: list[float],
+    y: torch.Tensor,
+    c: torch.Tensor | None,
+    positions: npt.ArrayLike | None = None,
+) -> SegmentPairs:
+    """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [P·k, d]``
+    (every position, or ``positions``; ``y``, ``c`` are theirs)."""
+    rows = trace.rows(bounds)
+    states = trace.states if positions is None else trace.states[:, torch.as_tensor(positions)]
+    h_a = states[rows[:-1]].transpose(0, 1)  # [P, k, d]
+    h_b = states[rows[1:]].transpose(0, 1)
+    T, k = h_a.shape[:2]
+
+    def per_pair(ids: torch.Tensor) -> torch.Tensor:
+        return ids[:, None].expand(T, k).reshape(-1)
+
+    return (
+        h_a.reshape(T * k, -1),
+        h_b.reshape(T * k, -1),
+        per_pair(y),
+        None if c is None else per_pair(c),
+    )

@@ -35,7 +35,14 @@ from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .capture import Capture, capture_batch, capture_states, joined
 from .components import component_names, component_segments, component_shares
 from .coordinates import LOGIT, Lens
-from .estimators import midpoints, path_values, riemann_totals, segment_gradients
+from .estimators import (
+    SegmentPairs,
+    midpoints,
+    path_values,
+    riemann_totals,
+    segment_gradients,
+    segment_pairs,
+)
 from .extensions import provider
 from .inputs import check_context, context_length, to_input_ids
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
@@ -63,10 +70,6 @@ if TYPE_CHECKING:
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
-
-SegmentPairs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, "torch.Tensor | None"]
-"""One row per (position, segment): ``h_a``, ``h_b`` ``[P·k, d]``, the target ids and the
-contrast ids (or None) ``[P·k]``, in the argument order of the estimators' functions."""
 
 
 class IGLens:
@@ -624,7 +627,7 @@ class IGLens:
         steps = request.steps
         # Points inside segments are needed only by the Riemann sum and the interior path.
         riemann = request.estimator == "riemann"
-        pairs = _segment_pairs(trace, bounds, y, c) if riemann or steps > 1 else None
+        pairs = segment_pairs(trace, bounds, y, c) if riemann or steps > 1 else None
         if pairs is not None and riemann:
             contributions = riemann_totals(self.readout, *pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
@@ -747,7 +750,7 @@ class IGLens:
         positions = torch.as_tensor(ledger.positions)
         y = torch.as_tensor(ledger.ids)
         f = torch.as_tensor(ledger.token_probs, device=self.readout.device)
-        pairs = _segment_pairs(trace, bounds, y, None, ledger.positions)
+        pairs = segment_pairs(trace, bounds, y, None, ledger.positions)
         path = self._path(pairs, f, request.steps)
         shares = self._shares(
             trace,
@@ -830,7 +833,7 @@ class IGLens:
         if steps == request.steps and result.path_probs is not None:
             path = torch.as_tensor(result.path_probs[picked])
         else:
-            pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
+            pairs = segment_pairs(trace, result.boundaries, y, c, picked)
             path = self._path(pairs, torch.nan_to_num(lens), steps)
         shares = self._shares(
             trace,
@@ -948,7 +951,7 @@ class IGLens:
             if result.contrast_ids is None
             else torch.as_tensor(np.asarray(result.contrast_ids)[picked])
         )
-        pairs = _segment_pairs(trace, result.boundaries, y, c, picked)
+        pairs = segment_pairs(trace, result.boundaries, y, c, picked)
         lens = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
         k = lens.shape[1] - 1
         interior = self._path(pairs, lens, steps)
@@ -1159,32 +1162,6 @@ def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
 def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor:
     """f along every segment ``[T, k, m+1]``: the interior path, or its two ends (m = 1)."""
     return path if path is not None else torch.stack([lens[:, :-1], lens[:, 1:]], dim=-1)
-
-
-def _segment_pairs(
-    trace: Trace,
-    bounds: list[float],
-    y: torch.Tensor,
-    c: torch.Tensor | None,
-    positions: npt.ArrayLike | None = None,
-) -> SegmentPairs:
-    """Segment endpoints and ids, one row per (position, segment): ``h_a, h_b [P·k, d]``
-    (every position, or ``positions``; ``y``, ``c`` are theirs)."""
-    rows = trace.rows(bounds)
-    states = trace.states if positions is None else trace.states[:, torch.as_tensor(positions)]
-    h_a = states[rows[:-1]].transpose(0, 1)  # [P, k, d]
-    h_b = states[rows[1:]].transpose(0, 1)
-    T, k = h_a.shape[:2]
-
-    def per_pair(ids: torch.Tensor) -> torch.Tensor:
-        return ids[:, None].expand(T, k).reshape(-1)
-
-    return (
-        h_a.reshape(T * k, -1),
-        h_b.reshape(T * k, -1),
-        per_pair(y),
-        None if c is None else per_pair(c),
-    )
 
 
 def attribute(
