@@ -60,6 +60,7 @@ from .result import AttributionResult, display_name, onset_segments
 from .selfcheck import check_model_states, check_readout, check_readout_map
 from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace, lens_points, readout_map
+from .wrappers import unwrap_model
 
 if TYPE_CHECKING:
     # Annotations only. The widget's own class (iglens_viz.widget, a floor above the core)
@@ -121,6 +122,9 @@ class IGLens:
         ):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
                 raise InvalidRequestError(f"{field} must be an integer >= {least}, got {value!r}")
+        # A TransformerLens / nnsight / nnterp wrapper: the HF model (and tokenizer) inside.
+        model, held_tokenizer, self.wrapper = unwrap_model(model)
+        tokenizer = tokenizer if tokenizer is not None else held_tokenizer
         self.model = model
         self.tokenizer = tokenizer
         self.name = display_name(model, name)  # results carry it as model_name
