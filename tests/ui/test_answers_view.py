@@ -1,7 +1,7 @@
-"""Issue 22's widget half on an exported page in headless Chromium: a real result of a tiny
-random Llama with ``answer=`` and ``versus=``; a span picked in the token strip (shift-click,
-drag, Shift+→) shows its ledger, the whole answer's by default, and the answer vs answer view
-shows the differential ledger and the gap at the output.
+"""Issue 22's widget half on an exported page in headless Chromium: a widget of a tiny random
+Llama made with ``lens.widget(prompt, answer=, versus=)``, exported; a span picked in the
+token strip (shift-click, drag, Shift+→) shows its ledger, the whole answer's by default, and
+the answer vs answer view shows the differential ledger and the gap at the output.
 
 Expected values come from the Python result (``result.answer``, ``result.comparison``, the
 span's sums of ``result.lens_logprobs`` computed here with numpy), never from the widget's
@@ -30,17 +30,25 @@ LO, HI = 1, 3  # a span of prompt positions
 
 
 @pytest.fixture(scope="module")
-def result():
+def widget():
+    """The notebook's way: ``lens.widget(prompt, answer=, versus=)`` (attribute's kwargs)."""
     from tiny_models import tiny_model, tiny_tokenizer
 
     lens = IGLens(tiny_model("llama"), tiny_tokenizer())
-    return lens.attribute(PROMPT, answer=ANSWER, versus=VERSUS)
+    return lens.widget(PROMPT, answer=ANSWER, versus=VERSUS)
 
 
 @pytest.fixture(scope="module")
-def page_url(result, tmp_path_factory):
+def result(widget):
+    r = widget.attribution
+    assert r.answer is not None and r.comparison is not None and r.lens_logprobs is not None
+    return r
+
+
+@pytest.fixture(scope="module")
+def page_url(widget, tmp_path_factory):
     path = tmp_path_factory.mktemp("answers") / "answers.html"
-    to_html(result, path)
+    to_html(widget, path)  # the widget exported as it is
     return path.as_uri()
 
 
