@@ -189,3 +189,26 @@ export function largestEntries(L, count) {
     .sort((a, b) => Math.abs(b.value) - Math.abs(a.value))
     .slice(0, count);
 }
+
+/**
+ * The tokens a table of the split has room for: all of them when there are at most `max`,
+ * else the `max` with the largest Σ_j |entry|, in the span's order.
+ * @param {SpanLedger} L @param {number} max
+ * @returns {number[]} token indices q
+ */
+export function tableTokens(L, max) {
+  const all = Array.from({ length: L.n }, (_, q) => q);
+  if (L.n <= max) return all;
+  const weight = all.map((q) => {
+    let w = 0;
+    for (let j = 0; j < L.k; j++) {
+      const v = L.split[j * L.n + q];
+      if (Number.isFinite(v)) w += Math.abs(v);
+    }
+    return w;
+  });
+  return all
+    .sort((a, b) => weight[b] - weight[a] || a - b)
+    .slice(0, max)
+    .sort((a, b) => a - b);
+}

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodeResult } from "./result.js";
-import { spanLedger, answerSpan, isAnswerSpan, extendSpan, spanBounds, largestEntries } from "./span.js";
+import { spanLedger, answerSpan, isAnswerSpan, extendSpan, spanBounds, largestEntries, tableTokens } from "./span.js";
 
 const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
 const want = golden.expected.answers;
@@ -146,5 +146,16 @@ describe("extendSpan (Shift+arrow keys)", () => {
     expect(extendSpan({ anchor: 4, end: 6 }, 6, 1, 7)).toEqual({ anchor: 4, end: 6 });
     expect(extendSpan({ anchor: 4, end: 4 }, 4, -1, 7)).toEqual({ anchor: 4, end: 3 });
     expect(extendSpan(null, 0, -1, 7)).toEqual({ anchor: 0, end: 0 });
+  });
+});
+
+describe("tableTokens (the split table's columns)", () => {
+  it("all tokens when they fit; else those with the largest Σ|entry|, in the span's order", () => {
+    // k = 2 segments × n = 4 tokens, split[j·n + q]: Σ|entry| per token = 1, 5, 0.5 (NaN skipped), 3
+    const split = new Float64Array([0.5, -4, 0.5, 1, -0.5, 1, NaN, -2]);
+    const L = /** @type {any} */ ({ n: 4, k: 2, split });
+    expect(tableTokens(L, 4)).toEqual([0, 1, 2, 3]);
+    expect(tableTokens(L, 2)).toEqual([1, 3]);
+    expect(tableTokens(L, 3)).toEqual([0, 1, 3]);
   });
 });

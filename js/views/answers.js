@@ -13,9 +13,12 @@ import { formatToken, quoteToken } from "../tokens.js";
 import { segmentText } from "../result.js";
 import { divergingScale } from "../colorscale.js";
 import { fmtLog, fmtPercent, fmtSigned, pyExp } from "../format.js";
-import { answerSpan, spanLedger, largestEntries } from "../span.js";
+import { answerSpan, spanLedger, largestEntries, tableTokens } from "../span.js";
 import { segmentBars, boundaryCurves } from "./answers/charts.js";
 import { chipText } from "./strip.js";
+
+/** The most tokens the split table (and the panel's head) lists. */
+const MAX_TABLE_TOKENS = 24;
 
 /** Okabe–Ito blue and vermillion: the answer and the versus answer. */
 export const ANSWER_COLORS = { answer: "#0072B2", versus: "#D55E00" };
@@ -124,7 +127,8 @@ function spanPanel(ctx, r, W) {
       h("h2", { class: "iglens-section-title", text: whole ? "Answer ledger" : `Span ledger \u00b7 positions ${L.lo}\u2013${L.hi}` }),
       whole && r.answer ? chip(r.answer.text, 40) : null,
       h("span", { class: "iglens-muted", text: `${L.n} token${L.n === 1 ? "" : "s"}:` }),
-      ...L.tokens.map((t) => chip(t, 16)),
+      ...L.tokens.slice(0, MAX_TABLE_TOKENS).map((t) => chip(t, 16)),
+      L.n > MAX_TABLE_TOKENS ? h("span", { class: "iglens-muted", text: `\u2026 and ${L.n - MAX_TABLE_TOKENS} more` }) : null,
     ),
     sumLine(r, L),
   );
@@ -213,17 +217,18 @@ function splitTable(r, L, theme) {
   let lim = 0;
   for (let q = 0; q < L.split.length; q++) if (Number.isFinite(L.split[q])) lim = Math.max(lim, Math.abs(L.split[q]));
   const scale = divergingScale(lim || 1, theme);
+  const cols = tableTokens(L, MAX_TABLE_TOKENS);
   const head = h(
     "tr",
     {},
     h("th", { scope: "col", text: "segment" }),
-    ...L.tokens.map((t) => h("th", { scope: "col", title: quoteToken(t), text: formatToken(t, { maxLen: 12 }) })),
+    ...cols.map((q) => h("th", { scope: "col", title: quoteToken(L.tokens[q]), text: formatToken(L.tokens[q], { maxLen: 12 }) })),
     h("th", { scope: "col", text: "\u03a3" }),
   );
   const body = h("tbody");
   for (let j = 0; j < L.k; j++) {
     const row = h("tr", {}, h("th", { scope: "row", text: r.segmentLabels[j] }));
-    for (let q = 0; q < L.n; q++) {
+    for (const q of cols) {
       const v = L.split[j * L.n + q];
       const rgb = scale.rgb(v);
       const td = h("td", {
@@ -250,7 +255,12 @@ function splitTable(r, L, theme) {
   return h(
     "div",
     { class: "iglens-span-split-wrap" },
-    h("div", { class: "iglens-caption", text: "(c) the split over the span's tokens: each token's \u0394 log p in each segment (rows add up to the bars)" }),
+    h("div", {
+      class: "iglens-caption",
+      text:
+        "(c) the split over the span's tokens: each token's \u0394 log p in each segment (rows add up to the bars" +
+        (cols.length < L.n ? `; the ${cols.length} of ${L.n} tokens with the largest entries shown, \u03a3 over all)` : ")"),
+    }),
     h(
       "div",
       { class: "iglens-span-split-scroll", tabindex: 0, role: "region", "aria-label": "split over the span's tokens" },
