@@ -217,6 +217,23 @@ describe("answer vs answer", () => {
     expect(values(el, ".iglens-versus rect.iglens-versus-bar", "data-value")).toEqual(want.comparison_logprob_contributions);
   });
 
+  it("checks Σ of the differential bars against the gaps, and says when they differ", () => {
+    const { el } = mount();
+    const line = q(el, ".iglens-versus-sum");
+    expect(line.classList.contains("iglens-ok")).toBe(true);
+    expect(line.textContent).toContain(` = ${fmtLog(want.comparison_logprob_gap)} \u2212 (`);
+    // a gap the entries do not add up to (as under the Riemann estimator): "≈", and by how much
+    const off = mount((result) => {
+      result.comparison.logprob_gap += 0.5;
+      result.estimator = "riemann";
+    }).el;
+    const bad = q(off, ".iglens-versus-sum");
+    expect(bad.classList.contains("iglens-warn")).toBe(true);
+    expect(bad.textContent).toContain(`\u2248 ${fmtLog(want.comparison_logprob_gap + 0.5)}`);
+    expect(bad.textContent).toContain("off by 0.5000");
+    expect(bad.textContent).toContain("Riemann");
+  });
+
   it("inserts the answers' texts and tokens as text, never as markup", () => {
     const EVIL = "<img src=x onerror=alert(1)>";
     const { el } = mount((result) => {
