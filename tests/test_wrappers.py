@@ -132,6 +132,16 @@ def test_processed_bridge_is_refused_unprocessed_compatibility_mode_is_not():
         iglens_viz.IGLens(bridge)
 
 
+def test_bridge_over_an_offloaded_model_is_refused(tmp_path):
+    pytest.importorskip("transformer_lens")
+    from transformer_lens.model_bridge import TransformerBridge
+
+    model = offloaded_llama(tmp_path)
+    bridge = TransformerBridge.boot_transformers("tiny", hf_model=model, tokenizer=tiny_tokenizer())
+    with pytest.raises(InvalidRequestError, match="offloading hooks"):
+        iglens_viz.IGLens(bridge)
+
+
 # -- nnsight ---------------------------------------------------------------------------------
 
 
@@ -230,9 +240,18 @@ def test_device_map_with_disk_offload_gives_the_bare_models_numbers(tmp_path):
     """``from_pretrained(..., device_map=...)`` of a saved tiny model, half its blocks and its
     head offloaded to disk (accelerate's hooks load them for each forward). The other
     accelerate path, ``cpu_offload``, is tests/test_api.py's."""
+    model = offloaded_llama(tmp_path)
+    assert model.hf_device_map["lm_head"] == "disk"
+    assert model.lm_head.weight.device.type == "meta"  # really offloaded
+    result = iglens_viz.attribute(model, tiny_tokenizer(), PROMPT, target=TARGET, steps=3)
+    assert_same(result, expected("llama"))
+
+
+def offloaded_llama(folder):
+    """tiny_model("llama") saved and loaded back with blocks 1 and 3 and the head on disk."""
     import transformers as tf
 
-    tiny_model("llama").save_pretrained(tmp_path / "model")
+    tiny_model("llama").save_pretrained(folder / "model")
     device_map = {
         "model.embed_tokens": "cpu",
         "model.layers.0": "cpu",
@@ -243,10 +262,6 @@ def test_device_map_with_disk_offload_gives_the_bare_models_numbers(tmp_path):
         "model.rotary_emb": "cpu",
         "lm_head": "disk",
     }
-    model = tf.AutoModelForCausalLM.from_pretrained(
-        tmp_path / "model", device_map=device_map, offload_folder=tmp_path / "offload"
+    return tf.AutoModelForCausalLM.from_pretrained(
+        folder / "model", device_map=device_map, offload_folder=folder / "offload"
     )
-    assert model.hf_device_map["lm_head"] == "disk"
-    assert model.lm_head.weight.device.type == "meta"  # really offloaded
-    result = iglens_viz.attribute(model, tiny_tokenizer(), PROMPT, target=TARGET, steps=3)
-    assert_same(result, expected("llama"))

@@ -165,9 +165,10 @@ def _unbridged(module: nn.Module, seen: dict[int, nn.Module]) -> nn.Module:
             if "forward" in state or "_hf_hook" in state:
                 raise InvalidRequestError(
                     f"{type(module).__name__} inside the TransformerLens bridge has its forward "
-                    f"replaced (an accelerate hook or another wrapper), so it cannot be read "
-                    f"apart from the bridge: pass the Hugging Face model before booting the "
-                    f"bridge around it"
+                    f"replaced (by accelerate's offloading hooks or another wrapper), so it "
+                    f"cannot be read apart from the bridge: boot the bridge over a model held "
+                    f"in memory, or pass IG-Lens the offloaded model itself, loaded without a "
+                    f"bridge (booting one changes the modules of the model it wraps)"
                 )
             view = copy.copy(module)
             for key, value in state.items():
