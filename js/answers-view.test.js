@@ -209,6 +209,7 @@ describe("answer vs answer", () => {
     expect(v.getAttribute("data-space")).toBe("prob");
     expect(q(v, "button[data-space=prob]").getAttribute("aria-pressed")).toBe("true");
     expect(values(v, "rect.iglens-versus-bar", "data-value")).toEqual(want.comparison_prob_contributions);
+    expect(q(v, ".iglens-versus-onset").getAttribute("data-onset")).toBe(String(want.comparison_prob_onset));
     // the span chosen meanwhile does not reset the switch
     fire(chipAt(el, 1), "click");
     fire(chipAt(el, 3), "click", { shiftKey: true });

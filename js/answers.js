@@ -31,8 +31,10 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {TypedArray} probContributions (k)
  * @property {TypedArray} lensLogprobGaps (k+1) log F_L(a) − log F_L(b)
  * @property {number} logprobGap log p(a) − log p(b) at the output
+ * @property {number} startLogprobGap log F_0(a) − log F_0(b): the log entries sum to logprobGap − this
  * @property {number} probGap p(a) − p(b) at the output
- * @property {number} onset the block moving the preference for a the most (-1 none)
+ * @property {number} onset the block moving the log gap most towards the output's preference (-1 none)
+ * @property {number} probOnset the same rule on the probability entries
  *
  * @typedef {object} Answers
  * @property {TypedArray|null} lensLogprobs (T·(k+1)) log p(target) at every boundary; null with a contrast
@@ -115,8 +117,10 @@ export function decodeAnswerComparison(raw, k) {
     probContributions: array(raw.prob_contributions, "comparison.prob_contributions", [k]),
     lensLogprobGaps: array(raw.lens_logprob_gaps, "comparison.lens_logprob_gaps", [k + 1]),
     logprobGap: num(raw.logprob_gap, "comparison.logprob_gap"),
+    startLogprobGap: num(raw.start_logprob_gap, "comparison.start_logprob_gap"),
     probGap: num(raw.prob_gap, "comparison.prob_gap"),
     onset: block(raw.onset, "comparison.onset"),
+    probOnset: block(raw.prob_onset, "comparison.prob_onset"),
   };
 }
 

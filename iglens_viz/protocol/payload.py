@@ -121,8 +121,10 @@ def _comparison(result: AttributionResult) -> dict[str, Any] | None:
         "prob_contributions": array_to_payload(comparison.prob_contributions),
         "lens_logprob_gaps": array_to_payload(comparison.lens_logprob_gaps),
         "logprob_gap": _json_float(comparison.logprob_gap),
+        "start_logprob_gap": _json_float(comparison.start_logprob_gap),
         "prob_gap": _json_float(comparison.prob_gap),
         "onset": int(comparison.onset),
+        "prob_onset": int(comparison.prob_onset),
     }
 
 

@@ -122,6 +122,7 @@ def _answers_expected(result: Any) -> dict[str, Any]:
         "comparison_logprob_gap": float(comparison.logprob_gap),
         "comparison_prob_gap": float(comparison.prob_gap),
         "comparison_onset": int(comparison.onset),
+        "comparison_prob_onset": int(comparison.prob_onset),
         "span": list(SPAN),
         "span_contributions": [float(v) for v in split.sum(axis=1)],
         "span_split": [float(v) for v in split.ravel()],

@@ -280,7 +280,8 @@ function versusPanel(ctx, r, W, space) {
   const c = /** @type {import("../answers.js").AnswerComparison} */ (r.answerComparison);
   const log = space === "log";
   const values = log ? c.logprobContributions : c.probContributions;
-  const gap0 = log ? c.lensLogprobGaps[0] : a.lensProbs[0] - b.lensProbs[0];
+  const gap0 = log ? c.startLogprobGap : a.lensProbs[0] - b.lensProbs[0];
+  const onset = log ? c.onset : c.probOnset;
   const gapN = log ? c.logprobGap : c.probGap;
   let sum = 0;
   for (let j = 0; j < r.k; j++) sum += values[j];
@@ -361,12 +362,12 @@ function versusPanel(ctx, r, W, space) {
     }),
     h("p", {
       class: "iglens-versus-onset",
-      "data-onset": String(c.onset),
-      // Python's onset: the block moving the log gap most towards the output's preference
+      "data-onset": String(onset),
+      // Python's onsets: the block moving the gap (log or p) most towards the output's preference
       "data-winner": c.logprobGap >= 0 ? "answer" : "versus",
       text:
-        c.onset >= 0
-          ? `The output prefers ${c.logprobGap >= 0 ? "a" : "b"}; the block moving the log gap most towards it: ${onsetText(r, c.onset)}.`
+        onset >= 0
+          ? `The output prefers ${c.logprobGap >= 0 ? "a" : "b"}; the block moving the ${log ? "log gap" : "probability gap"} most towards it: ${onsetText(r, onset)}.`
           : "No segment moves the gap towards the output's preference.",
     }),
     figure("(a) both answers' joint probability F as the lens reads it after each block, in percent", curves),

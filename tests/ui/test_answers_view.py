@@ -184,6 +184,7 @@ def test_answer_vs_answer_shows_the_differential_ledger_and_the_gap(opened, resu
     ]
     page.click(".iglens-versus button[data-space=prob]")
     assert page.get_attribute(".iglens-versus", "data-space") == "prob"
+    assert page.get_attribute(".iglens-versus-onset", "data-onset") == str(comparison.prob_onset)
     np.testing.assert_allclose(
         numbers(page, ".iglens-versus rect.iglens-versus-bar", "data-value"),
         comparison.prob_contributions,
