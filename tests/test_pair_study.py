@@ -426,3 +426,17 @@ def test_cli_study_pairs(tiny_model_dir, tmp_path, capsys):
     assert "neither capital-pairs nor a file" in capsys.readouterr().err
     assert main(["study", "capitals", "--pairs", str(path), "--out", str(out)]) == 2
     assert "give PROMPTS" in capsys.readouterr().err
+
+
+def test_a_declared_per_country_cap_is_used_and_recorded(model, tokenizer, monkeypatch):
+    items = _small_capitals(model, tokenizer)
+    monkeypatch.setitem(study_prompts.BUILTIN_SETS, "capitals", lambda: items)
+    study = pair_study(model, tokenizer, lenses=("logit",), limit=1, progress=False, per_country=1)
+    expected = capital_pairs(model, tokenizer, per_country=1)
+    assert [p.to_dict() for p in study.pairs] == [p.to_dict() for p in expected]
+    assert study.metadata["pair_settings"]["per_country"] == 1
+    assert len(expected) < len(capital_pairs(model, tokenizer))  # the cap binds here
+    with pytest.raises(InvalidRequestError, match="built-in 'capital-pairs' set only"):
+        pair_study(model, tokenizer, [expected[0]], lenses=("logit",), per_country=2)
+    with pytest.raises(InvalidRequestError, match="per_country must be"):
+        pair_study(model, tokenizer, lenses=("logit",), per_country=0)

@@ -256,6 +256,14 @@ def _study_parser() -> argparse.ArgumentParser:
         help="reference prompts per task for mean and resample ablation (default 32)",
     )
     p.add_argument("--seed", type=_count(0), default=0)
+    p.add_argument(
+        "--per-country",
+        type=_count(1),
+        default=None,
+        metavar="N",
+        help="with --pairs capital-pairs: at most N pairs per country as clean (and as "
+        "corrupt); default the pre-registered 6 (another cap is a declared deviation)",
+    )
     p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
     p.add_argument(
         "--batch-size",
@@ -362,6 +370,7 @@ def _run_pair_study(args: argparse.Namespace) -> int:
             limit=args.limit,
             batch_size=args.batch_size,
             seed=args.seed,
+            per_country=args.per_country,
         )
     meta = result.metadata
     done = int(result.table["pair"].nunique()) if len(result.table) else 0

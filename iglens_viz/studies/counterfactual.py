@@ -169,24 +169,28 @@ def _resolve_pairs(
     tokenizer: PreTrainedTokenizerBase,
     spec: str | os.PathLike[str] | Sequence[Pair],
     seed: int,
+    per_country: int | None = None,
 ) -> tuple[list[Pair], dict[str, Any]]:
     """The pairs and the pair set's description for the metadata."""
     if isinstance(spec, (str, Path)) and str(spec) == CAPITAL_PAIRS:
-        answered, n_prompts = answered_capitals(model, tokenizer, min_p=CAPITAL_SETTINGS["min_p"])
+        settings = dict(CAPITAL_SETTINGS)
+        if per_country is not None:
+            settings["per_country"] = per_country
+        answered, n_prompts = answered_capitals(model, tokenizer, min_p=settings["min_p"])
         pairs = _pairs_of(
-            answered,
-            tokenizer,
-            int(CAPITAL_SETTINGS["max_pairs"]),
-            int(CAPITAL_SETTINGS["per_country"]),
-            seed,
+            answered, tokenizer, int(settings["max_pairs"]), int(settings["per_country"]), seed
         )
         info = {
             "pairs": CAPITAL_PAIRS,
-            "pair_settings": {**CAPITAL_SETTINGS, "seed": int(seed)},
+            "pair_settings": {**settings, "seed": int(seed)},
             "n_prompts": n_prompts,
             "n_answered": len(answered),
         }
         return pairs, info
+    if per_country is not None:
+        raise InvalidRequestError(
+            f"per_country applies to the built-in {CAPITAL_PAIRS!r} set only, not to given pairs"
+        )
     if isinstance(spec, (str, os.PathLike)):
         return load_pairs(spec, tokenizer, model), {"pairs": os.fspath(spec), "pair_settings": {}}
     pairs = list(spec)
@@ -425,6 +429,7 @@ def pair_study(
     limit: int | None = None,
     progress: bool = True,
     seed: int = 0,
+    per_country: int | None = None,
 ) -> PairStudy:
     """The counterfactual study: patching effects, IG-Lens contributions and the linear
     readings of every block, for every clean/corrupt pair.
@@ -454,6 +459,10 @@ def pair_study(
         Show a progress bar (tqdm).
     seed:
         The built-in set's shuffle seed (pre-registered: 0).
+    per_country:
+        The built-in set's cap of pairs per country as clean (and as corrupt); None: the
+        pre-registered 6. Another cap is a declared deviation (``docs/study.md``), recorded
+        in the metadata's ``pair_settings``.
 
     Returns
     -------
@@ -487,7 +496,11 @@ def pair_study(
         raise InvalidRequestError(
             f"lenses {names}: each lens once (their names make the ig_<lens> columns)"
         )
-    pair_list, info = _resolve_pairs(model, tokenizer, pairs, seed)
+    if per_country is not None and (
+        isinstance(per_country, bool) or not isinstance(per_country, int) or per_country < 1
+    ):
+        raise InvalidRequestError(f"per_country must be an integer >= 1, got {per_country!r}")
+    pair_list, info = _resolve_pairs(model, tokenizer, pairs, seed, per_country)
     todo_all = list(range(len(pair_list) if limit is None else min(limit, len(pair_list))))
     metadata: dict[str, Any] = {
         "study": STUDY_KIND,
