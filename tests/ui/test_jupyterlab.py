@@ -98,6 +98,18 @@ PRINT_CELL = """\
 pathlib.Path({out!r}).write_text(str(w.selected))
 print("python sees selected =", w.selected)"""
 
+# Issue 22 through the kernel: a second widget with whole answers; Python's own figures go to a
+# file, so the test compares what the page draws from the comm's binary buffers with them.
+ANSWERS_CELL = """\
+w2 = lens.widget("w5 w17 w3 w42 w8", answer=" w9 w11", versus=" w7")
+r2 = w2.attribution
+rows = r2.lens_logprobs[1:4].astype("float32").astype("float64")
+pathlib.Path({answers!r}).write_text(json.dumps({{
+    "logprob_gap": r2.comparison.logprob_gap, "onset": r2.comparison.onset,
+    "answer_logprob": r2.answer.logprob,
+    "span_bars": (rows[:, 1:] - rows[:, :-1]).sum(axis=0).tolist()}}))
+w2"""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -166,9 +178,13 @@ def lab(tmp_path_factory):
     (tracker / "tracker.jupyterlab-settings").write_text(
         json.dumps({"autoStartDefaultKernel": True})
     )
-    state, out = root / "state.json", root / "selected.txt"
+    state, out, answers = root / "state.json", root / "selected.txt", root / "answers.json"
     nb = notebook(
-        [SETUP_CELL.format(tests=str(TESTS), state=str(state)), PRINT_CELL.format(out=str(out))]
+        [
+            SETUP_CELL.format(tests=str(TESTS), state=str(state)),
+            PRINT_CELL.format(out=str(out)),
+            ANSWERS_CELL.format(answers=str(answers)),
+        ]
     )
     (work / "widget.ipynb").write_text(json.dumps(nb))
 
@@ -231,6 +247,7 @@ def lab(tmp_path_factory):
                 "url": f"{base}/lab/tree/widget.ipynb?token={token}",
                 "state": state,
                 "out": out,
+                "answers": answers,
                 "log": root / "lab.log",
                 "host": f"127.0.0.1:{port}",
             }
@@ -484,3 +501,31 @@ def test_widget_in_jupyterlab(lab, lab_page):
 
     assert recorder.page_errors == []
     assert recorder.network == [], recorder.network
+
+
+def test_whole_answers_through_the_kernel(lab, lab_page):
+    """The span ledger and answer vs answer views of a live widget: the payload's whole
+    answers travel through the kernel's comm (binary buffers), and the page draws Python's
+    figures; a shift-click picks a span there too."""
+    page = lab_page
+    if not page.locator(".jp-Notebook .jp-Cell").count():  # run alone: open the notebook
+        page.goto(lab["url"])
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=RENDER_TIMEOUT)
+        run_cell(page, 0)
+    run_cell(page, 2)
+    output = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea")
+    output.locator(".iglens-versus-gap").wait_for(timeout=RENDER_TIMEOUT)
+    want = json.loads(wait_for(lambda: lab["answers"].exists() and lab["answers"].read_text()))
+    gap = output.locator(".iglens-versus-gap")
+    assert float(gap.get_attribute("data-logprob-gap")) == pytest.approx(want["logprob_gap"])
+    assert output.locator(".iglens-versus-onset").get_attribute("data-onset") == str(want["onset"])
+    total = output.locator(".iglens-span-sum").get_attribute("data-logprob")
+    assert float(total) == pytest.approx(want["answer_logprob"])
+    output.locator(".iglens-strip [data-token-index='1']").click()
+    output.locator(".iglens-strip [data-token-index='3']").click(modifiers=["Shift"])
+    span = output.locator(".iglens-span-panel")
+    assert span.get_attribute("data-source") == "positions"
+    bars = output.locator(".iglens-span-panel rect.iglens-span-bar").evaluate_all(
+        "els => els.map(e => Number(e.getAttribute('data-value')))"
+    )
+    assert bars == pytest.approx(want["span_bars"], rel=1e-6, abs=1e-6)
