@@ -766,20 +766,20 @@ class IGLens:
             request.steps,
             _path_or_ends(path, f),
         )
-        shares_np = shares.detach().cpu().double().numpy()  # [n, blocks, C]
+        shares_np = np.nan_to_num(shares.detach().cpu().double().numpy())  # [n, blocks, C]
         names = self._component_names(trace.lens)
-        segment_of = component_segments(bounds, names, self.n_blocks)  # [blocks, C]
-        per_segment = np.zeros((shares_np.shape[0], len(bounds) - 1))
-        for j in range(len(bounds) - 1):
-            per_segment[:, j] = np.where(segment_of == j, shares_np, 0.0).sum(axis=(1, 2))
-        log_split = ledger.logprob_split.T  # [n, k]
-        tiny = np.abs(per_segment) <= 1e-12 * np.maximum(f.cpu().numpy()[:, 1:], 1e-300)
-        ratio = np.where(tiny, 1.0 / np.maximum(ledger.token_probs[:, 1:], 1e-300), 0.0)
-        np.divide(log_split, per_segment, out=ratio, where=~tiny)
-        scaled = shares_np * np.take_along_axis(
-            ratio[:, None, :].repeat(self.n_blocks, 1), np.maximum(segment_of, 0)[None], axis=2
+        segment_of = component_segments(bounds, names, self.n_blocks)  # [blocks, C], -1: none
+        valid, k = segment_of >= 0, len(bounds) - 1
+        in_segment = valid[..., None] & (segment_of[..., None] == np.arange(k))  # [blocks, C, k]
+        delta_f = np.einsum("nbc,bck->nk", shares_np, in_segment)  # each token's Δf per segment
+        f_end = ledger.token_probs[:, 1:]
+        # Δ log f / Δ f; where Δf is below f's rounding, its limit 1 / f
+        flat = np.abs(delta_f) <= 1e-12 * f_end
+        ratio = np.divide(
+            ledger.logprob_split.T, delta_f, out=1.0 / np.maximum(f_end, 1e-300), where=~flat
         )
-        combined = np.where(segment_of >= 0, scaled.sum(0), np.nan)
+        scaled = shares_np * ratio[:, np.where(valid, segment_of, 0)]  # [n, blocks, C]
+        combined = np.where(valid, scaled.sum(axis=0), np.nan)
         return dataclasses.replace(ledger, component_shares=combined, component_names=names)
 
     def components(
