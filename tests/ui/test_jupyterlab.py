@@ -1,146 +1,45 @@
 """The live widget in a real JupyterLab: clicks reach Python, requests recompute in the kernel.
 
 The fixture starts JupyterLab on 127.0.0.1 (free port, token, no browser, ``--allow-root``) in
-a temporary folder, with its own config, data, runtime, settings and workspace folders and a
-kernel spec that points at this interpreter (the venv's python). The notebook shows the
-widget on a tiny random Llama (tests/tiny_models.py); an observer in the kernel writes the
-widget's Python-side state to a file at every change, so the test reads what Python sees.
-The kernel's lens cache (``IGLENS_CACHE``) is a folder of the run: the shortcut lens of step 6
-is fitted there on first use, on the package's default corpus.
+a temporary Jupyter home (tests/ui/live_server.py: its own config, data, runtime, settings and
+workspace folders and a kernel spec that points at this interpreter, the venv's python). The
+notebook shows the widget on a tiny random Llama (tests/tiny_models.py); an observer in the
+kernel writes the widget's Python-side state to a file at every change, so the test reads what
+Python sees. The kernel's lens cache (``IGLENS_CACHE``) is a folder of the run: the shortcut
+lens of step 6 is fitted there on first use, on the package's default corpus.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import secrets
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from .helpers import PageRecorder
+from .live_server import (
+    ANSWERS_CELL,
+    PRINT_CELL,
+    RENDER_TIMEOUT,
+    SETUP_CELL,
+    TESTS,
+    TIMEOUT,
+    free_port,
+    jupyter_args,
+    jupyter_home,
+    notebook,
+    python_state,
+    reported,
+    run_cell,
+    serve,
+    wait_for,
+)
 
 pytestmark = pytest.mark.browser
 
-TESTS = Path(__file__).resolve().parent.parent
-KERNEL = "iglens-test-venv"
-# The first widget render in a fresh JupyterLab can take well over 10 s (kernel start, imports).
-RENDER_TIMEOUT = int(os.environ.get("IGLENS_UI_RENDER_TIMEOUT_MS", 180_000))
-TIMEOUT = 120_000  # generous: on a loaded 2-core machine the kernel can be slow to answer
 # The shortcut lens's first use samples the default corpus and fits it: about 0.5 s on the tiny
 # model on 2 idle cores (the whole step 1.4 s), but 30 s was measured on a heavily loaded machine.
 FIT_TIMEOUT = 300
-
-SETUP_CELL = """\
-import json, pathlib, sys
-sys.path.insert(0, {tests!r})
-from tiny_models import tiny_model, tiny_tokenizer
-from iglens_viz import IGLens
-from iglens_viz.widget import show
-
-lens = IGLens(tiny_model("llama"), tiny_tokenizer())
-w = show(lens, None, "w3 w5 w7 w9 w11 w13 w15", target="predicted")
-state_file = pathlib.Path({state!r})
-
-def path_reference():
-    # the whole prompt at the path's steps, computed independently of the lazy path
-    if not w.path.get("steps"):
-        return None
-    full = lens.run(w.attribution.request.replace(steps=w.path["steps"]))
-    return full.path_probs[w.path["position"]].tolist()
-
-answers = []  # the answer envelopes sent to the page
-_refs = {{}}
-
-def ablation_reference():
-    # the total effect at the answer position, by an independent ablate() of the ids up to it
-    a = w.ablation
-    if not a.get("drops") or a.get("positions") != "target":
-        return None
-    if a["request_id"] not in _refs:
-        from iglens_viz.causal import ablate
-        p = a["position"]
-        ids = [int(i) for i in w.attribution.input_ids[: p + 1]]
-        target = [-1] * p + [int(w.attribution.target_ids[p])]
-        res = ablate(lens.model, None, ids, target=target, positions="target")
-        _refs[a["request_id"]] = res.drop[p].tolist()
-    return _refs[a["request_id"]]
-
-def record(change=None):
-    errors = [a["error"]["message"] for a in answers if not a["ok"]]
-    state_file.write_text(json.dumps({{
-        "selected": w.selected, "target": w.result["controls"]["target"],
-        "error": errors[-1] if errors else "", "commands": [a["command"] for a in answers],
-        "target_ids": w.attribution.target_ids.tolist(), "running": w.running,
-        "ablation": w.ablation, "ablation_ref": ablation_reference(),
-        "path": w.path, "path_ref": path_reference(),
-        "lens": w.attribution.lens_name,
-        "recompute_ok": [a["ok"] for a in answers if a["command"] == "recompute"]}}))
-
-_send = w.send
-def send(content, buffers=None):
-    answers.append(content)
-    record()
-    return _send(content, buffers)
-
-w.send = send
-w.observe(record, names=["selected", "result", "running", "ablation", "path"])
-record()
-w"""
-
-PRINT_CELL = """\
-pathlib.Path({out!r}).write_text(str(w.selected))
-print("python sees selected =", w.selected)"""
-
-# Issue 22 through the kernel: a second widget with whole answers; Python's own figures go to a
-# file, so the test compares what the page draws from the comm's binary buffers with them.
-ANSWERS_CELL = """\
-w2 = lens.widget("w5 w17 w3 w42 w8", answer=" w9 w11", versus=" w7")
-r2 = w2.attribution
-rows = r2.lens_logprobs[1:4].astype("float32").astype("float64")
-pathlib.Path({answers!r}).write_text(json.dumps({{
-    "logprob_gap": r2.comparison.logprob_gap, "onset": r2.comparison.onset,
-    "answer_logprob": r2.answer.logprob,
-    "span_bars": (rows[:, 1:] - rows[:, :-1]).sum(axis=0).tolist()}}))
-w2"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def notebook(cells: list[str]) -> dict:
-    return {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {
-            "kernelspec": {
-                "name": KERNEL,
-                "display_name": "Python (iglens tests)",
-                "language": "python",
-            },
-            "language_info": {"name": "python"},
-        },
-        "cells": [
-            {
-                "cell_type": "code",
-                "id": f"cell{i}",
-                "metadata": {},
-                "source": src,
-                "outputs": [],
-                "execution_count": None,
-            }
-            for i, src in enumerate(cells)
-        ],
-    }
 
 
 @pytest.fixture(scope="module")
@@ -148,36 +47,7 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyterlab")
     work = root / "work"
     work.mkdir()
-    dirs = {
-        name: root / name
-        for name in ("config", "data", "runtime", "ipython", "settings", "workspaces")
-    }
-    for d in dirs.values():
-        d.mkdir()
-    # The kernel is this interpreter (the project's venv), whatever `python3` means elsewhere.
-    spec = dirs["data"] / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python (iglens tests)",
-                "language": "python",
-            }
-        )
-    )
-    # No news, no update checks, no notification toasts over the notebook.
-    notification = dirs["settings"] / "@jupyterlab" / "apputils-extension"
-    notification.mkdir(parents=True)
-    (notification / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    # Start the notebook's kernel (its metadata names it) without a "Select Kernel" dialog.
-    tracker = dirs["settings"] / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"autoStartDefaultKernel": True})
-    )
+    _, env = jupyter_home(root)
     state, out, answers = root / "state.json", root / "selected.txt", root / "answers.json"
     nb = notebook(
         [
@@ -189,143 +59,30 @@ def lab(tmp_path_factory):
     (work / "widget.ipynb").write_text(json.dumps(nb))
 
     port, token = free_port(), secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(dirs["config"]),
-        JUPYTER_DATA_DIR=str(dirs["data"]),
-        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        IPYTHONDIR=str(dirs["ipython"]),
-        JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
-        ANYWIDGET_HMR="0",
-        # The kernel's fitted lenses (step 6) go to a fresh cache of this run, not the user's.
-        IGLENS_CACHE=str(root / "cache"),
-        PYTHONUNBUFFERED="1",
-    )
-    with open(root / "lab.log", "w") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter",
-                "lab",
-                "--no-browser",
-                "--allow-root",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={port}",
-                "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={work}",
-                "--LabApp.news_url=None",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            ],
-            cwd=work,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(
-                        f"JupyterLab exited: {(root / 'lab.log').read_text()[-3000:]}"
-                    )
-                try:
-                    with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"JupyterLab did not start: {(root / 'lab.log').read_text()[-3000:]}"
-                    )
-                time.sleep(0.5)
-            yield {
-                "url": f"{base}/lab/tree/widget.ipynb?token={token}",
-                "state": state,
-                "out": out,
-                "answers": answers,
-                "log": root / "lab.log",
-                "host": f"127.0.0.1:{port}",
-            }
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def wait_for(predicate, timeout: float = TIMEOUT / 1000, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
-def python_state(lab) -> dict:
-    try:
-        return json.loads(lab["state"].read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def accept_kernel_dialog(page) -> None:
-    """Should JupyterLab still ask which kernel to start, take its proposal (ours)."""
-    dialog = page.locator(".jp-Dialog")
-    if dialog.count() and dialog.first.is_visible():
-        text = dialog.first.text_content() or ""
-        assert "Python (iglens tests)" in text or "Kernel" in text, text
-        dialog.first.locator(".jp-mod-accept").click()
-        dialog.first.wait_for(state="detached", timeout=10_000)
-
-
-def run_cell(page, index: int, timeout: float = 120) -> None:
-    """Run a notebook cell with Shift+Enter once the kernel is idle; retry if the key press
-    was lost (JupyterLab may still be settling right after it opens the notebook)."""
-    page.wait_for_selector(
-        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout * 1000
-    )
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
-    prompt = cell.locator(".jp-InputPrompt").first
-    before = prompt.text_content()
-    deadline = time.monotonic() + timeout
-    while True:
-        accept_kernel_dialog(page)
-        cell.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
-        started = time.monotonic() + 20  # the prompt turns [*] as soon as it is queued
-        while time.monotonic() < min(started, deadline):
-            if prompt.text_content() != before:  # "[ ]:" → "[*]:" → "[1]:"
-                return
-            time.sleep(0.2)
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"cell {index} did not start running")
+    base = f"http://127.0.0.1:{port}"
+    log = root / "lab.log"
+    args = [
+        *jupyter_args("lab", port=port, token=token, root_dir=work),
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    ready = f"{base}/api/status?token={token}"
+    with serve(args, ready_url=ready, log=log, cwd=work, env=env, name="JupyterLab"):
+        yield {
+            "url": f"{base}/lab/tree/widget.ipynb?token={token}",
+            "state": state,
+            "out": out,
+            "answers": answers,
+            "log": log,
+            "host": f"127.0.0.1:{port}",
+        }
 
 
 @pytest.fixture
 def lab_page(lab, page, tmp_path):
     """The browser page; on failure, a screenshot and the server log tail in the report."""
-    try:
+    with reported(page, shot=tmp_path / "jupyterlab.png", log=lab["log"], name="JupyterLab"):
         yield page
-    except Exception:
-        raise
-    finally:
-        shot = tmp_path / "jupyterlab.png"
-        with contextlib.suppress(Exception):  # best effort
-            page.screenshot(path=str(shot), full_page=True)
-        print(
-            f"screenshot: {shot}\n--- JupyterLab log (tail) ---\n"
-            f"{lab['log'].read_text(errors='replace')[-4000:]}"
-        )
 
 
 def test_widget_in_jupyterlab(lab, lab_page):
