@@ -24,6 +24,8 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent.parent
 KERNEL = "iglens-test-venv"
 # The first widget render in a fresh server can take well over 10 s (kernel start, imports).
@@ -103,6 +105,17 @@ pathlib.Path({answers!r}).write_text(json.dumps({{
     "answer_logprob": r2.answer.logprob,
     "span_bars": (rows[:, 1:] - rows[:, :-1]).sum(axis=0).tolist()}}))
 w2"""
+
+
+def require(module: str, package: str, minversion: str | None = None) -> None:
+    """Import a front end's package, or skip the test; fail instead under CI (``CI`` set),
+    where the test extra installs it."""
+    try:
+        pytest.importorskip(module, minversion=minversion)
+    except pytest.skip.Exception:
+        if os.environ.get("CI"):
+            pytest.fail(f"this test needs {package} (the test extra: pip install -e '.[test]')")
+        raise
 
 
 def free_port() -> int:

@@ -38,6 +38,7 @@ from .live_server import (
     free_port,
     python_state,
     reported,
+    require,
     serve,
     wait_for,
 )
@@ -80,7 +81,7 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def marimo_app(tmp_path_factory):
-    pytest.importorskip("marimo", reason="the marimo package (test extra)")
+    require("marimo", "marimo")
     root = tmp_path_factory.mktemp("marimo")
     work = root / "work"
     work.mkdir()

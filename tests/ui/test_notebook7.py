@@ -31,6 +31,7 @@ from .live_server import (
     notebook,
     python_state,
     reported,
+    require,
     run_cell,
     serve,
     wait_for,
@@ -46,7 +47,7 @@ UPSTREAM_BUNDLE = "/static/notebook/notebook_core."
 
 @pytest.fixture(scope="module")
 def nb7(tmp_path_factory):
-    pytest.importorskip("notebook", minversion="7", reason="the notebook>=7 package (test extra)")
+    require("notebook", "notebook>=7", minversion="7")
     root = tmp_path_factory.mktemp("notebook7")
     work = root / "work"
     work.mkdir()
