@@ -291,6 +291,26 @@ class IGLensWidget(anywidget.AnyWidget):
             f"interactive={self.interactive})"
         )
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget view (anywidget's bundle) and beside it ``image/png``, a static picture
+        of the current view (:mod:`iglens_viz.widget.fallback`) for where no widget manager
+        runs: GitHub, nbviewer, offline nbconvert HTML. Jupyter front ends rank the widget
+        view first. A picture that fails to render is left out (logged), never the widget."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        try:
+            import base64
+
+            from .fallback import fallback_png
+
+            png = base64.b64encode(fallback_png(self)).decode("ascii")
+        except Exception as err:  # the picture is optional; the widget must show
+            self.log.warning("IGLensWidget: no static picture in the output (%r)", err)
+            return data, metadata
+        return {**data, "image/png": png}, metadata
+
     @property
     def attribution(self) -> AttributionResult:
         """The :class:`AttributionResult` currently shown."""
