@@ -26,7 +26,15 @@ from tiny_models import (
     tiny_model,
     tiny_tokenizer,
 )
-from tolerances import eps, logprob_tol, readout_size, readout_tol, sum_tol
+from tolerances import (
+    eps,
+    forward_dtype,
+    forward_tol,
+    logprob_tol,
+    readout_size,
+    readout_tol,
+    sum_tol,
+)
 
 import iglens_viz
 from iglens_viz import IGLens, InvalidRequestError
@@ -237,3 +245,96 @@ def test_lens_logprobs_are_the_log_of_the_lens_probabilities():
     logp = np.log(result.lens_probs[finite])
     assert (np.abs(result.lens_logprobs[finite] - logp) <= tol * np.maximum(1, np.abs(logp))).all()
     assert IGLens(model).attribute(IDS, contrast=3).lens_logprobs is None
+
+
+def _forward_lengths(model) -> tuple[list[int], object]:
+    """The input length of every forward pass of ``model`` from now on, and the hook."""
+    lengths: list[int] = []
+    handle = model.register_forward_pre_hook(
+        lambda module, args, kwargs: lengths.append(kwargs["input_ids"].shape[-1]),
+        with_kwargs=True,
+    )
+    return lengths, handle
+
+
+def test_versus_runs_the_model_on_its_own_answer_only():
+    model = tiny_model("llama")
+    lens = IGLens(model)
+    lengths, handle = _forward_lengths(model)
+    try:
+        lens.attribute(PROMPT, answer=ANSWER, versus=OTHER)
+        first = list(lengths)
+        lengths.clear()
+        # a first answer traced earlier, without its key/value cache: the prompt runs once
+        # more (alone, for its keys and values), then the second answer
+        fresh = IGLens(model)
+        fresh.attribute(PROMPT, answer=ANSWER)
+        lengths.clear()
+        fresh.attribute(PROMPT, answer=ANSWER, versus=OTHER)
+        again = list(lengths)
+    finally:
+        handle.remove()
+    # the prompt and first answer once, then the second answer's tokens alone
+    assert first == [PROMPT.numel() + len(ANSWER), len(OTHER)]
+    assert again == [PROMPT.numel(), len(OTHER)]
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_a_continued_trace_is_the_trace_of_the_whole_sequence(name):
+    """The continuation from the prefix's key/value cache against a pass over the whole
+    sequence, in float64: the same computation with attention kernels of another shape, so
+    within two forward passes' rounding (tolerances.forward_tol, as test_batching)."""
+    from test_lens_coordinates import random_lens
+
+    model = tiny_model(name, dtype=torch.float64)
+    lens = IGLens(model, dtype=torch.float64)
+    sequential = lens.adapter.mid_modules is not None
+    coordinates = random_lens(model, dtype=torch.float64)
+    first = lens.trace(
+        torch.cat([PROMPT, torch.as_tensor(ANSWER)]),
+        sublayers=sequential,
+        components=True,
+        lens=coordinates,
+        keep_cache=True,
+    )
+    start = PROMPT.numel()
+    continued = lens.continued(first, start, torch.as_tensor(OTHER))
+    whole = torch.cat([PROMPT, torch.as_tensor(OTHER)])
+    alone = IGLens(model, dtype=torch.float64).trace(
+        whole, sublayers=sequential, components=True, lens=coordinates
+    )
+    size = readout_size(model, whole)
+    tol = forward_tol(size, model.config.num_hidden_layers, forward_dtype(model))
+    assert torch.equal(continued.input_ids, whole)
+    for what in ("states", "features", "head_inputs", "mid_states", "attn_writes", "residual"):
+        mine, theirs = getattr(continued, what), getattr(alone, what)
+        assert (mine is None) == (theirs is None), what
+        if mine is not None:
+            assert mine.shape == theirs.shape, what
+            # the prompt's rows are the first trace's, not recomputed
+            assert torch.equal(mine[:, :start], getattr(first, what)[:, :start]), what
+    depths = [d / 2 for d in range(2 * lens.n_blocks + 1)] if sequential else None
+    depths = depths or list(range(lens.n_blocks + 1))
+    y = alone.predicted
+    np.testing.assert_allclose(
+        continued.lens_probs(lens.readout, depths, y),
+        alone.lens_probs(lens.readout, depths, y),
+        rtol=0,
+        atol=tol,
+    )
+    np.testing.assert_allclose(
+        continued.top_logprobs.exp(), alone.top_logprobs.exp(), rtol=0, atol=tol
+    )
+    # the component split reads the head outputs: the versus answer's shares are those of a
+    # pass over the whole sequence. Each share of Δf moves by at most tol; scaled by Δlog f /
+    # Δf (at most 1 / f) and summed over the answer's tokens.
+    mine = lens.attribute(PROMPT, answer=ANSWER, versus=OTHER, components=True, lens=coordinates)
+    reference = IGLens(model, dtype=torch.float64).attribute(
+        PROMPT, answer=OTHER, components=True, lens=coordinates
+    )
+    np.testing.assert_allclose(
+        mine.versus.component_shares,
+        reference.answer.component_shares,
+        rtol=0,
+        atol=tol * len(OTHER) / reference.answer.token_probs.min(),
+    )

@@ -8,13 +8,14 @@ its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
 from torch import nn
 
 from ..adapters import ModelAdapter
 from .hooks import Hooks, block_input, block_output_states, by_row
+from .kv_cache import cache_keyword, returned_cache
 from .model_mode import eval_mode
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ class Capture(NamedTuple):
     attn_writes: torch.Tensor | None = None
     """``[n, T, d]`` each block's attention output projection's output, kept for parallel
     blocks with the head inputs (sequential blocks have h_L.attn − h_{L−1} instead)."""
+    cache: Any = None
+    """The model's key/value cache of the whole sequence (prefix included), when asked for
+    (:func:`capture_states` ``keep_cache``)."""
 
 
 def capture_states(
@@ -54,6 +58,8 @@ def capture_states(
     dtype: torch.dtype,
     sublayers: bool = False,
     heads: bool = False,
+    keep_cache: bool = False,
+    past: Any = None,
 ) -> Capture:
     """Run ``model`` once on ``input_ids`` (shape ``[T]``) and return a :class:`Capture`.
 
@@ -72,9 +78,22 @@ def capture_states(
     With ``heads``, each block's head outputs before the output projection are kept
     (``head_inputs``; the same size as a residual state per block when H·d_head = d), and for
     parallel blocks the projection's output (``attn_writes``).
+
+    With ``keep_cache``, the model's key/value cache is kept (``cache``). With ``past`` (such
+    a cache, cut to a prefix by :func:`~iglens_viz.core.kv_cache.prefix_cache`),
+    ``input_ids`` continue that prefix: the model runs on them only, and every tensor of the
+    capture covers their positions only.
     """
     return capture_batch(
-        model, adapter, [input_ids], device=device, dtype=dtype, sublayers=sublayers, heads=heads
+        model,
+        adapter,
+        [input_ids],
+        device=device,
+        dtype=dtype,
+        sublayers=sublayers,
+        heads=heads,
+        keep_cache=keep_cache,
+        past=past,
     )[0]
 
 
@@ -112,11 +131,15 @@ def capture_batch(
     dtype: torch.dtype,
     sublayers: bool = False,
     heads: bool = False,
+    keep_cache: bool = False,
+    past: Any = None,
 ) -> list[Capture]:
     """:func:`capture_states` of several sequences in one forward pass, right-padded with
     an attention mask (see :func:`padded_batch`); one :class:`Capture` per sequence, cut to
     its own length. Equal to one pass per sequence up to the rounding of other kernel
-    shapes."""
+    shapes. ``keep_cache`` and ``past`` (see :func:`capture_states`) take one sequence."""
+    if (keep_cache or past is not None) and len(sequences) != 1:
+        raise ValueError("keep_cache and past take one sequence")
     n = adapter.n_blocks
     B = len(sequences)
     stride = 2 if sublayers else 1
@@ -183,7 +206,12 @@ def capture_batch(
         hooks.before(adapter.head, before_head)
         with eval_mode(model):
             ids, mask = padded_batch(sequences, input_device(model))
-            out = model(input_ids=ids, attention_mask=mask, use_cache=False)
+            cached: dict[str, Any] = {}
+            if past is not None:  # the prefix's positions are attended to as well
+                cached[cache_keyword(model)] = past
+                mask = torch.cat([mask.new_ones(1, past.get_seq_length()), mask], dim=1)
+            use_cache = keep_cache or past is not None
+            out = model(input_ids=ids, attention_mask=mask, use_cache=use_cache, **cached)
     for what, filled in seen.items():
         missing = [i for i, ok in enumerate(filled) if not ok]
         if missing:
@@ -209,6 +237,7 @@ def capture_batch(
                 out.logits[b, :k_b],
                 cut("head_inputs", b, T),
                 cut("attn_writes", b, T),
+                returned_cache(out) if keep_cache else None,
             )
         )
     return captures
@@ -226,6 +255,13 @@ def joined(captures: list[Capture]) -> Capture:
         checked=torch.cat([c.checked + int(o) for c, o in zip(captures, offsets)]),
         logits=torch.cat([c.logits for c in captures]),
     )
+
+
+@torch.no_grad()
+def prompt_cache(model: nn.Module, ids: torch.Tensor) -> Any:
+    """The model's key/value cache of ``ids`` (``[T]``): one forward pass, nothing recorded."""
+    with eval_mode(model):
+        return returned_cache(model(input_ids=ids[None].to(input_device(model)), use_cache=True))
 
 
 def input_device(model: nn.Module) -> torch.device:

@@ -32,7 +32,7 @@ from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  # noqa: F401
 from .answers import AnswerLedger, answer_ledger
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
-from .capture import Capture, capture_batch, capture_states, joined
+from .capture import Capture, capture_batch, capture_states, joined, prompt_cache
 from .components import component_names, component_segments, component_shares
 from .coordinates import LOGIT, Lens
 from .estimators import (
@@ -45,6 +45,7 @@ from .estimators import (
 )
 from .extensions import provider
 from .inputs import check_context, context_length, to_input_ids
+from .kv_cache import prefix_cache
 from .prompting import chat_prompt_ids, generate_greedy, wants_chat
 from .readout import Readout
 from .request import (
@@ -280,6 +281,7 @@ class IGLens:
         sublayers: bool = False,
         components: bool = False,
         lens: LensSpec = "logit",
+        keep_cache: bool = False,
     ) -> Trace:
         """Run the model once on a prompt (or return the cached run) and read out every row.
 
@@ -288,7 +290,8 @@ class IGLens:
         h_L.attn where blocks are sequential). A cached run that lacks them is replaced.
         ``lens`` (any form :meth:`resolve_lens` takes) sets the coordinates of the path points
         and the map; a cached run of the prompt under another lens lends its forward pass,
-        and only the map is computed.
+        and only the map is computed. ``keep_cache`` keeps the model's key/value cache of a
+        new run (``model_cache``), from which :meth:`continued` runs a continuation.
 
         A new run checks the model's own output and the readout against it (see
         :mod:`iglens_viz.core.selfcheck`): :class:`~iglens_viz.errors.ModelOutputError` when
@@ -332,10 +335,9 @@ class IGLens:
             dtype=self.readout.dtype,
             sublayers=sublayers or mids,
             heads=heads,
+            keep_cache=keep_cache,
         )
-        states, mid_states = captured.states, None
-        if mids and not sublayers:  # h_L.attn for the split only: kept, not read out
-            states, mid_states = states[0::2].contiguous(), states[1::2].contiguous()
+        states, mid_states = _split_mid_states(captured.states, mids and not sublayers)
         if (
             cached is not None
             and enough_k
@@ -362,9 +364,72 @@ class IGLens:
             attn_writes=captured.attn_writes,
             lens=lens,
             residual=None if points is states else states,
+            model_cache=captured.cache,
         )
         self._remember(self._cache, key, trace)
         return trace
+
+    def continued(self, trace: Trace, start: int, ids: torch.Tensor) -> Trace:
+        """The trace of ``trace.input_ids[:start]`` followed by ``ids``, running the model on
+        ``ids`` only: the prefix's keys and values come from ``trace.model_cache`` (or, for a
+        trace kept without it, from one pass over the prefix alone), its states and readout
+        map from ``trace``. Equal to :meth:`trace` of the whole sequence up to the rounding of
+        the shorter attention kernels; under ``trace``'s lens, keeping what it kept.
+
+        This is how ``versus=`` runs its second answer: the shared prompt is computed once.
+        """
+        prefix = trace.input_ids[:start]
+        whole = torch.cat([prefix, ids])
+        key = (tuple(whole.tolist()), trace.lens)
+        mids, heads = trace.mid_states is not None, trace.head_inputs is not None
+        cached = self._cache.get(key)
+        if cached is not None and cached.covers(sublayers=trace.sublayers, mids=mids, heads=heads):
+            self._remember(self._cache, key, cached)
+            return cached
+        full = trace.model_cache
+        if full is None:  # a trace from the cache, run without keep_cache
+            full = prompt_cache(self.model, prefix)
+        captured = capture_states(
+            self.model,
+            self.adapter,
+            ids,
+            device=self.readout.device,
+            dtype=self.readout.dtype,
+            sublayers=trace.sublayers or mids,
+            heads=heads,
+            past=prefix_cache(full, start),
+        )
+        states, mid_states = _split_mid_states(captured.states, mids and not trace.sublayers)
+        points, map_ = self._checked_map(states, captured, trace.top_k, trace.lens, trace.sublayers)
+        prefix_map = (trace.features, trace.log_normalizer, trace.top_ids, trace.top_logprobs)
+
+        def joined_up(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+            return torch.cat([before[:, :start], after], dim=1)
+
+        def optional(
+            before: torch.Tensor | None, after: torch.Tensor | None
+        ) -> torch.Tensor | None:
+            return None if before is None or after is None else joined_up(before, after)
+
+        features, log_normalizer, top_ids, top_logprobs = (
+            joined_up(before, after) for before, after in zip(prefix_map, map_)
+        )
+        result = Trace(
+            whole,
+            joined_up(trace.states, points),
+            features,
+            log_normalizer,
+            top_ids,
+            top_logprobs,
+            sublayers=trace.sublayers,
+            mid_states=optional(None if trace.sublayers else trace.mid_states, mid_states),
+            head_inputs=optional(trace.head_inputs, captured.head_inputs),
+            attn_writes=optional(trace.attn_writes, captured.attn_writes),
+            lens=trace.lens,
+            residual=optional(trace.residual, states),
+        )
+        self._remember(self._cache, key, result)
+        return result
 
     def _shared_run(
         self, ids: tuple[int, ...], *, sublayers: bool, mids: bool, heads: bool
@@ -391,6 +456,7 @@ class IGLens:
             attn_writes=shared.attn_writes,
             lens=lens,
             residual=None if points is states else states,
+            model_cache=shared.model_cache,
         )
 
     def traces(self, prompts: Iterable[PromptSpec]) -> list[Trace]:
@@ -554,9 +620,11 @@ class IGLens:
             Without it, the answer generated with ``max_new_tokens`` (up to its first
             end-of-sequence token) is the answer. Not together with ``max_new_tokens``.
         versus:
-            A second answer after the same prompt, teacher-forced in its own pass:
-            ``result.versus`` holds its ledgers and ``result.comparison`` the differential
-            ledger of log p(answer) − log p(versus), segment by segment.
+            A second answer after the same prompt, teacher-forced in a pass over its own
+            tokens only (the prompt's keys and values come from the first pass's cache:
+            :meth:`continued`): ``result.versus`` holds its ledgers and
+            ``result.comparison`` the differential ledger of log p(answer) − log p(versus),
+            segment by segment.
 
         Returns
         -------
@@ -599,7 +667,11 @@ class IGLens:
         coordinates = self.resolve_lens(request.lens)
         ids, prompt_length = self.prepare(request)
         trace = self.trace(
-            ids, sublayers=is_sublayer(bounds), components=request.components, lens=coordinates
+            ids,
+            sublayers=is_sublayer(bounds),
+            components=request.components,
+            lens=coordinates,
+            keep_cache=request.versus is not None,
         )
         vocab = self.readout.vocab_size
         predicted = _predicted_ids(trace, prompt_length)
@@ -675,7 +747,7 @@ class IGLens:
         prompt_length: int,
     ) -> AttributionResult:
         """``result`` with the whole answer's ledgers (``answer=`` or the generated answer)
-        and those of ``versus=`` in its own pass."""
+        and those of ``versus=``, continuing the prompt from the first pass's key/value cache."""
         ids = trace.input_ids
         end = ids.numel()
         if request.answer is None:  # the generated answer, up to its first end token
@@ -698,12 +770,7 @@ class IGLens:
                     "versus tokenises to the answer itself: the comparison would be 0 in "
                     "every block; pass a different answer"
                 )
-            other = self.trace(
-                pair,
-                sublayers=trace.sublayers,
-                components=request.components,
-                lens=trace.lens,
-            )
+            other = self.continued(trace, prompt_length, pair[prompt_length:])
             text = token_texts(self.tokenizer, pair.numpy())
             result.token_text.update(text)
             versus = self._ledger(request, other, bounds, prompt_length, pair.numel(), text)
@@ -1161,6 +1228,16 @@ def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     predicted = trace.predicted.cpu().clone()
     predicted[prompt_length - 1 : -1] = trace.input_ids[prompt_length:]
     return predicted
+
+
+def _split_mid_states(
+    states: torch.Tensor, split: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A capture's states, and its h_L.attn rows apart when they are kept for the component
+    split only (``split``: not read out)."""
+    if not split:
+        return states, None
+    return states[0::2].contiguous(), states[1::2].contiguous()
 
 
 def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor:

@@ -307,8 +307,9 @@ class AttributionRequest:
     template's assistant turn when ``chat`` is on) and teacher-forced; its ledgers are
     ``result.answer``. Without it the generated answer (``max_new_tokens``) is the answer."""
     versus: AnswerSpec | None = None
-    """A second answer after the same prompt, teacher-forced in its own pass:
-    ``result.versus`` and the differential ledger ``result.comparison``."""
+    """A second answer after the same prompt, teacher-forced in a pass over its own tokens
+    (the prompt computed once): ``result.versus`` and the differential ledger
+    ``result.comparison``."""
 
     # The constructor's signature for inspect and help(): the generated __init__'s (set
     # below the class), not __new__'s.

@@ -147,7 +147,8 @@ class AttributionResult:
     """The whole answer's ledgers (``answer=``, or the generated answer up to its first end
     token; None without one): see :class:`~iglens_viz.core.answers.AnswerLedger`."""
     versus: AnswerLedger | None = None
-    """The ledgers of the ``versus=`` answer, from its own pass (None without one)."""
+    """The ledgers of the ``versus=`` answer, from a pass over its own tokens after the
+    prompt's key/value cache (None without one)."""
 
     def __post_init__(self) -> None:
         self.boundaries = depth_list(self.boundaries)

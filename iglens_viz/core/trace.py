@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -60,6 +61,9 @@ class Trace:
     residual: torch.Tensor | None = None
     """``[S, T, d]`` the residual states h when ``states`` are transformed (None under the
     logit lens, where they are ``states``)."""
+    model_cache: Any = None
+    """The model's key/value cache of this forward pass, kept when a request compares two
+    answers (``versus=``): the second answer's pass continues the prompt from it."""
 
     def __post_init__(self) -> None:
         if self.sublayers and self.mid_states is None:
