@@ -266,7 +266,10 @@ def test_cli_writes_html(tiny_model_dir, tmp_path, capsys):
     assert result["controls"]["target"] == "next"
     assert result["controls"]["boundaries"] == "every:2"
     assert result["request"]["prompt"] == "w3 w5 w7 w9" and result["answer_start"] == 3
-    assert state["selected"] == 4  # opens on the answer's first token
+    # opens on the answer's first content token: position 3 predicts the first generated
+    # token, a word the prompt does not have
+    assert result["tokens"][4] not in result["tokens"][:4]
+    assert state["selected"] == 3
     assert state["interactive"] is False
 
 

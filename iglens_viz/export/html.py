@@ -224,7 +224,8 @@ def to_html(
     ``obj`` is an :class:`~iglens_viz.core.result.AttributionResult` or an
     :class:`~iglens_viz.widget.IGLensWidget` (exported as it is now: result, selection,
     colouring). ``selected`` / ``color_by`` override the initial selection (default: the
-    first position that predicts the generated answer, else the last) and colouring.
+    answer's first content token, see :func:`iglens_viz.protocol.opening.opening_position`)
+    and colouring.
     Returns the page's text; the file is written atomically. The page works offline and
     from ``file://``.
     """

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ..errors import InvalidRequestError
+from .opening import payload_opening
 
 __all__ = [
     "COLOR_BY",
@@ -31,10 +32,12 @@ COLOR_BY: tuple[ColorBy, ...] = get_args(ColorBy)
 much of the trajectory moves against Δp (the largest opposing segment as a share of the
 token's largest |contribution|; 0 for a monotone token)."""
 
-View = Literal["heatmap", "grid", "compare"]
+View = Literal["heatmap", "grid", "compare", "lesson"]
 """A tab of the main view; see :data:`VIEWS`."""
 VIEWS: tuple[View, ...] = get_args(View)
-"""The main view's tabs: the layer heatmap, the logit-lens grid, the compare view."""
+"""The main view's tabs: the layer heatmap, the logit-lens grid, the compare view, and the
+student view ``"lesson"`` (one answer's curve in percent and the lens column, walked block by
+block)."""
 
 
 Direction = Literal["to_page", "to_kernel", "both"]
@@ -167,8 +170,10 @@ STATE: tuple[StateKey, ...] = (
         "heatmap",
         "both",
         """The main view's tab: the layer ``"heatmap"``, the logit-lens ``"grid"`` (top-1 lens
-    token per block and position) or ``"compare"`` (pinned curves, results side by side).
-    Set by the browser's tabs and settable from Python.""",
+    token per block and position), ``"compare"`` (pinned curves, results side by side) or
+    the student view ``"lesson"`` (the answer's probability in percent after each block, the
+    selected position's lens column and the output's top 5, a walk through the blocks). Set
+    by the browser's tabs and settable from Python.""",
         choices=VIEWS,
         initial=True,
     ),
@@ -227,12 +232,14 @@ def initial_state(
 ) -> dict[str, Any]:
     """The model state that shows ``payload``: :data:`DEFAULT_STATE` with the given values.
 
-    ``selected`` defaults to the first answer token (position ``prompt_length``, where the
-    answer is read) or, with no answer, the last prompt token — where a reader looks first.
+    ``selected`` defaults to where a reader looks first (:func:`.opening.payload_opening`):
+    the answer's first content token — the first answer position whose target does not
+    occur among the prompt's tokens — else the first position that predicts the answer,
+    else the last position.
     """
     T = len(payload["tokens"])
     if selected is None:
-        selected = min(int(payload["prompt_length"]), T - 1)
+        selected = payload_opening(payload)
     if isinstance(selected, bool) or not isinstance(selected, int) or not -1 <= selected < T:
         raise InvalidRequestError(
             f"selected={selected!r} must be -1 (none) or a position 0 … {T - 1}"

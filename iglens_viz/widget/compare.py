@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InvalidRequestError
+from ..protocol.opening import opening_position
 from ..views.token_format import format_token
 
 if TYPE_CHECKING:
@@ -84,16 +85,15 @@ def default_labels(results: Iterable[AttributionResult]) -> list[str]:
 
 
 def default_pins(results: Iterable[AttributionResult]) -> list[list[int]]:
-    """Each result's opening position: its first answer position, else its last one that
-    has a target (``[r, i]`` pairs, the ``pinned`` trait's form)."""
+    """Each result's opening position (``[r, i]`` pairs, the ``pinned`` trait's form), as a
+    widget opens (:func:`iglens_viz.protocol.opening.opening_position`): the answer's first
+    content token, else its first answer position, else its last one that has a target."""
     pins = []
     for q, r in enumerate(results):
-        T = len(r.input_ids)
-        start = min(int(r.answer_start), T - 1)
-        has = np.asarray(r.target_ids) >= 0
-        candidates = [i for i in range(start, -1, -1) if has[i]]
-        if candidates:
-            pins.append([q, int(candidates[0])])
+        has = (np.asarray(r.target_ids) >= 0).tolist()
+        i = opening_position(list(r.tokens), list(r.target_tokens), int(r.answer_start), has)
+        if i >= 0 and has[i]:
+            pins.append([q, int(i)])
     return pins
 
 

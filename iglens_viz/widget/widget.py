@@ -121,8 +121,8 @@ class IGLensWidget(anywidget.AnyWidget):
     text_or_ids:
         The input, only needed when ``result`` is None.
     selected:
-        The initially selected position (-1: none; default: the first position that predicts
-        the generated answer, else the last position).
+        The initially selected position (-1: none; default: the answer's first content
+        token, see :func:`iglens_viz.protocol.opening.opening_position`).
     color_by:
         The token-strip statistic: ``"p_final"``, ``"delta_p"``, ``"onset"`` or ``"nonmonotone"``.
     **attribute_kwargs:
