@@ -112,22 +112,24 @@ function presentButton(root, redraw) {
 /** The header's line about the result, the notice, what is hidden without one. @param {import("./views/context.js").Context} ctx @param {Parts} p */
 function showMeta(ctx, p) {
   const r = ctx.result;
-  /** @type {string[]} */
+  /** @type {Array<[string, boolean]>} each part and whether it is technical (hidden in the student view) */
   const parts = [];
   if (r) {
-    if (r.modelName) parts.push(r.modelName);
-    parts.push(`${r.nBlocks} blocks`);
-    parts.push(`${r.T} positions`);
+    if (r.modelName) parts.push([r.modelName, false]);
+    parts.push([`${r.nBlocks} blocks`, false]);
+    parts.push([`${r.T} positions`, true]);
     // the controls' text through the token formatter: leading spaces show as \u2423
     const tok = (/** @type {string} */ t) => formatToken(t, { maxLen: 40 });
-    parts.push(`target: ${tok(r.controls.target)}` + (r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""));
+    parts.push([`target: ${tok(r.controls.target)}` + (r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""), true]);
     const lens = lensFact(r.lens); // "lens: shortcut" under a fitted lens; nothing under the logit lens
-    if (lens) parts.push(lens);
-    if (r.k !== r.nBlocks) parts.push(`${r.k} segments`);
-    parts.push(r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`);
+    if (lens) parts.push([lens, false]);
+    if (r.k !== r.nBlocks) parts.push([`${r.k} segments`, true]);
+    parts.push([r.estimator === "riemann" ? `Riemann, m=${r.steps}` : `m=${r.steps}`, true]);
   }
   // one span per part: a narrow header wraps between parts instead of cutting one
-  p.titleMeta.replaceChildren(...parts.map((part, q) => h("span", { class: "iglens-meta-part", text: (q ? " \u00b7 " : "") + part })));
+  p.titleMeta.replaceChildren(
+    ...parts.map(([part, tech], q) => h("span", { class: "iglens-meta-part" + (tech ? " iglens-meta-tech" : ""), text: (q ? " \u00b7 " : "") + part })),
+  );
   p.help.update(r);
   p.notice.hidden = !!r;
   p.notice.textContent = r ? "" : ctx.resultError ? `Could not read the result: ${ctx.resultError}` : "No attribution to show yet.";
@@ -206,6 +208,12 @@ function traitHandlers(ctx, model, p) {
     detail.render();
   };
   const onPath = () => detail.render();
+  const onView = () => {
+    // back from the student view: the panels it hid lay out again at their width
+    if (model.get("view") === "lesson") return;
+    detail.render();
+    p.answers.render();
+  };
   const onRunning = () => {
     controls.sync();
     detail.render(); // the causal check's busy state
@@ -221,6 +229,7 @@ function traitHandlers(ctx, model, p) {
     ["change:running", onRunning],
     ["change:progress", onControls],
     ["change:path", onPath],
+    ["change:view", onView],
   ];
 }
 

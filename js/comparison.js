@@ -14,8 +14,8 @@
 import { decodeResult } from "./result.js";
 import { traitIds } from "./commands.js";
 
-/** The view names, in the switcher's order. */
-export const VIEWS = /** @type {const} */ (["heatmap", "grid", "compare"]);
+/** The view names, in the switcher's order ("lesson": the student view). */
+export const VIEWS = /** @type {const} */ (["heatmap", "grid", "compare", "lesson"]);
 
 /** The most pins the compare view keeps (one colour each). */
 export const MAX_PINS = 8;

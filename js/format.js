@@ -81,3 +81,22 @@ export function fmtLog(v) {
   if (!Number.isFinite(v)) return "\u2013";
   return (v < 0 ? MINUS : "+") + Math.abs(v).toFixed(4);
 }
+
+/**
+ * A probability in percent for a student: whole percent from 10% ("45%"), one decimal below
+ * ("9.4%"), "<0.1%" below 0.1% (never 3.7e-33), one decimal near certainty ("99.7%",
+ * ">99.9%"; "100%" only for 1). NaN → "–".
+ * @param {number} p a probability, 0 … 1
+ */
+export function fmtPercentPlain(p) {
+  if (!Number.isFinite(p)) return "\u2013";
+  if (p === 0) return "0%";
+  const sign = p < 0 ? MINUS : "";
+  const a = Math.abs(p);
+  const v = 100 * a;
+  if (v < 0.1) return `${sign}<0.1%`;
+  if (v < 9.95) return `${sign}${v.toFixed(1)}%`;
+  if (v < 99.5) return `${sign}${Math.round(v)}%`;
+  if (a >= 1) return `${sign}100%`;
+  return v >= 99.95 ? `${sign}>99.9%` : `${sign}${v.toFixed(1)}%`;
+}

@@ -8,6 +8,7 @@
  */
 import "./widget.css";
 import "./views.css";
+import "./lesson.css";
 import { render } from "./app.js";
 
 export { createModel, mount } from "./standalone.js";

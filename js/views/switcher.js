@@ -1,7 +1,10 @@
 /**
- * The view switcher: tabs "heatmap | grid | compare" over the main view slot (the `view`
- * trait, so Python and exported pages choose the opening view), and the export buttons
- * (`data-export="png"` / `data-export="svg"`) that download the shown view as a figure.
+ * The view switcher: tabs "heatmap | grid | compare | lesson" over the main view slot (the
+ * `view` trait, so Python and exported pages choose the opening view), and the export buttons
+ * (`data-export="png"` / `data-export="svg"`) that download the shown view as a figure. The
+ * student view ("lesson") has no export yet (its buttons are hidden) and puts the root in
+ * lesson mode (`.iglens-lesson-mode`: the dashboard's controls, detail and answers panels
+ * hidden, widget.css).
  *
  * Only the shown view draws: the others rebuild when they are shown again.
  * @module views/switcher
@@ -10,13 +13,14 @@ import { h, listen } from "../dom.js";
 import { VIEWS } from "../comparison.js";
 import { createGrid } from "./grid.js";
 import { createCompare } from "./compare.js";
+import { createLesson } from "./lesson.js";
 import { lensGridName } from "../lens-name.js";
 import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines, withDetail } from "../export-image.js";
 
 /** How long "saved …" stays beside the export buttons. */
 const SAVED_MS = 5000;
 
-const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Compare" };
+const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Compare", lesson: "Lesson" };
 
 /** @param {string} text */
 const capitalized = (text) => text.charAt(0).toUpperCase() + text.slice(1);
@@ -100,11 +104,12 @@ export function createViews(ctx, heatmap) {
   heatmap.el.setAttribute("data-view", "heatmap"); // like the grid's and the compare view's roots
   const grid = createGrid(ctx);
   const compare = createCompare(ctx);
+  const lesson = createLesson(ctx);
   /** @type {Record<string, {el: HTMLElement, full: () => void, resize?: () => void, updateSelection?: (scroll: boolean) => void}>} */
-  const views = { heatmap, grid, compare };
-  const { tabs, status, exportButtons, el } = switcherDom(ctx, [heatmap.el, grid.el, compare.el]);
+  const views = { heatmap, grid, compare, lesson };
+  const { tabs, status, exportButtons, el } = switcherDom(ctx, [heatmap.el, grid.el, compare.el, lesson.el]);
   /** which views must rebuild before they are shown */
-  const stale = new Set(["grid", "compare"]);
+  const stale = new Set(["grid", "compare", "lesson"]);
   let current = "";
 
   const active = () => {
@@ -122,6 +127,9 @@ export function createViews(ctx, heatmap) {
       t.tabIndex = on ? 0 : -1;
     }
     for (const [n, v] of Object.entries(views)) v.el.hidden = n !== name;
+    ctx.root.classList.toggle("iglens-lesson-mode", name === "lesson");
+    for (const b of exportButtons) b.hidden = name === "lesson";
+    if (name !== "lesson") lesson.pause();
     const changed = name !== current;
     current = name;
     if (draw && (changed || stale.has(name))) {
@@ -195,6 +203,7 @@ export function createViews(ctx, heatmap) {
     el,
     grid,
     compare,
+    lesson,
     /** The shown view's name. */
     active,
     exportView,
@@ -202,6 +211,7 @@ export function createViews(ctx, heatmap) {
     full() {
       stale.add("grid");
       stale.add("compare");
+      stale.add("lesson");
       // the grid's tab names the result's lens: "Logit-lens grid", "Shortcut-lens grid" …
       const gridTab = tabs[VIEWS.indexOf("grid")];
       if (gridTab) gridTab.textContent = ctx.result ? capitalized(lensGridName(ctx.result.lens)) : TAB_LABELS.grid;
@@ -215,13 +225,15 @@ export function createViews(ctx, heatmap) {
       const name = active();
       if (name === "grid") grid.resize();
       else if (name === "compare") compare.resize();
-      for (const other of ["grid", "compare"]) if (other !== name) stale.add(other);
+      else if (name === "lesson") lesson.resize();
+      for (const other of ["grid", "compare", "lesson"]) if (other !== name) stale.add(other);
     },
     /** Selection or hover changed. @param {boolean} scroll */
     updateSelection(scroll) {
       const name = active();
       if (name === "grid") grid.updateSelection(scroll);
       else if (name === "compare") compare.updateSelection(scroll);
+      else if (name === "lesson") lesson.updateSelection();
     },
     destroy() {
       ctx.model.off("change:view", onView);
@@ -231,6 +243,7 @@ export function createViews(ctx, heatmap) {
       if (sayTimer) clearTimeout(sayTimer);
       grid.destroy();
       compare.destroy();
+      lesson.destroy();
     },
   };
 }
