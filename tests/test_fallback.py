@@ -20,6 +20,7 @@ from tiny_models import tiny_tokenizer
 from ui.helpers import synthetic_result
 
 from iglens_viz import IGLens
+from iglens_viz.protocol.state import VIEWS
 from iglens_viz.widget import IGLensWidget, fallback
 from iglens_viz.widget.fallback import PNG_SIZE, fallback_figure, render_png
 
@@ -96,6 +97,14 @@ def test_png_follows_the_selection_and_the_tab(widget):
         widget.view = "heatmap"
     assert grid != seven
     assert "logit-lens grid needs the live widget" in title
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_every_tab_is_named(widget, view):
+    title = fallback_figure(widget.attribution, 3, view=view).get_suptitle()
+    assert title.startswith("IG-Lens layer heatmap · synthetic")
+    if view != "heatmap":
+        assert f"the {fallback.VIEW_NAMES[view]} needs the live widget" in title
 
 
 def test_long_result_shows_a_window_around_the_selection():

@@ -56,7 +56,13 @@ MAX_ROWS = 14
 COLORS = 256
 """Palette size of the PNG (Pillow's fast octree quantizer, no dithering)."""
 ACCENT = "#0969da"  # the widget's selection colour (js/export-image.js, light theme)
-VIEW_NAMES = {"heatmap": "layer heatmap", "grid": "logit-lens grid", "compare": "compare view"}
+VIEW_NAMES = {
+    "heatmap": "layer heatmap",
+    "grid": "logit-lens grid",
+    "compare": "compare view",
+    "lesson": "lesson view",
+}
+"""How the title names each tab of the main view (``iglens_viz.protocol.VIEWS``)."""
 
 
 def fallback_png(widget: IGLensWidget) -> bytes:
