@@ -247,6 +247,18 @@ def test_device_map_with_disk_offload_gives_the_bare_models_numbers(tmp_path):
     assert_same(result, expected("llama"))
 
 
+def test_versus_on_an_offloaded_model_gives_the_bare_models_numbers(tmp_path):
+    """The second answer continues the prompt from the model's key/value cache, with half the
+    model on disk (accelerate's hooks around the cached pass too)."""
+    request = dict(answer=" w9 w11", versus=" w12")
+    mine = iglens_viz.attribute(offloaded_llama(tmp_path), tiny_tokenizer(), PROMPT, **request)
+    bare = iglens_viz.attribute(tiny_model("llama"), tiny_tokenizer(), PROMPT, **request)
+    for ours, theirs in ((mine.answer, bare.answer), (mine.versus, bare.versus)):
+        np.testing.assert_array_equal(ours.ids, theirs.ids)
+        np.testing.assert_array_equal(ours.lens_logprobs, theirs.lens_logprobs)
+        np.testing.assert_array_equal(ours.logprob_contributions, theirs.logprob_contributions)
+
+
 def offloaded_llama(folder):
     """tiny_model("llama") saved and loaded back with blocks 1 and 3 and the head on disk."""
     import transformers as tf
