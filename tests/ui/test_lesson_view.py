@@ -130,8 +130,8 @@ def test_the_lesson_fits_the_window_and_opens_on_the_point(
     for name in ("curve", "column", "rows", "top5", "walk"):
         b = boxes[name]
         assert b is not None and b["height"] > 0, name
-        assert 0 <= b["top"] and b["bottom"] <= height, (name, b)
-        assert 0 <= b["left"] and b["right"] <= width, (name, b)
+        assert b["top"] >= 0 and b["bottom"] <= height, (name, b)
+        assert b["left"] >= 0 and b["right"] <= width, (name, b)
     assert boxes["rows"]["height"] >= 180  # the lens column's rows have room
     # no estimator, steps or head shares on screen
     shown = page.inner_text(".iglens-root")
@@ -176,7 +176,9 @@ def test_the_walk_steps_with_the_slider_the_keys_and_play(browser, vietnam, widt
     page.wait_for_timeout(1200)
     assert cursor(page)["view"] == paused
     # a sentence names block 30's new top guess, ␣Ho, and its probability
-    sentences = page.eval_on_selector_all(".iglens-lesson-event", "els => els.map(e => e.textContent)")
+    sentences = page.eval_on_selector_all(
+        ".iglens-lesson-event", "els => els.map(e => e.textContent)"
+    )
     assert any(s.startswith(f"block {k}: ␣Ho becomes the top guess, 45%") for s in sentences)
     assert recorder.console_errors == [] and recorder.page_errors == []
     context.close()
