@@ -352,8 +352,9 @@ def test_every_imported_distribution_is_declared():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 imported.add(node.module.split(".")[0])
+    distribution_of = {"PIL": "pillow"}  # import names that are not their distribution's
     third_party = {
-        m
+        distribution_of.get(m, m)
         for m in imported
         if m not in sys.stdlib_module_names and m not in ("iglens_viz", "__future__")
     }

@@ -23,19 +23,20 @@ pytestmark = pytest.mark.browser
 
 TIMEOUT = 30_000
 T, N = 80, 12
-ANSWER = 61  # the first answer token: position prompt_length (answer_start + 1)
+ANSWER = 60  # where the page opens: the position predicting the answer's first token
+# (prompt_length − 1; its target occurs nowhere in the prompt: iglens_viz.protocol.opening)
 NBSP_TARGET = "\u00a0Ha"
 
 
 @pytest.fixture(scope="module")
 def result():
     r = synthetic_result(T=T, n=N, K=5, seed=3)
-    # a generated answer from position 60 on, and a no-break space in one target's text
+    # a generated answer after position 60, and a no-break space in that target's text
     text = dict(r.token_text)
     text[int(r.target_ids[ANSWER])] = NBSP_TARGET
     targets = list(r.target_tokens)
     targets[ANSWER] = NBSP_TARGET
-    return dataclasses.replace(r, prompt_length=ANSWER, token_text=text, target_tokens=targets)
+    return dataclasses.replace(r, prompt_length=ANSWER + 1, token_text=text, target_tokens=targets)
 
 
 @pytest.fixture(scope="module")
