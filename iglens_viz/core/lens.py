@@ -327,15 +327,8 @@ class IGLens:
             sublayers = sublayers or cached.sublayers
             mids = mids or cached.mid_states is not None
             heads = heads or cached.head_inputs is not None
-        captured = capture_states(
-            self.model,
-            self.adapter,
-            ids,
-            device=self.readout.device,
-            dtype=self.readout.dtype,
-            sublayers=sublayers or mids,
-            heads=heads,
-            keep_cache=keep_cache,
+        captured = self._capture(
+            ids, sublayers=sublayers or mids, heads=heads, keep_cache=keep_cache
         )
         states, mid_states = _split_mid_states(captured.states, mids and not sublayers)
         if (
@@ -369,6 +362,18 @@ class IGLens:
         self._remember(self._cache, key, trace)
         return trace
 
+    def _capture(self, ids: torch.Tensor, **options: Any) -> Capture:
+        """:func:`capture_states` of ``ids`` on this lens's model, onto its readout's device
+        and dtype (``options``: what to keep, a prefix's cache)."""
+        return capture_states(
+            self.model,
+            self.adapter,
+            ids,
+            device=self.readout.device,
+            dtype=self.readout.dtype,
+            **options,
+        )
+
     def continued(self, trace: Trace, start: int, ids: torch.Tensor) -> Trace:
         """The trace of ``trace.input_ids[:start]`` followed by ``ids``, running the model on
         ``ids`` only: the prefix's keys and values come from ``trace.model_cache`` (or, for a
@@ -389,16 +394,8 @@ class IGLens:
         full = trace.model_cache
         if full is None:  # a trace from the cache, run without keep_cache
             full = prompt_cache(self.model, prefix)
-        captured = capture_states(
-            self.model,
-            self.adapter,
-            ids,
-            device=self.readout.device,
-            dtype=self.readout.dtype,
-            sublayers=trace.sublayers or mids,
-            heads=heads,
-            past=prefix_cache(full, start),
-        )
+        past = prefix_cache(full, start)
+        captured = self._capture(ids, sublayers=trace.sublayers or mids, heads=heads, past=past)
         states, mid_states = _split_mid_states(captured.states, mids and not trace.sublayers)
         points, map_ = self._checked_map(states, captured, trace.top_k, trace.lens, trace.sublayers)
         prefix_map = (trace.features, trace.log_normalizer, trace.top_ids, trace.top_logprobs)
