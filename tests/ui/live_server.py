@@ -151,6 +151,25 @@ def python_state(server: dict) -> dict:
         return {}
 
 
+def recompute_target(widget, state, word: str = "w42") -> dict:
+    """Type target ``word`` into the widget's controls and apply it, as a user does; wait for
+    the kernel to answer the recompute (``state()``: what Python saw, :func:`python_state`)
+    and for the detail panel to show the new target. Returns what Python saw."""
+    detail = widget.locator("[data-selected-index]").first
+    before = detail.text_content()
+    controls = widget.locator(".iglens-controls").first
+    controls.locator("[name='target']").fill(word)
+    controls.locator(".iglens-apply").click()
+    seen = wait_for(
+        lambda: (s := state()).get("recompute_ok") and s,
+        what="the recompute in the kernel, answered",
+    )
+    assert seen["recompute_ok"] == [True] and set(seen["target_ids"]) == {int(word[1:])}
+    wait_for(lambda: detail.text_content() != before, what="the detail panel to change")
+    assert word in detail.text_content()
+    return seen
+
+
 def notebook(cells: list[str]) -> dict:
     return {
         "nbformat": 4,

@@ -30,6 +30,7 @@ from .live_server import (
     jupyter_home,
     notebook,
     python_state,
+    recompute_target,
     reported,
     require,
     run_cell,
@@ -97,18 +98,7 @@ def test_widget_in_notebook7(nb7, page, tmp_path):
         assert wait_for(lambda: nb7["out"].exists() and nb7["out"].read_text()) == "2"
 
         # A new target in the controls → the kernel recomputes → the detail panel changes.
-        detail = widget.locator("[data-selected-index]").first
-        before = detail.text_content()
-        controls = widget.locator(".iglens-controls").first
-        controls.locator("[name='target']").fill("w42")
-        controls.locator(".iglens-apply").click()
-        state = wait_for(
-            lambda: (s := python_state(nb7)).get("recompute_ok") and s,
-            what="the recompute in the kernel, answered",
-        )
-        assert state["recompute_ok"] == [True] and set(state["target_ids"]) == {42}
-        wait_for(lambda: detail.text_content() != before, what="the detail panel to change")
-        assert "w42" in detail.text_content()
+        recompute_target(widget, lambda: python_state(nb7))
         assert widget.locator("[data-selected-index='2']").count() == 1  # selection kept
 
         shots = os.environ.get("IGLENS_SCREENSHOTS")
