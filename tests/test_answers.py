@@ -338,3 +338,13 @@ def test_a_continued_trace_is_the_trace_of_the_whole_sequence(name):
         rtol=0,
         atol=tol * len(OTHER) / reference.answer.token_probs.min(),
     )
+
+
+@pytest.mark.parametrize(
+    "start, ids", [(0, [5]), (99, [5]), (3, []), (3, [[5, 6]])], ids=["none", "long", "empty", "2d"]
+)
+def test_a_continuation_of_nothing_is_refused(start, ids):
+    lens = IGLens(tiny_model("llama"))
+    trace = lens.trace(PROMPT)
+    with pytest.raises(InvalidRequestError, match="continued\\(\\) takes a prefix length"):
+        lens.continued(trace, start, torch.as_tensor(ids, dtype=torch.long))

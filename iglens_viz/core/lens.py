@@ -383,6 +383,12 @@ class IGLens:
 
         This is how ``versus=`` runs its second answer: the shared prompt is computed once.
         """
+        T = trace.input_ids.numel()
+        if not 0 < start <= T or ids.dim() != 1 or ids.numel() == 0:
+            raise InvalidRequestError(
+                f"continued() takes a prefix length 1 … {T} (got {start}) and a non-empty 1-D "
+                f"tensor of ids (got shape {tuple(ids.shape)})"
+            )
         prefix = trace.input_ids[:start]
         whole = torch.cat([prefix, ids])
         key = (tuple(whole.tolist()), trace.lens)
