@@ -316,9 +316,25 @@ export function causalSummary(contributions, a) {
   };
 }
 
-/** The plain sentence under the chart: readable is not computed. */
+/** The general sentence under the chart, for a check with nothing finite to compare: readable is not computed. */
 export const READABLE_NOT_COMPUTED =
   "IG-Lens shows where the answer becomes readable at the output; ablation and patching show what the model computes with each block, so the two can differ without either being wrong.";
+
+/**
+ * The plain sentence under the caption: what the check compares and what its outcome means.
+ * Agreement: the block where the probability becomes readable (the largest contribution) is
+ * also the one whose removal hurts it most (the largest drop). Disagreement is not an error:
+ * readable in the lens is not the same as computed there.
+ * @param {Comparison} cmp the total effect against the contributions (`compareAblation`)
+ * @param {string} [unit] what one ablation removes: "block", "segment" or "sub-layer"
+ */
+export function agreementSentence(cmp, unit = "block") {
+  if (cmp.topContribution < 0 || cmp.topDrop < 0) return READABLE_NOT_COMPUTED;
+  const compares = `The check compares where the probability becomes readable (the largest contribution) with where removing a ${unit} hurts it most (the largest drop)`;
+  return cmp.agree
+    ? `${compares}: here they agree, so the ${unit} that makes the answer readable is also one the model needs to compute it.`
+    : `${compares}: here they disagree, which is not an error — readable in the lens is not the same as computed there: a ${unit} can compute what only a later ${unit} makes readable.`;
+}
 
 /**
  * @typedef {object} CheckChoice what the causal check's controls ask for

@@ -16,6 +16,7 @@ import {
   checkFields,
   defaultChoice,
   positionsText,
+  agreementSentence,
   READABLE_NOT_COMPUTED,
 } from "./ablation.js";
 import { ABLATE_HINT, ABLATE_SHORT_HINT } from "./views/detail/ablation.js";
@@ -171,6 +172,20 @@ describe("the caption's numbers", () => {
   });
 });
 
+describe("the sentence that says what the check's outcome means", () => {
+  it("agreement, disagreement and nothing to compare, in the unit ablated", () => {
+    // contributions peak at segment 1; drops peak at 1 (agree) or 0 (disagree)
+    const agree = agreementSentence(compareAblation([0.1, 0.5, -0.2], [0.2, 0.9, 0.1]), "sub-layer");
+    expect(agree).toContain("where removing a sub-layer hurts it most");
+    expect(agree).toContain("here they agree");
+    const disagree = agreementSentence(compareAblation([0.1, 0.5, -0.2], [0.8, 0.1, 0.3]));
+    expect(disagree).toContain("where removing a block hurts it most");
+    expect(disagree).toContain("here they disagree, which is not an error");
+    expect(disagree).toContain("readable in the lens is not the same as computed there");
+    expect(agreementSentence(compareAblation([NaN, NaN], [0.1, 0.2]))).toBe(READABLE_NOT_COMPUTED);
+  });
+});
+
 describe("the causal check in the detail panel", () => {
   it("an interactive widget has a keyboard-reachable button that sends the ablation command", () => {
     const { el, model } = mountWidget({ T: 5, nBlocks: 6, selected: 2, interactive: true });
@@ -297,6 +312,12 @@ describe("the causal check in the detail panel", () => {
     );
     expect(cap.textContent).toContain("Unablated p(target) = 0.420");
     expect(q(el, ".iglens-ablation-status").textContent).toBe("computed in 0.25 s");
+    // the sentence under it says what agreement means, in plain words
+    const sentence = q(el, ".iglens-ablation-sentence");
+    expect(sentence.getAttribute("data-agree")).toBe("true");
+    expect(sentence.textContent).toMatch(/^The check compares where the probability becomes readable .* with where removing a block hurts it most/);
+    expect(sentence.textContent).toContain("here they agree");
+    expect(sentence.textContent).not.toContain("disagree");
   });
 
   it("the caption's ρ and verdict come from the numbers: disagree", () => {
@@ -318,7 +339,12 @@ describe("the causal check in the detail panel", () => {
     );
     // no bold verdict: a plain sentence under the chart says what the difference means
     expect(cap.textContent).not.toMatch(/disagree/);
-    expect(q(el, ".iglens-ablation-sentence").textContent).toBe(READABLE_NOT_COMPUTED);
+    // a plain sentence under it: what the check compares, and that disagreeing is no error
+    const sentence = q(el, ".iglens-ablation-sentence");
+    expect(sentence.getAttribute("data-agree")).toBe("false");
+    expect(sentence.textContent).toContain("where removing a block hurts it most (the largest drop)");
+    expect(sentence.textContent).toContain("here they disagree, which is not an error");
+    expect(sentence.textContent).toContain("readable in the lens is not the same as computed there");
   });
 
   it("drops of another position, another result's check and errors", () => {
@@ -394,6 +420,9 @@ describe("the causal check in the detail panel", () => {
     expect(button(host)).toBeNull();
     expect(dropBars(host).length).toBe(r.k);
     expect(q(host, ".iglens-ablation-caption")).not.toBeNull();
+    // the exported page explains the outcome too: drops equal to the contributions agree
+    expect(q(host, ".iglens-ablation-sentence").textContent).toContain("where removing a block hurts it most");
+    expect(q(host, ".iglens-ablation-sentence").textContent).toContain("here they agree");
     withDrops.model.set("selected", 1);
     expect(button(host).disabled).toBe(true);
     expect(q(host, ".iglens-ablation-status").textContent).toBe(`${ABLATE_SHORT_HINT} \u00b7 this page carries the drops of position 2`);
@@ -555,7 +584,8 @@ describe("the causal check: direct effect, positions and counterfactual patching
     expect(cap.textContent).toContain("zero-ablated at the answer position");
     expect(q(el, ".iglens-ablation-patching-caption").textContent).toContain('["w3" "w5" "w8"]');
     expect(q(el, ".iglens-ablation-patching-caption").textContent).toContain('logit(target) \u2212 logit("w48")');
-    expect(q(el, ".iglens-ablation-sentence").textContent).toBe(READABLE_NOT_COMPUTED);
+    const agrees = argmax(c) === argmax(drops);
+    expect(q(el, ".iglens-ablation-sentence").textContent).toContain(agrees ? "here they agree" : "here they disagree, which is not an error");
     // a check without a counterfactual draws no patching chart
     model.set("ablation", trait(r, 3, drops, { positions: "all", direct }));
     expect(el.querySelector(".iglens-patching-chart")).toBeNull();

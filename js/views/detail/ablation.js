@@ -10,7 +10,7 @@ import { h, uniqueId } from "../../dom.js";
 import { ABLATION, ABLATION_DARK, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK } from "../../colorscale.js";
 import { contributionRow, segmentText } from "../../result.js";
 import { fmtProb } from "../../format.js";
-import { causalSummary, checkFields, defaultChoice, positionsText, rhoText, READABLE_NOT_COMPUTED } from "../../ablation.js";
+import { causalSummary, checkFields, defaultChoice, positionsText, rhoText, agreementSentence } from "../../ablation.js";
 import { kernelNote } from "../kernel.js";
 
 /** What one ablation removes, in the button's words. @param {import("../../result.js").Result} r */
@@ -200,7 +200,8 @@ export function ablationBox(ctx, r, i, abl, dark) {
 /**
  * The caption in numbers: Spearman's ρ of each series (total, direct and, with a
  * counterfactual, the patching effects) against the contributions over the segments, the
- * segment where each is largest, and a plain sentence: readable is not computed.
+ * segment where each is largest, and a plain sentence saying what agreement and disagreement mean
+ * (`agreementSentence`: readable in the lens is not computed there).
  * @param {import("../../result.js").Result} r @param {number} i
  * @param {import("../../ablation.js").Ablation} abl
  */
@@ -244,7 +245,9 @@ export function ablationCaption(r, i, abl) {
   );
   const notes = [p];
   if (abl.patching) notes.push(patchingCaption(abl.patching));
-  notes.push(h("p", { class: "iglens-caption iglens-ablation-sentence", text: READABLE_NOT_COMPUTED }));
+  notes.push(
+    h("p", { class: "iglens-caption iglens-ablation-sentence", "data-agree": cmp.agree ? "true" : "false", text: agreementSentence(cmp, ablationUnit(r)) }),
+  );
   return h("div", { class: "iglens-ablation-captions" }, ...notes);
 }
 
