@@ -18,6 +18,7 @@ from ..errors import InvalidRequestError
 __all__ = [
     "COMMANDS",
     "MAX_ID_LENGTH",
+    "MAX_PROMPT_LENGTH",
     "Command",
     "CommandKind",
     "CommandSpec",
@@ -25,14 +26,15 @@ __all__ = [
     "parse_command",
 ]
 
-CommandKind = Literal["hello", "recompute", "cancel", "ablation", "path", "components"]
+CommandKind = Literal["hello", "recompute", "ask", "cancel", "ablation", "path", "components"]
 """A command the page can send; see :data:`COMMANDS`."""
 
 MAX_ID_LENGTH = 64
 """The longest request id (the page's ids are a short random prefix and a counter)."""
 
 MAX_PROMPT_LENGTH = 20_000
-"""The longest counterfactual prompt a causal check takes, in characters."""
+"""The longest text a command carries, in characters: the prompt of an ``ask``, a ``versus``
+answer, the counterfactual prompt of a causal check."""
 
 CHECK_POSITIONS = ("target", "all")
 """The ``positions`` of an ``ablation`` command: the answer position only, or every one."""
@@ -65,13 +67,26 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
         ("result_id", "controls"),
         True,
         """Recompute the shown result's request with the controls' fields replaced
-        (``AttributionRequest.with_controls``); answered by a new ``result``.""",
+        (``AttributionRequest.with_controls``); answered by a new ``result``. Optional:
+        ``versus`` (an answer to compare the shown answer with, as text; null or "" drops
+        the comparison; absent keeps the request's).""",
+        optional=("versus",),
+    ),
+    "ask": CommandSpec(
+        ("result_id", "prompt"),
+        True,
+        """A new question in the same widget: the shown result's request with ``prompt``
+        replaced (and its answer generated as the request does: ``chat``,
+        ``max_new_tokens``; see :meth:`IGLensWidget.ask`), with progress, cancellable;
+        answered by a new ``result``. Optional: ``versus`` (an answer to compare the new
+        answer with, or null).""",
+        optional=("versus",),
     ),
     "cancel": CommandSpec(
         ("request_id",),
         False,
-        """Stop the running command ``request_id`` at its next chunk of points; the old
-        result stays.""",
+        """Stop the running ``recompute`` or ``ask`` ``request_id`` at its next block of a
+        forward pass (generation included) or chunk of points; the old result stays.""",
         while_running=True,
     ),
     "ablation": CommandSpec(
@@ -111,6 +126,11 @@ class Command:
         return COMMANDS[self.kind]
 
 
+def _a(kind: str) -> str:
+    """The article before a command's kind: "an ask", "a recompute"."""
+    return "an" if kind[:1] in "aeiou" else "a"
+
+
 def _request_id(value: Any, what: str) -> str:
     if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_LENGTH:
         raise InvalidRequestError(
@@ -122,30 +142,30 @@ def _request_id(value: Any, what: str) -> str:
 def _field(kind: str, name: str, value: Any) -> Any:
     """A command's field, checked for its form (the widget checks it against the result)."""
     if name in ("result_id", "request_id"):
-        return _request_id(value, f"a {kind} command's {name}")
+        return _request_id(value, f"{_a(kind)} {kind} command's {name}")
     if name == "position":
         if not is_position_index(value):
             raise InvalidRequestError(
-                f"a {kind} command needs a position (an integer >= 0), got {value!r:.80}"
+                f"{_a(kind)} {kind} command needs a position (an integer >= 0), got {value!r:.80}"
             )
         return int(value)
     if name == "steps":
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidRequestError(
-                f"a {kind} command needs steps (an integer), got {value!r:.80}"
+                f"{_a(kind)} {kind} command needs steps (an integer), got {value!r:.80}"
             )
         return value
     if name == "positions":
         if value not in CHECK_POSITIONS:
             raise InvalidRequestError(
-                f"a {kind} command's positions is 'target' (the answer position only) or "
+                f"{_a(kind)} {kind} command's positions is 'target' (the answer position only) or "
                 f"'all' (every position), got {value!r:.80}"
             )
         return value
     if name == "counterfactual":
         if value is not None and (not isinstance(value, str) or len(value) > MAX_PROMPT_LENGTH):
             raise InvalidRequestError(
-                f"a {kind} command's counterfactual is a prompt (text of at most "
+                f"{_a(kind)} {kind} command's counterfactual is a prompt (text of at most "
                 f"{MAX_PROMPT_LENGTH} characters) or null, got {value!r:.80}"
             )
         return value or None
@@ -155,14 +175,37 @@ def _field(kind: str, name: str, value: Any) -> Any:
         )
         if value is not None and not token:
             raise InvalidRequestError(
-                f"a {kind} command's contrast is a token (text, or an id >= 0) or null, "
+                f"{_a(kind)} {kind} command's contrast is a token (text, or an id >= 0) or null, "
                 f"got {value!r:.80}"
             )
         return value if value != "" else None
+    if name == "prompt":
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidRequestError(
+                f"{_a(kind)} {kind} command needs a prompt: the question as text, got {value!r:.80}"
+            )
+        if len(value) > MAX_PROMPT_LENGTH:
+            raise InvalidRequestError(
+                f"the prompt is {len(value)} characters long; an {kind} takes at most "
+                f"{MAX_PROMPT_LENGTH}: shorten it"
+            )
+        return value
+    if name == "versus":
+        if value is not None and not isinstance(value, str):
+            raise InvalidRequestError(
+                f"{_a(kind)} {kind} command's versus is an answer to compare with (text) or null, "
+                f"got {value!r:.80}"
+            )
+        if value is not None and len(value) > MAX_PROMPT_LENGTH:
+            raise InvalidRequestError(
+                f"the versus answer is {len(value)} characters long; at most "
+                f"{MAX_PROMPT_LENGTH}: shorten it"
+            )
+        return value if value and value.strip() else None
     if name == "controls":
         if not isinstance(value, Mapping):
             raise InvalidRequestError(
-                f"a {kind} command needs controls (an object of target, contrast, "
+                f"{_a(kind)} {kind} command needs controls (an object of target, contrast, "
                 f"boundaries, estimator, steps), got {value!r:.80}"
             )
         return dict(value)
@@ -181,11 +224,11 @@ def parse_command(message: Any) -> Command:
         raise InvalidRequestError(
             f"unknown command kind {kind!r:.80}: choose one of {', '.join(COMMANDS)}"
         )
-    request_id = _request_id(message.get("id"), f"a {kind} command's id")
+    request_id = _request_id(message.get("id"), f"{_a(kind)} {kind} command's id")
     spec = COMMANDS[kind]
     missing = [name for name in spec.fields if name not in message]
     if missing:
-        raise InvalidRequestError(f"a {kind} command needs {', '.join(missing)}")
+        raise InvalidRequestError(f"{_a(kind)} {kind} command needs {', '.join(missing)}")
     fields = {name: _field(kind, name, message[name]) for name in spec.fields}
     fields.update(
         {name: _field(kind, name, message[name]) for name in spec.optional if name in message}

@@ -17,6 +17,7 @@ total effect of a segment in the real forward pass next to IG-Lens's conditional
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
@@ -26,7 +27,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ import traitlets
 
 from ..core.estimators import progress_hook
 from ..core.extensions import provider
+from ..core.request import TARGET_KEYWORDS
 from ..core.targets import token_texts
 from ..errors import IGLensError, InvalidRequestError
 from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
@@ -44,11 +46,12 @@ from ..protocol.payload import ablation_payload, components_payload, path_payloa
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
-    from ..core.request import PromptSpec
+    from ..core.request import AttributionRequest, PromptSpec
     from ..core.result import AttributionResult
     from ..protocol import ColorBy
 
 __all__ = [
+    "ASK_NEW_TOKENS",
     "IGLensWidget",
     "InvalidTraitError",
     "PAGE_WRITABLE",
@@ -64,6 +67,13 @@ __all__ = [
 # Every other synced trait is Python's answer or Python's own state (and anywidget's and
 # ipywidgets' own traits): an update from the page that writes one of those is refused, so
 # exports always carry what Python computed.
+
+ASK_NEW_TOKENS = 24
+"""The answer a new question generates when the shown request had a teacher-forced one
+(``answer=``) and no ``max_new_tokens`` (see :meth:`IGLensWidget.ask_request`)."""
+
+CANCELLABLE = ("recompute", "ask")
+"""The commands a ``cancel`` stops (the others end in seconds)."""
 
 _TRAIT_TYPES: dict[str, type[traitlets.TraitType[Any, Any]]] = {
     "int": traitlets.Int,
@@ -155,10 +165,11 @@ class IGLensWidget(anywidget.AnyWidget):
     progress = _trait("progress")
 
     threaded: bool | None = None
-    """Run recomputes in a background thread, so that the kernel hears a Cancel while one
-    runs. None (the default): whenever this process runs an IPython kernel — also for the
-    page's requests, which arrive in a comm handler outside any cell; False: always in the
-    caller's thread (tests, scripts)."""
+    """Run recomputes (and the prompt box's questions) in a background thread, so that the
+    kernel hears a Cancel while one runs. None (the default): whenever this process runs an
+    IPython kernel — also for the page's requests, which arrive in a comm handler outside
+    any cell — or a marimo notebook or app; False: always in the caller's thread (tests,
+    scripts)."""
 
     # ------------------------------------------------------------------ page writes
 
@@ -428,7 +439,7 @@ class IGLensWidget(anywidget.AnyWidget):
     def _threaded(self) -> bool:
         if self.threaded is not None:
             return bool(self.threaded)
-        return _running_kernel() is not None
+        return _running_kernel() is not None or _in_marimo()
 
     def _in_worker(self) -> bool:
         return self._worker is not None and threading.current_thread() is self._worker
@@ -450,7 +461,7 @@ class IGLensWidget(anywidget.AnyWidget):
         if running.get("id") != target:
             now = f" ({running.get('command')} {running.get('id')!r} is)" if running else ""
             raise InvalidRequestError(f"nothing to cancel: {target!r} is not running{now}")
-        if running.get("command") != "recompute":
+        if running.get("command") not in CANCELLABLE:
             raise InvalidRequestError(
                 f"a {running.get('command')} cannot be stopped midway; it ends in seconds"
             )
@@ -459,9 +470,39 @@ class IGLensWidget(anywidget.AnyWidget):
     def _command_recompute(self, command: Command) -> None:
         lens = self._require_lens("recomputing")
         self._shown_result(command)
-        with progress_hook(self._report):
-            new = lens.run(self._attribution.request.with_controls(command.fields["controls"]))
+        request = self._attribution.request.with_controls(command.fields["controls"])
+        if "versus" in command.fields:  # the student view's "compare with…" box
+            request = request.replace(versus=command.fields["versus"])
+        with progress_hook(self._report), self._cancellable(lens):
+            new = lens.run(request)
         self._show(new)
+
+    def _command_ask(self, command: Command) -> None:
+        lens = self._require_lens("asking a new question")
+        self._shown_result(command)
+        request = self.ask_request(command.fields["prompt"], versus=command.fields.get("versus"))
+        self._run_ask(lens, request)
+
+    def _run_ask(self, lens: IGLens, request: AttributionRequest) -> AttributionResult:
+        """Run a new question's request with its progress published (the forward passes,
+        generation included, block by block; then the interior points, if any) and
+        cancellable at every block and every chunk of points."""
+        points = request.estimator == "riemann" or request.steps > 1
+        share = 0.5 if points else 1.0  # of the bar: the forward passes' part
+        passes = request.max_new_tokens + 1 + (request.versus is not None)
+        expected = max(1, passes * int(lens.n_blocks))
+
+        def forward(done: int) -> None:
+            self._publish(share * min(done / expected, 1.0))
+
+        def report(done: int, total: int) -> None:
+            self._check_cancelled()
+            self._publish(share + (1 - share) * (done / total if total else 0.0))
+
+        with progress_hook(report), self._cancellable(lens, forward):
+            new = lens.run(request)
+        self._show(new)
+        return new
 
     def _command_ablation(self, command: Command) -> None:
         self._shown_result(command)
@@ -498,9 +539,91 @@ class IGLensWidget(anywidget.AnyWidget):
             with self._sync_lock:
                 self.progress = value
 
+    def _check_cancelled(self) -> None:
+        if self._cancel.is_set():
+            raise RecomputeCancelled("cancelled: the previous result is still shown")
+
+    def _publish(self, share: float) -> None:
+        value = round(share, 2)
+        if value > self.progress:  # never backwards within a command
+            with self._sync_lock:
+                self.progress = value
+
+    @contextlib.contextmanager
+    def _cancellable(
+        self, lens: IGLens, forward: Callable[[int], None] | None = None
+    ) -> Iterator[None]:
+        """Within the block: every decoder block the model runs in this thread (the
+        generation's steps, the trace, a versus continuation) first checks for a Cancel and
+        stops the command there (:class:`RecomputeCancelled`), and tells ``forward`` how
+        many blocks ran so far. Other threads using the same model are not touched."""
+        owner = threading.current_thread()
+        count = itertools.count(1)
+
+        def before_block(module: Any, args: Any) -> None:
+            if threading.current_thread() is not owner:
+                return
+            self._check_cancelled()
+            done = next(count)
+            if forward is not None:
+                forward(done)
+
+        handles = [b.register_forward_pre_hook(before_block) for b in lens.adapter.blocks]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
     def cancel(self) -> None:
-        """Stop the running recompute at its next chunk of points (the old result stays)."""
+        """Stop the running recompute or question at its next block of a forward pass
+        (generation included) or chunk of points (the old result stays)."""
         self._cancel.set()
+
+    def ask_request(self, prompt: str, *, versus: str | None = None) -> AttributionRequest:
+        """The request of a new question ``prompt`` in this widget: the shown result's
+        request with the prompt replaced and what belongs to the old question dropped.
+
+        Kept: ``chat``, ``max_new_tokens`` (the answer is generated as before), the
+        boundaries, estimator, steps, lens and head split, and a keyword target
+        (``"predicted"``, ``"next"``; a token target becomes ``"predicted"``). Dropped: the
+        contrast, a teacher-forced ``answer`` (a request that had one generates up to
+        :data:`ASK_NEW_TOKENS` tokens instead) and ``versus`` (replaced by ``versus``).
+        An :class:`~iglens_viz.errors.InvalidRequestError` for a bad prompt."""
+        old = self._attribution.request
+        keyword = isinstance(old.target, str) and old.target in TARGET_KEYWORDS
+        target = old.target if keyword else "predicted"
+        generate = old.max_new_tokens or (ASK_NEW_TOKENS if old.answer is not None else 0)
+        return old.replace(
+            prompt=prompt,
+            target=target,
+            contrast=None,
+            answer=None,
+            versus=versus or None,
+            max_new_tokens=generate,
+        )
+
+    def ask(self, prompt: str, *, versus: str | None = None) -> AttributionResult:
+        """Ask a new question in this widget and show its result: what the page's prompt
+        box does (the ``ask`` command), in the caller's thread. The request is
+        :meth:`ask_request`'s (the answer generated as the shown request does).
+
+        Returns the new :class:`AttributionResult`. Errors propagate; the old result stays.
+
+        >>> w.ask("What is the capital of France?")     # doctest: +SKIP
+        """
+        lens = self._require_lens("asking a new question")
+        if self.running:
+            raise IGLensError(
+                f"{self.running.get('command')} {self.running.get('id')!r} is running: "
+                f"wait for it or cancel it"
+            )
+        self._cancel.clear()
+        try:
+            return self._run_ask(lens, self.ask_request(prompt, versus=versus))
+        finally:
+            with self._sync_lock:
+                self.progress = -1.0
 
     def recompute(self, **changes: Any) -> AttributionResult:
         """Replay the shown result's request with some fields changed (``target``,
@@ -642,6 +765,18 @@ def _running_kernel() -> Any:
     # kernel (and IPython stays an optional dependency).
     get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
     return getattr(get_ipython(), "kernel", None) if callable(get_ipython) else None
+
+
+def _in_marimo() -> bool:
+    """Whether this process runs a marimo notebook or app (``marimo edit`` / ``marimo run``):
+    marimo reads the page's next message, a Cancel, only after the handler of the previous
+    one returns, so a recompute must run in the widget's thread there too. Looked up, not
+    imported (marimo is an optional front end)."""
+    running = getattr(sys.modules.get("marimo"), "running_in_notebook", None)
+    try:
+        return bool(running()) if callable(running) else False
+    except Exception:  # a marimo whose API changed: behave as outside marimo
+        return False
 
 
 class InvalidTraitError(InvalidRequestError, traitlets.TraitError):
