@@ -9,6 +9,7 @@
 import "./widget.css";
 import "./views.css";
 import "./lesson.css";
+import "./prompt.css";
 import { render } from "./app.js";
 
 export { createModel, mount } from "./standalone.js";

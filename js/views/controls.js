@@ -5,11 +5,13 @@
  * (boundaries: "all", "every:K", "sublayer" or a custom list; lens: "logit", "shortcut",
  * "tuned", "jacobian", or the shown result's own lens to keep it); Python names it in `running`
  * while it runs, reports `progress`, and answers with a new `result` (or an error envelope,
- * shown in the error line). Cancel sends `cancel` naming the running command.
+ * shown in the error line). Cancel sends `cancel` naming the running command. Under the form,
+ * the prompt box (js/views/prompt.js) asks a new question: the `ask` command.
  * @module views/controls
  */
 import { h, listen } from "../dom.js";
 import { kernelNote } from "./kernel.js";
+import { createPromptBox } from "./prompt.js";
 import { LENS_OPTIONS, LENS_TIP, isLogitLens, lensLabel } from "../lens-name.js";
 import { formatToken } from "../tokens.js";
 
@@ -179,6 +181,8 @@ export function controlsError(commands) {
  */
 export function createControls(ctx) {
   const { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, form, el } = controlsDom();
+  const promptBox = createPromptBox(ctx);
+  el.append(promptBox.el); // after the form's own lines: a new question, not a recompute
 
   function prefill() {
     const src = ctx.result ? ctx.result.controls : null;
@@ -275,6 +279,7 @@ export function createControls(ctx) {
     sync,
     destroy() {
       offs.forEach((off) => off());
+      promptBox.destroy();
     },
   };
 }

@@ -1,11 +1,11 @@
 /**
- * What the views that ask Python for work (the recompute controls, the causal check, the
- * interior path, the lazy head split) say when they cannot ask: the widget is interactive
+ * What the views that ask Python for work (the recompute controls, the prompt box and the
+ * compare box, the causal check, the interior path, the lazy head split) say when they cannot ask: the widget is interactive
  * but no kernel answers (a static page of a notebook's saved state), or not yet.
  * @module views/kernel
  */
 /** No kernel answered `hello`: the page is static. */
-export const NO_KERNEL_NOTE = "Recompute, the causal check, interior paths and head shares need a running Python kernel: run the notebook.";
+export const NO_KERNEL_NOTE = "Recompute, new questions, the causal check, interior paths and head shares need a running Python kernel: run the notebook.";
 
 /** The `hello` is on its way. */
 export const CONNECTING_NOTE = "connecting to the kernel\u2026";

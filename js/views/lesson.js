@@ -15,6 +15,7 @@ import { lessonData, lessonPosition } from "../lesson.js";
 import { notableBlocks, readout, stepCursor, playNext } from "../walk.js";
 import { lessonCurve } from "./lesson/curve.js";
 import { lensColumn, guessChip } from "./lesson/column.js";
+import { createPromptBox, createCompareBox } from "./prompt.js";
 
 /** Milliseconds per block while the walk plays. */
 export const PLAY_MS = 550;
@@ -111,6 +112,10 @@ export function createLesson(ctx) {
   /** @type {{lesson: import("../lesson.js").Lesson, curve: ReturnType<typeof lessonCurve>, column: ReturnType<typeof lensColumn>,
    *   walk: ReturnType<typeof walkBar>, events: import("../walk.js").WalkEvent[], storyEl: HTMLElement}|null} */
   let shown = null;
+  // a new question, and the answer to compare with (with a kernel): built once, so what is
+  // typed survives the view's rebuilds
+  const ask = createPromptBox(ctx, { placeholder: "Ask the model a question\u2026" });
+  const versus = createCompareBox(ctx);
 
   function build() {
     clear(el);
@@ -132,6 +137,9 @@ export function createLesson(ctx) {
       ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
     left.append(figure, legend(lesson), walk.el, storyEl, glossary(r));
+    el.prepend(ask.el); // the question first
+    left.insertBefore(versus.el, walk.el); // under the curve's legend
+    versus.prefill();
     el.setAttribute("data-position", String(lesson.position));
     shown = { lesson, curve, column, walk, events, storyEl };
     setCursor(L);
@@ -213,6 +221,8 @@ export function createLesson(ctx) {
     },
     destroy() {
       pause();
+      ask.destroy();
+      versus.destroy();
       offs.forEach((off) => off());
     },
   };

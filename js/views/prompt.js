@@ -1,0 +1,240 @@
+/**
+ * The prompt box and the "compare with…" box (shown when the widget is `interactive`; live
+ * only while a kernel answers, else disabled with the kernel note).
+ *
+ * The prompt box, `<form data-prompt-box>` with a `<textarea name="prompt">` and a submit
+ * button `[data-action="ask"]`, sends the `ask` command (`{result_id, prompt}`): Python answers
+ * with a new `result` for the question, its answer generated as the shown request does. While
+ * it runs the box shows Python's `progress` and a Cancel button (`[data-action="cancel-ask"]`,
+ * the `cancel` command naming it); an error (a long prompt, a cancelled question) shows in the
+ * box's error line and the old result stays.
+ *
+ * The compare box, `<form data-compare-box>` with an `<input name="versus">` and
+ * `[data-action="compare"]`, sends `recompute` with the shown result's own `controls` and
+ * `versus` (the text; empty drops the comparison): the student view's curve then draws the
+ * two answers. Typed text is sent as typed and never inserted as markup.
+ * @module views/prompt
+ */
+import { h, listen } from "../dom.js";
+import { kernelNote } from "./kernel.js";
+
+/** The longest prompt Python takes (iglens_viz.protocol.commands.MAX_PROMPT_LENGTH). */
+export const MAX_PROMPT_LENGTH = 20000;
+
+/**
+ * The message of the error line: the latest command of `kind` this view sent, or the cancel
+ * sent after it; null when neither failed.
+ * @param {import("../commands.js").Commands} commands @param {import("../commands.js").CommandKind} kind
+ * @param {(sent: import("../commands.js").Sent) => boolean} [mine] which of its commands are this box's
+ */
+export function boxError(commands, kind, mine = () => true) {
+  const sent = commands.latest(kind);
+  const own = sent && mine(sent) ? sent : null;
+  if (own?.answer?.error) return own.answer.error.message;
+  const can = commands.latest("cancel");
+  if (own && can?.answer?.error && can.fields.request_id === own.id) return can.answer.error.message;
+  return null;
+}
+
+/**
+ * Check a prompt before sending: "" when it can go, else what is wrong (the same rules as
+ * Python's, so the page says it at once).
+ * @param {string} text
+ */
+export function promptProblem(text) {
+  if (!text.trim()) return "Type a question first.";
+  if (text.length > MAX_PROMPT_LENGTH) return `The question is ${text.length} characters long; at most ${MAX_PROMPT_LENGTH}: shorten it.`;
+  return "";
+}
+
+/**
+ * @param {import("./context.js").Context} ctx
+ * @param {{placeholder?: string, label?: string}} [options]
+ */
+export function createPromptBox(ctx, options = {}) {
+  const prompt = h("textarea", {
+    name: "prompt",
+    class: "iglens-input iglens-prompt-input",
+    rows: 1,
+    maxlength: MAX_PROMPT_LENGTH + 1, // one over: a paste that is too long says so instead of being cut
+    placeholder: options.placeholder ?? "Ask the model a new question\u2026",
+    spellcheck: "false",
+    "aria-label": options.label ?? "a new question for the model",
+  });
+  const ask = h("button", { type: "submit", class: "iglens-ask-button iglens-ask", "data-action": "ask", text: "Ask" });
+  const progress = h("progress", { class: "iglens-prompt-progress", max: 1, "aria-label": "progress of the question" });
+  progress.hidden = true;
+  const cancel = h("button", { type: "button", class: "iglens-cancel", "data-action": "cancel-ask", text: "Cancel" });
+  cancel.hidden = true;
+  const status = h("span", { class: "iglens-prompt-status", role: "status", "aria-live": "polite" });
+  const error = h("div", { class: "iglens-prompt-error", role: "alert" });
+  error.hidden = true;
+  const note = h("div", { class: "iglens-prompt-note iglens-muted", role: "status" });
+  note.hidden = true;
+  /** A problem found before sending (cleared by the next send). */
+  let local = "";
+  const form = h("form", { class: "iglens-prompt-box", "data-prompt-box": "", novalidate: true }, prompt, ask, status, progress, cancel);
+  const el = h("div", { class: "iglens-prompt" }, form, note, error);
+
+  const busyNow = () => ctx.running()?.command === "ask" || !!ctx.commands.pending("ask");
+
+  function sync() {
+    el.hidden = !ctx.model.get("interactive");
+    const live = ctx.live();
+    const busy = busyNow();
+    const running = ctx.running();
+    prompt.disabled = !live;
+    ask.disabled = !live || busy || !!running;
+    ask.title = !live ? kernelNote(ctx) : running && !busy ? `the ${running.command} is running: wait for it` : "";
+    note.hidden = live;
+    note.textContent = live ? "" : kernelNote(ctx);
+    form.setAttribute("aria-busy", busy ? "true" : "false");
+    form.classList.toggle("iglens-busy", busy);
+    const p = Number(ctx.model.get("progress"));
+    const known = busy && Number.isFinite(p) && p >= 0;
+    progress.hidden = !busy;
+    if (known) progress.value = p;
+    else progress.removeAttribute("value");
+    cancel.hidden = !busy || !live;
+    if (!status.getAttribute("data-cancelling") || !busy) {
+      status.removeAttribute("data-cancelling");
+      status.textContent = busy ? (known ? `Thinking\u2026 ${Math.round(100 * p)}%` : "Thinking\u2026") : "";
+    }
+    const msg = local || boxError(ctx.commands, "ask");
+    error.hidden = !msg;
+    error.textContent = msg ?? "";
+  }
+
+  function submit() {
+    if (!ctx.live() || busyNow() || ctx.running()) return;
+    local = promptProblem(prompt.value);
+    if (!local) ctx.command("ask", { result_id: ctx.result ? ctx.result.id : "", prompt: prompt.value });
+    sync();
+  }
+
+  const offs = [
+    listen(form, "submit", (e) => {
+      e.preventDefault();
+      submit();
+    }),
+    listen(prompt, "keydown", (/** @type {KeyboardEvent} */ e) => {
+      e.stopPropagation(); // typing must not drive the strip's or the walk's keys
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault(); // Enter asks; Shift+Enter is a new line
+        submit();
+      }
+    }),
+    listen(cancel, "click", () => {
+      const id = ctx.running()?.command === "ask" ? ctx.running()?.id : ctx.commands.pending("ask")?.id;
+      if (!id) return;
+      ctx.command("cancel", { request_id: id });
+      status.setAttribute("data-cancelling", "true");
+      status.textContent = "Cancelling\u2026";
+    }),
+    ...follow(ctx, sync),
+  ];
+  sync();
+  return {
+    el,
+    form,
+    sync,
+    destroy() {
+      offs.forEach((off) => off());
+    },
+  };
+}
+
+/**
+ * The "compare with…" box of the student view: the answer the class expects, drawn beside
+ * the model's (the request's `versus`).
+ * @param {import("./context.js").Context} ctx
+ */
+export function createCompareBox(ctx) {
+  const versus = h("input", {
+    name: "versus",
+    type: "text",
+    class: "iglens-input iglens-versus-input",
+    placeholder: "the answer the class expects\u2026",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-label": "an answer to compare with",
+  });
+  const go = h("button", { type: "submit", class: "iglens-ask-button iglens-versus-button", "data-action": "compare", text: "Compare" });
+  const status = h("span", { class: "iglens-prompt-status", role: "status", "aria-live": "polite" });
+  const error = h("div", { class: "iglens-prompt-error iglens-versus-error", role: "alert" });
+  error.hidden = true;
+  const form = h(
+    "form",
+    { class: "iglens-versus-box", "data-compare-box": "", novalidate: true },
+    h("span", { class: "iglens-lesson-key", text: "Compare with" }),
+    versus,
+    go,
+    status,
+  );
+  const el = h("div", { class: "iglens-versus-with" }, form, error);
+  /** The ids of the recomputes this box sent. */
+  const mine = new Set();
+  const isMine = (/** @type {import("../commands.js").Sent} */ s) => mine.has(s.id);
+  const busyNow = () => {
+    const sent = ctx.commands.pending("recompute");
+    return !!sent && isMine(sent);
+  };
+
+  function sync() {
+    const r = ctx.result;
+    // a comparison needs a first answer: the model's (generated or given)
+    el.hidden = !ctx.model.get("interactive") || !r || !r.answer;
+    const live = ctx.live();
+    const busy = busyNow();
+    versus.disabled = !live;
+    go.disabled = !live || busy || !!ctx.running();
+    go.title = live ? "" : kernelNote(ctx);
+    status.textContent = busy ? "Computing\u2026" : "";
+    const msg = boxError(ctx.commands, "recompute", isMine);
+    error.hidden = !msg;
+    error.textContent = msg ?? "";
+  }
+
+  /** The box shows the shown result's comparison (a new result: its own). */
+  function prefill() {
+    const r = ctx.result;
+    if (r && document.activeElement !== versus) versus.value = r.versus ? r.versus.text : "";
+    sync();
+  }
+
+  const offs = [
+    listen(form, "submit", (e) => {
+      e.preventDefault();
+      const r = ctx.result;
+      if (!r || !ctx.live() || busyNow() || ctx.running()) return;
+      const id = ctx.command("recompute", { result_id: r.id, controls: { ...r.controls }, versus: versus.value.trim() ? versus.value : null });
+      if (id) mine.add(id);
+      sync();
+    }),
+    listen(versus, "keydown", (e) => e.stopPropagation()),
+    ...follow(ctx, sync),
+  ];
+  prefill();
+  return {
+    el,
+    form,
+    sync,
+    prefill,
+    destroy() {
+      offs.forEach((off) => off());
+    },
+  };
+}
+
+/**
+ * Call `sync` when what a box shows may change: a command answered or sent, the kernel's
+ * state, and the traits `running`, `progress`, `interactive`.
+ * @param {import("./context.js").Context} ctx @param {() => void} sync
+ * @returns {Array<() => void>}
+ */
+function follow(ctx, sync) {
+  const traits = ["change:running", "change:progress", "change:interactive"];
+  for (const t of traits) ctx.model.on(t, sync);
+  const off = ctx.commands.listen(() => sync());
+  return [off, () => traits.forEach((t) => ctx.model.off(t, sync))];
+}
