@@ -23,6 +23,8 @@ const DEFAULTS = {
   path: {},
   view: "heatmap",
   pinned: [],
+  template: "auto",
+  notes: [],
   comparison: {},
   progress: -1,
 };

@@ -87,6 +87,8 @@ def test_default_state_and_page_writable_derive_from_state():
         "running",
         "view",
         "pinned",
+        "template",
+        "notes",
     ]
     assert {k.name for k in STATE if k.direction != "to_page"} == PAGE_WRITABLE
     assert widget_module.PAGE_WRITABLE is PAGE_WRITABLE
@@ -96,6 +98,8 @@ def test_default_state_and_page_writable_derive_from_state():
         "color_by",
         "view",
         "pinned",
+        "template",
+        "notes",
     } == PAGE_WRITABLE  # the page's commands are messages, not traits
 
 

@@ -46,7 +46,7 @@ from .estimators import (
 from .extensions import provider
 from .inputs import check_context, context_length, to_input_ids
 from .kv_cache import prefix_cache
-from .prompting import chat_prompt_ids, generate_greedy, wants_chat
+from .prompting import chat_prompt_ids, chat_template_positions, generate_greedy, wants_chat
 from .readout import Readout
 from .request import (
     AnswerSpec,
@@ -739,7 +739,20 @@ class IGLens:
             shares,
             logprobs,
         )
-        return self._with_answers(result, request, trace, bounds, prompt_length)
+        result = self._with_answers(result, request, trace, bounds, prompt_length)
+        result.template_positions = self.template_positions(request)
+        return result
+
+    def template_positions(self, request: AttributionRequest) -> np.ndarray | None:
+        """The prompt positions of ``request`` that are its chat template's tokens, not the
+        user's text (``(n,)`` int64), or None when the prompt is not wrapped in a template
+        (or the template's tokens cannot be told apart); see
+        :func:`~iglens_viz.core.prompting.chat_template_positions`."""
+        given = request.prompt
+        if not (isinstance(given, str) and wants_chat(request.chat, given, self.tokenizer)):
+            return None
+        positions = chat_template_positions(self.tokenizer, given)
+        return None if positions is None else np.asarray(positions, dtype=np.int64)
 
     def _with_answers(
         self,

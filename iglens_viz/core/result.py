@@ -149,6 +149,11 @@ class AttributionResult:
     versus: AnswerLedger | None = None
     """The ledgers of the ``versus=`` answer, from a pass over its own tokens after the
     prompt's key/value cache (None without one)."""
+    template_positions: np.ndarray | None = None
+    """The prompt positions that are the chat template's tokens (system prompt, role markers,
+    the assistant's header), not the user's text: ``chat`` wrapped the prompt (see
+    :func:`~iglens_viz.core.prompting.chat_template_positions`). None when the prompt was not
+    wrapped, or the template's tokens could not be told from the message's."""
 
     def __post_init__(self) -> None:
         self.boundaries = depth_list(self.boundaries)

@@ -86,8 +86,8 @@ def page_state(
     :class:`~iglens_viz.widget.IGLensWidget` (its current result, selection and colouring,
     unless ``selected`` / ``color_by`` say otherwise; Python's answers about that result:
     the causal check's drops, the interior path and the head split it computed; its
-    ``view`` tab, ``pinned`` positions and — from :func:`iglens_viz.compare` — its
-    ``comparison`` of further results).
+    ``view`` tab, ``pinned`` positions, ``template`` switch, teacher ``notes`` and — from
+    :func:`iglens_viz.compare` — its ``comparison`` of further results).
     """
     extra: dict[str, Any] = {}
     if isinstance(getattr(obj, "result", None), dict) and hasattr(obj, "selected"):
@@ -101,7 +101,7 @@ def page_state(
             if isinstance(value, dict) and value.get("result_id") == payload.get("id"):
                 extra[name] = to_base64_state(value)
         # the shown tab, the compare view's pins and the other results of a comparison
-        for name in ("view", "pinned"):
+        for name in ("view", "pinned", "template", "notes"):
             if hasattr(obj, name):
                 extra[name] = getattr(obj, name)
         comparison = getattr(obj, "comparison", None)

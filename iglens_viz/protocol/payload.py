@@ -82,6 +82,11 @@ def result_payload(result: AttributionResult, *, result_id: str = "r0") -> dict[
         "answer": _ledger(result.answer),
         "versus": _ledger(result.versus),
         "comparison": _comparison(result),
+        # the prompt positions that are the chat template's, not the user's text (null: the
+        # prompt was not wrapped); the strip can fold them into one chip
+        "template_positions": None
+        if result.template_positions is None
+        else [int(t) for t in result.template_positions],
     }
 
 

@@ -16,11 +16,13 @@ __all__ = [
     "PAGE_WRITABLE",
     "STATE",
     "STATE_KEYS",
+    "TEMPLATE_MODES",
     "VIEWS",
     "ColorBy",
     "Direction",
     "Kind",
     "StateKey",
+    "TemplateMode",
     "View",
     "initial_state",
 ]
@@ -38,6 +40,12 @@ VIEWS: tuple[View, ...] = get_args(View)
 """The main view's tabs: the layer heatmap, the logit-lens grid, the compare view, and the
 student view ``"lesson"`` (one answer's curve in percent and the lens column, walked block by
 block)."""
+
+TemplateMode = Literal["auto", "folded", "shown"]
+"""Whether the strip folds the chat template; see :data:`TEMPLATE_MODES`."""
+TEMPLATE_MODES: tuple[TemplateMode, ...] = get_args(TemplateMode)
+"""The ``template`` switch: fold the chat template's positions in the student view only
+(``"auto"``), in every view (``"folded"``), or never (``"shown"``)."""
 
 
 Direction = Literal["to_page", "to_kernel", "both"]
@@ -185,6 +193,31 @@ STATE: tuple[StateKey, ...] = (
         """The compare view's pins: ``[r, i]`` pairs (result r — 0 for ``result``, r ≥ 1 for
     ``comparison["results"][r - 1]`` — and position i) whose cumulative curves are overlaid.
     Set by the browser (pin buttons, clicks in the compare view) and settable from Python.""",
+        initial=True,
+    ),
+    StateKey(
+        "template",
+        "str",
+        "auto",
+        "both",
+        """Whether the token strip folds the chat template's positions (the result's
+    ``template_positions``: system prompt, role markers, the assistant's header) into one
+    chip per run: ``"auto"`` folds them in the student view only, ``"folded"`` in every
+    view, ``"shown"`` in none. Positions and numbers are unchanged. Set by the strip's
+    switch (and a click on a folded chip) and settable from Python.""",
+        choices=TEMPLATE_MODES,
+        initial=True,
+    ),
+    StateKey(
+        "notes",
+        "list",
+        [],
+        "both",
+        """Teacher notes: ``{"text", "position"}``, ``{"text", "block"}`` or all three keys
+    (``position`` 0 … T − 1, ``block`` a depth 0 … n; text at most 500 characters, at most
+    50 notes; see ``iglens_viz.protocol.notes``). The student view shows them as callouts
+    and its editor adds and removes them; the strip marks noted positions. Settable from
+    Python (``IGLensWidget.add_note``); exported by ``to_html``.""",
         initial=True,
     ),
     StateKey(

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
+import numpy as np
 import traitlets
 
 from ..core.estimators import progress_hook
@@ -42,6 +43,7 @@ from ..errors import IGLensError, InvalidRequestError
 from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 from ..protocol.commands import COMMANDS, Command, answer, parse_command
+from ..protocol.notes import check_notes, make_note
 from ..protocol.payload import ablation_payload, components_payload, path_payload
 
 if TYPE_CHECKING:
@@ -161,6 +163,8 @@ class IGLensWidget(anywidget.AnyWidget):
     path = _trait("path")
     view = _trait("view")
     pinned = _trait("pinned")
+    template = _trait("template")
+    notes = _trait("notes")
     comparison = _trait("comparison")
     progress = _trait("progress")
 
@@ -214,6 +218,46 @@ class IGLensWidget(anywidget.AnyWidget):
                 )
             pins.append([int(pair[0]), int(pair[1])])
         return pins
+
+    @traitlets.validate("notes")
+    def _valid_notes(self, proposal: Mapping[str, Any]) -> list[dict[str, Any]]:
+        try:
+            return check_notes(proposal["value"], **self._note_bounds())
+        except InvalidRequestError as err:
+            raise InvalidTraitError(str(err)) from None
+
+    def _note_bounds(self) -> dict[str, int]:
+        a = self._attribution
+        return {"positions": len(a.input_ids), "blocks": int(a.n_blocks)}
+
+    def add_note(self, text: str, *, position: int | None = None, block: int | None = None) -> int:
+        """Pin a teacher note to ``position`` (a position of the result), ``block`` (a depth
+        0 … n) or both; the student view shows it as a callout, the strip marks its position,
+        and :meth:`to_html` keeps it. The text (at most 500 characters) is shown as text.
+        Returns the note's index in :attr:`notes`; raises :class:`InvalidTraitError` for a
+        blank or long text, a position or block out of range, or a note pinned nowhere."""
+        try:
+            note = make_note(text, position=position, block=block, **self._note_bounds())
+        except InvalidRequestError as err:
+            raise InvalidTraitError(str(err)) from None
+        self.notes = [*self.notes, note]
+        return len(self.notes) - 1
+
+    def remove_note(self, index: int) -> dict[str, Any]:
+        """Remove the note at ``index`` of :attr:`notes` and return it."""
+        notes = list(self.notes)
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, int)
+            or not -len(notes) <= index < len(notes)
+        ):
+            raise InvalidTraitError(
+                f"no note {index!r}: this widget has {len(notes)} note(s)"
+                + (f", indices 0 … {len(notes) - 1}" if notes else "")
+            )
+        note = notes.pop(index)
+        self.notes = notes
+        return note
 
     def set_state(self, sync_data: Any) -> None:
         """Apply an update from the page (ipywidgets calls this for every ``update`` message).
@@ -640,9 +684,12 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def _show(self, result: AttributionResult) -> None:
         payload = result_payload(result, result_id=self._next_result_id())
+        same_ids = np.array_equal(result.input_ids, self._attribution.input_ids)
         with self._sync_lock, self.hold_sync():
             self._attribution = result
             self.result = payload
+            if not same_ids:  # notes are about the old tokens (a recompute keeps them)
+                self.notes = []
             self.path = {}
             self.components = {}
             self.ablation = {}

@@ -15,6 +15,7 @@ import { lessonData, lessonPosition } from "../lesson.js";
 import { notableBlocks, readout, stepCursor, playNext } from "../walk.js";
 import { lessonCurve } from "./lesson/curve.js";
 import { lensColumn, guessChip } from "./lesson/column.js";
+import { lessonNotes } from "./lesson/notes.js";
 import { createPromptBox, createCompareBox } from "./prompt.js";
 
 /** Milliseconds per block while the walk plays. */
@@ -110,7 +111,8 @@ export function createLesson(ctx) {
   let timer = /** @type {ReturnType<typeof setInterval>|null} */ (null);
   let width = 0;
   /** @type {{lesson: import("../lesson.js").Lesson, curve: ReturnType<typeof lessonCurve>, column: ReturnType<typeof lensColumn>,
-   *   walk: ReturnType<typeof walkBar>, events: import("../walk.js").WalkEvent[], storyEl: HTMLElement}|null} */
+   *   walk: ReturnType<typeof walkBar>, events: import("../walk.js").WalkEvent[], storyEl: HTMLElement,
+   *   notes: ReturnType<typeof lessonNotes>}|null} */
   let shown = null;
   // a new question, and the answer to compare with (with a kernel): built once, so what is
   // typed survives the view's rebuilds
@@ -118,6 +120,7 @@ export function createLesson(ctx) {
   const versus = createCompareBox(ctx);
 
   function build() {
+    shown?.notes.destroy();
     clear(el);
     shown = null;
     const r = ctx.result;
@@ -129,19 +132,20 @@ export function createLesson(ctx) {
     const storyEl = story(events);
     const column = lensColumn(lesson);
     const left = h("div", { class: "iglens-lesson-left" });
-    el.append(lessonHead(r, lesson), h("div", { class: "iglens-lesson-body" }, left, column.el));
+    const notes = lessonNotes(ctx, lesson, () => L);
+    el.append(lessonHead(r, lesson), notes.callouts, h("div", { class: "iglens-lesson-body" }, left, column.el));
     width = el.clientWidth;
     const W = Math.max(280, (left.clientWidth || 560) - 4);
     const curve = lessonCurve({ r, series: lesson.series, W, H: 170, cursor: L, label: "the answer's probability after each block, in percent" });
     const figure = lesson.series.length
       ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
-    left.append(figure, legend(lesson), walk.el, storyEl, glossary(r));
+    left.append(figure, legend(lesson), walk.el, storyEl, notes.editor, glossary(r));
     el.prepend(ask.el); // the question first
     left.insertBefore(versus.el, walk.el); // under the curve's legend
     versus.prefill();
     el.setAttribute("data-position", String(lesson.position));
-    shown = { lesson, curve, column, walk, events, storyEl };
+    shown = { lesson, curve, column, walk, events, storyEl, notes };
     setCursor(L);
   }
 
@@ -154,6 +158,7 @@ export function createLesson(ctx) {
     curve.setCursor(L);
     column.setCursor(L);
     walk.slider.value = String(L);
+    shown.notes.setCursor(L);
     const o = readout(lesson.walk, L);
     walk.out.textContent = [o.label, `the model's guess: ${o.guess}`, ...o.values.map((v) => `${v.name} ${v.text}`)].join(" \u00b7 ");
     for (const b of storyEl.querySelectorAll("[data-block]")) {
@@ -195,6 +200,8 @@ export function createLesson(ctx) {
     toggle,
     end: () => ctx.result?.k ?? 0,
   });
+  const onNotes = () => shown?.notes.update();
+  ctx.model.on("change:notes", onNotes);
 
   return {
     el,
@@ -223,6 +230,8 @@ export function createLesson(ctx) {
       pause();
       ask.destroy();
       versus.destroy();
+      shown?.notes.destroy();
+      ctx.model.off("change:notes", onNotes);
       offs.forEach((off) => off());
     },
   };
@@ -250,6 +259,9 @@ function lessonListeners(el, v) {
     listen(el, "keydown", (/** @type {KeyboardEvent} */ e) => {
       if (e.altKey || e.ctrlKey || e.metaKey) return;
       const slider = isSlider(e.target);
+      const t = e.target;
+      // typing in a field (the note editor, a text box) is not the walk's
+      if (t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement || (t instanceof HTMLInputElement && !slider)) return;
       if (e.key === " " || e.key === "Spacebar") {
         const b = e.target instanceof Element ? e.target.closest("button") : null;
         if (b && b.getAttribute("data-action") === "lesson-play") return; // its own click toggles

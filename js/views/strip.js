@@ -13,6 +13,7 @@ import { pFinal, idText, segmentText } from "../result.js";
 import { fmtProb, fmtSigned } from "../format.js";
 import { createLegend, drawLegend } from "./legend.js";
 import { stripSpan } from "./strip/span.js";
+import { stripMarks } from "./strip/marks.js";
 
 export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset", "nonmonotone"]);
 
@@ -91,6 +92,13 @@ function stripDom(ctx) {
   // where the answer starts, said in words (the divider between the chips is only drawn)
   const answerNote = h("span", { class: "iglens-sr-only", id: uniqueId("answer-note") });
   const spanStatus = h("span", { class: "iglens-sr-only iglens-span-status", role: "status" });
+  const foldBox = h("input", { type: "checkbox", name: "hide_template" });
+  const foldSwitch = h(
+    "label",
+    { class: "iglens-template-switch", title: "fold the chat template's tokens into one chip", hidden: true },
+    foldBox,
+    h("span", { text: "hide template" }),
+  );
   list.setAttribute("aria-describedby", answerNote.id);
   const el = h(
     "section",
@@ -104,6 +112,7 @@ function stripDom(ctx) {
         text: "click to select \u00b7 shift-click or drag: a span \u00b7 hover to preview \u00b7 \u2190 \u2192 (\u21e7 extends) Esc",
       }),
       h("span", { class: "iglens-spacer" }),
+      foldSwitch,
       h("label", { class: "iglens-colorby-label" }, h("span", { text: "colour by" }), select),
       legend,
     ),
@@ -117,7 +126,7 @@ function stripDom(ctx) {
   const nmItems = h("div", { class: "iglens-nonmono-items", role: "group", "aria-label": "Non-monotone tokens: click to jump" });
   const nmList = h("details", { class: "iglens-nonmono-list" }, nmSummary, nmRule, nmItems);
   el.appendChild(nmList);
-  return { el, select, legend, list, answerNote, spanStatus, nmSummary, nmRule, nmItems, nmList };
+  return { el, select, legend, list, answerNote, spanStatus, nmSummary, nmRule, nmItems, nmList, foldBox, foldSwitch };
 }
 
 /**
@@ -267,7 +276,6 @@ export function createStrip(ctx) {
   let prevSel = -1;
   let prevHover = -1;
   let focusIndex = 0;
-
   function build() {
     clear(list);
     items = [];
@@ -281,6 +289,7 @@ export function createStrip(ctx) {
     const frag = chips.frag;
     items = chips.items;
     list.appendChild(frag);
+    marks.update();
     d.answerNote.textContent = r.answerStart > 0 && r.answerStart < r.T ? `Positions ${r.answerStart} to ${r.T - 1} predict the generated answer.` : "";
     buildNonmono(d, r);
     focusIndex = Math.max(0, ctx.selected());
@@ -347,6 +356,7 @@ export function createStrip(ctx) {
     const chip = /** @type {HTMLElement|null} */ (t instanceof Element ? t.closest("[data-token-index]") : null);
     return chip && list.contains(chip) ? Number(chip.dataset.tokenIndex) : -1;
   };
+  const marks = stripMarks(ctx, d, () => items, describePosition);
   const span = stripSpan(ctx, { list, status: d.spanStatus, chips: () => items, indexOf, setFocusIndex });
 
   const offs = [
@@ -359,6 +369,7 @@ export function createStrip(ctx) {
       if (b) ctx.select(Number(b.getAttribute("data-jump")));
     }),
     listen(list, "click", (e) => {
+      if (marks.click(e)) return;
       const i = indexOf(e.target);
       if (span.click(e, i) || i < 0) return;
       ctx.select(i); // a real click has focused the chip already (mousedown)
@@ -373,7 +384,7 @@ export function createStrip(ctx) {
       const r = ctx.result;
       if (!r) return;
       const cur = ctx.selected() >= 0 ? ctx.selected() : indexOf(e.target) >= 0 ? indexOf(e.target) : -1;
-      const next = keyTarget(e.key, cur, r.T, indexOf(e.target));
+      const next = marks.skip(keyTarget(e.key, cur, r.T, indexOf(e.target)), cur);
       if (span.key(e, cur)) return; // Escape clears the span first; Shift+←/→ extend it
       if (e.key === "Escape") {
         ctx.select(-1);
@@ -401,6 +412,7 @@ export function createStrip(ctx) {
     scrollToSelected,
     destroy() {
       offs.forEach((off) => off());
+      marks.destroy();
       span.destroy();
     },
   };
