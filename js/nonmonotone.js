@@ -107,7 +107,7 @@ export function thresholdPercent(threshold) {
 }
 
 /**
- * The segment rule in words, for the user: "against \u0394p by more than 5% of the largest
+ * The segment rule in words, for the user: "against \u0394p by more than 60% of the largest
  * |contribution|".
  * @param {number} threshold the result's `nonmonotone_threshold`
  */
@@ -116,7 +116,7 @@ export function ruleText(threshold) {
 }
 
 /**
- * The step rule's size condition in words: "by more than 5% of the largest |step|".
+ * The step rule's size condition in words: "by more than 60% of the largest |step|".
  * @param {number} threshold the result's `nonmonotone_threshold`
  */
 export function stepRuleText(threshold) {

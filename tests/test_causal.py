@@ -321,9 +321,13 @@ def test_spearman_hand_made():
 
 def test_is_monotone_hand_made():
     assert is_monotone([0.5, 0.01, 0.3], 0.81)
-    assert is_monotone([0.5, -0.01, 0.3], 0.79)  # below 5% of 0.5
-    assert not is_monotone([0.5, -0.1, 0.3], 0.7)
-    assert not is_monotone([-0.5, 0.1, -0.3], -0.7)
+    assert is_monotone([0.5, -0.01, 0.3], 0.79, 0.05)  # below 5% of 0.5
+    assert not is_monotone([0.5, -0.1, 0.3], 0.7, 0.05)
+    assert not is_monotone([-0.5, 0.1, -0.3], -0.7, 0.05)
+    # the default, 60% of the largest move: a fall of 0.25 after 0.5 is not enough, 0.35 is
+    assert is_monotone([0.5, -0.25, 0.3], 0.55)
+    assert not is_monotone([0.5, -0.35, 0.3], 0.45)
+    assert not is_monotone([-0.5, 0.35, -0.3], -0.45)
     assert is_monotone([-0.5, -0.1], -0.6)
     # Δp = 0 has no net direction: nothing goes "against" it (as in the views and the JS).
     assert is_monotone([0.2, -0.2], 0.0)

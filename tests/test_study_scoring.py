@@ -318,7 +318,7 @@ def test_token_classes_against_hand_computations(hand):
     t = table_of(
         token_rows(0, 0, [0.1, 0.3, 0.2, 0.05], [1, 0, 0, 0]),  # all up: monotone
         token_rows(0, 1, [0.1, 0.3, -0.2, 0.05], [1, 0, 0, 0]),  # rises, falls: not
-        token_rows(0, 2, [0.1, 0.3, -0.01, 0.05], [1, 0, 0, 0]),  # -0.01 < 5% of 0.3
+        token_rows(0, 2, [0.1, 0.3, -0.17, 0.05], [1, 0, 0, 0]),  # 0.17 < 60% of 0.3
         token_rows(0, 3, [0.1, 0.2, 0.1, 0.4], [1, 0, 0, 0]),  # onset last block
         token_rows(0, 4, [-0.1, -0.3, -0.2, 0.4], [1, 0, 0, 0]),  # Δp < 0, onset last
         token_rows(0, 5, [0.0, 0.0, 0.0, 0.0], [1, 0, 0, 0]),  # flat: monotone
@@ -330,9 +330,11 @@ def test_token_classes_against_hand_computations(hand):
     # the classes are properties of the token, the same for every method
     assert (s.groupby("position").monotone.nunique() == 1).all()
     assert (s.groupby("position").onset_last.nunique() == 1).all()
-    # the hand-built token: peak at block 3 of 6, the -0.02 segment exceeds 5% of 0.30
-    h = score(hand)
+    # the hand-built token: peak at block 3 of 6; its -0.02 segment exceeds 5% of 0.30 but not
+    # the default 60%: non-monotone at 5%, monotone by default
+    h = score(hand, nonmonotone_threshold=0.05)
     assert not h.monotone.any() and not h.onset_last.any()
+    assert score(hand).monotone.all()
 
 
 # --------------------------------------------------------------------------- summary

@@ -181,9 +181,10 @@ def test_plot_token_bars_curve_path_and_overlay(result):
 
 
 def test_plot_token_marks_non_monotone_without_colour(result):
-    hits = [(i, non_monotone(result, i)) for i in _valid_positions(result)]
+    # a threshold at which this small random case has flags (at the default 60% it has none)
+    hits = [(i, non_monotone(result, i, threshold=0.05)) for i in _valid_positions(result)]
     i, flags = next((i, f) for i, f in hits if f.segments.any())
-    fig = plot_token(result, i)
+    fig = plot_token(result, i, threshold=0.05)
     bars = _by_gid(fig.axes[0].patches, static.GID_BARS)
     for bar, flagged in zip(bars, flags.segments):
         assert bool(bar.get_hatch()) == bool(flagged)
@@ -195,7 +196,7 @@ def test_plot_token_marks_non_monotone_without_colour(result):
         assert xs == [result.boundaries[j] for j in flags.segment_indices]
     # Flagged interior steps are drawn with x markers.
     i, flags = next((i, f) for i, f in hits if f.step_indices)
-    lines = plot_token(result, i).axes[1].lines
+    lines = plot_token(result, i, threshold=0.05).axes[1].lines
     marked = [ln for ln in lines if ln.get_marker() == "x"]
     assert len(marked) == len(flags.step_indices)
 
@@ -284,11 +285,18 @@ def test_to_dataframe(result):
 def test_against_segments_rise_then_fall():
     c = np.array([0.3, 0.4, -0.2, -0.01, 0.02])
     np.testing.assert_array_equal(
-        against_segments(c, c.sum()), [False, False, True, False, False]
+        against_segments(c, c.sum(), threshold=0.05), [False, False, True, False, False]
     )  # -0.01 < 5% of 0.4
     assert against_segments(c, c.sum(), threshold=0.0)[3]
+    # the default (60%): a fall of half the largest rise is not flagged, one of 70% is
+    assert not against_segments(c, c.sum()).any()  # 0.2 < 60% of 0.4
+    big = np.array([0.3, 0.4, -0.28, 0.1])
+    np.testing.assert_array_equal(against_segments(big, big.sum()), [False, False, True, False])
     falling = np.array([-0.5, 0.2, -0.1])
-    np.testing.assert_array_equal(against_segments(falling, falling.sum()), [False, True, False])
+    np.testing.assert_array_equal(
+        against_segments(falling, falling.sum(), threshold=0.05), [False, True, False]
+    )
+    assert not against_segments(falling, falling.sum()).any()  # 0.2 < 60% of 0.5
 
 
 def test_against_segments_monotone_and_degenerate():
@@ -297,7 +305,7 @@ def test_against_segments_monotone_and_degenerate():
     assert not against_segments([0.2, -0.2], 0.0).any()  # no net direction
     assert not against_segments([0.0, 0.0], 0.0).any()
     assert not against_segments([np.nan, np.nan], np.nan).any()
-    rows = against_segments([[0.3, -0.1], [0.1, 0.2], [np.nan, np.nan]], [0.2, 0.3, np.nan])
+    rows = against_segments([[0.3, -0.2], [0.1, 0.2], [np.nan, np.nan]], [0.1, 0.3, np.nan])
     np.testing.assert_array_equal(rows, [[False, True], [False, False], [False, False]])
     with pytest.raises(ValueError):
         against_segments([0.1], 0.1, threshold=2)
@@ -312,8 +320,12 @@ def test_against_steps():
         ]
     )  # falls; the 0.001 wiggle is below threshold
     np.testing.assert_array_equal(
-        against_steps(path), [[False, True, False], [False, False, False], [False, False, False]]
+        against_steps(path, threshold=0.05),
+        [[False, True, False], [False, False, False], [False, False, False]],
     )
+    assert not against_steps(path).any()  # the default 60%: the dip 0.2 < 0.6 * 0.5
+    deep = np.array([[0.0, 0.5, 0.1, 0.6]])  # a dip of 0.4 > 0.6 * 0.5
+    np.testing.assert_array_equal(against_steps(deep), [[False, True, False]])
     assert not against_steps([[0.1, 0.3, 0.1]]).any()  # no net change: no direction
     assert not against_steps(np.full((2, 3), np.nan)).any()
     assert against_steps(np.stack([path, path])).shape == (2, 3, 3)

@@ -9,7 +9,7 @@ import pathlib
 
 import numpy as np
 
-from iglens_viz.core.trajectory import against_segments, against_steps
+from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD, against_segments, against_steps
 from iglens_viz.views.token_format import format_token
 
 TOKENS = [
@@ -69,6 +69,8 @@ OPTIONS = [
     {"newline": "\\n"},
     {"max_len": 5, "all_spaces": True, "space": "\u00b7"},
 ]
+# the default threshold (the one the widget uses) among the ones the mirrors are checked at
+THRESHOLDS = [NONMONOTONE_THRESHOLD, 0.05, 0.0, 0.3, 1.0]
 
 
 def js_opts(o):
@@ -94,7 +96,7 @@ def main():
         d = float(c[np.isfinite(c)].sum()) if trial % 11 else 0.0
         if trial % 13 == 0:
             d = float("nan")
-        thr = [0.05, 0.0, 0.3, 1.0][trial % 4]
+        thr = THRESHOLDS[trial % len(THRESHOLDS)]
         segments.append(
             {
                 "contributions": [None if not np.isfinite(x) else float(x) for x in c],
@@ -112,7 +114,7 @@ def main():
             p[rng.integers(0, k), rng.integers(0, m + 1)] = np.nan
         if trial % 9 == 0:
             p[0, :] = 0.25
-        thr = [0.05, 0.0, 0.3, 1.0][trial % 4]
+        thr = THRESHOLDS[trial % len(THRESHOLDS)]
         steps.append(
             {
                 "k": k,
