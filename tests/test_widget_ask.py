@@ -10,7 +10,6 @@ and inside a plain forward pass.
 from __future__ import annotations
 
 import sys
-import threading
 import types
 
 import numpy as np

@@ -12,12 +12,11 @@ draws the widget inside a shadow root; Playwright's CSS selectors pierce it. Wit
 ``IGLENS_SCREENSHOTS`` set to a folder, the rendered widget is saved there as
 ``frontend-marimo.png``.
 
-Cancel: without an IPython kernel the widget runs a recompute inside marimo's handler of the
-page's message (``IGLensWidget.threaded`` None), and marimo reads the page's next message,
-the Cancel, only after that handler returns: Cancel then answers "nothing to cancel" once the
-recompute has landed (measured: docs/frontends.md). A third widget with ``threaded = True``
-runs it in the widget's thread (marimo's comm keeps the session it was opened in, so the
-thread's answers reach the page), and there the test checks that Cancel stops it.
+Cancel: marimo reads the page's next message, the Cancel, only after its handler of the
+previous one returns, so the widget runs a recompute in its own thread under marimo by
+default (``IGLensWidget.threaded`` None: it detects marimo's runtime; marimo's comm keeps the
+session it was opened in, so the thread's answers reach the page). A third widget, left at
+that default, gets a slow recompute and the test checks that Cancel stops it.
 """
 
 from __future__ import annotations
@@ -73,13 +72,12 @@ def _(json, lens, mo, pathlib):
 
 @app.cell
 def _(IGLens, json, mo, tiny_model, tiny_tokenizer):
-    # Cancel: marimo runs no IPython kernel, so the widget runs a recompute in the page
-    # message's handler unless told to use its thread (which a Cancel needs to be heard).
+    # Cancel: no IPython kernel here, but the widget sees marimo's runtime and runs a
+    # recompute in its thread by default (which a Cancel needs to be heard); not set here.
     import time
     lens3 = IGLens(tiny_model("llama"), tiny_tokenizer())
     lens3.memory_budget = 1 << 16  # many small chunks, each slowed: about 12 s uncancelled
     w3 = lens3.widget("w3 w5 w7 w9 w11 w13")
-    w3.threaded = True
     _send, _report = w3.send, w3._report
 
     def _slow_report(done, total):
@@ -207,7 +205,7 @@ def test_widget_in_marimo(marimo_app, page, tmp_path):
         total = second.locator(".iglens-span-sum").get_attribute("data-logprob")
         assert float(total) == pytest.approx(want["answer_logprob"])
 
-        # Cancel reaches a running recompute when the widget uses its thread (w3.threaded).
+        # Cancel reaches a running recompute: under marimo the widget uses its thread by default.
         third = page.locator("marimo-anywidget").nth(2).locator(".iglens-controls")
         third.locator("[name='estimator']").select_option("riemann")
         third.locator("[name='steps']").fill("100")
