@@ -133,14 +133,16 @@ export function createLesson(ctx) {
     const column = lensColumn(lesson);
     const left = h("div", { class: "iglens-lesson-left" });
     const notes = lessonNotes(ctx, lesson, () => L);
-    el.append(lessonHead(r, lesson), notes.callouts, h("div", { class: "iglens-lesson-body" }, left, column.el));
+    const head = lessonHead(r, lesson);
+    head.append(notes.editor); // a corner of the header: it takes no line of the view
+    el.append(head, notes.callouts, h("div", { class: "iglens-lesson-body" }, left, column.el));
     width = el.clientWidth;
     const W = Math.max(280, (left.clientWidth || 560) - 4);
     const curve = lessonCurve({ r, series: lesson.series, W, H: 170, cursor: L, label: "the answer's probability after each block, in percent" });
     const figure = lesson.series.length
       ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
-    left.append(figure, legend(lesson), walk.el, storyEl, notes.editor, glossary(r));
+    left.append(figure, legend(lesson), walk.el, storyEl, glossary(r));
     el.prepend(ask.el); // the question first
     left.insertBefore(versus.el, walk.el); // under the curve's legend
     versus.prefill();
