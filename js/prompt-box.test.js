@@ -154,3 +154,21 @@ describe("the compare box", () => {
     expect(q(el, "[data-view=lesson] .iglens-prompt").hidden).toBe(false);
   });
 });
+
+describe("an exported page (no kernel, ever)", () => {
+  it("the student view leaves both boxes out; the full view's box is disabled with the kernel note", async () => {
+    const { createModel } = await import("./standalone.js");
+    const el = document.createElement("div");
+    document.body.appendChild(el);
+    const state = structuredClone(golden.state);
+    state.view = "lesson";
+    state.interactive = true;
+    render({ model: createModel(state), el });
+    expect(q(el, "[data-view=lesson] .iglens-prompt").hidden).toBe(true);
+    expect(q(el, "[data-view=lesson] .iglens-versus-with").hidden).toBe(true);
+    const full = q(el, ".iglens-controls .iglens-prompt");
+    expect(full.hidden).toBe(false);
+    expect(field(full, "textarea[name=prompt]").disabled).toBe(true);
+    expect(q(full, ".iglens-prompt-note").textContent).toBe(NO_KERNEL_NOTE);
+  });
+});

@@ -116,7 +116,7 @@ export function createLesson(ctx) {
   let shown = null;
   // a new question, and the answer to compare with (with a kernel): built once, so what is
   // typed survives the view's rebuilds
-  const ask = createPromptBox(ctx, { placeholder: "Ask the model a question\u2026" });
+  const ask = createPromptBox(ctx, { placeholder: "Ask the model a question\u2026", hideStatic: true });
   const versus = createCompareBox(ctx);
 
   function build() {

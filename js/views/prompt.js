@@ -49,7 +49,8 @@ export function promptProblem(text) {
 
 /**
  * @param {import("./context.js").Context} ctx
- * @param {{placeholder?: string, label?: string}} [options]
+ * @param {{placeholder?: string, label?: string, hideStatic?: boolean}} [options] `hideStatic`: hidden on an
+ *   exported page (no kernel can ever answer there; the student view keeps its room for the lesson)
  */
 export function createPromptBox(ctx, options = {}) {
   const prompt = h("textarea", {
@@ -79,7 +80,7 @@ export function createPromptBox(ctx, options = {}) {
   const busyNow = () => ctx.running()?.command === "ask" || !!ctx.commands.pending("ask");
 
   function sync() {
-    el.hidden = !ctx.model.get("interactive");
+    el.hidden = !ctx.model.get("interactive") || (!!options.hideStatic && !!ctx.model.standalone);
     const live = ctx.live();
     const busy = busyNow();
     const running = ctx.running();
@@ -146,7 +147,7 @@ export function createPromptBox(ctx, options = {}) {
 
 /**
  * The "compare with…" box of the student view: the answer the class expects, drawn beside
- * the model's (the request's `versus`).
+ * the model's (the request's `versus`). Hidden without a first answer, and on an exported page.
  * @param {import("./context.js").Context} ctx
  */
 export function createCompareBox(ctx) {
@@ -183,7 +184,7 @@ export function createCompareBox(ctx) {
   function sync() {
     const r = ctx.result;
     // a comparison needs a first answer: the model's (generated or given)
-    el.hidden = !ctx.model.get("interactive") || !r || !r.answer;
+    el.hidden = !ctx.model.get("interactive") || !!ctx.model.standalone || !r || !r.answer;
     const live = ctx.live();
     const busy = busyNow();
     versus.disabled = !live;
