@@ -169,9 +169,12 @@ def test_state_is_the_widget_protocol(page, hostile):
         "running",
         "view",
         "pinned",
+        "template",
+        "notes",
     }
     assert state["interactive"] is False
     assert state["view"] == "heatmap" and state["pinned"] == []  # the default tab, no pins
+    assert state["template"] == "auto" and state["notes"] == []  # no notes written
     assert state["selected"] == len(hostile.tokens) - 1  # no answer: opens on the last token
     assert state["color_by"] == "p_final" and state["running"] == {}
     result = state["result"]
