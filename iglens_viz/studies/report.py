@@ -42,20 +42,48 @@ def _interval(row: Series, metric: str) -> str:
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def markdown_table(rows: DataFrame) -> str:
-    """The headline rows as a Markdown table: method, agreement, hit@3, ρ (95% intervals)."""
-    lines = ["| method | top-1 agreement | hit@3 | Spearman ρ | tokens |", "|---|---|---|---|---|"]
+def _difference(d: Series | None) -> str:
+    if d is None or not np.isfinite(d["difference"]):
+        return "—"
+    if not (np.isfinite(d["lo"]) and np.isfinite(d["hi"])):
+        return f"{d['difference']:+.3f}"
+    return f"{d['difference']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+
+
+def _agreement_differences(differences: DataFrame | None) -> dict[str, Series]:
+    """One mode and class's paired top-1 differences (IG-Lens − method), by method."""
+    if differences is None:
+        return {}
+    d = differences[differences["metric"] == "agreement"]
+    return {str(row["method"]): row for _, row in d.iterrows()}
+
+
+def markdown_table(rows: DataFrame, differences: DataFrame | None = None) -> str:
+    """The headline rows as a Markdown table: method, agreement, hit@3, ρ (95% intervals)
+    and, given one mode and class's :func:`~.scoring.paired_differences`, IG-Lens's top-1
+    agreement minus the method's on the same tokens."""
+    by_method = _agreement_differences(differences)
+    head = "| method | top-1 agreement | hit@3 | Spearman ρ | tokens |"
+    rule = "|---|---|---|---|---|"
+    if by_method:
+        head, rule = head + " IG-Lens − method, top-1 |", rule + "---|"
+    lines = [head, rule]
     for _, row in rows.iterrows():
-        lines.append(
+        line = (
             f"| {row['label']} | {_interval(row, 'agreement')} | "
             f"{_interval(row, 'hit_at_3')} | {_interval(row, 'rho')} | "
             f"{int(row['n_tokens'])} |"
         )
+        if by_method:
+            line += f" {_difference(by_method.get(str(row['method'])))} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
-def _verdict(rows: DataFrame) -> str:
-    """One sentence comparing IG-Lens's agreement with the best baseline's, from the rows."""
+def _verdict(rows: DataFrame, differences: DataFrame | None = None) -> str:
+    """The sentences comparing IG-Lens's agreement with the best baseline's and a random
+    block's, worded from the paired differences (whether their interval holds 0), not from
+    whether two marginal intervals overlap."""
     by = rows.set_index("label")
     if "ig_lens" not in by.index:
         return ""
@@ -66,16 +94,22 @@ def _verdict(rows: DataFrame) -> str:
         return ""
     best_label = others["agreement"].idxmax()
     best = others.loc[best_label]
-    if ig["agreement_lo"] > best["agreement_hi"]:
-        word = "beats every baseline, the best of which is"
-    elif ig["agreement_hi"] < best["agreement_lo"]:
-        word = "is beaten by"
+    paired = _agreement_differences(differences)
+    d = paired.get(str(best["method"]))
+    lead = f"IG-Lens names the block with the largest drop for {ig['agreement']:.1%} of the tokens"
+    if d is None or not (np.isfinite(d["lo"]) and np.isfinite(d["hi"])):
+        return f"{lead}; the best baseline, {best_label}, for {best['agreement']:.1%}."
+    share = f"{best_label} ({best['agreement']:.1%}): paired difference {_difference(d)}"
+    if d["lo"] > 0:
+        text = f"{lead}, more often than the best baseline, {share}."
+    elif d["hi"] < 0:
+        text = f"{lead}; it is beaten by {share}."
     else:
-        word = "cannot be told apart (overlapping intervals) from"
-    return (
-        f"IG-Lens names the block with the largest drop for {ig['agreement']:.1%} of the "
-        f"tokens; it {word} {best_label} ({best['agreement']:.1%})."
-    )
+        text = f"{lead}; no difference is shown from {share}, an interval that holds 0."
+    r = paired.get("random")
+    if r is not None and best["method"] != "random":
+        text += f" Against a random block: {_difference(r)}."
+    return text
 
 
 def plot_methods(summary: DataFrame, mode: str, ax: Axes | None = None) -> Figure:
@@ -228,13 +262,17 @@ def write_report(
         "for which it is the block whose ablation lowers the target's probability most, "
         "*hit@3* the share for which it is among the three largest drops, and ρ the rank "
         "correlation over blocks between the method's scores and the drops. Intervals "
-        "are 95% bootstrap intervals over prompts. Tokens whose IG-Lens onset is the last "
+        "are 95% bootstrap intervals over clusters (a capital's two phrasings are one "
+        "cluster, any other prompt its own). The last column is IG-Lens's top-1 agreement "
+        "minus the method's on the same tokens, a paired difference with its own interval; "
+        "the sentences are worded from it. Tokens whose IG-Lens onset is the last "
         "block (where a zero ablation's drop equals the contribution by construction) are "
         "also reported apart. The *best constant* is the block that scores best on these "
         "same data, chosen after the fact: an optimistic baseline, and a sharp one.",
         "",
     ]
     heads = headline(summary)
+    differences = study.differences()
     _save(plot_onsets(table), folder / "onsets.png")
     lines += ["![onset histogram](onsets.png)", ""]
     for mode in study.modes:
@@ -243,12 +281,15 @@ def write_report(
             rows = heads[(heads["mode"] == mode) & (heads["token_class"] == cls)]
             if rows.empty or rows["n_tokens"].max() == 0:
                 continue
+            paired = differences[
+                (differences["mode"] == mode) & (differences["token_class"] == cls)
+            ]
             lines += [
                 f"### tokens: {cls.replace('_', ' ')}",
                 "",
-                _verdict(rows),
+                _verdict(rows, paired),
                 "",
-                markdown_table(rows),
+                markdown_table(rows, paired),
                 "",
             ]
         for name, fig in (

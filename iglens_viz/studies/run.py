@@ -55,6 +55,7 @@ from ..core.trajectory import is_monotone
 from ..errors import IGLensError, InvalidRequestError
 from ..files import OutputFileError, check_output_folder, write_atomic
 from .prompts import CAPITAL_TEMPLATES, PromptsSpec, StudyPrompt, load_study_prompts
+from .scoring import CLUSTER_COLUMN
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -107,6 +108,14 @@ class Study:
         from .scoring import summarize
 
         return summarize(self.scores(seed), n_boot=n_boot, seed=seed)
+
+    def differences(self, n_boot: int = 1000, seed: int = 0) -> DataFrame:
+        """IG-Lens's onset against every other method on the same tokens: paired differences
+        with bootstrap intervals over clusters; see
+        :func:`iglens_viz.studies.scoring.paired_differences`."""
+        from .scoring import paired_differences
+
+        return paired_differences(self.scores(seed), n_boot=n_boot, seed=seed)
 
     def report(self, folder: str | os.PathLike[str], summary: DataFrame | None = None) -> Path:
         """Write ``report.md`` with tables and seaborn figures into ``folder``; see
@@ -245,6 +254,35 @@ def _template(prompt: StudyPrompt) -> str | None:
         if prompt.text.startswith(prefix):
             return prefix
     return None
+
+
+def _cluster(prompt: StudyPrompt, index: int) -> str:
+    """A prompt's bootstrap cluster (:data:`~.scoring.CLUSTER_COLUMN`): a capital prompt's
+    country — its two phrasings ask the same fact, so they are not independent — else the
+    prompt itself."""
+    prefix = _template(prompt)
+    if prefix is None:
+        return f"prompt:{index}"
+    return "country:" + prompt.text[len(prefix) :].removesuffix(" is")
+
+
+def _with_clusters(table: DataFrame, items: Sequence[StudyPrompt]) -> DataFrame:
+    """``table`` with every row's cluster; rows of parts written before clusters were
+    recorded get theirs from the prompts (the table's ``prompt`` indexes ``items``)."""
+    missing = (
+        table[CLUSTER_COLUMN].isna()
+        if CLUSTER_COLUMN in table.columns
+        else np.ones(len(table), dtype=bool)
+    )
+    if missing.any():
+        table = table.copy()
+        prompts = table["prompt"].to_numpy(dtype=np.int64)
+        filled = [_cluster(items[i], int(i)) for i in prompts[missing]]
+        if CLUSTER_COLUMN not in table.columns:
+            table[CLUSTER_COLUMN] = filled
+        else:
+            table.loc[missing, CLUSTER_COLUMN] = filled
+    return table
 
 
 def _draw_references(items: Sequence[StudyPrompt], size: int, seed: int) -> list[int]:
@@ -489,6 +527,7 @@ def _prompt_rows(
         "delta_p": np.repeat(result.delta_p[keep], n),
         "final_prob": np.repeat(result.final_probs[keep], n),
         "source": np.full(len(position), prompt.source, dtype=object),
+        CLUSTER_COLUMN: np.full(len(position), _cluster(prompt, index), dtype=object),
     }
     for mode, drop in drops.items():
         rows[f"drop_{mode}"] = drop[keep].ravel()
@@ -550,7 +589,8 @@ def study(
     (index in the input), ``position``, ``segment``, ``block``, ``token``, ``target``,
     ``contribution``, ``lens_prob`` (= ``lens_prob_end``), ``lens_prob_start``,
     ``lens_logit_start``/``_end``, ``top1_end``, ``frozen_prob_start``/``_end``, ``onset``,
-    ``monotone``, ``delta_p``, ``final_prob``, ``source`` and ``drop_<mode>`` per mode.
+    ``monotone``, ``delta_p``, ``final_prob``, ``source``, ``cluster`` (the bootstrap's unit:
+    a capital prompt's country, else the prompt) and ``drop_<mode>`` per mode.
     """
     import pandas as pd
 
@@ -625,6 +665,7 @@ def study(
     )
     if len(table):
         table = table.sort_values(["prompt", "position", "segment"], ignore_index=True)
+        table = _with_clusters(table, items)
     result = Study(table, metadata)
     if needs_references and len(table):
         metadata["unreferenced"] = result.unreferenced()

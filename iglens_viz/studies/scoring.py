@@ -66,7 +66,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLASSES",
+    "CLUSTER_COLUMN",
     "CONSTANT_PREFIX",
+    "DIFFERENCE_COLUMNS",
     "DROP_PREFIX",
     "METRICS",
     "PREDICTORS",
@@ -80,6 +82,7 @@ __all__ = [
     "constant_name",
     "headline",
     "method_names",
+    "paired_differences",
     "predict",
     "score",
     "spearman_rows",
@@ -135,8 +138,14 @@ SCORE_COLUMNS = (
     "rho",
     "monotone",
     "onset_last",
+    "cluster",
 )
 """Columns of :func:`score`'s output, one row per (mode, prompt, position, method)."""
+
+CLUSTER_COLUMN = "cluster"
+"""The table's optional column naming each prompt's cluster, the unit of the bootstrap: a
+capital prompt's country (its two phrasings ask the same fact), else the prompt itself. A
+table without it clusters by prompt."""
 
 SUMMARY_COLUMNS = (
     "mode",
@@ -153,6 +162,7 @@ SUMMARY_COLUMNS = (
     "rho_hi",
     "n_tokens",
     "n_prompts",
+    "n_clusters",
     "n_rho",
     "best_constant",
 )
@@ -423,6 +433,9 @@ def _token_arrays(
             f"every (prompt, position) needs exactly one row per segment 0..{k - 1}"
         )
     tokens = t.iloc[::k][list(_TOKEN)].reset_index(drop=True)
+    firsts = t.iloc[::k]
+    clusters = firsts[CLUSTER_COLUMN] if CLUSTER_COLUMN in t.columns else firsts["prompt"]
+    tokens[CLUSTER_COLUMN] = clusters.astype(str).to_numpy()
     arrays = {}
     for c in columns:
         v = t[c].to_numpy()
@@ -489,7 +502,8 @@ def score(
     ``pandas.DataFrame`` with :data:`SCORE_COLUMNS`, one row per (mode, prompt, position,
     method): ``mode`` (without the ``drop_`` prefix), ``prompt``, ``position``, ``method``,
     ``predicted`` (segment; -1 none), ``agreement`` (bool), ``hit_at_3`` (bool), ``rho``
-    (float), ``monotone`` (bool), ``onset_last`` (bool).
+    (float), ``monotone`` (bool), ``onset_last`` (bool), ``cluster`` (str: the table's
+    :data:`CLUSTER_COLUMN`, or the prompt when the table has none).
     """
     import pandas as pd
 
@@ -522,6 +536,7 @@ def score(
     onset_last = onset_segments(contributions) == k - 1
     predictions = {m: _predict_rows(m, arrays, seed) for m in methods}
 
+    cluster = tokens[CLUSTER_COLUMN].to_numpy(dtype=object)
     frames = []
     for mode in modes:
         drops = arrays[DROP_PREFIX + mode]
@@ -547,6 +562,7 @@ def score(
                         "rho": rho.astype(np.float64),
                         "monotone": monotone[keep],
                         "onset_last": onset_last[keep],
+                        "cluster": cluster[keep],
                     }
                 )
             )
@@ -702,6 +718,30 @@ def _class_masks(tokens: DataFrame) -> dict[TokenClass, np.ndarray]:
     }
 
 
+def _check_scores(scores: DataFrame) -> None:
+    missing = [c for c in SCORE_COLUMNS if c not in scores.columns]
+    if missing:
+        raise InvalidRequestError(f"scores lack the columns {missing}: pass score()'s output")
+
+
+def _wide(s: DataFrame, methods: list[str]) -> tuple[DataFrame, dict[str, np.ndarray]]:
+    """One mode's scores as its tokens (sorted, with their classes and cluster) and, per
+    metric, a ``(tokens, methods)`` matrix in the order of ``methods``."""
+    import pandas as pd
+
+    tokens = (
+        s.drop_duplicates(list(_TOKEN))[[*_TOKEN, "monotone", "onset_last", CLUSTER_COLUMN]]
+        .sort_values(list(_TOKEN))
+        .reset_index(drop=True)
+    )
+    index = pd.MultiIndex.from_frame(tokens[list(_TOKEN)])
+    wide = {}
+    for metric in METRICS:
+        w = s.pivot(index=list(_TOKEN), columns="method", values=metric)
+        wide[metric] = w.reindex(index=index, columns=methods).to_numpy(dtype=np.float64)
+    return tokens, wide
+
+
 def summarize(
     scores: DataFrame, n_boot: int = 1000, seed: int = 0, level: float = 0.95
 ) -> DataFrame:
@@ -727,9 +767,10 @@ def summarize(
     ``onset_last`` (the IG-Lens onset is the last block: drop = contribution by construction
     under zero ablation, so reported apart) and ``onset_not_last``. ``agreement`` and
     ``hit_at_3`` are the fractions of tokens, ``rho`` the mean over tokens with a defined ρ
-    (``n_rho`` of them); ``_lo``/``_hi`` are percentile bootstrap bounds over *prompts*
-    (:func:`bootstrap_interval`; NaN with fewer than two prompts). ``n_tokens`` and
-    ``n_prompts`` count the class. ``best_constant`` marks, per (mode, class), the
+    (``n_rho`` of them); ``_lo``/``_hi`` are percentile bootstrap bounds over *clusters*
+    (:data:`CLUSTER_COLUMN`: a capital's country, else the prompt; :func:`bootstrap_interval`;
+    NaN with fewer than two clusters). ``n_tokens``, ``n_prompts`` and ``n_clusters`` count
+    the class. ``best_constant`` marks, per (mode, class), the
     ``block_<L>`` with the highest agreement (ties: the lowest L), so a report can show the
     best constant beside IG-Lens (:func:`best_constant`, :func:`headline`); empty classes
     keep their rows, with NaN metrics.
@@ -737,36 +778,27 @@ def summarize(
     import pandas as pd
 
     level = _check_level(level)
-    missing = [c for c in SCORE_COLUMNS if c not in scores.columns]
-    if missing:
-        raise InvalidRequestError(f"scores lack the columns {missing}: pass score()'s output")
+    _check_scores(scores)
     rows = []
     for mode in pd.unique(scores["mode"]):
         s = scores[scores["mode"] == mode]
         methods = list(pd.unique(s["method"]))
-        tokens = (
-            s.drop_duplicates(list(_TOKEN))[[*_TOKEN, "monotone", "onset_last"]]
-            .sort_values(list(_TOKEN))
-            .reset_index(drop=True)
-        )
-        index = pd.MultiIndex.from_frame(tokens[list(_TOKEN)])
-        wide = {}
-        for metric in METRICS:
-            w = s.pivot(index=list(_TOKEN), columns="method", values=metric)
-            wide[metric] = w.reindex(index=index, columns=methods).to_numpy(dtype=np.float64)
+        tokens, wide = _wide(s, methods)
         # (N, M * 3): every metric of every method, resampled together
         values = np.concatenate([wide[metric] for metric in METRICS], axis=1)
         prompts = tokens["prompt"].to_numpy(dtype=np.int64)
+        clusters = pd.factorize(tokens[CLUSTER_COLUMN])[0]
         for cls, mask in _class_masks(tokens).items():
             v = values[mask]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
                 point = np.nanmean(v, axis=0) if len(v) else np.full(v.shape[1], np.nan)
             lo, hi = _bootstrap(
-                v, prompts[mask], int(n_boot), np.random.default_rng(seed), level, center=point
+                v, clusters[mask], int(n_boot), np.random.default_rng(seed), level, center=point
             )
             n_tokens = int(mask.sum())
             n_prompts = int(len(np.unique(prompts[mask])))
+            n_clusters = int(len(np.unique(clusters[mask])))
             n_rho = np.isfinite(wide["rho"][mask]).sum(axis=0)
             mm = len(methods)
             for j, method in enumerate(methods):
@@ -774,7 +806,12 @@ def summarize(
                 for i, metric in enumerate(METRICS):
                     c = i * mm + j
                     row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = point[c], lo[c], hi[c]
-                row.update(n_tokens=n_tokens, n_prompts=n_prompts, n_rho=int(n_rho[j]))
+                row.update(
+                    n_tokens=n_tokens,
+                    n_prompts=n_prompts,
+                    n_clusters=n_clusters,
+                    n_rho=int(n_rho[j]),
+                )
                 rows.append(row)
     out = pd.DataFrame(rows, columns=[c for c in SUMMARY_COLUMNS if c != "best_constant"])
     out["best_constant"] = False
@@ -787,8 +824,95 @@ def summarize(
             best = c.drop_duplicates(["mode", "token_class"]).index
             out.loc[best, "best_constant"] = True
     return out.astype(
-        {"n_tokens": "int64", "n_prompts": "int64", "n_rho": "int64", "best_constant": "bool"}
+        {
+            "n_tokens": "int64",
+            "n_prompts": "int64",
+            "n_clusters": "int64",
+            "n_rho": "int64",
+            "best_constant": "bool",
+        }
     )[list(SUMMARY_COLUMNS)]
+
+
+DIFFERENCE_COLUMNS = (
+    "mode",
+    "token_class",
+    "method",
+    "metric",
+    "difference",
+    "lo",
+    "hi",
+    "n_tokens",
+    "n_clusters",
+)
+"""Columns of :func:`paired_differences`'s output, one row per (mode, class, method, metric)."""
+
+
+def paired_differences(
+    scores: DataFrame,
+    against: str = "ig_lens",
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> DataFrame:
+    """Per (mode, token class, method, metric): how much better ``against`` does than the
+    method on the same tokens, with a cluster-bootstrap interval.
+
+    ``difference`` is the mean over tokens of ``metric(against) − metric(method)`` (for
+    ``rho``, over the tokens where both are defined), so a positive value favours
+    ``against``; ``lo``/``hi`` are percentile bounds from resampling clusters
+    (:data:`CLUSTER_COLUMN`), every method's differences drawn from the same resamples.
+    This, not whether two marginal intervals overlap, is how the report compares methods: two
+    methods scored on the same tokens are correlated, and their marginal intervals can
+    overlap while the paired difference excludes 0 (or the reverse).
+
+    Parameters
+    ----------
+    scores:
+        The output of :func:`score`; it must hold ``against``.
+    against:
+        The method every other one is compared with (default IG-Lens's onset).
+    n_boot, seed, level:
+        As :func:`summarize` (the same seed draws the same resamples there).
+
+    Returns
+    -------
+    ``pandas.DataFrame`` with :data:`DIFFERENCE_COLUMNS`; ``against`` itself is left out.
+    """
+    import pandas as pd
+
+    level = _check_level(level)
+    _check_scores(scores)
+    if against not in set(scores["method"]):
+        raise InvalidRequestError(
+            f"no method {against!r} in the scores to compare against "
+            f"(present: {sorted(pd.unique(scores['method']))[:8]} ...)"
+        )
+    rows = []
+    for mode in pd.unique(scores["mode"]):
+        s = scores[scores["mode"] == mode]
+        methods = [m for m in pd.unique(s["method"]) if m != against]
+        tokens, wide = _wide(s, [against, *methods])
+        # (N, M * 3): against − method for every metric, resampled together
+        diffs = np.concatenate([wide[m][:, :1] - wide[m][:, 1:] for m in METRICS], axis=1)
+        clusters = pd.factorize(tokens[CLUSTER_COLUMN])[0]
+        for cls, mask in _class_masks(tokens).items():
+            d = diffs[mask]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
+                point = np.nanmean(d, axis=0) if len(d) else np.full(d.shape[1], np.nan)
+            lo, hi = _bootstrap(
+                d, clusters[mask], int(n_boot), np.random.default_rng(seed), level, center=point
+            )
+            n_tokens = int(mask.sum())
+            n_clusters = int(len(np.unique(clusters[mask])))
+            for i, metric in enumerate(METRICS):
+                for j, method in enumerate(methods):
+                    c = i * len(methods) + j
+                    rows.append(
+                        (mode, cls, method, metric, point[c], lo[c], hi[c], n_tokens, n_clusters)
+                    )
+    return pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
 
 
 def best_constant(summary: DataFrame) -> DataFrame:
