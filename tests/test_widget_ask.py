@@ -108,6 +108,8 @@ def test_ask_generates_as_the_shown_request(model):
     assert w.attribution.answer is not None and want.answer is not None
     np.testing.assert_allclose(w.attribution.answer.lens_logprobs, want.answer.lens_logprobs)
     assert w.running == {} and w.progress == -1.0
+    # it opens on the new question's point, as a new widget of it does
+    assert w.selected == IGLensWidget(want, fresh_lens()).selected
     # the page saw the progress climb (never backwards) while it ran
     shares = [u["progress"] for u in page.updates if u.get("progress", -1) >= 0]
     assert shares and shares == sorted(shares) and shares[-1] <= 1.0
@@ -265,3 +267,57 @@ def test_threaded_by_default_under_marimo(model, monkeypatch):
     w.threaded = False  # told: obeyed
     fake.running_in_notebook = lambda: True
     assert w._threaded() is False
+
+
+# ---------------------------------------------------------------- the real model
+
+
+@pytest.mark.real_model
+def test_real_model_question_compare_and_cancel():
+    """SmolLM2 with its chat template: a new question generates as the shown request does
+    (chat, max_new_tokens) and equals an independent lens's result; the compare box's versus
+    equals it too; a Cancel from another thread stops a long generation within a block."""
+    import time
+
+    import iglens_viz
+
+    model, tokenizer = iglens_viz.load_model()
+    lens = IGLens(model, tokenizer)
+    w = IGLensWidget(None, lens, "What is the capital of Vietnam?", chat=True, max_new_tokens=6)
+    new = w.ask("What is the capital of France?")
+    other = IGLens(*iglens_viz.load_model())  # its own model, tokenizer and caches
+    want = other.attribute("What is the capital of France?", chat=True, max_new_tokens=6)
+    same(new, want)
+    assert new.answer is not None and new.request.chat is True
+
+    versus = "The capital of France is Lyon."
+    answer = Page(w).ask("recompute", controls=w.result["controls"], versus=versus)
+    assert answer["ok"], answer
+    want = other.attribute(
+        "What is the capital of France?", chat=True, max_new_tokens=6, versus=versus
+    )
+    np.testing.assert_allclose(
+        w.attribution.versus.lens_logprobs, want.versus.lens_logprobs, rtol=1e-6, atol=1e-6
+    )
+
+    # Cancel from another thread 0.5 s in, while it generates (each block slowed by 10 ms:
+    # the six tokens and the trace would take about 2.2 s)
+    hooks = slow_blocks(lens, lambda count: time.sleep(0.01))
+    w.threaded = True
+    shown, answers, send = w.result, [], w.send
+    w.send = lambda content, buffers=None: (answers.append(content), send(content, buffers))[1]
+    w.dispatch(
+        {"kind": "ask", "id": "a1", "result_id": w.result_id, "prompt": "Tell me about Hanoi."}
+    )
+    time.sleep(0.5)
+    start = time.perf_counter()
+    w.dispatch({"kind": "cancel", "id": "c1", "request_id": "a1"})
+    w._worker.join(120)
+    stopped = time.perf_counter() - start
+    for h in hooks:
+        h.remove()
+    by_id = {a["request_id"]: a for a in answers}
+    assert by_id["a1"]["error"]["type"] == RecomputeCancelled.__name__, by_id
+    assert w.result is shown and w.running == {}
+    print(f"real model: the ask stopped {stopped * 1000:.0f} ms after the cancel")
+    assert stopped < 5

@@ -44,6 +44,7 @@ from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, 
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 from ..protocol.commands import COMMANDS, Command, answer, parse_command
 from ..protocol.notes import check_notes, make_note
+from ..protocol.opening import payload_opening
 from ..protocol.payload import ablation_payload, components_payload, path_payload
 
 if TYPE_CHECKING:
@@ -690,6 +691,9 @@ class IGLensWidget(anywidget.AnyWidget):
             self.result = payload
             if not same_ids:  # notes are about the old tokens (a recompute keeps them)
                 self.notes = []
+            if not same_ids:  # a new question: open on its point, as a new widget does
+                self.hovered = -1
+                self.selected = payload_opening(payload)
             self.path = {}
             self.components = {}
             self.ablation = {}
