@@ -46,7 +46,7 @@ export function detectTheme(el) {
  * @param {import("./views/context.js").Context} ctx @param {HTMLElement} root
  */
 function buildParts(ctx, root) {
-  const help = createHelp();
+  const help = createHelp(ctx.model);
   const titleMeta = h("span", { class: "iglens-meta" });
   /** @type {{heatmap: ReturnType<typeof createHeatmap>, detail: ReturnType<typeof createDetail>, strip: ReturnType<typeof createStrip>, views: ReturnType<typeof createViews>}|null} */
   let redraw = null;

@@ -19,6 +19,7 @@ import { cellValue, gridScale, boundaryLabel, curveValues, pinText, resultLetter
 import { NAN_COLOR } from "./palette.js";
 import { PIN_COLORS } from "./comparison.js";
 import { lensFact, lensGridName, lensPhrase, isLogitLens } from "./lens-name.js";
+import { fmtPercentPlain } from "./format.js";
 
 /**
  * @typedef {object} TextOptions
@@ -270,6 +271,11 @@ export function targetText(r) {
   return `target: ${tok(r.controls.target)}${r.hasContrast && r.controls.contrast ? ` vs ${tok(r.controls.contrast)}` : ""}`;
 }
 
+/** The title's prompt line: the prompt through `formatToken`, quoted. @param {import("./result.js").Result} r */
+export function promptLine(r) {
+  return `prompt: \u201c${formatToken(promptText(r), { maxLen: 120 })}\u201d`;
+}
+
 /**
  * The title block of a result's figure: [heading, prompt line, target/lens/estimator line].
  * Token text (the prompt, the target, the contrast) and the lens's name go through `formatToken`;
@@ -283,7 +289,7 @@ export function titleLines(r, view) {
   const lens = lensFact(r.lens); // "lens: shortcut" under a fitted lens (formatted), nothing under the logit lens
   return [
     `IG-Lens ${view} \u00b7 ${model}`,
-    `prompt: \u201c${formatToken(promptText(r), { maxLen: 120 })}\u201d`,
+    promptLine(r),
     `${target}${lens ? ` \u00b7 ${lens}` : ""} \u00b7 estimator: ${r.estimator}, m=${r.steps} \u00b7 boundaries: ${r.controls.boundaries} \u00b7 ${r.nBlocks} blocks, ${r.T} positions`,
   ];
 }
@@ -804,4 +810,151 @@ export function withDetail(draw, r, o) {
     detail.replay(p, 0, m.height);
     return p;
   };
+}
+
+/**
+ * The title block of a slide (the student view's picture, the detail panel's curve), in plain
+ * words: [heading, prompt line, what the curve is about and the lens it is read through].
+ * Token text goes through `formatToken`; `subject` is already formatted.
+ * @param {import("./result.js").Result} r @param {string} view e.g. "lesson" @param {string} subject
+ * @returns {string[]}
+ */
+export function slideTitleLines(r, view, subject) {
+  const model = r.modelName || r.family || "model";
+  return [`IG-Lens ${view} \u00b7 ${model}`, promptLine(r), `${subject} \u00b7 read through the ${lensPhrase(r.lens)}`];
+}
+
+/**
+ * A slide's curve colours by series key: the pin palette (views use the same hues: lesson.css).
+ * @param {string} key "answer" | "token" | "versus" | "curve" @param {"light"|"dark"} theme
+ */
+export function slideColor(key, theme) {
+  const c = PIN_COLORS[theme === "dark" ? "dark" : "light"];
+  return key === "versus" ? c[1] : key === "token" ? c[7] : c[0];
+}
+
+/**
+ * Curves in percent over the result's boundaries in the box (x0, top, w, h): a y grid with
+ * percent labels (0 … `yMax`), the block labels ("emb" for the embeddings), one polyline per
+ * series (NaN values left out) with a dot at its end. Returns the coordinates it drew with.
+ * @param {Painter} p @param {import("./result.js").Result} r
+ * @param {Array<{key: string, probs: ArrayLike<number>}>} series
+ * @param {{x0: number, top: number, w: number, h: number, yMax: number, theme: "light"|"dark"}} box
+ */
+function drawPercentCurves(p, r, series, box) {
+  const th = figureTheme(box.theme);
+  const b = r.boundaries;
+  const x = linearScale([b[0] - 0.6, b[r.k] + 0.6], [box.x0, box.x0 + box.w]);
+  const y = linearScale([0, box.yMax], [box.top + box.h, box.top]);
+  const { ticks, step } = box.yMax === 100 ? { ticks: [0, 25, 50, 75, 100], step: 25 } : niceTicks(0, box.yMax, 4);
+  for (const t of ticks) {
+    p.line(box.x0, y(t), box.x0 + box.w, y(t), t === 0 ? th.muted : th.grid, 1);
+    p.text(box.x0 - 6, y(t), `${formatTick(t, step)}%`, { size: 12, anchor: "end", fill: th.muted });
+  }
+  const labels = b.map(boundaryLabel);
+  let widest = 0;
+  for (const l of labels) widest = Math.max(widest, p.measure(l, { size: 12 }));
+  // every step-th boundary from the embeddings on, and the last one when it has room
+  const cell = box.w / Math.max(1, r.k + 1);
+  const every = Math.max(1, Math.ceil((widest + 8) / cell));
+  for (let L = 0; L <= r.k; L++) {
+    if (L % every && (L < r.k || (r.k % every) * cell < widest + 8)) continue;
+    p.text(x(b[L]), box.top + box.h + 14, labels[L], { size: 12, anchor: "middle", fill: th.muted });
+  }
+  p.text(box.x0 + box.w / 2, box.top + box.h + 34, "block (emb: the embeddings, before the first block)", { size: 12.5, anchor: "middle", fill: th.muted });
+  for (const c of series) {
+    /** @type {Array<[number, number]>} */
+    const pts = [];
+    for (let L = 0; L <= r.k; L++) if (Number.isFinite(c.probs[L])) pts.push([x(b[L]), y(100 * c.probs[L])]);
+    const color = slideColor(c.key, box.theme);
+    p.polyline(pts, color, c.key === "token" ? 2 : 3, c.key === "token" ? "6 4" : undefined); // dashed as in the view
+    const end = pts[pts.length - 1];
+    if (end) p.circle(end[0], end[1], 4, color);
+  }
+  return { x, y };
+}
+
+/** The percent axis's top for values `v`: 100 when they reach a quarter, else a nice bound. @param {number[]} v */
+function percentTop(v) {
+  const hi = Math.max(0, ...v.filter(Number.isFinite)) * 100;
+  if (hi >= 25) return 100;
+  const { ticks } = niceTicks(0, Math.max(hi, 0.1), 4);
+  return Math.max(hi, ticks[ticks.length - 1]);
+}
+
+/** What the student view is about, for its title. @param {import("./result.js").Result} r @param {import("./lesson.js").Lesson} lesson */
+export function lessonSubject(r, lesson) {
+  const versus = lesson.series.find((c) => c.key === "versus");
+  const vs = versus ? ` vs \u201c${formatToken(versus.label, { maxLen: 60 })}\u201d` : "";
+  if (r.answer) return `answer: \u201c${formatToken(r.answer.text, { maxLen: 80 })}\u201d${vs}`;
+  return `next token after \u201c${lesson.input}\u201d: ${lesson.target || "\u2013"}${vs}`;
+}
+
+/**
+ * The student view as a slide: the title (prompt, answer, lens), the output's top guesses at the
+ * lesson's position in percent, the curves of the answer's probability after each block on a
+ * 0–100% axis (the view's series, in its order) and their key. Token text as text only.
+ * @param {(w: number, h: number) => Painter} make
+ * @param {import("./result.js").Result} r @param {import("./lesson.js").Lesson} lesson
+ * @param {{theme: "light"|"dark", legend: (c: import("./lesson.js").LessonSeries) => string}} o `legend`: the view's key text of a series
+ */
+export function lessonFigure(make, r, lesson, o) {
+  const th = figureTheme(o.theme);
+  const lines = slideTitleLines(r, "lesson", lessonSubject(r, lesson));
+  const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
+  const W = 960,
+    guessH = 30,
+    chartH = 320,
+    keyH = 22 * Math.max(1, lesson.series.length) + 8;
+  const H = titleH + guessH + chartH + 56 + keyH;
+  const p = make(W, H);
+  p.rect(0, 0, W, H, th.bg);
+  drawTitle(p, lines, th);
+  const guesses = lesson.top.map((g) => `${g.text} ${fmtPercentPlain(g.p)}`).join("   ");
+  p.text(16, titleH + guessH / 2, `The model's top guesses after \u201c${lesson.input}\u201d:  ${guesses}`, { size: 14, weight: 600, fill: th.fg });
+  const top = titleH + guessH + 10;
+  if (lesson.series.length) {
+    drawPercentCurves(p, r, lesson.series, { x0: 64, top, w: W - 64 - 24, h: chartH - 10, yMax: 100, theme: o.theme });
+  } else {
+    p.text(W / 2, top + chartH / 2, "The lens values here are differences (a contrast): no probability to draw.", {
+      size: 13,
+      anchor: "middle",
+      fill: th.muted,
+    });
+  }
+  let ky = top + chartH + 44;
+  for (const c of lesson.series) {
+    p.line(64, ky, 90, ky, slideColor(c.key, o.theme), 3, c.key === "token" ? "6 4" : undefined);
+    p.text(98, ky, o.legend(c), { size: 13, fill: th.fg });
+    ky += 22;
+  }
+  return p;
+}
+
+/** The detail curve's subject: "p(target) of ␣Ho at [41] ␣is". @param {import("./result.js").Result} r @param {number} i */
+export function curveSubject(r, i) {
+  const tgt = formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen: 40 });
+  return `${r.targetName} of ${tgt} at [${i}] ${formatToken(r.tokens[i], { maxLen: 40 })}`;
+}
+
+/**
+ * The detail panel's cumulative curve of position i as a slide: the title (prompt, token and
+ * target, lens) and the lens probability of the target after each block, in percent (the
+ * detail panel's chart (b)). Token text as text only.
+ * @param {(w: number, h: number) => Painter} make
+ * @param {import("./result.js").Result} r @param {number} i @param {{theme: "light"|"dark"}} o
+ */
+export function curveFigure(make, r, i, o) {
+  const th = figureTheme(o.theme);
+  const lines = slideTitleLines(r, "curve", curveSubject(r, i));
+  const titleH = 18 + 22 + 18 * (lines.length - 1) + 4;
+  const W = 960,
+    chartH = 340;
+  const H = titleH + chartH + 60;
+  const p = make(W, H);
+  p.rect(0, 0, W, H, th.bg);
+  drawTitle(p, lines, th);
+  const probs = Array.from({ length: r.k + 1 }, (_, L) => r.lensProbs[i * (r.k + 1) + L]);
+  drawPercentCurves(p, r, [{ key: "curve", probs }], { x0: 64, top: titleH + 10, w: W - 64 - 24, h: chartH - 10, yMax: percentTop(probs), theme: o.theme });
+  return p;
 }

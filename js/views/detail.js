@@ -10,6 +10,8 @@
  * Parts (views/detail/): `space.js` (the charts' shared coordinates, margins local to a
  * render, axes), one module per chart (`bars.js`, `curve.js`, `lens.js`), `readout.js`
  * (crosshair, flags), `ablation.js` (the causal check), `path.js` (the lazy interior path).
+ * Under the charts, PNG / SVG buttons (`data-curve-export`) download chart (b), the cumulative
+ * curve, as a titled slide (export-image.js `curveFigure`).
  * @module views/detail
  */
 import { h, clear } from "../dom.js";
@@ -23,6 +25,8 @@ import { curveChart } from "./detail/curve.js";
 import { lensChart } from "./detail/lens.js";
 import { crosshair, flagList } from "./detail/readout.js";
 import { autoRequestPath } from "./detail/path.js";
+import { slideExport } from "./lesson/export.js";
+import { curveFigure, slideTitleLines, curveSubject } from "../export-image.js";
 
 /**
  * @param {import("./context.js").Context} ctx
@@ -36,6 +40,19 @@ export function createDetail(ctx) {
   let local = [];
   /** @type {HTMLElement|null} the heads section (rebuilt alone when its data or segment changes) */
   let compEl = null;
+  // the cumulative curve (chart b) of the shown position as a slide: PNG / SVG, titled
+  const curveExport = slideExport(ctx, "this curve", "data-curve-export", () => {
+    const r = ctx.result;
+    const i = shownIndex;
+    if (!r || !(i >= 0 && i < r.T && r.hasTarget[i])) return null;
+    const theme = ctx.theme;
+    return {
+      draw: (make) => curveFigure(make, r, i, { theme }),
+      title: slideTitleLines(r, "curve", curveSubject(r, i)).join(" \u00b7 "),
+      view: "curve",
+      model: r.modelName || r.family,
+    };
+  });
 
   /** Rebuild the heads section for the shown position; mark the picked segment's bar. */
   function renderComponents() {
@@ -113,6 +130,7 @@ export function createDetail(ctx) {
     const charts = buildCharts(ctx, r, i, w);
     el.appendChild(charts.readout);
     el.appendChild(charts.el);
+    el.appendChild(curveExport.el);
     el.appendChild(charts.flags);
     el.appendChild(completeness(r, i));
     compEl = h("section", { class: "iglens-components" });
@@ -144,6 +162,7 @@ export function createDetail(ctx) {
     },
     destroy() {
       local.forEach((off) => off());
+      curveExport.destroy();
     },
   };
 }

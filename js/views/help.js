@@ -1,24 +1,47 @@
 /**
- * "What am I looking at?": a short explanation for learners, one click away.
+ * "What am I looking at?", in two levels, one click away: a short student version (a few plain
+ * sentences: what the curve is, what a block is, readable is not computed) and the researcher
+ * text behind a "More detail" switch. The student view (`view = "lesson"`) opens on the
+ * student version; the full views show both. A change of view resets the switch to the view's
+ * level.
  * @module views/help
  */
-import { h, listen } from "../dom.js";
+import { h, listen, uniqueId } from "../dom.js";
 import { ruleText } from "../nonmonotone.js";
 import { lensPhrase } from "../lens-name.js";
 
 /** @param {string} term @param {...(string|Node)} rest */
 const p = (term, ...rest) => h("p", {}, h("strong", { text: term }), " ", ...rest);
 
+/** The student version: a few plain sentences, no formulas. */
+export const STUDENT_HELP = [
+  "The curve shows how sure the model is of the answer after each block, in percent: we read the model's half-finished work at that depth, as if it had to answer there.",
+  "A block is one of the model's layers. The text passes through all of them in turn, and each one changes what the model would say next.",
+  "Where the curve climbs is where the answer becomes readable. Readable is not the same as computed: a block can do work that only a later block makes readable, and the causal check (in the full view) tests which blocks the answer needs.",
+];
+
 /**
  * The help button and panel; `update(result)` fills in what depends on the result (the
- * non-monotone threshold, the lens).
+ * non-monotone threshold, the lens). With the widget's `model`, the level follows its `view`.
+ * @param {{get: (key: string) => any, on: (event: string, fn: () => void) => void, off?: (event: string, fn: () => void) => void}} [model]
  */
-export function createHelp() {
+export function createHelp(model) {
   const nonmonotoneRule = h("span", {});
   const currentLens = h("span", { class: "iglens-help-lens" });
   const panel = h("div", { class: "iglens-help", role: "region", "aria-label": "What am I looking at?" });
   panel.hidden = true;
-  panel.append(
+  const student = h("div", { class: "iglens-help-student", "data-help-level": "student" }, ...STUDENT_HELP.map((t) => h("p", { text: t })));
+  const researcherId = uniqueId("help-detail");
+  const researcher = h("div", { class: "iglens-help-researcher", "data-help-level": "researcher", id: researcherId });
+  const more = h("button", {
+    type: "button",
+    class: "iglens-help-more iglens-link",
+    "data-action": "help-more",
+    "aria-controls": researcherId,
+    "aria-expanded": "false",
+  });
+  panel.append(student, more, researcher);
+  researcher.append(
     p(
       "Lens probability.",
       "After every block L the model has a hidden state h",
@@ -110,10 +133,37 @@ export function createHelp() {
     h("span", { class: "iglens-help-icon", "aria-hidden": "true", text: "?" }),
     h("span", { text: "What am I looking at?" }),
   );
-  const off = listen(button, "click", () => {
-    panel.hidden = !panel.hidden;
-    button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
-  });
+  /** the switch's choice in the shown view (null: the view's own level) */
+  let choice = /** @type {boolean|null} */ (null);
+  const lessonView = () => !!model && model.get("view") === "lesson";
+  /** Show the level: the researcher text unless the student view opens on the student version. */
+  const apply = () => {
+    const detailed = choice ?? !lessonView();
+    researcher.hidden = !detailed;
+    panel.setAttribute("data-help-shown", detailed ? "researcher" : "student");
+    more.setAttribute("aria-expanded", detailed ? "true" : "false");
+    more.textContent = detailed ? "Less detail" : "More detail";
+  };
+  const onView = () => {
+    choice = null;
+    apply();
+  };
+  model?.on("change:view", onView);
+  const offs = [
+    listen(button, "click", () => {
+      panel.hidden = !panel.hidden;
+      button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
+    }),
+    listen(more, "click", () => {
+      choice = !!researcher.hidden;
+      apply();
+    }),
+  ];
+  apply();
+  const off = () => {
+    offs.forEach((f) => f());
+    model?.off?.("change:view", onView);
+  };
   /** @param {import("../result.js").Result|null} r */
   const update = (r) => {
     currentLens.textContent = r ? `This result is read through the ${lensPhrase(r.lens)}.` : "";

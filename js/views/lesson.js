@@ -15,6 +15,7 @@ import { lessonData, lessonPosition } from "../lesson.js";
 import { notableBlocks, readout, stepCursor, playNext } from "../walk.js";
 import { lessonCurve } from "./lesson/curve.js";
 import { lensColumn, guessChip } from "./lesson/column.js";
+import { lessonExport } from "./lesson/export.js";
 import { lessonNotes } from "./lesson/notes.js";
 import { createPromptBox, createCompareBox } from "./prompt.js";
 
@@ -143,6 +144,7 @@ export function createLesson(ctx) {
       ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
     left.append(figure, legend(lesson), walk.el, storyEl, glossary(r));
+    left.querySelector(".iglens-lesson-legend")?.append(exporter.el); // PNG / SVG for a slide, on the key's line
     el.prepend(ask.el); // the question first
     left.insertBefore(versus.el, walk.el); // under the curve's legend
     versus.prefill();
@@ -196,6 +198,7 @@ export function createLesson(ctx) {
   }
 
   const toggle = () => (timer ? pause() : play());
+  const exporter = lessonExport(ctx, () => shown?.lesson ?? null, legendText);
   const offs = lessonListeners(el, {
     setCursor: (next) => (pause(), setCursor(next)),
     step: (d) => (pause(), setCursor(L + d)),
@@ -235,6 +238,7 @@ export function createLesson(ctx) {
       shown?.notes.destroy();
       ctx.model.off("change:notes", onNotes);
       offs.forEach((off) => off());
+      exporter.destroy();
     },
   };
 }
