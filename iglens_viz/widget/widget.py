@@ -223,13 +223,15 @@ class IGLensWidget(anywidget.AnyWidget):
     @traitlets.validate("notes")
     def _valid_notes(self, proposal: Mapping[str, Any]) -> list[dict[str, Any]]:
         try:
-            return check_notes(proposal["value"], **self._note_bounds())
+            positions, blocks = self._note_bounds()
+            return check_notes(proposal["value"], positions=positions, blocks=blocks)
         except InvalidRequestError as err:
             raise InvalidTraitError(str(err)) from None
 
-    def _note_bounds(self) -> dict[str, int]:
+    def _note_bounds(self) -> tuple[int, int]:
+        """The result's positions and blocks: the ranges a note's position and block take."""
         a = self._attribution
-        return {"positions": len(a.input_ids), "blocks": int(a.n_blocks)}
+        return len(a.input_ids), int(a.n_blocks)
 
     def add_note(self, text: str, *, position: int | None = None, block: int | None = None) -> int:
         """Pin a teacher note to ``position`` (a position of the result), ``block`` (a depth
@@ -238,7 +240,10 @@ class IGLensWidget(anywidget.AnyWidget):
         Returns the note's index in :attr:`notes`; raises :class:`InvalidTraitError` for a
         blank or long text, a position or block out of range, or a note pinned nowhere."""
         try:
-            note = make_note(text, position=position, block=block, **self._note_bounds())
+            positions, blocks = self._note_bounds()
+            note = make_note(
+                text, position=position, block=block, positions=positions, blocks=blocks
+            )
         except InvalidRequestError as err:
             raise InvalidTraitError(str(err)) from None
         self.notes = [*self.notes, note]
