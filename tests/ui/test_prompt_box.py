@@ -15,15 +15,20 @@ request the widget received:
 3. the student view of a widget with ``answer=" w9 w11"``: an answer typed into the compare
    box recomputes with ``versus=`` and the page draws both curves, the versus curve's
    log-probabilities equal to the reference's.
+
+With ``IGLENS_SCREENSHOTS`` set to a folder, the asked widget's student view, the running
+question in the full view and the compared curves are saved there as ``prompt-box-*.png``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import secrets
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,6 +203,13 @@ def opened(lab, browser, tmp_path_factory):
     context.close()
 
 
+def shot(locator, name: str) -> None:
+    folder = os.environ.get("IGLENS_SCREENSHOTS")
+    if folder:
+        locator.scroll_into_view_if_needed()
+        locator.screenshot(path=str(Path(folder) / f"prompt-box-{name}.png"))
+
+
 def output_of(page, cell: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".jp-OutputArea").first
 
@@ -235,6 +247,7 @@ def test_ask_a_new_question(lab, opened):
     got = drawn(out, "answer")
     assert got == pytest.approx(state["ref_answer_probs"], rel=1e-5, abs=1e-9)
     assert box.locator("textarea[name=prompt]").input_value() == "w9 w11 w13"  # kept
+    shot(out.locator(".iglens-root").first, "lesson")
     assert out.locator("[data-view=lesson] .iglens-prompt > .iglens-prompt-error").is_hidden()
 
     # a prompt too long: the page says so, nothing is sent, the result stays
@@ -263,6 +276,7 @@ def test_cancel_stops_the_question(lab, opened):
         what="the question running (progress above 0%)",
     )
     assert read(lab["cancel"])["running"].get("command") == "ask"
+    shot(out.locator(".iglens-controls").first, "running")
     clicked = time.monotonic()
     box.locator("[data-action=cancel-ask]").click()
     state = wait_for(
@@ -306,5 +320,6 @@ def test_compare_with_an_expected_answer(lab, opened):
     assert drawn(out, "answer") == pytest.approx(state["ref_answer_probs"], rel=1e-5, abs=1e-12)
     versus = [math.log(p) for p in drawn(out, "versus")]
     assert versus == pytest.approx(state["ref_versus_logprobs"], rel=1e-5, abs=1e-6)
+    shot(out.locator("[data-view=lesson]").first, "compare")
     legend = out.locator("[data-view=lesson] .iglens-lesson-legend").text_content()
     assert "compare with" in legend and "w7" in legend
