@@ -270,6 +270,17 @@ def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, cap
     ].iloc[0]
     assert ig.n_tokens == table.groupby(["prompt", "position"]).ngroups
     assert ig.agreement_lo <= ig.agreement <= ig.agreement_hi
+    # every token scores every method, so the mean paired difference is the difference of
+    # the summary's means
+    paired = pd.read_csv(out / "differences.csv").query("token_class == 'all'")
+    for method in ("random", "logit_jump", "block_1"):
+        d = paired[(paired["mode"] == "zero") & (paired.method == method)]
+        d = d[d.metric == "agreement"].iloc[0]
+        other = summary[
+            (summary["mode"] == "zero") & (summary.method == method) & (summary.token_class == "all")
+        ].iloc[0]
+        assert d.difference == pytest.approx(ig.agreement - other.agreement)
+        assert d.lo <= d.difference <= d.hi
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "| ig_lens |" in report and "best constant" in report
     # The model by its display name, not its folder's full path (issue 18, defect 8).

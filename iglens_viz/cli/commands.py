@@ -239,7 +239,7 @@ def _study_parser() -> argparse.ArgumentParser:
         type=Path,
         required=True,
         metavar="DIR",
-        help="folder for table.parquet, summary.csv, report.md and its figures; "
+        help="folder for table.parquet, summary.csv, differences.csv, report.md and its figures; "
         "rerun with the same folder to resume",
     )
     p.add_argument("--model", default=None, help="causal LM id or local folder")
@@ -329,7 +329,9 @@ def run_study(argv: list[str]) -> int:
     summary = result.summary(n_boot=args.boot, seed=args.seed)
     write_table(args.out / "table.parquet", result.table)
     write_atomic(args.out / "summary.csv", summary.to_csv(index=False))
-    report = result.report(args.out, summary)
+    differences = result.differences(n_boot=args.boot, seed=args.seed)
+    write_atomic(args.out / "differences.csv", differences.to_csv(index=False))
+    report = result.report(args.out, summary, differences)
     rows = headline(summary)
     rows = rows[(rows["mode"] == modes[0]) & (rows["token_class"] == "all")]
     print(
@@ -337,7 +339,7 @@ def run_study(argv: list[str]) -> int:
             index=False
         )
     )
-    for name in ("table.parquet", "summary.csv", report.name):
+    for name in ("table.parquet", "summary.csv", "differences.csv", report.name):
         print(f"wrote {args.out / name}")
     return 0
 

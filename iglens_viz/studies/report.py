@@ -239,11 +239,17 @@ def report_folder(folder: str | os.PathLike[str]) -> Path:
 
 
 def write_report(
-    study: Study, folder: str | os.PathLike[str], summary: DataFrame | None = None
+    study: Study,
+    folder: str | os.PathLike[str],
+    summary: DataFrame | None = None,
+    differences: DataFrame | None = None,
 ) -> Path:
-    """Write ``report.md`` and its figures into ``folder``; returns the report's path."""
+    """Write ``report.md`` and its figures into ``folder``; returns the report's path.
+    ``summary`` and ``differences`` default to :meth:`Study.summary` and
+    :meth:`Study.differences`."""
     folder = report_folder(folder)
     summary = study.summary() if summary is None else summary
+    differences = study.differences() if differences is None else differences
     meta = study.metadata
     table = study.table
     # metadata's "model" is the config's name_or_path (resume checks compare it): the
@@ -272,7 +278,6 @@ def write_report(
         "",
     ]
     heads = headline(summary)
-    differences = study.differences()
     _save(plot_onsets(table), folder / "onsets.png")
     lines += ["![onset histogram](onsets.png)", ""]
     for mode in study.modes:

@@ -73,7 +73,14 @@ StudyMode = Literal["zero", "mean", "resample"]
 STUDY_MODES: tuple[StudyMode, ...] = get_args(StudyMode)
 """Ablation modes a study can measure (see the module docstring)."""
 
-OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet", "summary.csv", "report.md")
+OUTPUT_FILES = (
+    "metadata.json",
+    "parts/",
+    "table.parquet",
+    "summary.csv",
+    "differences.csv",
+    "report.md",
+)
 """What a study writes into its ``out`` folder (besides the report's figures)."""
 
 
@@ -117,12 +124,17 @@ class Study:
 
         return paired_differences(self.scores(seed), n_boot=n_boot, seed=seed)
 
-    def report(self, folder: str | os.PathLike[str], summary: DataFrame | None = None) -> Path:
+    def report(
+        self,
+        folder: str | os.PathLike[str],
+        summary: DataFrame | None = None,
+        differences: DataFrame | None = None,
+    ) -> Path:
         """Write ``report.md`` with tables and seaborn figures into ``folder``; see
         :func:`iglens_viz.studies.report.write_report`. Returns its path."""
         from .report import write_report
 
-        return write_report(self, folder, summary)
+        return write_report(self, folder, summary, differences)
 
     def unreferenced(self) -> dict[str, int]:
         """Per ``mean`` / ``resample`` mode measured: the tokens (prompt, position) whose
