@@ -144,7 +144,7 @@ export function createLesson(ctx) {
       ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
     left.append(figure, legend(lesson), walk.el, storyEl, glossary(r));
-    left.querySelector(".iglens-lesson-legend")?.append(exporter.el); // PNG / SVG for a slide, on the key's line
+    el.querySelector(".iglens-lesson-head")?.append(exporter.el); // PNG / SVG for a slide: a corner of the header, no line of its own
     el.prepend(ask.el); // the question first
     left.insertBefore(versus.el, walk.el); // under the curve's legend
     versus.prefill();
