@@ -53,8 +53,10 @@ describe("the student view opens on the answer's content token", () => {
     expect(lesson.hidden).toBe(false);
     expect(q(el, "[data-view=heatmap]").hidden).toBe(true);
     expect(q(el, ".iglens-root").classList.contains("iglens-lesson-mode")).toBe(true);
-    // no export of this view yet; no estimator, steps or segments in its text
+    // the switcher's export buttons hidden: the view has its own, for a slide; no estimator,
+    // steps or segments in its text
     expect([...el.querySelectorAll("[data-export]")].every((b) => /** @type {HTMLElement} */ (b).hidden)).toBe(true);
+    expect([...lesson.querySelectorAll("[data-lesson-export]")].map((b) => b.getAttribute("data-lesson-export"))).toEqual(["png", "svg"]);
     expect(lesson.textContent).not.toMatch(/m=\d|estimator|Riemann|segment|\u0394p|onset/);
     expect(lesson.getAttribute("data-position")).toBe(String(golden.state.selected));
     expect(golden.state.selected).toBe(want.answer_positions[0]); // " w9" is not a prompt word

@@ -2,7 +2,8 @@
  * The view switcher: tabs "heatmap | grid | compare | lesson" over the main view slot (the
  * `view` trait, so Python and exported pages choose the opening view), and the export buttons
  * (`data-export="png"` / `data-export="svg"`) that download the shown view as a figure. The
- * student view ("lesson") has no export yet (its buttons are hidden) and puts the root in
+ * student view ("lesson") has its own slide buttons (views/lesson/export.js: these are hidden
+ * there) and puts the root in
  * lesson mode (`.iglens-lesson-mode`: the dashboard's controls, detail and answers panels
  * hidden, widget.css).
  *
