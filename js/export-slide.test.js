@@ -201,7 +201,7 @@ describe("the buttons", () => {
         fr.readAsText(blobs[0]);
       });
       expect(svg).toMatch(/^<\?xml/);
-      expect(lesson.querySelector(".iglens-export-status")?.textContent).toBe("saved iglens-lesson-tiny-llama-b.svg");
+      expect(lesson.querySelector(".iglens-slide-export-status")?.textContent).toBe("saved iglens-lesson-tiny-llama-b.svg");
       model.set("view", "heatmap");
       const curveButtons = [...el.querySelectorAll(".iglens-detail [data-curve-export]")].map((b) => b.getAttribute("data-curve-export"));
       expect(curveButtons).toEqual(["png", "svg"]);

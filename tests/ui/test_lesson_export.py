@@ -107,7 +107,7 @@ def test_lesson_slide_downloads_as_svg_and_png(opened, result):
     (curve,) = lines
     want = 100 * np.asarray(result.lens_probs[pos], dtype=np.float64)
     np.testing.assert_allclose(in_percent(texts, curve), want, atol=0.05)
-    assert page.text_content("[data-view=lesson] .iglens-export-status") == (
+    assert page.text_content("[data-view=lesson] .iglens-slide-export-status") == (
         "saved iglens-lesson-synthetic.svg"
     )
     png = "[data-view=lesson] [data-lesson-export=png]"

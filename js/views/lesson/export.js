@@ -21,7 +21,7 @@ const SAVED_MS = 5000;
  * @returns {{el: HTMLElement, destroy: () => void}}
  */
 export function slideExport(ctx, what, attr, figure, label = true) {
-  const status = h("span", { class: "iglens-export-status iglens-muted", role: "status" });
+  const status = h("span", { class: "iglens-slide-export-status iglens-muted", role: "status" });
   let timer = /** @type {ReturnType<typeof setTimeout>|null} */ (null);
   const say = (/** @type {string} */ text, ms = 0) => {
     if (timer) clearTimeout(timer);
