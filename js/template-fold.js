@@ -59,19 +59,20 @@ export function templateFolded(mode, view) {
 }
 
 /**
- * A folded run's chip (a button: a click unfolds the template).
+ * A folded run's chip: an option of the strip's listbox (a listbox holds options only),
+ * named by its text, whose click unfolds the template (the switch does it by keyboard).
  * @param {[number, number]} run
  */
 function foldChip(run) {
   const [a, b] = run;
   const n = b - a + 1;
-  return h("button", {
-    type: "button",
+  return h("span", {
     class: "iglens-template-fold",
+    role: "option",
+    "aria-selected": "false",
     "data-fold-start": a,
     "data-fold-end": b,
     title: `the chat template, positions ${a}\u2013${b} (${n} tokens): click to show them`,
-    "aria-label": `chat template, ${n} tokens folded: show them`,
     text: `\u2026 template \u00b7 ${n} tokens`,
   });
 }

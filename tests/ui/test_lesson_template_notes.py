@@ -26,6 +26,15 @@ import iglens_viz
 
 from .helpers import PageRecorder
 
+ROOT = Path(__file__).resolve().parents[2]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+AXE_RUN = """async () => {
+  const res = await axe.run(document, {resultTypes: ['violations']});
+  return res.violations.filter((v) => ['critical', 'serious'].includes(v.impact))
+    .map((v) => ({id: v.id, impact: v.impact,
+      where: v.nodes.slice(0, 3).map((n) => n.target.join(' ') + ': ' + n.failureSummary)}));
+}"""
+
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
 PROMPT = "What is the capital of Vietnam?"
@@ -50,8 +59,10 @@ def vietnam(tmp_path_factory):
     return result, widget, path
 
 
-def open_page(browser, path):
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+def open_page(browser, path, **kwargs):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, device_scale_factor=1, **kwargs
+    )
     page = context.new_page()
     page.set_default_timeout(30_000)
     recorder = PageRecorder().attach(page)
@@ -159,5 +170,22 @@ def test_notes_show_as_text_and_survive_export(browser, vietnam, tmp_path):
     shots = os.environ.get("IGLENS_SCREENSHOTS")
     for folder in [tmp_path] + ([Path(shots)] if shots else []):
         page.screenshot(path=str(Path(folder) / "lesson-notes-1280-light.png"))
+    assert recorder.console_errors == [] and recorder.page_errors == []
+    context.close()
+
+
+@pytest.mark.skipif(not AXE.is_file(), reason="axe-core is not installed (npm ci)")
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_serious_violation_with_folds_and_notes(browser, vietnam, scheme):
+    _, _, path = vietnam
+    # the page's CSP admits its own script only: axe is injected
+    context, page, recorder = open_page(browser, path, color_scheme=scheme, bypass_csp=True)
+    page.add_script_tag(path=str(AXE))
+    assert page.locator(".iglens-template-fold").count() == 2
+    assert page.locator("aside.iglens-note").count() == 2
+    found = {"folded, notes": page.evaluate(AXE_RUN)}
+    page.click(".iglens-note-editor > summary")
+    found["editor open"] = page.evaluate(AXE_RUN)
+    assert found == {"folded, notes": [], "editor open": []}, found
     assert recorder.console_errors == [] and recorder.page_errors == []
     context.close()
