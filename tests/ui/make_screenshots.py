@@ -9,7 +9,10 @@ with the token before the answer's city selected and its head split
 of the Vietnam and France prompts on one colour scale (``compare-…``); and presentation mode
 (the header's "present" button clicked) on a 1024×768 projector, the viewport as shown: the
 default view (``present-1024-…``), the grid (``present-grid-1024-…``) and the compare view
-(``present-compare-1024-…``). Not a test; run from the repository root::
+(``present-compare-1024-…``); and the student view (``view = "lesson"``, no ``selected=``: it
+opens on the answer's first content token, ``[41] ␣is → ␣Ho``) at 1280×800 and 1024×768, the
+viewport as shown (``lesson-1280-…``, ``lesson-1024-…``; the README's first picture). Not a
+test; run from the repository root::
 
     python tests/ui/make_screenshots.py [--out docs/screenshots]
 """
@@ -30,6 +33,7 @@ PROMPT = "What is the capital of Vietnam?"
 OTHER_PROMPT = "What is the capital of France?"
 WIDTHS = (1280, 1024, 700)
 PROJECTOR = {"width": 1024, "height": 768}
+LESSON = [(1280, 800), (1024, 768)]  # the student view's windows (tests/ui/test_lesson_view.py)
 PRESENT = {  # view -> file name stem
     "widget": "present-1024",
     "grid": "present-grid-1024",
@@ -73,14 +77,20 @@ def _attribute(lens, prompt: str):
     return result, (named or answer or [len(result.input_ids) - 1])[0]
 
 
-def real_pages(folder: Path) -> tuple[dict[str, Path], int]:
-    """The exported pages to shoot, by view name, and the selected position."""
+def real_pages(folder: Path) -> tuple[dict[str, Path], int, int]:
+    """The exported pages to shoot, by view name, the selected position and the position
+    the student view opens on by itself."""
     import iglens_viz
     from iglens_viz.export import to_html
 
     model, tokenizer = iglens_viz.load_model()
     lens = iglens_viz.IGLens(model, tokenizer)
     result, selected = _attribute(lens, PROMPT)
+    # The student view as a teacher opens it: no selected=, it opens on the point.
+    lesson = result.widget()
+    lesson.view = "lesson"
+    lesson.to_html(folder / "lesson.html")
+    opens = lesson.selected
     # The selected token's head split, as a widget click computes it (8 steps per segment).
     result = lens.with_components(result, [selected], steps=8)
     pages = {
@@ -100,10 +110,11 @@ def real_pages(folder: Path) -> tuple[dict[str, Path], int]:
         pinned=[[0, selected], [1, other_selected]],
         selected=selected,
     ).to_html(pages["compare"])
-    return pages, selected
+    pages["lesson"] = folder / "lesson.html"
+    return pages, selected, opens
 
 
-def shoot(pages: dict[str, Path], out: Path, selected: int) -> list[Path]:
+def shoot(pages: dict[str, Path], out: Path, selected: int, opens: int) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     from ui.helpers import PageRecorder, launch_chromium
@@ -111,7 +122,8 @@ def shoot(pages: dict[str, Path], out: Path, selected: int) -> list[Path]:
     written = []
     with sync_playwright() as p:
         browser = launch_chromium(p)
-        for (view, page_path), width, scheme in product(pages.items(), WIDTHS, ("light", "dark")):
+        shown = {k: v for k, v in pages.items() if k != "lesson"}
+        for (view, page_path), width, scheme in product(shown.items(), WIDTHS, ("light", "dark")):
             context = browser.new_context(
                 color_scheme=scheme, device_scale_factor=1, viewport={"width": width, "height": 900}
             )
@@ -132,6 +144,9 @@ def shoot(pages: dict[str, Path], out: Path, selected: int) -> list[Path]:
             context.close()
         for (view, stem), scheme in product(PRESENT.items(), ("light", "dark")):
             written.append(_shoot_present(browser, pages[view], out, view, stem, scheme, selected))
+        for (width, height), scheme in product(LESSON, ("light", "dark")):
+            lesson = pages["lesson"]
+            written.append(_shoot_lesson(browser, lesson, out, width, height, scheme, opens))
         browser.close()
     return written
 
@@ -167,15 +182,41 @@ def _shoot_present(browser, page_path: Path, out: Path, view, stem, scheme, sele
     return target
 
 
+def _shoot_lesson(browser, page_path: Path, out, width: int, height: int, scheme, opens) -> Path:
+    """The student view where it opens (no ``selected=``), the viewport as shown; ``opens``:
+    the position the widget chose (its ``selected``), which the page must show."""
+    from ui.helpers import PageRecorder
+
+    viewport = {"width": width, "height": height}
+    context = browser.new_context(color_scheme=scheme, device_scale_factor=1, viewport=viewport)
+    page = context.new_page()
+    recorder = PageRecorder().attach(page)
+    page.goto(page_path.as_uri())
+    page.wait_for_selector("[data-view=lesson] svg.iglens-lesson-curve", timeout=60_000)
+    page.mouse.move(2, 2)  # park the mouse outside the views
+    page.wait_for_timeout(300)
+    target = out / f"lesson-{width}-{scheme}.png"
+    page.screenshot(path=str(target))
+    opened = page.get_attribute("[data-view=lesson]", "data-position")
+    if opened != str(opens):
+        raise RuntimeError(f"lesson {width} {scheme}: opened on {opened}, not {opens}")
+    problems = recorder.console_errors + recorder.page_errors + recorder.network
+    if problems:
+        raise RuntimeError(f"lesson {width} {scheme}: {problems}")
+    context.close()
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        pages, selected = real_pages(Path(tmp))
-        for path in shoot(pages, args.out, selected):
-            print(f"wrote {path} (selected position {selected})")
+        pages, selected, opens = real_pages(Path(tmp))
+        for path in shoot(pages, args.out, selected, opens):
+            at = opens if path.name.startswith("lesson-") else selected
+            print(f"wrote {path} (selected position {at})")
 
 
 if __name__ == "__main__":
