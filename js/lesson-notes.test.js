@@ -37,7 +37,10 @@ function mount(traits = {}, template = null) {
 /** @param {ParentNode} el @param {string} sel */
 const q = (el, sel) => /** @type {HTMLElement} */ (el.querySelector(sel));
 /** The positions whose chips are shown. @param {HTMLElement} el */
-const visible = (el) => [...el.querySelectorAll(".iglens-strip [data-token-index]")].filter((c) => !(/** @type {HTMLElement} */ (c).hidden)).map((c) => Number(c.getAttribute("data-token-index")));
+const visible = (el) =>
+  [...el.querySelectorAll(".iglens-strip [data-token-index]")]
+    .filter((c) => !(/** @type {HTMLElement} */ (c).hidden))
+    .map((c) => Number(c.getAttribute("data-token-index")));
 const range = (/** @type {number} */ a, /** @type {number} */ b) => Array.from({ length: b - a }, (_, i) => a + i);
 
 describe("the template switch", () => {
@@ -123,7 +126,15 @@ describe("teacher notes", () => {
   const EVIL = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script> & look here';
 
   it("reads the trait defensively and builds notes as Python stores them", () => {
-    const raw = [{ position: 1, text: "a" }, { block: 2, text: "b" }, { position: 99, text: "far" }, { text: "nowhere" }, { position: 1, text: "  " }, "x", { block: 1, position: 0, text: "c" }];
+    const raw = [
+      { position: 1, text: "a" },
+      { block: 2, text: "b" },
+      { position: 99, text: "far" },
+      { text: "nowhere" },
+      { position: 1, text: "  " },
+      "x",
+      { block: 1, position: 0, text: "c" },
+    ];
     const notes = readNotes(raw, 5, 4);
     expect(notes.map((n) => n.index)).toEqual([0, 1, 6]);
     expect(notesAt(notes, 1).map((n) => n.text)).toEqual(["a", "b"]);
@@ -133,13 +144,25 @@ describe("teacher notes", () => {
     expect(newNote("   ", { position: 3 })).toBe(null);
     expect(newNote("hi", {})).toBe(null);
     expect(/** @type {any} */ (newNote("x".repeat(MAX_NOTE_CHARS + 10), { block: 0 })).text.length).toBe(MAX_NOTE_CHARS);
-    expect(readNotes(Array.from({ length: MAX_NOTES + 5 }, () => ({ block: 0, text: "n" })), 5, 4).length).toBe(MAX_NOTES);
+    expect(
+      readNotes(
+        Array.from({ length: MAX_NOTES + 5 }, () => ({ block: 0, text: "n" })),
+        5,
+        4,
+      ).length,
+    ).toBe(MAX_NOTES);
     expect([boundaryOfBlock([0, 1, 4], 4), boundaryOfBlock([0, 1, 4], 2), boundaryOfBlock([0, 1, 4], 9)]).toEqual([2, 2, -1]);
   });
 
   it("shows the position's notes as callouts, text only, and marks the noted chip in the strip", () => {
     const sel = golden.state.selected;
-    const { el, lesson } = mount({ notes: [{ position: sel, text: EVIL }, { position: 0, text: "elsewhere" }, { block: 1, text: "block one" }] });
+    const { el, lesson } = mount({
+      notes: [
+        { position: sel, text: EVIL },
+        { position: 0, text: "elsewhere" },
+        { block: 1, text: "block one" },
+      ],
+    });
     const callouts = [...lesson.querySelectorAll("aside.iglens-note")];
     expect(callouts.map((c) => q(c, ".iglens-note-text").textContent)).toEqual([EVIL, "block one"]);
     expect(el.querySelector("img, script")).toBe(null);
