@@ -175,3 +175,16 @@ def test_a_failing_picture_never_breaks_the_widget(widget, monkeypatch, caplog):
         data, _ = bundle_of(widget)
     assert set(data) == {"text/plain", WIDGET_VIEW}
     assert "no picture today" in caplog.text
+
+
+def test_an_excluded_picture_is_never_drawn(widget, monkeypatch):
+    # display(w, exclude=["image/png"]) (the Voilà app) skips the picture and its cost
+    from IPython.core.formatters import DisplayFormatter
+
+    drawn = []
+    monkeypatch.setattr(fallback, "fallback_png", lambda w: drawn.append(w) or b"")
+    data, _ = DisplayFormatter().format(widget, exclude=["image/png"])
+    assert WIDGET_VIEW in data and "image/png" not in data
+    assert drawn == []
+    data, _ = DisplayFormatter().format(widget)
+    assert "image/png" in data and drawn == [widget]

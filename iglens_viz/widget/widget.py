@@ -356,11 +356,15 @@ class IGLensWidget(anywidget.AnyWidget):
         """The widget view (anywidget's bundle) and beside it ``image/png``, a static picture
         of the current view (:mod:`iglens_viz.widget.fallback`) for where no widget manager
         runs: GitHub, nbviewer, offline nbconvert HTML. Jupyter front ends rank the widget
-        view first. A picture that fails to render is left out (logged), never the widget."""
+        view first. A picture that fails to render is left out (logged), never the widget;
+        one the caller excludes (``display(w, exclude=["image/png"])``, as the Voilà app
+        does) is not drawn at all, which spares the kernel matplotlib."""
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        if "image/png" in (kwargs.get("exclude") or ()):
+            return data, metadata
         try:
             import base64
 
