@@ -276,9 +276,8 @@ def test_cli_study_writes_table_summary_and_report(tiny_model_dir, tmp_path, cap
     for method in ("random", "logit_jump", "block_1"):
         d = paired[(paired["mode"] == "zero") & (paired.method == method)]
         d = d[d.metric == "agreement"].iloc[0]
-        other = summary[
-            (summary["mode"] == "zero") & (summary.method == method) & (summary.token_class == "all")
-        ].iloc[0]
+        other = summary.query("mode == 'zero' and token_class == 'all' and method == @method")
+        other = other.iloc[0]
         assert d.difference == pytest.approx(ig.agreement - other.agreement)
         assert d.lo <= d.difference <= d.hi
     report = (out / "report.md").read_text(encoding="utf-8")

@@ -547,9 +547,7 @@ def test_paired_differences_match_per_token_differences():
         m: scores.pivot(index=["prompt", "position"], columns="method", values=m).astype(float)
         for m in ("agreement", "rho")
     }
-    clusters = scores.drop_duplicates(["prompt", "position"]).sort_values(
-        ["prompt", "position"]
-    )
+    clusters = scores.drop_duplicates(["prompt", "position"]).sort_values(["prompt", "position"])
     for method in ("random", "shuffled", "logit_jump", "block_3"):
         for metric in ("agreement", "rho"):
             per_token = (wide[metric]["ig_lens"] - wide[metric][method]).to_numpy(float)
