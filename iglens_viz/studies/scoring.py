@@ -742,6 +742,20 @@ def _wide(s: DataFrame, methods: list[str]) -> tuple[DataFrame, dict[str, np.nda
     return tokens, wide
 
 
+def _means(
+    values: np.ndarray, clusters: np.ndarray, n_boot: int, seed: int, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nan-means of the columns of ``values`` and their cluster-bootstrap bounds, every
+    column from the same resamples (``seed``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
+        point = np.nanmean(values, axis=0) if len(values) else np.full(values.shape[1], np.nan)
+    lo, hi = _bootstrap(
+        values, clusters, int(n_boot), np.random.default_rng(seed), level, center=point
+    )
+    return point, lo, hi
+
+
 def summarize(
     scores: DataFrame, n_boot: int = 1000, seed: int = 0, level: float = 0.95
 ) -> DataFrame:
@@ -789,13 +803,7 @@ def summarize(
         prompts = tokens["prompt"].to_numpy(dtype=np.int64)
         clusters = pd.factorize(tokens[CLUSTER_COLUMN])[0]
         for cls, mask in _class_masks(tokens).items():
-            v = values[mask]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
-                point = np.nanmean(v, axis=0) if len(v) else np.full(v.shape[1], np.nan)
-            lo, hi = _bootstrap(
-                v, clusters[mask], int(n_boot), np.random.default_rng(seed), level, center=point
-            )
+            point, lo, hi = _means(values[mask], clusters[mask], n_boot, seed, level)
             n_tokens = int(mask.sum())
             n_prompts = int(len(np.unique(prompts[mask])))
             n_clusters = int(len(np.unique(clusters[mask])))
@@ -897,13 +905,7 @@ def paired_differences(
         diffs = np.concatenate([wide[m][:, :1] - wide[m][:, 1:] for m in METRICS], axis=1)
         clusters = pd.factorize(tokens[CLUSTER_COLUMN])[0]
         for cls, mask in _class_masks(tokens).items():
-            d = diffs[mask]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
-                point = np.nanmean(d, axis=0) if len(d) else np.full(d.shape[1], np.nan)
-            lo, hi = _bootstrap(
-                d, clusters[mask], int(n_boot), np.random.default_rng(seed), level, center=point
-            )
+            point, lo, hi = _means(diffs[mask], clusters[mask], n_boot, seed, level)
             n_tokens = int(mask.sum())
             n_clusters = int(len(np.unique(clusters[mask])))
             for i, metric in enumerate(METRICS):
