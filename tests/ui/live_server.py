@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -258,6 +259,22 @@ def jupyter_args(app: str, *, port: int, token: str, root_dir: Path) -> list[str
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root_dir}",
     ]
+
+
+@contextlib.contextmanager
+def serve_lab(work: Path, notebook_name: str, *, env: dict[str, str], log: Path) -> Iterator[dict]:
+    """JupyterLab serving ``work`` on a free port until the block ends (no news, no update
+    check); yields the notebook's ``url`` and the server's ``host``."""
+    port, token = free_port(), secrets.token_hex(16)
+    base = f"http://127.0.0.1:{port}"
+    args = [
+        *jupyter_args("lab", port=port, token=token, root_dir=work),
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    ready = f"{base}/api/status?token={token}"
+    with serve(args, ready_url=ready, log=log, cwd=work, env=env, name="JupyterLab"):
+        yield {"url": f"{base}/lab/tree/{notebook_name}?token={token}", "host": f"127.0.0.1:{port}"}
 
 
 @contextlib.contextmanager

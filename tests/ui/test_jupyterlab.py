@@ -12,7 +12,6 @@ lens of step 6 is fitted there on first use, on the package's default corpus.
 from __future__ import annotations
 
 import json
-import secrets
 
 import pytest
 
@@ -24,14 +23,12 @@ from .live_server import (
     SETUP_CELL,
     TESTS,
     TIMEOUT,
-    free_port,
-    jupyter_args,
     jupyter_home,
     notebook,
     python_state,
     reported,
     run_cell,
-    serve,
+    serve_lab,
     wait_for,
 )
 
@@ -58,24 +55,9 @@ def lab(tmp_path_factory):
     )
     (work / "widget.ipynb").write_text(json.dumps(nb))
 
-    port, token = free_port(), secrets.token_hex(16)
-    base = f"http://127.0.0.1:{port}"
     log = root / "lab.log"
-    args = [
-        *jupyter_args("lab", port=port, token=token, root_dir=work),
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    ready = f"{base}/api/status?token={token}"
-    with serve(args, ready_url=ready, log=log, cwd=work, env=env, name="JupyterLab"):
-        yield {
-            "url": f"{base}/lab/tree/widget.ipynb?token={token}",
-            "state": state,
-            "out": out,
-            "answers": answers,
-            "log": log,
-            "host": f"127.0.0.1:{port}",
-        }
+    with serve_lab(work, "widget.ipynb", env=env, log=log) as server:
+        yield {**server, "state": state, "out": out, "answers": answers, "log": log}
 
 
 @pytest.fixture

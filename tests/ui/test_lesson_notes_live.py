@@ -15,7 +15,6 @@ observer in the kernel writes what Python holds (``notes``, ``template``, and th
 from __future__ import annotations
 
 import json
-import secrets
 
 import pytest
 
@@ -24,13 +23,11 @@ from .live_server import (
     RENDER_TIMEOUT,
     TESTS,
     TIMEOUT,
-    free_port,
-    jupyter_args,
     jupyter_home,
     notebook,
     reported,
     run_cell,
-    serve,
+    serve_lab,
     wait_for,
 )
 
@@ -83,26 +80,11 @@ def lab(tmp_path_factory):
     state, page = root / "state.json", root / "export.html"
     cells = [SETUP.format(tests=str(TESTS), state=str(state), page=str(page)), ADD_CELL]
     (work / "notes.ipynb").write_text(json.dumps(notebook(cells)))
-    port, token = free_port(), secrets.token_hex(16)
-    base = f"http://127.0.0.1:{port}"
     log = root / "lab.log"
-    args = [
-        *jupyter_args("lab", port=port, token=token, root_dir=work),
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    with serve(
-        args,
-        ready_url=f"{base}/api/status?token={token}",
-        log=log,
-        cwd=work,
-        env=env,
-        name="JupyterLab",
-    ):
+    with serve_lab(work, "notes.ipynb", env=env, log=log) as server:
         yield {
-            "url": f"{base}/lab/tree/notes.ipynb?token={token}",
+            **server,
             "log": log,
-            "host": f"127.0.0.1:{port}",
             "state": state,
             "page": page,
             "shot": root / "notes-live.png",

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import re
-import secrets
 import time
 from pathlib import Path
 
@@ -38,13 +37,11 @@ from .live_server import (
     RENDER_TIMEOUT,
     TESTS,
     TIMEOUT,
-    free_port,
-    jupyter_args,
     jupyter_home,
     notebook,
     reported,
     run_cell,
-    serve,
+    serve_lab,
     wait_for,
 )
 
@@ -155,28 +152,9 @@ def lab(tmp_path_factory):
         ]
     )
     (work / "prompt.ipynb").write_text(json.dumps(nb))
-    port, token = free_port(), secrets.token_hex(16)
-    base = f"http://127.0.0.1:{port}"
     log = root / "lab.log"
-    args = [
-        *jupyter_args("lab", port=port, token=token, root_dir=work),
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    with serve(
-        args,
-        ready_url=f"{base}/api/status?token={token}",
-        log=log,
-        cwd=work,
-        env=env,
-        name="JupyterLab",
-    ):
-        yield {
-            "url": f"{base}/lab/tree/prompt.ipynb?token={token}",
-            "log": log,
-            "host": f"127.0.0.1:{port}",
-            **states,
-        }
+    with serve_lab(work, "prompt.ipynb", env=env, log=log) as server:
+        yield {**server, "log": log, **states}
 
 
 @pytest.fixture(scope="module")
