@@ -36,13 +36,11 @@ Usage::
     python benchmarks/bench_lens.py --quick          # smoke run: T = 32, 1 round, 2 Llama blocks
     python benchmarks/bench_lens.py --llama-layers 4 --rounds 3 --json lens.json
 
-Last measured 2 December 2026 on a BUSY machine (2 cores, AMD EPYC family 25 under KVM,
-torch 2.13.0 CPU, 2 threads; load average 5.5 → 3.8; other processes took 43–50% of the
-CPUs), ``--llama-layers 4 --rounds 3`` (the Llama shape with 4 blocks, not 16, for time):
-lens/logit median of per-round ratios SmolLM2 T=128 1.07× (a 7-round rerun; the 3-round
-run was stalled: 1.76×), T=512 1.03×; Llama shape T=128 1.00×, T=512 0.91×; the transform
-alone 1–2.5% of a lensed call. Met in these medians, but single rounds swung ±20% and the
-two least disturbed SmolLM2 T=128 rounds gave 1.17× and 1.12×: rerun on a quiet machine.
+Last measured 2 December 2026 on a quiet machine (2 cores, AMD EPYC family 25 under KVM,
+torch 2.13.0 CPU, 2 threads; nothing else running), ``--llama-layers 4 --rounds 5``:
+lens/logit median of per-round ratios SmolLM2 T=128 1.01×, T=512 0.99×; Llama shape T=128
+0.85×, T=512 0.96×; the transform alone 1.0–1.2% of a lensed call, at its flop bound. Met;
+single rounds still swing ±20% on two cores, so read the transform's share for the cost.
 Figures and per-round ratios: ``benchmarks/README.md``, "Under a fitted lens".
 """
 
