@@ -129,6 +129,17 @@ def test_ask_drops_what_belonged_to_the_old_question(model):
     np.testing.assert_allclose(new.versus.lens_logprobs, want.versus.lens_logprobs)
 
 
+def test_a_new_question_drops_the_old_tokens_pins(model):
+    w = IGLensWidget(None, IGLens(model, tiny_tokenizer()), "w3 w5 w7 w9 w11 w13", target="next")
+    w.pinned = [[0, 1], [0, 4]]
+    w.recompute(target="predicted")  # the same tokens: the pins stay
+    assert w.pinned == [[0, 1], [0, 4]]
+    w.ask("w20 w21")  # two tokens: position 4 would name nothing
+    assert w.pinned == []
+    w.pinned = [[0, 1]]  # the new result's positions take pins again
+    assert w.pinned == [[0, 1]]
+
+
 def test_bad_question_keeps_the_result(model):
     w = IGLensWidget(None, IGLens(model, tiny_tokenizer()), "w3 w5 w7", max_new_tokens=2)
     page, shown = Page(w), w.result

@@ -698,9 +698,12 @@ class IGLensWidget(anywidget.AnyWidget):
         with self._sync_lock, self.hold_sync():
             self._attribution = result
             self.result = payload
-            if not same_ids:  # notes are about the old tokens (a recompute keeps them)
+            if not same_ids:
+                # a new question: its notes and pins were about the old tokens (a recompute
+                # keeps them; pins on a comparison's other results stay), and it opens on its
+                # point, as a new widget does
                 self.notes = []
-            if not same_ids:  # a new question: open on its point, as a new widget does
+                self.pinned = [pin for pin in self.pinned if pin[0] != 0]
                 self.hovered = -1
                 self.selected = payload_opening(payload)
             self.path = {}
