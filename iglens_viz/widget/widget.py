@@ -586,8 +586,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def _report(self, done: int, total: int) -> None:
         """The progress hook of a recompute: publish the share done; stop when cancelled."""
-        if self._cancel.is_set():
-            raise RecomputeCancelled("cancelled: the previous result is still shown")
+        self._check_cancelled()
         value = round(done / total, 3) if total else -1.0
         if value != self.progress:
             with self._sync_lock:
