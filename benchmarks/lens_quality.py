@@ -9,6 +9,8 @@ or fitted with the defaults on first use (a tuned or Jacobian fit takes long on 
     python benchmarks/lens_quality.py --lenses shortcut --json docs/data/lens_quality_default.json
     python benchmarks/lens_quality.py --model gemma-3-270m --lenses shortcut \\
         --json docs/data/lens_quality_gemma.json
+    python benchmarks/lens_quality.py --model gemma-3-270m --lenses tuned --add \\
+        --json docs/data/lens_quality_gemma.json   # one more lens, the others kept
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lenses", default="shortcut", help="comma-separated fitted lenses")
     parser.add_argument("--json", type=Path, default=None, help="write the table here")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument(
+        "--add", action="store_true", help="keep the other lenses already in --json's file"
+    )
     args = parser.parse_args(argv)
+    if args.add and args.json is None:
+        parser.error("--add needs --json, the file to add to")
     lenses = [s.strip() for s in args.lenses.split(",") if s.strip()]
 
     import torch
@@ -65,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = " | ".join(f"{rows[k]['kl'][L]:.3f} | {rows[k]['top1'][L]:.3f}" for k in order)
         print(f"| {L} | {cells} |")
     if args.json is not None:
+        if args.add and args.json.exists():
+            rows = _added(json.loads(args.json.read_text(encoding="utf-8")), name, rows)
         payload = {
             "model": name,
             "lenses": rows,
@@ -79,6 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(payload, indent=1, default=str) + "\n", encoding="utf-8")
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
+
+
+def _added(old: dict, name: str, rows: dict) -> dict:
+    """``old``'s lens rows with ``rows`` put in (a lens measured again replaces its row); the
+    file must be of the same model, whose logit-lens row is the same held-out measurement."""
+    if old.get("model") != name:
+        sys.exit(f"--add: {old.get('model')!r}'s table cannot take rows of {name!r}")
+    return {**old["lenses"], **rows}
 
 
 if __name__ == "__main__":

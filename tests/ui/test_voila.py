@@ -47,6 +47,11 @@ VOILA_CDN = "https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@"
 # Voilà 0.5.13 loads Notebook 7's lab extension too (it is installed beside it), which needs a
 # shared module Voilà does not provide: its module-federation runtime logs this error.
 UPSTREAM_ERROR = ("RUNTIME-012", "@jupyter-notebook/lab-extension")
+# mybinder.org's memory limit for a whole session, 2 GB (its user guide), in MiB. The app (its
+# kernel and the Voilà server, which is all a Binder of this demo runs) must fit in it. Not a
+# tighter figure: the kernel's RSS depends on the machine's libraries (952 MiB here, 1,027 MiB
+# on the CI machine), and docs/frontends.md gives the measured figures.
+BINDER_LIMIT_MIB = 2 * 10**9 // 2**20
 
 
 def test_app_is_committed_clean():
@@ -102,7 +107,7 @@ def expected():
 
 def kernel_memory(server) -> dict[str, int]:
     """The Voilà kernel's memory in MiB from /proc: VmRSS (RssAnon + RssFile + RssShmem),
-    VmHWM (its peak) and the unique set size."""
+    VmHWM (its peak) and the unique set size; and the Voilà server's RSS (``server_RSS``)."""
     import psutil
 
     kernels = [
@@ -116,6 +121,7 @@ def kernel_memory(server) -> dict[str, int]:
     with open(f"/proc/{k.pid}/status") as f:
         status = {ln.split(":")[0]: int(ln.split()[1]) // 1024 for ln in f if ln.startswith(fields)}
     status["USS"] = k.memory_full_info().uss // 2**20
+    status["server_RSS"] = psutil.Process(server.pid).memory_info().rss // 2**20
     return status
 
 
@@ -257,7 +263,8 @@ def test_app_in_voila(voila_app, expected, page, tmp_path):
     finally:
         print(f"--- Voilà log (tail) ---\n{voila_app['log'].read_text(errors='replace')[-3000:]}")
 
-    assert memory["VmRSS"] < 1024, memory  # the app's kernel within 1 GiB
+    for m in (memory, memory_after):  # the app, at its kernel's peak, fits in a Binder
+        assert m["VmHWM"] + m["server_RSS"] < BINDER_LIMIT_MIB, m
     assert all(u.startswith(VOILA_CDN) for u in aborted), aborted
     assert recorder.network == aborted
     ours = [
