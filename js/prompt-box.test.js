@@ -11,7 +11,7 @@ import { installFakeCanvas, fire } from "./testing/dom.js";
 import { kernelModel } from "./testing/kernel.js";
 import { render } from "./app.js";
 import { NO_KERNEL_NOTE } from "./views/kernel.js";
-import { MAX_PROMPT_LENGTH } from "./views/prompt.js";
+import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "./views/prompt.js";
 
 const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
 
@@ -103,6 +103,31 @@ describe("the prompt box", () => {
     fire(prompt, "keydown", { key: "Enter" });
     expect(model.commands("ask").length).toBe(1);
     expect(q(box.parentElement ?? box, ".iglens-prompt-error").hidden).toBe(true);
+  });
+
+  it("the answer length: sent when typed, absent when empty, refused in the page when not 1 … 256", () => {
+    const { model, box, id } = mount();
+    const prompt = field(box, "textarea[name=prompt]");
+    const length = /** @type {HTMLInputElement} */ (box.querySelector("input[name=max_new_tokens]"));
+    expect(length.type).toBe("number");
+    expect(length.placeholder).toBe("tokens"); // the payload's request teacher-forces its answer
+    prompt.value = "w3";
+    length.value = "7";
+    box.requestSubmit();
+    expect(model.last("ask")).toEqual({ kind: "ask", id: expect.any(String), result_id: id, prompt: "w3", max_new_tokens: 7 });
+    model.answer(/** @type {any} */ (model.last("ask")));
+    const error = q(box.parentElement ?? box, ".iglens-prompt-error");
+    for (const bad of ["0", String(MAX_ASK_NEW_TOKENS + 1), "2.5", "-3"]) {
+      length.value = bad;
+      box.requestSubmit();
+      expect(model.commands("ask").length).toBe(1);
+      expect(error.textContent).toBe(`The answer length is a whole number of tokens, 1 \u2026 ${MAX_ASK_NEW_TOKENS} (empty: as now).`);
+    }
+    length.value = "";
+    box.requestSubmit();
+    expect(model.commands("ask").length).toBe(2);
+    expect("max_new_tokens" in /** @type {any} */ (model.last("ask"))).toBe(false);
+    expect(error.hidden).toBe(true);
   });
 
   it("without a kernel: disabled, and the kernel note says why", async () => {

@@ -19,7 +19,7 @@ from widget_page import Page, error_of
 
 from iglens_viz import IGLens
 from iglens_viz.errors import InvalidRequestError
-from iglens_viz.protocol.commands import MAX_PROMPT_LENGTH, parse_command
+from iglens_viz.protocol.commands import MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH, parse_command
 from iglens_viz.widget import IGLensWidget
 from iglens_viz.widget.widget import ASK_NEW_TOKENS, RecomputeCancelled
 
@@ -76,6 +76,14 @@ def same(a, b) -> None:
             "the versus answer is",
         ),
         ({"kind": "ask", "id": "", "result_id": "r1", "prompt": "w3"}, "ask command's id"),
+        *(
+            (
+                {"kind": "ask", "id": "a", "result_id": "r1", "prompt": "w3", "max_new_tokens": n},
+                f"max_new_tokens is the answer's length, an integer 1 … {MAX_ASK_NEW_TOKENS}, "
+                f"or null (as the shown question), got {n!r}",
+            )
+            for n in (0, MAX_ASK_NEW_TOKENS + 1, True, "5", 2.0)
+        ),
     ],
 )
 def test_parse_errors(message, error):
@@ -89,6 +97,23 @@ def test_parse_ok():
     assert c.fields == {"result_id": "r1", "prompt": " w3 ", "versus": None}
     c = parse_command({"kind": "recompute", "id": "a", "result_id": "r1", "controls": {}})
     assert "versus" not in c.fields  # absent: the request keeps its own
+    c = parse_command({"kind": "ask", "id": "a", "result_id": "r1", "prompt": "w3"})
+    assert "max_new_tokens" not in c.fields  # absent: generated as the shown request does
+    c = parse_command(
+        {"kind": "ask", "id": "a", "result_id": "r1", "prompt": "w3", "max_new_tokens": 256}
+    )
+    assert c.fields["max_new_tokens"] == MAX_ASK_NEW_TOKENS
+
+
+def test_the_page_checks_the_same_limits():
+    """js/views/prompt.js refuses in the page what Python refuses: its copies of the limits."""
+    import re
+    from pathlib import Path
+
+    source = (Path(__file__).parents[1] / "js" / "views" / "prompt.js").read_text()
+    mirrored = dict(re.findall(r"export const (MAX_\w+) = (\d+);", source))
+    want = {"MAX_PROMPT_LENGTH": MAX_PROMPT_LENGTH, "MAX_ASK_NEW_TOKENS": MAX_ASK_NEW_TOKENS}
+    assert {k: int(v) for k, v in mirrored.items()} == want
 
 
 # ---------------------------------------------------------------- ask
@@ -113,6 +138,20 @@ def test_ask_generates_as_the_shown_request(model):
     # the page saw the progress climb (never backwards) while it ran
     shares = [u["progress"] for u in page.updates if u.get("progress", -1) >= 0]
     assert shares and shares == sorted(shares) and shares[-1] <= 1.0
+
+
+def test_ask_with_an_answer_length(model):
+    """The prompt box's length field: the new answer has that many tokens, not the shown
+    request's, and the next question without one keeps the length it set."""
+    w = IGLensWidget(None, IGLens(model, tiny_tokenizer()), "w3 w5 w7", max_new_tokens=3)
+    page = Page(w)
+    answer = page.ask("ask", prompt="w9 w11", max_new_tokens=5)
+    assert answer["ok"], answer
+    want = fresh_lens().attribute("w9 w11", max_new_tokens=5)
+    same(w.attribution, want)
+    assert w.attribution.request.max_new_tokens == 5 and w.attribution.answer is not None
+    assert page.ask("ask", prompt="w13", max_new_tokens=None)["ok"]
+    same(w.attribution, fresh_lens().attribute("w13", max_new_tokens=5))
 
 
 def test_ask_drops_what_belonged_to_the_old_question(model):

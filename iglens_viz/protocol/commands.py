@@ -17,6 +17,7 @@ from ..errors import InvalidRequestError
 
 __all__ = [
     "COMMANDS",
+    "MAX_ASK_NEW_TOKENS",
     "MAX_ID_LENGTH",
     "MAX_PROMPT_LENGTH",
     "Command",
@@ -35,6 +36,10 @@ MAX_ID_LENGTH = 64
 MAX_PROMPT_LENGTH = 20_000
 """The longest text a command carries, in characters: the prompt of an ``ask``, a ``versus``
 answer, the counterfactual prompt of a causal check."""
+
+MAX_ASK_NEW_TOKENS = 256
+"""The longest answer an ``ask`` may ask for, in tokens: a click in the page should not start
+an hour of generation and attribution (a notebook call to ``attribute`` has no such limit)."""
 
 CHECK_POSITIONS = ("target", "all")
 """The ``positions`` of an ``ablation`` command: the answer position only, or every one."""
@@ -79,8 +84,9 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
         replaced (and its answer generated as the request does: ``chat``,
         ``max_new_tokens``; see :meth:`IGLensWidget.ask`), with progress, cancellable;
         answered by a new ``result``. Optional: ``versus`` (an answer to compare the new
-        answer with, or null).""",
-        optional=("versus",),
+        answer with, or null) and ``max_new_tokens`` (the answer's length, 1 …
+        :data:`MAX_ASK_NEW_TOKENS` tokens; absent or null: as the shown request).""",
+        optional=("versus", "max_new_tokens"),
     ),
     "cancel": CommandSpec(
         ("request_id",),
@@ -202,6 +208,14 @@ def _field(kind: str, name: str, value: Any) -> Any:
                 f"{MAX_PROMPT_LENGTH}: shorten it"
             )
         return value if value and value.strip() else None
+    if name == "max_new_tokens":
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if value is not None and not (whole and 1 <= value <= MAX_ASK_NEW_TOKENS):
+            raise InvalidRequestError(
+                f"{_a(kind)} {kind} command's max_new_tokens is the answer's length, an integer "
+                f"1 … {MAX_ASK_NEW_TOKENS}, or null (as the shown question), got {value!r:.80}"
+            )
+        return value
     if name == "controls":
         if not isinstance(value, Mapping):
             raise InvalidRequestError(

@@ -534,7 +534,10 @@ class IGLensWidget(anywidget.AnyWidget):
     def _command_ask(self, command: Command) -> None:
         lens = self._require_lens("asking a new question")
         self._shown_result(command)
-        request = self.ask_request(command.fields["prompt"], versus=command.fields.get("versus"))
+        asked = command.fields
+        request = self.ask_request(
+            asked["prompt"], versus=asked.get("versus"), max_new_tokens=asked.get("max_new_tokens")
+        )
         self._run_ask(lens, request)
 
     def _run_ask(self, lens: IGLens, request: AttributionRequest) -> AttributionResult:
@@ -633,33 +636,40 @@ class IGLensWidget(anywidget.AnyWidget):
         (generation included) or chunk of points (the old result stays)."""
         self._cancel.set()
 
-    def ask_request(self, prompt: str, *, versus: str | None = None) -> AttributionRequest:
+    def ask_request(
+        self, prompt: str, *, versus: str | None = None, max_new_tokens: int | None = None
+    ) -> AttributionRequest:
         """The request of a new question ``prompt`` in this widget: the shown result's
         request with the prompt replaced and what belongs to the old question dropped.
 
-        Kept: ``chat``, ``max_new_tokens`` (the answer is generated as before), the
-        boundaries, estimator, steps, lens and head split, and a keyword target
-        (``"predicted"``, ``"next"``; a token target becomes ``"predicted"``). Dropped: the
-        contrast, a teacher-forced ``answer`` (a request that had one generates up to
+        Kept: ``chat``, ``max_new_tokens`` (the answer is generated as before, unless
+        ``max_new_tokens`` is given: the prompt box's answer length), the boundaries,
+        estimator, steps, lens and head split, and a keyword target (``"predicted"``,
+        ``"next"``; a token target becomes ``"predicted"``). Dropped: the contrast, a
+        teacher-forced ``answer`` (a request that had one generates up to
         :data:`ASK_NEW_TOKENS` tokens instead) and ``versus`` (replaced by ``versus``).
         An :class:`~iglens_viz.errors.InvalidRequestError` for a bad prompt."""
         old = self._attribution.request
         keyword = isinstance(old.target, str) and old.target in TARGET_KEYWORDS
         target = old.target if keyword else "predicted"
-        generate = old.max_new_tokens or (ASK_NEW_TOKENS if old.answer is not None else 0)
+        if max_new_tokens is None:
+            max_new_tokens = old.max_new_tokens or (ASK_NEW_TOKENS if old.answer is not None else 0)
         return old.replace(
             prompt=prompt,
             target=target,
             contrast=None,
             answer=None,
             versus=versus or None,
-            max_new_tokens=generate,
+            max_new_tokens=max_new_tokens,
         )
 
-    def ask(self, prompt: str, *, versus: str | None = None) -> AttributionResult:
+    def ask(
+        self, prompt: str, *, versus: str | None = None, max_new_tokens: int | None = None
+    ) -> AttributionResult:
         """Ask a new question in this widget and show its result: what the page's prompt
         box does (the ``ask`` command), in the caller's thread. The request is
-        :meth:`ask_request`'s (the answer generated as the shown request does).
+        :meth:`ask_request`'s (the answer generated as the shown request does, or
+        ``max_new_tokens`` long).
 
         Returns the new :class:`AttributionResult`. Errors propagate; the old result stays.
 
@@ -673,7 +683,8 @@ class IGLensWidget(anywidget.AnyWidget):
             )
         self._cancel.clear()
         try:
-            return self._run_ask(lens, self.ask_request(prompt, versus=versus))
+            request = self.ask_request(prompt, versus=versus, max_new_tokens=max_new_tokens)
+            return self._run_ask(lens, request)
         finally:
             with self._sync_lock:
                 self.progress = -1.0

@@ -2,9 +2,11 @@
  * The prompt box and the "compare with…" box (shown when the widget is `interactive`; live
  * only while a kernel answers, else disabled with the kernel note).
  *
- * The prompt box, `<form data-prompt-box>` with a `<textarea name="prompt">` and a submit
- * button `[data-action="ask"]`, sends the `ask` command (`{result_id, prompt}`): Python answers
- * with a new `result` for the question, its answer generated as the shown request does. While
+ * The prompt box, `<form data-prompt-box>` with a `<textarea name="prompt">`, an answer length
+ * `<input name="max_new_tokens">` (tokens; empty: as the shown request) and a submit button
+ * `[data-action="ask"]`, sends the `ask` command (`{result_id, prompt[, max_new_tokens]}`):
+ * Python answers with a new `result` for the question, its answer generated as the shown
+ * request does or as long as the length field says. While
  * it runs the box shows Python's `progress` and a Cancel button (`[data-action="cancel-ask"]`,
  * the `cancel` command naming it); an error (a long prompt, a cancelled question) shows in the
  * box's error line and the old result stays.
@@ -20,6 +22,9 @@ import { kernelNote } from "./kernel.js";
 
 /** The longest prompt Python takes (iglens_viz.protocol.commands.MAX_PROMPT_LENGTH). */
 export const MAX_PROMPT_LENGTH = 20000;
+
+/** The longest answer an ask may ask for (iglens_viz.protocol.commands.MAX_ASK_NEW_TOKENS). */
+export const MAX_ASK_NEW_TOKENS = 256;
 
 /**
  * The message of the error line: the latest command of `kind` this view sent, or the cancel
@@ -48,6 +53,21 @@ export function promptProblem(text) {
 }
 
 /**
+ * The answer length typed in the box: null when empty (as the shown request), else the number,
+ * or a string saying what is wrong.
+ * @param {string} text
+ * @returns {number | null | string}
+ */
+export function answerLength(text) {
+  if (!text.trim()) return null;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_ASK_NEW_TOKENS) {
+    return `The answer length is a whole number of tokens, 1 \u2026 ${MAX_ASK_NEW_TOKENS} (empty: as now).`;
+  }
+  return n;
+}
+
+/**
  * @param {import("./context.js").Context} ctx
  * @param {{placeholder?: string, label?: string, hideStatic?: boolean}} [options] `hideStatic`: hidden on an
  *   exported page (no kernel can ever answer there; the student view keeps its room for the lesson)
@@ -62,6 +82,17 @@ export function createPromptBox(ctx, options = {}) {
     spellcheck: "false",
     "aria-label": options.label ?? "a new question for the model",
   });
+  const length = h("input", {
+    name: "max_new_tokens",
+    type: "number",
+    class: "iglens-input iglens-prompt-length",
+    min: 1,
+    max: MAX_ASK_NEW_TOKENS,
+    step: 1,
+    inputmode: "numeric",
+    title: "the answer's length in tokens (empty: as now)",
+    "aria-label": "the answer's length in tokens",
+  });
   const ask = h("button", { type: "submit", class: "iglens-ask-button iglens-ask", "data-action": "ask", text: "Ask" });
   const progress = h("progress", { class: "iglens-prompt-progress", max: 1, "aria-label": "progress of the question" });
   progress.hidden = true;
@@ -74,7 +105,7 @@ export function createPromptBox(ctx, options = {}) {
   note.hidden = true;
   /** A problem found before sending (cleared by the next send). */
   let local = "";
-  const form = h("form", { class: "iglens-prompt-box", "data-prompt-box": "", novalidate: true }, prompt, ask, status, progress, cancel);
+  const form = h("form", { class: "iglens-prompt-box", "data-prompt-box": "", novalidate: true }, prompt, length, ask, status, progress, cancel);
   const el = h("div", { class: "iglens-prompt" }, form, note, error);
 
   const busyNow = () => ctx.running()?.command === "ask" || !!ctx.commands.pending("ask");
@@ -85,6 +116,9 @@ export function createPromptBox(ctx, options = {}) {
     const busy = busyNow();
     const running = ctx.running();
     prompt.disabled = !live;
+    length.disabled = !live;
+    const asked = Number(ctx.result?.request?.max_new_tokens);
+    length.placeholder = asked > 0 ? `${asked} tokens` : "tokens";
     ask.disabled = !live || busy || !!running;
     ask.title = !live ? kernelNote(ctx) : running && !busy ? `the ${running.command} is running: wait for it` : "";
     note.hidden = live;
@@ -108,8 +142,12 @@ export function createPromptBox(ctx, options = {}) {
 
   function submit() {
     if (!ctx.live() || busyNow() || ctx.running()) return;
-    local = promptProblem(prompt.value);
-    if (!local) ctx.command("ask", { result_id: ctx.result ? ctx.result.id : "", prompt: prompt.value });
+    const tokens = answerLength(length.value);
+    local = promptProblem(prompt.value) || (typeof tokens === "string" ? tokens : "");
+    if (!local) {
+      const fields = { result_id: ctx.result ? ctx.result.id : "", prompt: prompt.value };
+      ctx.command("ask", tokens === null ? fields : { ...fields, max_new_tokens: tokens });
+    }
     sync();
   }
 
@@ -118,6 +156,7 @@ export function createPromptBox(ctx, options = {}) {
       e.preventDefault();
       submit();
     }),
+    listen(length, "keydown", (/** @type {KeyboardEvent} */ e) => e.stopPropagation()),
     listen(prompt, "keydown", (/** @type {KeyboardEvent} */ e) => {
       e.stopPropagation(); // typing must not drive the strip's or the walk's keys
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {

@@ -69,6 +69,7 @@ def watch(w, path, reference):
         path.write_text(json.dumps({{
             "result_id": w.result_id, "running": w.running, "progress": progress,
             "answers": answers, "prompt": a.request.prompt,
+            "max_new_tokens": a.request.max_new_tokens,
             "lens_probs": a.lens_probs.tolist(), "ref_lens_probs": ref and ref.lens_probs.tolist(),
             "input_ids": a.input_ids.tolist(), "ref_input_ids": ref and ref.input_ids.tolist(),
             "answer_probs": a.answer and a.answer.lens_probs.tolist(),
@@ -87,12 +88,14 @@ def watch(w, path, reference):
 
 _refs = {{}}
 def reference(**fixed):
-    # the same request by an independent lens (a fresh model from the same seed)
+    # the same request by an independent lens (a fresh model from the same seed); a field
+    # fixed as None is the request's own (the answer length a question asked for)
     def ref(request):
-        key = (request.prompt, request.versus)
+        kwargs = {{k: getattr(request, k) if v is None else v for k, v in fixed.items()}}
+        key = (request.prompt, request.versus, tuple(sorted(kwargs.items())))
         if key not in _refs:
             lens = IGLens(tiny_model("llama"), tiny_tokenizer())
-            _refs[key] = lens.attribute(request.prompt, versus=request.versus, **fixed)
+            _refs[key] = lens.attribute(request.prompt, versus=request.versus, **kwargs)
         return _refs[key]
     return ref
 """
@@ -102,7 +105,7 @@ lens1 = IGLens(tiny_model("llama"), tiny_tokenizer())
 w1 = show(lens1, None, "w3 w5 w7", max_new_tokens=6)
 w1.view = "lesson"
 slow(lens1, 0.1)  # after the first result: each question's ~28 blocks take ~3 s
-watch(w1, pathlib.Path({state!r}), reference(max_new_tokens=6))
+watch(w1, pathlib.Path({state!r}), reference(max_new_tokens=None))
 w1"""
 
 CANCEL_CELL = """\
@@ -238,6 +241,29 @@ def test_ask_a_new_question(lab, opened):
         len(answered(lab["ask"], "ask")) == 1
         and read(lab["ask"])["result_id"] == state["result_id"]
     )
+
+    # the answer's length typed into the box: the kernel generates that many tokens
+    box.locator("textarea[name=prompt]").fill("w13 w15")
+    length = box.locator("input[name=max_new_tokens]")
+    assert length.get_attribute("placeholder") == "6 tokens"  # the shown request's length
+    length.fill("2")
+    box.locator("[data-action=ask]").click()
+    state = wait_for(
+        lambda: (
+            (s := read(lab["ask"]))
+            and len(answered(lab["ask"], "ask")) == 2
+            and not s["running"]
+            and s
+        ),
+        what="the question with a length answered in the kernel",
+    )
+    assert answered(lab["ask"], "ask")[-1]["ok"] and state["prompt"] == "w13 w15"
+    assert state["max_new_tokens"] == 2
+    assert state["input_ids"] == state["ref_input_ids"]  # the reference generated 2 tokens too
+    np.testing.assert_allclose(state["lens_probs"], state["ref_lens_probs"], rtol=1e-6, atol=1e-9)
+    wait_for(lambda: status.text_content() == "", what="the status cleared")
+    assert drawn(out, "answer") == pytest.approx(state["ref_answer_probs"], rel=1e-5, abs=1e-9)
+    assert length.get_attribute("placeholder") == "2 tokens"
 
 
 def test_cancel_stops_the_question(lab, opened):
