@@ -14,6 +14,7 @@ import logging
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgba
 from matplotlib.text import Text
 from PIL import Image
 from tiny_models import tiny_tokenizer
@@ -118,6 +119,61 @@ def test_long_result_shows_a_window_around_the_selection():
     png = render_png(result, 30)
     assert Image.open(io.BytesIO(png)).size == PNG_SIZE
     assert len(png) < MAX_BYTES < 60_000
+
+
+def heat_positions(fig) -> list[int]:
+    """The positions of the heatmap's rows, read back from their labels ("[12] tok…")."""
+    return [int(t.get_text().split("]")[0][1:]) for t in fig.axes[0].get_yticklabels()]
+
+
+def with_template(T: int = 40, prompt_length: int | None = None):
+    """A synthetic result whose positions 0-19 and 26-29 are "chat template"."""
+    result = synthetic_result(T=T, n=6, seed=5)
+    result.template_positions = np.r_[0:20, 26:30]
+    result.prompt_length = prompt_length
+    return result
+
+
+def test_the_folded_template_follows_the_strips_rule():
+    result = with_template()
+    template = result.template_positions.tolist()
+    assert fallback.folded_positions(result, "shown", "lesson").tolist() == []
+    assert fallback.folded_positions(result, "auto", "heatmap").tolist() == []
+    assert fallback.folded_positions(result, "auto", "lesson").tolist() == template
+    assert fallback.folded_positions(result, "folded", "grid").tolist() == template
+    # a position that predicts the answer never folds: the answer starts at position 27
+    answered = with_template(prompt_length=28)
+    assert answered.answer_start == 27
+    assert fallback.folded_positions(answered, "folded", "heatmap").tolist() == list(range(20)) + [
+        26
+    ]
+    result.template_positions = None  # a prompt without a template
+    assert fallback.folded_positions(result, "folded", "lesson").tolist() == []
+
+
+def test_a_folded_template_is_left_out_of_the_window():
+    result = with_template()
+    hidden = result.template_positions
+    fig = fallback_figure(result, 25, hidden=hidden)
+    rows = heat_positions(fig)
+    want = [p for p in range(40) if p not in set(hidden.tolist())][:14]  # 20-25, 30-37
+    assert rows == want and 25 in rows
+    accent = to_rgba(fallback.ACCENT)
+    (box,) = [p for p in fig.axes[0].patches if p.get_edgecolor() == accent]  # the selection
+    assert box.get_xy()[1] == rows.index(25)  # the selected row, where it is drawn
+    assert "positions 20–37 of 40 (template folded)" in fig.get_suptitle()
+    assert heat_positions(fallback_figure(result, 25)) == list(range(18, 32))  # unfolded
+
+
+def test_the_widget_draws_what_its_strip_shows():
+    result = with_template()
+    w = IGLensWidget(result, selected=25)
+    assert png_of(w) == render_png(result, 25, view="heatmap")  # "auto" outside the lesson
+    w.view = "lesson"
+    folded = render_png(result, 25, view="lesson", hidden=result.template_positions)
+    assert png_of(w) == folded != render_png(result, 25, view="lesson")
+    w.template = "shown"
+    assert png_of(w) == render_png(result, 25, view="lesson")
 
 
 def test_hostile_tokens_are_drawn_as_text_not_math():

@@ -9,7 +9,8 @@ widget; the others show the picture (see ``docs/widget-protocol.md``, "The stati
 picture", for which exporter picks which).
 
 The picture is :func:`~iglens_viz.views.static.plot_heatmap` (a window of at most
-:data:`MAX_ROWS` positions around the selection, the selected row outlined) beside
+:data:`MAX_ROWS` positions around the selection, the selected row outlined; the chat template's
+positions left out where the widget's strip folds them, :func:`folded_positions`) beside
 :func:`~iglens_viz.views.static.plot_token` of the selected position, under a title naming
 the model, the prompt, the target and the lens — no plotting code of its own. It always has
 :data:`FIGSIZE` × :data:`DPI` pixels and is saved as a palette PNG: 13–17 kB for the
@@ -42,6 +43,7 @@ __all__ = [
     "PNG_SIZE",
     "fallback_figure",
     "fallback_png",
+    "folded_positions",
     "render_png",
 ]
 
@@ -66,11 +68,32 @@ VIEW_NAMES = {
 
 
 def fallback_png(widget: IGLensWidget) -> bytes:
-    """The PNG of ``widget``'s current view: its shown result, selection and tab."""
-    return render_png(widget.attribution, int(widget.selected), view=str(widget.view))
+    """The PNG of ``widget``'s current view: its shown result, selection and tab, without the
+    template positions its strip folds."""
+    result, view = widget.attribution, str(widget.view)
+    hidden = folded_positions(result, str(widget.template), view)
+    return render_png(result, int(widget.selected), view=view, hidden=hidden)
 
 
-def render_png(result: AttributionResult, selected: int = -1, *, view: str = "heatmap") -> bytes:
+def folded_positions(result: AttributionResult, template: str, view: str) -> np.ndarray:
+    """The chat template's positions the token strip folds (js/template-fold.js's rule): with
+    ``template`` ``"folded"``, or ``"auto"`` in the student view, the result's
+    ``template_positions`` before its answer (a position predicting the answer never folds);
+    else none."""
+    positions = result.template_positions
+    if positions is None or template == "shown" or (template == "auto" and view != "lesson"):
+        return np.arange(0)
+    positions = np.asarray(positions)
+    return positions[positions < result.answer_start]
+
+
+def render_png(
+    result: AttributionResult,
+    selected: int = -1,
+    *,
+    view: str = "heatmap",
+    hidden: np.ndarray | None = None,
+) -> bytes:
     """The fallback picture of ``result`` with position ``selected`` (-1: none) as PNG bytes
     (:func:`fallback_figure` at :data:`DPI`, :data:`PNG_SIZE` pixels). Raises what
     matplotlib raises: the widget catches it."""
@@ -78,24 +101,32 @@ def render_png(result: AttributionResult, selected: int = -1, *, view: str = "he
         # A glyph missing from the font (CJK, emoji tokens) draws a box; its warning would
         # otherwise print under the cell at every display.
         warnings.simplefilter("ignore")
-        return _png(fallback_figure(result, selected, view=view))
+        return _png(fallback_figure(result, selected, view=view, hidden=hidden))
 
 
 def fallback_figure(
-    result: AttributionResult, selected: int = -1, *, view: str = "heatmap"
+    result: AttributionResult,
+    selected: int = -1,
+    *,
+    view: str = "heatmap",
+    hidden: np.ndarray | None = None,
 ) -> Figure:
     """The fallback picture as a :class:`~matplotlib.figure.Figure` of :data:`FIGSIZE`.
 
     The heatmap of at most :data:`MAX_ROWS` positions around ``selected`` (its row
-    outlined) and the detail of one position: ``selected`` when it has a target, else the
-    last position that has one (none: the heatmap alone). A ``view`` other than
-    ``"heatmap"`` (the grid or compare tab) is named in the title, which says that the
-    picture shows the heatmap.
+    outlined; the positions in ``hidden``, the folded template, left out) and the detail of
+    one position: ``selected`` when it has a target, else the last position that has one
+    (none: the heatmap alone). A ``view`` other than ``"heatmap"`` (the grid or compare
+    tab) is named in the title, which says that the picture shows the heatmap.
     """
     T = len(result.tokens)
     has_target = (np.asarray(result.target_ids) >= 0) & np.isfinite(np.asarray(result.delta_p))
     detail = _detail_position(has_target, selected)
-    rows = _window(T, selected if 0 <= selected < T else (detail if detail is not None else 0))
+    shown = np.setdiff1d(np.arange(T), [] if hidden is None else hidden)
+    if not shown.size:  # nothing but template: show it rather than nothing
+        shown = np.arange(T)
+    centre = selected if 0 <= selected < T else (detail if detail is not None else 0)
+    rows = _window(shown, centre)
     fig = new_figure(*FIGSIZE)
     fig.set_dpi(DPI)
     if detail is None:
@@ -105,13 +136,11 @@ def fallback_figure(
     plot_heatmap(result, ax=ax_heat, positions=rows, max_label_len=10)
     ax_heat.set_title("contribution of each segment (outlined: onset)", fontsize=8)
     _thin_ticks(ax_heat.get_xticklabels())
-    if 0 <= selected < T and rows[0] <= selected <= rows[-1]:
+    if selected in rows:
         from matplotlib.patches import Rectangle
 
-        k = len(result.segment_labels)
-        ax_heat.add_patch(
-            Rectangle((0, selected - rows[0]), k, 1, fill=False, edgecolor=ACCENT, linewidth=2.0)
-        )
+        k, row = len(result.segment_labels), int(np.flatnonzero(rows == selected)[0])
+        ax_heat.add_patch(Rectangle((0, row), k, 1, fill=False, edgecolor=ACCENT, linewidth=2.0))
     if ax_token is not None and detail is not None:
         plot_token(result, detail, ax=ax_token, max_label_len=10)
         # its title's second line, the completeness check, wraps before "(error …)"
@@ -136,12 +165,13 @@ def _detail_position(has_target: np.ndarray, selected: int) -> int | None:
     return int(ok[-1]) if ok.size else None
 
 
-def _window(T: int, centre: int) -> np.ndarray:
-    """At most :data:`MAX_ROWS` consecutive positions, ``centre`` among them (in the middle
-    when it can be)."""
-    n = min(T, MAX_ROWS)
-    start = min(max(centre - n // 2, 0), T - n)
-    return np.arange(start, start + n)
+def _window(shown: np.ndarray, centre: int) -> np.ndarray:
+    """At most :data:`MAX_ROWS` consecutive positions of ``shown`` (sorted), around the first
+    one at or after ``centre`` (in the middle when it can be)."""
+    n = min(len(shown), MAX_ROWS)
+    at = min(int(np.searchsorted(shown, centre)), len(shown) - 1)
+    start = min(max(at - n // 2, 0), len(shown) - n)
+    return shown[start : start + n]
 
 
 def _prompt(result: AttributionResult) -> str:
@@ -165,6 +195,8 @@ def _title(result: AttributionResult, view: str, rows: np.ndarray, T: int) -> st
         target += f" vs {plot_label(controls['contrast'], max_len=40)}"
     lens = lens_suffix(result).removeprefix(" — ")
     window = f" · positions {rows[0]}–{rows[-1]} of {T}" if len(rows) < T else ""
+    if len(rows) and rows[-1] - rows[0] + 1 > len(rows):
+        window += " (template folded)"
     return "\n".join(
         [
             heading,
