@@ -20,6 +20,7 @@ import { NAN_COLOR } from "./palette.js";
 import { PIN_COLORS } from "./comparison.js";
 import { lensFact, lensGridName, lensPhrase, isLogitLens } from "./lens-name.js";
 import { fmtPercentPlain } from "./format.js";
+import { notableBlocks } from "./walk.js";
 
 /**
  * @typedef {object} TextOptions
@@ -893,7 +894,8 @@ export function lessonSubject(r, lesson) {
 /**
  * The student view as a slide: the title (prompt, answer, lens), the output's top guesses at the
  * lesson's position in percent, the curves of the answer's probability after each block on a
- * 0–100% axis (the view's series, in its order) and their key. Token text as text only.
+ * 0–100% axis (the view's series, in its order), their key, and the walk's sentences of the
+ * notable blocks (the view's story). Token text as text only.
  * @param {(w: number, h: number) => Painter} make
  * @param {import("./result.js").Result} r @param {import("./lesson.js").Lesson} lesson
  * @param {{theme: "light"|"dark", legend: (c: import("./lesson.js").LessonSeries) => string}} o `legend`: the view's key text of a series
@@ -906,7 +908,9 @@ export function lessonFigure(make, r, lesson, o) {
     guessH = 30,
     chartH = 320,
     keyH = 22 * Math.max(1, lesson.series.length) + 8;
-  const H = titleH + guessH + chartH + 56 + keyH;
+  const events = notableBlocks(lesson.walk);
+  const storyH = events.length ? 34 + 20 * events.length : 0;
+  const H = titleH + guessH + chartH + 56 + keyH + storyH;
   const p = make(W, H);
   p.rect(0, 0, W, H, th.bg);
   drawTitle(p, lines, th);
@@ -928,6 +932,8 @@ export function lessonFigure(make, r, lesson, o) {
     p.text(98, ky, o.legend(c), { size: 13, fill: th.fg });
     ky += 22;
   }
+  if (events.length) p.text(16, ky + 8, "Block by block:", { size: 13.5, weight: 600, fill: th.fg });
+  for (const [q, e] of events.entries()) p.text(32, ky + 34 + 20 * q, `\u2022 ${e.sentence}`, { size: 13, fill: th.fg });
   return p;
 }
 

@@ -17,6 +17,7 @@ import { decodeResult } from "./result.js";
 import { formatToken } from "./tokens.js";
 import { fmtPercentPlain } from "./format.js";
 import { lessonData, lessonPosition } from "./lesson.js";
+import { notableBlocks } from "./walk.js";
 import { svgPainter, lessonFigure, curveFigure } from "./export-image.js";
 
 const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
@@ -114,6 +115,24 @@ describe("the student view as a slide", () => {
     const top = all.find((t) => t.startsWith(`The model's top guesses after \u201c${lesson.input}\u201d:`));
     expect(top).toContain(`${lesson.top[0].text} ${fmtPercentPlain(lesson.top[0].p)}`);
     for (const c of lesson.series) expect(all).toContain(formatToken(c.label, { maxLen: 40 }));
+  });
+
+  it("ends with the story the view tells: the walk's sentences of the notable blocks, in order", () => {
+    const { r } = payloadResult(false);
+    const lesson = lessonData(r, lessonPosition(r, golden.state.selected));
+    const { doc } = svgOf((make) => lessonFigure(make, r, lesson, { theme: "light", legend: (c) => formatToken(c.label, { maxLen: 40 }) }));
+    const events = notableBlocks(lesson.walk);
+    expect(events.length).toBeGreaterThan(0);
+    const t = texts(doc);
+    const at = t.indexOf("Block by block:");
+    expect(at).toBeGreaterThan(0);
+    expect(t.slice(at + 1)).toEqual(events.map((e) => `\u2022 ${e.sentence}`));
+    // the same sentences the student view shows as its story
+    const el = document.createElement("div");
+    document.body.appendChild(el);
+    render({ model: createModel({ ...structuredClone(golden.state), view: "lesson" }), el });
+    const shown = [...el.querySelectorAll("[data-view=lesson] .iglens-lesson-event")].map((b) => b.textContent);
+    expect(shown).toEqual(events.map((e) => e.sentence));
   });
 
   it("the title names the prompt, the answer and the lens, escaped; nothing is markup (SVG and PNG)", () => {
