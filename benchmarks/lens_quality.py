@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     model, tokenizer = iglens_viz.load_model(args.model)
     name = str(getattr(model.config, "_name_or_path", "") or args.model or "default model")
+    kept = _kept_rows(args.json, name) if args.add and args.json.exists() else {}
     rows: dict[str, dict] = {}
     for spec in lenses:
         started = time.perf_counter()
@@ -72,11 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         cells = " | ".join(f"{rows[k]['kl'][L]:.3f} | {rows[k]['top1'][L]:.3f}" for k in order)
         print(f"| {L} | {cells} |")
     if args.json is not None:
-        if args.add and args.json.exists():
-            rows = _added(json.loads(args.json.read_text(encoding="utf-8")), name, rows)
         payload = {
             "model": name,
-            "lenses": rows,
+            "lenses": {**kept, **rows},  # a lens measured again replaces its row
             "threads": args.threads,
             "versions": {
                 "iglens_viz": iglens_viz.__version__,
@@ -90,12 +89,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _added(old: dict, name: str, rows: dict) -> dict:
-    """``old``'s lens rows with ``rows`` put in (a lens measured again replaces its row); the
-    file must be of the same model, whose logit-lens row is the same held-out measurement."""
+def _kept_rows(path: Path, name: str) -> dict:
+    """The lens rows already in ``path`` for ``--add``, checked before anything is measured:
+    a lens-quality table of the same model, whose logit-lens row is the same held-out
+    measurement."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        sys.exit(f"--add: cannot read {path} as JSON ({err}): pick another file")
+    if not isinstance(old, dict) or not isinstance(old.get("lenses"), dict):
+        sys.exit(f"--add: {path} is not a lens-quality table (no 'lenses'): pick another file")
     if old.get("model") != name:
-        sys.exit(f"--add: {old.get('model')!r}'s table cannot take rows of {name!r}")
-    return {**old["lenses"], **rows}
+        sys.exit(f"--add: {path} is {old.get('model')!r}'s table; it cannot take rows of {name!r}")
+    return old["lenses"]
 
 
 if __name__ == "__main__":
