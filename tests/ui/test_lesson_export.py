@@ -107,6 +107,9 @@ def test_lesson_slide_downloads_as_svg_and_png(opened, result):
     (curve,) = lines
     want = 100 * np.asarray(result.lens_probs[pos], dtype=np.float64)
     np.testing.assert_allclose(in_percent(texts, curve), want, atol=0.05)
+    # the slide ends with the story the page tells: the walk's sentences, in order
+    story = page.locator("[data-view=lesson] .iglens-lesson-event").all_text_contents()
+    assert story and strings[strings.index("Block by block:") + 1 :] == [f"• {e}" for e in story]
     assert page.text_content("[data-view=lesson] .iglens-slide-export-status") == (
         "saved iglens-lesson-synthetic.svg"
     )
