@@ -113,7 +113,10 @@ def test_widget_in_jupyterlab(lab, lab_page):
     assert "w42" in detail.text_content()
     assert widget.locator("[data-selected-index='5']").count() == 1  # selection kept
 
-    # 3. A bad target shows the error and keeps the numbers.
+    # 3. A bad target shows the error and keeps the numbers. (The selected token's head
+    # shares are computed after the recompute; wait for them, or "the numbers" would change
+    # under the check when they arrive.)
+    wait_for(lambda: "computing…" not in detail.text_content(), what="the head shares")
     shown = detail.text_content()
     controls.locator("[name='target']").fill("w1 w2")
     controls.locator(".iglens-apply").click()
