@@ -345,9 +345,12 @@ def test_state_patching_equals_one_patched_run_per_block(name):
         assert np.abs(res.raw_effects).max() > 100 * _tol(name)  # not vacuous
         if positions == "target":
             # the last block's state at the last position is h_n there: M is the donor's,
-            # the effect exactly 1 (the same captured vector read out)
-            assert res.effects[-1] == 1.0
-            assert res.patched[-1] == res.clean_metric
+            # the effect 1 (the same captured vector, read out in a batch of another size:
+            # a BLAS may round that matmul apart by a readout's rounding, e.g. OPT's
+            # projection on an AMD EPYC)
+            tol = _tol(name)
+            assert abs(res.patched[-1] - res.clean_metric) <= tol
+            assert abs(res.effects[-1] - 1.0) <= tol / abs(res.clean_metric - res.corrupt_metric)
 
 
 def test_state_patching_all_positions_and_equal_prompts():
