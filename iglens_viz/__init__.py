@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 
 from ._version import __version__ as __version__
 from .adapters import supported_families
-from .causal import PatchResult, ablate, attribution_patch, patch, validate_onset
+from .causal import (
+    GateLedger,
+    PatchResult,
+    ablate,
+    attribution_patch,
+    gate_ledger,
+    patch,
+    validate_onset,
+)
 from .core import AttributionRequest, AttributionResult, IGLens, attribute
 from .core.extensions import register
 from .errors import (
@@ -41,6 +49,8 @@ for _name, _target in {
     "show": "iglens_viz.widget.widget:show",
     "to_html": "iglens_viz.export.html:to_html",
     "check_segments": "iglens_viz.causal.check:check_segments",  # its total, direct, patching
+    "gate_ledger": "iglens_viz.causal.gates:ledger_for",  # IGLens.gate_ledger
+    "plot_gate_ledger": "iglens_viz.views.static:plot_gate_ledger",
     "resolve_lens": "iglens_viz.lenses:resolve_lens",  # lens= names a Lens (the core's)
     "save_lens": "iglens_viz.lenses:save_lens",  # Lens.save
     "evaluate_lens": "iglens_viz.lenses:evaluate_lens",  # Lens.evaluate
@@ -50,6 +60,7 @@ for _name, _target in {
 __all__ = [
     "AttributionRequest",
     "AttributionResult",
+    "GateLedger",
     "IGLens",
     "IGLensError",
     "InvalidRequestError",
@@ -68,6 +79,7 @@ __all__ = [
     "compare",
     "evaluate_lens",
     "fit_lens",
+    "gate_ledger",
     "load_lens",
     "load_model",
     "load_pairs",

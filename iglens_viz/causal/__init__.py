@@ -27,6 +27,7 @@ from .ablation import (
     AblationResult,
     ablate,
 )
+from .gates import GATE_BASELINES, GATE_PATHS, GateLedger, gate_ledger
 from .patching import (
     PATCH_DIRECTIONS,
     PATCH_EFFECTS,
@@ -44,6 +45,8 @@ __all__ = [
     "ABLATION_MODES",
     "ABLATION_PARTS",
     "COLUMNS",
+    "GATE_BASELINES",
+    "GATE_PATHS",
     "PATCH_DIRECTIONS",
     "PATCH_EFFECTS",
     "PATCH_METHODS",
@@ -53,11 +56,13 @@ __all__ = [
     "AblationMode",
     "AblationPart",
     "AblationResult",
+    "GateLedger",
     "PatchResult",
     "PositionSpec",
     "ValidationResult",
     "ablate",
     "attribution_patch",
+    "gate_ledger",
     "is_monotone",
     "load_prompts",
     "patch",

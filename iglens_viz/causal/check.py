@@ -131,9 +131,9 @@ def direct_drops(
 
 
 def _token(spec: int | str, tokenizer: PreTrainedTokenizerBase | None, vocab: int) -> int:
-    from .patching import _single_token
+    from ..core.targets import single_token_id
 
-    return _single_token(spec, tokenizer, vocab, "contrast")
+    return single_token_id(spec, tokenizer, vocab, "contrast")
 
 
 def _counterfactual(

@@ -56,7 +56,7 @@ from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
 from ..core.request import PromptSpec
-from ..core.targets import token_id_of, token_texts
+from ..core.targets import single_token_id, token_texts
 from ..errors import InvalidRequestError
 from .ablation import _part_modules
 from .positions import PositionSpec, resolve_positions
@@ -208,23 +208,6 @@ class PatchResult:
 def _check_choice(value: object, choices: tuple[str, ...], what: str) -> None:
     if value not in choices:
         raise InvalidRequestError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
-
-
-def _single_token(
-    spec: object, tokenizer: PreTrainedTokenizerBase | None, vocab: int, what: str
-) -> int:
-    """The id of a single token given as an id or a one-token string."""
-    if isinstance(spec, str):
-        return token_id_of(spec, tokenizer, what)
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-        if not 0 <= int(spec) < vocab:
-            raise InvalidRequestError(
-                f"{what} id out of range: {int(spec)}; this model's token ids are 0..{vocab - 1}"
-            )
-        return int(spec)
-    raise InvalidRequestError(
-        f"the {what} must be one token: an id or a single-token string, not {spec!r}"
-    )
 
 
 def _is_batch(prompts: object) -> bool:
@@ -650,8 +633,8 @@ def patch(
                 f"corrupt one {b.numel()}; pick a corrupt prompt of the same template whose "
                 f"subject is as many tokens long"
             )
-        t_id = _single_token(t, tokenizer, vocab, "target")
-        o_id = None if o is None else _single_token(o, tokenizer, vocab, "contrast")
+        t_id = single_token_id(t, tokenizer, vocab, "target")
+        o_id = None if o is None else single_token_id(o, tokenizer, vocab, "contrast")
         if metric == "logit_diff" and o_id is None:
             raise InvalidRequestError(
                 "metric='logit_diff' needs a contrast: the corrupt prompt's answer token "

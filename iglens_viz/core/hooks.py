@@ -26,6 +26,7 @@ __all__ = [
     "by_row",
     "projection_input",
     "replace_block_output",
+    "run_until",
 ]
 
 _BLOCK_OUTPUT = (
@@ -66,6 +67,33 @@ class Hooks:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+
+class _Stopped(Exception):
+    """Raised by :func:`run_until`'s hook: nothing after its module is needed."""
+
+
+def run_until(module: nn.Module, forward: Callable[[], Any]) -> Any:
+    """Call ``forward()`` (a forward pass of the model holding ``module``) and stop it right
+    after ``module`` has run; returns ``module``'s output, as every hook registered on it
+    before left it. The rest of the model (later blocks, the final norm, the head) never
+    runs."""
+    kept: list[Any] = []
+
+    def stop(module: nn.Module, args: tuple, output: Any) -> None:
+        kept.append(output)
+        raise _Stopped
+
+    handle = module.register_forward_hook(stop)
+    try:
+        forward()
+    except _Stopped:
+        pass
+    finally:
+        handle.remove()
+    if not kept:
+        raise RuntimeError(f"the forward pass never ran {type(module).__name__}")
+    return kept[0]
 
 
 def block_output_states(value: Any) -> torch.Tensor:

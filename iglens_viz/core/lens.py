@@ -554,6 +554,15 @@ class IGLens:
             check_readout_map(self.readout, map_[0], map_[1], type(self.model).__name__)
         return map_
 
+    def gate_ledger(
+        self, prompt: PromptSpec, corrupt: PromptSpec | None = None, **options: Any
+    ) -> Any:
+        """The block-gate game at one position of ``prompt`` on this model: exact ledgers of
+        one total along the forward staircase, the reverse staircase and the diagonal (a
+        :class:`~iglens_viz.causal.gates.GateLedger`); see :func:`iglens_viz.gate_ledger`
+        for the arguments. Prompts are prepared as :meth:`attribute` prepares them."""
+        return provider("gate_ledger")(self, prompt, corrupt, **options)
+
     def attribute(
         self,
         text_or_ids: PromptSpec,

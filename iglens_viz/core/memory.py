@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "ablation_rows", "activation_rows", "block_plan", "rows_within"]
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "ablation_rows",
+    "activation_rows",
+    "block_plan",
+    "kv_cache_bytes",
+    "rows_within",
+]
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 """Bytes allowed for one chunk's logits and their temporaries."""
@@ -80,3 +87,16 @@ def activation_rows(model: torch.nn.Module, n_tokens: int, budget_bytes: int) ->
     heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 16)
     itemsize = next(model.parameters()).element_size()
     return rows_within(budget_bytes, itemsize * n_tokens * (8 * d + 3 * ffn + 2 * heads * n_tokens))
+
+
+def kv_cache_bytes(model: torch.nn.Module, n_tokens: int) -> int:
+    """Bytes of the model's key/value cache of ``n_tokens`` positions: per block and token
+    a key and a value of ``n_kv_heads × d_head``, in the model's dtype."""
+    config = model.config
+    d = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 1024)
+    heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 16)
+    kv_heads = int(getattr(config, "num_key_value_heads", 0) or heads)
+    d_head = int(getattr(config, "head_dim", 0) or d // heads)
+    blocks = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0) or 1)
+    itemsize = next(model.parameters()).element_size()
+    return 2 * blocks * kv_heads * d_head * itemsize * max(1, int(n_tokens))

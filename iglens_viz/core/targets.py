@@ -53,6 +53,23 @@ def token_id_of(token: str, tokenizer: PreTrainedTokenizerBase | None, what: str
     return int(ids[0])
 
 
+def single_token_id(
+    spec: object, tokenizer: PreTrainedTokenizerBase | None, vocab: int, what: str
+) -> int:
+    """The id of one token given as an id (checked against ``vocab``) or a one-token string."""
+    if isinstance(spec, str):
+        return token_id_of(spec, tokenizer, what)
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        if not 0 <= int(spec) < vocab:
+            raise InvalidRequestError(
+                f"{what} id out of range: {int(spec)}; this model's token ids are 0..{vocab - 1}"
+            )
+        return int(spec)
+    raise InvalidRequestError(
+        f"the {what} must be one token: an id or a single-token string, not {spec!r}"
+    )
+
+
 def resolve_targets(
     spec: TargetSpec | np.ndarray | torch.Tensor,
     input_ids: torch.Tensor,
