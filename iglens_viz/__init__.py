@@ -50,7 +50,7 @@ for _name, _target in {
     "to_html": "iglens_viz.export.html:to_html",
     "check_segments": "iglens_viz.causal.check:check_segments",  # its total, direct, patching
     "gate_ledger": "iglens_viz.causal.gates:ledger_for",  # IGLens.gate_ledger
-    "plot_gate_ledger": "iglens_viz.views.static:plot_gate_ledger",
+    "plot_gate_ledger": "iglens_viz.views.causal:plot_gate_ledger",
     "resolve_lens": "iglens_viz.lenses:resolve_lens",  # lens= names a Lens (the core's)
     "save_lens": "iglens_viz.lenses:save_lens",  # Lens.save
     "evaluate_lens": "iglens_viz.lenses:evaluate_lens",  # Lens.evaluate

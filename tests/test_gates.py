@@ -290,3 +290,31 @@ def test_the_engine_method_reuses_its_model():
     frame = led.to_frame()
     assert list(frame.columns) == ["gate", "readable", "forward", "reverse", "diagonal", "riemann"]
     assert led.argmax("reverse") == led.labels[int(np.argmax(led.entries["reverse"]))]
+
+
+def test_sentences_plot_and_json_read_the_same_numbers():
+    import json
+
+    model = tiny_model("llama", dtype=torch.float64)
+    led = ig.gate_ledger(model, None, CLEAN.tolist(), CORRUPT.tolist())
+    words = led.sentences()
+    for key, path in (("readable", "readable"), ("arrives", "reverse"), ("shared", "diagonal")):
+        j = int(np.argmax(led.readable if path == "readable" else led.entries[path]))
+        assert f"block {led.labels[j]} " in words[key] + " "
+        share = led.shares(path)[j]
+        assert f"{100 * share:.0f}%" in words[key]
+    assert set(led.sentences(plain=True)) == set(words)
+    for sentence in [*words.values(), *led.sentences(plain=True).values()]:
+        assert "comput" not in sentence and "decide" not in sentence
+    fig = led.plot()
+    bars = [p.get_height() for p in fig.axes[0].patches]
+    k = len(led.labels)
+    expected = [*led.readable, *led.entries["reverse"], *led.entries["diagonal"]]
+    np.testing.assert_allclose(bars, expected, rtol=0, atol=0)
+    assert len(bars) == 3 * k
+    out = json.loads(json.dumps(led.to_dict(), allow_nan=False))
+    np.testing.assert_array_equal(out["entries"]["diagonal"], led.entries["diagonal"])
+    assert out["sentences"] == words and out["total"] == led.total
+    # the removal game has no "arrives" sentence (its reverse staircase is no patching)
+    removal = ig.gate_ledger(model, None, CLEAN.tolist())
+    assert set(removal.sentences()) == {"readable", "shared"}

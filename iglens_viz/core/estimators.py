@@ -57,6 +57,12 @@ def progress_hook(report: Callable[[int, int], None]) -> Iterator[None]:
         _PROGRESS.reset(token)
 
 
+def progress_reporter() -> Callable[[int, int], None] | None:
+    """The ``report`` of the :func:`progress_hook` around the caller, or None: long
+    computations outside this module (the block-gate game) report through it too."""
+    return _PROGRESS.get()
+
+
 def _point_chunks(
     h_a: torch.Tensor, n_alphas: int, readout: Readout, budget: int, copies: int
 ) -> Iterator[tuple[slice, int]]:

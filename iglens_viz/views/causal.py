@@ -24,10 +24,19 @@ if TYPE_CHECKING:
 
     from ..core.result import AttributionResult
 
-# The results drawn here (AblationResult, ValidationResult) are the causal package's, a floor
-# above the views: they are typed Any, and read through their public fields only.
+# The results drawn here (AblationResult, ValidationResult, GateLedger) are the causal
+# package's, a floor above the views: they are typed Any, and read through their public fields
+# only.
 
-__all__ = ["plot_ablation_vs", "plot_validation"]
+__all__ = ["GATE_LEDGER_STYLE", "plot_ablation_vs", "plot_gate_ledger", "plot_validation"]
+
+GATE_LEDGER_STYLE = {
+    "readable": ("becomes readable (IG-Lens)", "#7f7f7f"),
+    "reverse": ("arrives (patching: reverse staircase)", "#d9822b"),
+    "diagonal": ("shared credit (diagonal)", "#3b6fb6"),
+    "forward": ("forward staircase", "#9e9ac8"),
+}
+"""Each ledger's legend words and colour, shared by the figure and the widget's chart."""
 
 
 def plot_ablation_vs(
@@ -107,5 +116,49 @@ def plot_validation(validation: Any, ax: Axes | None = None) -> Figure:
     ax.set_xlabel("IG-Lens contribution")
     ax.set_ylabel(f"ablation drop ({validation.mode})")
     ax.set_title("Contribution vs causal drop, per token and segment", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    return fig
+
+
+def plot_gate_ledger(ledger: Any, ax: Axes | None = None, *, paths: Any = None) -> Figure:
+    """The block-gate game's ledgers of one position side by side on the gate axis, in
+    probability units: the readable ledger (IG-Lens), the reverse staircase (where the
+    answer-specific information arrives) and the diagonal (shared credit), or ``paths`` (any of
+    ``"readable"`` and the ledger's paths, ``"forward"`` included).
+
+    ``ledger`` is a :class:`~iglens_viz.causal.gates.GateLedger`. Each ledger's total is in
+    the legend (IG-Lens's is Δp; the counterfactual game's p(clean) − p(counterfactual)).
+    Returns the matplotlib Figure.
+    """
+    if paths is None:  # the three questions; the forward staircase on request
+        paths = ["readable", *(p for p in ledger.paths if p != "forward")]
+    chosen = list(paths)
+    values = {p: ledger.readable if p == "readable" else ledger.entries[p] for p in chosen}
+    k = len(ledger.labels)
+    if ax is None:
+        ax = new_figure(max(5.0, 0.3 * k + 3), 3.4).add_subplot()
+    fig = figure_of(ax)
+    x = np.arange(k)
+    width = 0.8 / len(values)
+    for j, (path, v) in enumerate(values.items()):
+        words, colour = GATE_LEDGER_STYLE[path]
+        ax.bar(
+            x + (j - (len(values) - 1) / 2) * width,
+            v,
+            width,
+            color=colour,
+            label=f"{words}: Σ = {float(np.sum(v)):+.3f}",
+        )
+    ax.axhline(0.0, color="0.3", lw=0.8)
+    ax.set_xticks(x, ledger.labels, rotation=90 if k > 12 else 0, fontsize=8)
+    ax.set_xlabel("block")
+    ax.set_ylabel("Δ probability")
+    t = ledger.position
+    ax.set_title(
+        f"position {t}: {plot_label(ledger.tokens[t])} → {plot_label(ledger.target)}"
+        f" · {ledger.baseline} game, m = {ledger.steps}",
+        fontsize=9,
+        usetex=False,
+    )
     ax.legend(fontsize=7, loc="best")
     return fig
