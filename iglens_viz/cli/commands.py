@@ -27,7 +27,7 @@ from ..core.request import ESTIMATORS
 from ..errors import IGLensError
 from ..studies.run import STUDY_MODES
 from ..views.token_format import visible_text
-from .table import answer_table, attribution_table
+from .table import answer_table, attribution_table, gate_table
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
@@ -168,6 +168,24 @@ def _attribute_parser() -> argparse.ArgumentParser:
         help="the coordinates every state is read in: logit (default, the raw logit lens), "
         "shortcut, tuned, jacobian (fitted on first use and cached) or a lens FILE "
         "(from `iglens fit-lens`, jlens, or a tuned-lens folder)",
+    )
+    p.add_argument(
+        "--counterfactual",
+        type=_nonempty,
+        default=None,
+        metavar="TEXT",
+        help="the same question about another subject, as many tokens long (e.g. 'What is "
+        "the capital of Italy?'): also print the block-gate game's three ledgers of one "
+        "token — where its answer becomes readable, where the answer-specific information "
+        "arrives (patching) and each block's shared credit",
+    )
+    p.add_argument(
+        "--gate-position",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the position the game gates (default: the answer's first content token, or "
+        "the last position without an answer)",
     )
     p.add_argument("--json", type=Path, metavar="FILE", help="write all arrays as JSON")
     p.add_argument(
@@ -496,6 +514,9 @@ def run_attribute(argv: list[str]) -> int:
     )
     if result.answer is not None:
         console.print(answer_table(result, args.top_k))
+    gates = _gate_ledger(lens, result, args) if args.counterfactual is not None else None
+    if gates is not None:
+        console.print(gate_table(gates, args.counterfactual))
     written = []
     if args.json:
         out = result.to_dict()
@@ -505,6 +526,8 @@ def run_attribute(argv: list[str]) -> int:
                 "positions": positions,
                 "shares": _json_shares(split[1]),
             }
+        if gates is not None:
+            out["gates"] = gates.to_dict()
         written.append(write_atomic(args.json, json.dumps(out, allow_nan=False)))
     if args.png:
         png = io.BytesIO()
@@ -516,6 +539,29 @@ def run_attribute(argv: list[str]) -> int:
     for path in written:
         console.print(Text(f"wrote {path}"))
     return 0
+
+
+def _gate_ledger(lens: IGLens, result: AttributionResult, args: argparse.Namespace) -> Any:
+    """The block-gate game of ``--counterfactual`` at ``--gate-position`` (default: the
+    position the widget opens on), the result's prompt and answer as they were attributed."""
+    from ..protocol.opening import opening_position
+
+    T = len(result.input_ids)
+    if args.gate_position is None:
+        start = (result.prompt_length or T) - 1
+        position = opening_position(result.tokens, result.target_tokens, start)
+    elif -T <= args.gate_position < T:
+        position = args.gate_position % T
+    else:
+        raise UserError(f"--gate-position {args.gate_position} is outside the {T} positions")
+    answer = result.input_ids[result.prompt_length or T :].tolist()
+    return lens.gate_ledger(
+        args.prompt,
+        args.counterfactual,
+        chat=result.request.chat,
+        answer=answer or None,
+        position=position,
+    )
 
 
 def _with_lens(request: Any, spec: str) -> Any:

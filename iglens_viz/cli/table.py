@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich import box
@@ -190,6 +190,45 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
             comparison.logprob_gap - comparison.start_logprob_gap,
             (comparison.onset, comparison.prob_onset),
         )
+    return table
+
+
+def gate_table(ledger: Any, counterfactual: str, min_share: float = 0.05) -> Table:
+    """A rich ``Table`` of the block-gate game at one position: per block, the readable
+    ledger (IG-Lens), where the answer-specific information arrives (the reverse staircase)
+    and the shared credit (the diagonal), in probability units; only the blocks holding at
+    least ``min_share`` of some ledger's total (the others' sums in a last row), then each
+    ledger's total and its sentence. ``ledger`` is a
+    :class:`~iglens_viz.causal.gates.GateLedger`, ``counterfactual`` the text it was played
+    against (untrusted, shown escaped)."""
+    t = ledger.position
+    title = Text.assemble(
+        f"Block-gate game at position {t} (",
+        visible_text(format_token(ledger.tokens[t])),
+        " → ",
+        visible_text(format_token(ledger.target)),
+        ") against “",
+        visible_text(counterfactual),
+        f"”, m = {ledger.steps}",
+    )
+    table = Table(box=box.SIMPLE_HEAD, title=title)
+    columns = {
+        "becomes readable": ledger.readable,
+        "arrives": ledger.entries.get("reverse"),
+        "shared credit": ledger.entries.get("diagonal"),
+    }
+    shown = {name: v for name, v in columns.items() if v is not None}
+    table.add_column("block", justify="right")
+    for name in shown:
+        table.add_column(name, justify="right")
+    shares = np.stack([np.abs(v) / max(abs(float(v.sum())), 1e-300) for v in shown.values()])
+    keep = shares.max(0) >= min_share
+    for j in np.flatnonzero(keep):
+        table.add_row(ledger.labels[j], *(f"{v[j]:+.4f}" for v in shown.values()))
+    if not keep.all():
+        table.add_row("others", *(f"{v[~keep].sum():+.4f}" for v in shown.values()))
+    table.add_row("total", *(f"{v.sum():+.4f}" for v in shown.values()), end_section=True)
+    table.caption = Text("\n".join(ledger.sentences().values()))
     return table
 
 
