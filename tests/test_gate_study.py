@@ -17,7 +17,8 @@ import pytest
 
 from iglens_viz.studies import gate_study
 
-FOLDER = Path(__file__).parents[1] / "docs" / "study-gates-default"
+DOCS = Path(__file__).parents[1] / "docs"
+FOLDER = DOCS / "study-gates-default"
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +26,11 @@ def table():
     return pd.read_csv(FOLDER / "table.csv.gz")
 
 
-def test_the_committed_figures_come_from_the_committed_table(table):
-    methods, differences, verdicts = gate_study.summarise(table)
-    committed = pd.read_csv(FOLDER / "summary.csv")
+@pytest.mark.parametrize("model", ["default", "gemma"])
+def test_the_committed_figures_come_from_the_committed_table(model):
+    folder = DOCS / f"study-gates-{model}"
+    methods, differences, verdicts = gate_study.summarise(pd.read_csv(folder / "table.csv.gz"))
+    committed = pd.read_csv(folder / "summary.csv")
     got = pd.concat([methods.assign(kind="method"), differences.assign(kind="difference")])
     # summary.csv was written with 6 significant digits
     np.testing.assert_allclose(
@@ -36,7 +39,7 @@ def test_the_committed_figures_come_from_the_committed_table(table):
         rtol=1e-5,
         equal_nan=True,
     )
-    results = json.loads((FOLDER / "results.json").read_text())["hypotheses"]
+    results = json.loads((folder / "results.json").read_text())["hypotheses"]
     for name, verdict in verdicts.items():
         assert json.loads(json.dumps(verdict)) == results[name]
 
