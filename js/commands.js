@@ -15,7 +15,7 @@ export const HELLO_TIMEOUT_MS = 4000;
 export const MAX_ID_LENGTH = 64;
 
 /**
- * @typedef {"hello"|"recompute"|"ask"|"cancel"|"ablation"|"path"|"components"} CommandKind
+ * @typedef {"hello"|"recompute"|"ask"|"cancel"|"ablation"|"gates"|"path"|"components"} CommandKind
  * @typedef {"unknown"|"live"|"none"} KernelState
  *
  * @typedef {object} AnswerError

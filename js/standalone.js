@@ -20,6 +20,7 @@ const DEFAULTS = {
   running: {},
   components: {},
   ablation: {},
+  gates: {},
   path: {},
   view: "heatmap",
   pinned: [],

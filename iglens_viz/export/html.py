@@ -96,7 +96,7 @@ def page_state(
         selected = widget.selected if selected is None else selected
         color_by = widget.color_by if color_by is None else color_by
         # Python's answers about the shown result (the causal check, the path, the split)
-        for name in ("ablation", "path", "components"):
+        for name in ("ablation", "gates", "path", "components"):
             value = getattr(obj, name, None)
             if isinstance(value, dict) and value.get("result_id") == payload.get("id"):
                 extra[name] = to_base64_state(value)

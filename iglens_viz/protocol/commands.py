@@ -18,6 +18,7 @@ from ..errors import InvalidRequestError
 __all__ = [
     "COMMANDS",
     "MAX_ASK_NEW_TOKENS",
+    "MAX_GATE_STEPS",
     "MAX_ID_LENGTH",
     "MAX_PROMPT_LENGTH",
     "Command",
@@ -27,7 +28,9 @@ __all__ = [
     "parse_command",
 ]
 
-CommandKind = Literal["hello", "recompute", "ask", "cancel", "ablation", "path", "components"]
+CommandKind = Literal[
+    "hello", "recompute", "ask", "cancel", "ablation", "gates", "path", "components"
+]
 """A command the page can send; see :data:`COMMANDS`."""
 
 MAX_ID_LENGTH = 64
@@ -40,6 +43,9 @@ answer, the counterfactual prompt of a causal check."""
 MAX_ASK_NEW_TOKENS = 256
 """The longest answer an ``ask`` may ask for, in tokens: a click in the page should not start
 an hour of generation and attribution (a notebook call to ``attribute`` has no such limit)."""
+
+MAX_GATE_STEPS = 256
+"""The most diagonal steps a ``gates`` command may ask for (each costs two one-token runs)."""
 
 CHECK_POSITIONS = ("target", "all")
 """The ``positions`` of an ``ablation`` command: the answer position only, or every one."""
@@ -104,6 +110,15 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
         ``contrast`` (its answer token, or null: the model's top-1 there).""",
         optional=("positions", "counterfactual", "contrast"),
     ),
+    "gates": CommandSpec(
+        ("result_id", "position", "counterfactual"),
+        True,
+        """The block-gate game of one token against a counterfactual question (text, formed
+        as the shown prompt is, the answer's subject swapped); answered through the
+        ``gates`` trait, with progress, cancellable. Optional: ``steps`` (the diagonal's
+        steps, 1 … :data:`MAX_GATE_STEPS`; absent or null: 16).""",
+        optional=("steps",),
+    ),
     "path": CommandSpec(
         ("result_id", "position", "steps"),
         False,
@@ -156,6 +171,14 @@ def _field(kind: str, name: str, value: Any) -> Any:
             )
         return int(value)
     if name == "steps":
+        if kind == "gates":
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            if value is not None and not (whole and 1 <= value <= MAX_GATE_STEPS):
+                raise InvalidRequestError(
+                    f"a gates command's steps is the diagonal's step count, an integer 1 … "
+                    f"{MAX_GATE_STEPS}, or null (16), got {value!r:.80}"
+                )
+            return value
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidRequestError(
                 f"{_a(kind)} {kind} command needs steps (an integer), got {value!r:.80}"

@@ -133,8 +133,8 @@ STATE: tuple[StateKey, ...] = (
         {},
         "to_page",
         """The command running in the background: ``{"id": request id, "command":
-    "recompute" | "ablation"}``, or ``{}`` when none runs. The page shows it as busy and
-    names it when it cancels (see ``iglens_viz.protocol.commands``).""",
+    "recompute" | "ask" | "ablation" | "gates"}``, or ``{}`` when none runs. The page shows it
+    as busy and names it when it cancels (see ``iglens_viz.protocol.commands``).""",
         initial=True,
     ),
     StateKey(
@@ -161,6 +161,21 @@ STATE: tuple[StateKey, ...] = (
     ``ablation`` command asks for it; an error is in the command's answer). Kept when the
     selection moves (the browser shows it for its result and position only); exported by
     ``to_html``.""",
+    ),
+    StateKey(
+        "gates",
+        "dict",
+        {},
+        "to_page",
+        """The block-gate game of one token (``IGLensWidget.gate_game``): the ledger's
+    ``GateLedger.to_dict()`` — ``{position, target_id, target, baseline, steps, labels,
+    boundaries, start, end, total, start_reference, end_reference, readable, entries,
+    corners, diagonal_values, riemann, sentences, plain_sentences, prompt_length, tokens,
+    corrupt_tokens}`` — plus ``prompt`` (the counterfactual as typed), ``seconds``,
+    ``result_id`` and ``request_id``; ``{}`` before the first game and after every new result
+    (the page's ``gates`` command asks for it; an error is in the command's answer). Kept
+    when the selection moves (the browser shows it for its result and position only);
+    exported by ``to_html``.""",
     ),
     StateKey(
         "path",

@@ -59,6 +59,7 @@ __all__ = [
     "InvalidTraitError",
     "PAGE_WRITABLE",
     "RecomputeCancelled",
+    "gate_game_payload",
     "position_path",
     "segment_ablation",
     "show",
@@ -75,7 +76,7 @@ ASK_NEW_TOKENS = 24
 """The answer a new question generates when the shown request had a teacher-forced one
 (``answer=``) and no ``max_new_tokens`` (see :meth:`IGLensWidget.ask_request`)."""
 
-CANCELLABLE = ("recompute", "ask")
+CANCELLABLE = ("recompute", "ask", "gates")
 """The commands a ``cancel`` stops (the others end in seconds)."""
 
 _TRAIT_TYPES: dict[str, type[traitlets.TraitType[Any, Any]]] = {
@@ -161,6 +162,7 @@ class IGLensWidget(anywidget.AnyWidget):
     running = _trait("running")
     components = _trait("components")
     ablation = _trait("ablation")
+    gates = _trait("gates")
     path = _trait("path")
     view = _trait("view")
     pinned = _trait("pinned")
@@ -572,6 +574,18 @@ class IGLensWidget(anywidget.AnyWidget):
             request_id=command.id,
         )
 
+    def _command_gates(self, command: Command) -> None:
+        self._shown_result(command)
+        fields = command.fields
+        lens = self._require_lens("the gate game")
+        with progress_hook(self._report), self._cancellable(lens):
+            self.gate_game(
+                fields["position"],
+                fields["counterfactual"],
+                steps=fields.get("steps") or 16,
+                request_id=command.id,
+            )
+
     def _command_path(self, command: Command) -> None:
         self._shown_result(command)
         fields = command.fields
@@ -719,6 +733,7 @@ class IGLensWidget(anywidget.AnyWidget):
             self.path = {}
             self.components = {}
             self.ablation = {}
+            self.gates = {}
 
     # ------------------------------------------------------------------ answers by token
 
@@ -774,6 +789,33 @@ class IGLensWidget(anywidget.AnyWidget):
         )
         with self._sync_lock:
             self.ablation = payload
+        return payload
+
+    def gate_game(
+        self,
+        token: int | None = None,
+        counterfactual: str | None = None,
+        *,
+        steps: int = 16,
+        request_id: str = "",
+    ) -> dict[str, Any]:
+        """The block-gate game of one token of the shown result (default: the selected one)
+        against ``counterfactual``, the same question about another subject ("What is the
+        capital of Italy?"): where its answer becomes readable, where the answer-specific
+        information arrives (patching) and each block's shared credit, one chart in
+        probability units; see :func:`gate_game_payload` and :func:`iglens_viz.gate_ledger`.
+
+        Sets :attr:`gates` and returns it. Errors propagate (the page's ``gates`` command
+        gets them in its answer instead).
+        """
+        lens = self._require_lens("the gate game")
+        position = self.selected if token is None else token
+        payload = self._answered(
+            gate_game_payload(lens, self._attribution, position, counterfactual, steps=steps),
+            request_id,
+        )
+        with self._sync_lock:
+            self.gates = payload
         return payload
 
     def interior_path(
@@ -946,6 +988,44 @@ def _prompt_text(prompt: str | Sequence[int] | None) -> str:
 
 class RecomputeCancelled(IGLensError):
     """A recompute stopped by the Cancel button (or :meth:`IGLensWidget.cancel`)."""
+
+
+def gate_game_payload(
+    lens: IGLens,
+    result: AttributionResult,
+    position: int,
+    counterfactual: str | None,
+    *,
+    steps: int = 16,
+) -> dict[str, Any]:
+    """The block-gate game at ``position`` of ``result`` as the protocol's ``gates`` dict:
+    :meth:`GateLedger.to_dict <iglens_viz.causal.gates.GateLedger.to_dict>` of the game
+    against ``counterfactual`` (a question formed as the result's prompt is: the same chat
+    template, then the result's answer with the subject swapped), its target the result's at
+    ``position``, plus ``prompt`` (as typed) and ``seconds``."""
+    if counterfactual is None or not counterfactual.strip():
+        raise InvalidRequestError(
+            "the gate game needs a counterfactual: the same question about another subject, "
+            "as many tokens long (e.g. 'What is the capital of Italy?')"
+        )
+    T = len(result.input_ids)
+    if not 0 <= int(position) < T or int(result.target_ids[position]) < 0:
+        raise InvalidRequestError(
+            f"position {position} has no target in this result of {T} tokens: pick a token "
+            f"whose next token is predicted"
+        )
+    start = time.perf_counter()
+    length = result.prompt_length or T
+    ledger = lens.gate_ledger(
+        result.request.prompt,
+        counterfactual,
+        chat=result.request.chat,
+        answer=result.input_ids[length:].tolist() or None,
+        position=int(position),
+        target=int(result.target_ids[position]),
+        steps=steps,
+    )
+    return {**ledger.to_dict(), "prompt": counterfactual, "seconds": time.perf_counter() - start}
 
 
 def position_path(

@@ -15,7 +15,6 @@ from ...core.boundaries import BoundarySpec, is_sublayer, parse_boundaries, segm
 from ...core.components import component_names
 from ...core.estimators import progress_reporter
 from ...core.lens import IGLens
-from ...core.memory import DEFAULT_MEMORY_BUDGET
 from ...core.request import AttributionRequest, PromptSpec
 from ...core.targets import single_token_id, token_texts
 from ...core.wrappers import unwrap_model
@@ -354,7 +353,7 @@ def ledger_for(
     steps: int = 16,
     boundaries: BoundarySpec = None,
     components: bool = False,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | None = None,
 ) -> GateLedger:
     """:func:`gate_ledger` on an :class:`~iglens_viz.core.lens.IGLens` (its model, readout and
     prompt preparation); see there for the arguments. Inside a
@@ -383,7 +382,8 @@ def ledger_for(
             start_reference = float(readout.probability(run.states[0], torch.tensor(y)).double())
     closed = torch.zeros_like(run.writes) if other is None else other.writes
     token = int(q.clean[t])
-    game = Game(ig.model, adapter, readout, gating, token, y, closed, run.cache, t, memory_budget)
+    budget = ig.memory_budget if memory_budget is None else int(memory_budget)
+    game = Game(ig.model, adapter, readout, gating, token, y, closed, run.cache, t, budget)
     game.report = progress_reporter()
     component_baseline = baseline_components(adapter, other, run) if q.components else None
     played = _play(q, game, component_baseline)
@@ -471,7 +471,8 @@ def gate_ledger(
     components:
         Split each diagonal entry over its blocks' heads and MLP (:attr:`GateLedger.components`).
     memory_budget:
-        Bytes for one pass's copies of the prompt's key/value cache (rows are chunked to fit).
+        Bytes for one pass's copies of the prompt's key/value cache (rows are chunked to fit;
+        default: the :class:`~iglens_viz.IGLens`'s ``memory_budget``).
     dtype:
         The readout's precision (default: float64 for a float64 model, else float32).
 
