@@ -816,6 +816,8 @@ def test_page_writes_that_fit_are_taken(lens):
         ({"kind": "hello", "id": "x" * 65}, "id must be a string of 1 … 64 characters"),
         ({"kind": "hello", "id": 7}, "id must be a string"),
         ({"id": "x"}, "unknown command kind None"),
+        ({"kind": ["hello"], "id": "a"}, "unknown command kind ['hello']"),
+        ({"kind": {"hello": 1}, "id": "a"}, "unknown command kind {'hello': 1}"),
         ([1, 2], "a command is an object with kind and id, got list"),
         ("recompute", "a command is an object with kind and id, got str"),
     ],

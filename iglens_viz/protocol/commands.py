@@ -257,7 +257,7 @@ def parse_command(message: Any) -> Command:
             f"a command is an object with kind and id, got {type(message).__name__}"
         )
     kind = message.get("kind")
-    if kind not in COMMANDS:
+    if not isinstance(kind, str) or kind not in COMMANDS:  # a list or dict is not hashable
         raise InvalidRequestError(
             f"unknown command kind {kind!r:.80}: choose one of {', '.join(COMMANDS)}"
         )
