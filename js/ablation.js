@@ -8,7 +8,7 @@
  * against the contributions, the largest of each) and the command's fields. Pure: no DOM.
  * @module ablation
  */
-import { traitIds } from "./commands.js";
+import { isObject, traitIds } from "./commands.js";
 
 /**
  * @typedef {object} Ablation a decoded `ablation` trait (the drops of one position)
@@ -57,9 +57,6 @@ import { traitIds } from "./commands.js";
  * @property {number} topDrop the segment with the largest signed drop (-1: none)
  * @property {boolean} agree both are the same segment
  */
-
-/** A plain object (not null, not an array). @param {unknown} v @returns {v is Record<string, any>} */
-const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
 
 /** Whether a trait value means "no check": null, undefined or `{}`. @param {unknown} raw */
 export const isEmptyAblation = (raw) => raw === null || raw === undefined || (isObject(raw) && Object.keys(raw).length === 0);

@@ -51,7 +51,7 @@ export const MAX_ID_LENGTH = 64;
  */
 
 /** A plain object (not null, not an array). @param {unknown} v @returns {v is Record<string, any>} */
-const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
+export const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
 
 /**
  * Read an answer envelope; null when the message is not one (another kind of message, or a

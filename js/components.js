@@ -8,7 +8,7 @@
  * @module components
  */
 import { decodeArray, isPayload } from "./codec.js";
-import { traitIds } from "./commands.js";
+import { isObject, traitIds } from "./commands.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -51,9 +51,6 @@ import { traitIds } from "./commands.js";
  * @property {number} sum Σ of the finite shares (float64)
  * @property {MatrixCell[]} ranked the finite cells by decreasing |share|
  */
-
-/** A plain object (not null, not an array). @param {unknown} v @returns {v is Record<string, any>} */
-const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
 
 /** Whether a trait/key value means "no split": null, undefined or `{}`. @param {unknown} raw */
 export const isEmptyComponents = (raw) => raw === null || raw === undefined || (isObject(raw) && Object.keys(raw).length === 0);

@@ -13,13 +13,14 @@ import { decodeResult, contributionSum } from "./result.js";
 import { readComponentsTrait } from "./components.js";
 import { readAblationTrait } from "./ablation.js";
 import { readPathTrait } from "./path.js";
+import { readGatesTrait, cumulativePercent, counterfactualText } from "./gates.js";
 import { formatToken } from "./tokens.js";
 import { completenessText } from "./format.js";
 import { render } from "./app.js";
 import { createModel } from "./standalone.js";
 import { readAnswer } from "./commands.js";
 
-/** @type {{state: Record<string, any>, ablation: Record<string, any>, path: Record<string, any>, answers: Record<string, any>[], expected: Record<string, any>}} */
+/** @type {{state: Record<string, any>, ablation: Record<string, any>, path: Record<string, any>, gates: Record<string, any>, answers: Record<string, any>[], expected: Record<string, any>}} */
 const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
 const want = golden.expected;
 
@@ -79,6 +80,7 @@ describe("the Python payload (js/testing/payload.json)", () => {
       ["t-3", "ablation", true, resultId],
       ["t-4", "path", true, resultId],
       ["t-5", "path", false, resultId],
+      ["t-6", "gates", true, resultId],
     ]);
     expect(answers[4]?.error?.type).toBe("InvalidRequestError");
     expect(answers[4]?.error?.message).toContain("position");
@@ -86,6 +88,7 @@ describe("the Python payload (js/testing/payload.json)", () => {
       [golden.state.components, "t-2"],
       [golden.ablation, "t-3"],
       [golden.path, "t-4"],
+      [golden.gates, "t-6"],
     ])) {
       expect(trait.result_id).toBe(resultId);
       expect(trait.request_id).toBe(request);
@@ -122,5 +125,54 @@ describe("the Python payload (js/testing/payload.json)", () => {
     expect(lines.length).toBe(golden.path.path.length);
     expect(lines[0].getAttribute("data-values")?.split(" ").map(Number)).toEqual(golden.path.path[0]);
     void fire;
+  });
+
+  it("reads and draws the gate game: three ledgers, their sentences, the counterfactual as text", () => {
+    const r = decoded();
+    const g = golden.gates;
+    const read = readGatesTrait(structuredClone(g), r);
+    expect(read.error).toBeNull();
+    const gates = /** @type {import("./gates.js").Gates} */ (read.gates);
+    expect(gates.position).toBe(want.position);
+    expect(gates.ledgers.map((l) => l.key)).toEqual(["readable", "arrives", "shared"]);
+    expect(Array.from(gates.ledgers[0].values)).toEqual(g.readable);
+    expect(Array.from(gates.ledgers[1].values)).toEqual(g.entries.reverse);
+    expect(Array.from(gates.ledgers[2].values)).toEqual(g.entries.diagonal);
+    // every ledger of the game sums to its total; IG-Lens's to Δp (float64 sums in JS)
+    expect(gates.ledgers[2].total).toBeCloseTo(g.total, 12);
+    expect(gates.ledgers[1].total).toBeCloseTo(g.total, 12);
+    const { el, model } = mountGolden();
+    model.set("gates", structuredClone(g));
+    const panel = /** @type {HTMLElement} */ (el.querySelector(".iglens-detail .iglens-gates"));
+    expect(panel.getAttribute("data-position")).toBe(String(want.position));
+    for (const [key, values] of /** @type {const} */ ([
+      ["readable", g.readable],
+      ["arrives", g.entries.reverse],
+      ["shared", g.entries.diagonal],
+    ])) {
+      const bars = [...panel.querySelectorAll(`[data-ledger=${key}] .iglens-gates-bar`)].map((b) => Number(b.getAttribute("data-value")));
+      expect(bars).toEqual(values);
+      expect(panel.querySelector(`li[data-ledger=${key}]`)?.textContent).toBe(g.sentences[key]);
+    }
+    expect(panel.querySelector(".iglens-gates-counterfactual")?.textContent).toBe(counterfactualText(gates));
+    // the student view: each ledger's running total in percent, plain words
+    model.set("view", "lesson");
+    const lesson = /** @type {HTMLElement} */ (el.querySelector(".iglens-lesson .iglens-gates"));
+    const curve = lesson.querySelector("[data-ledger=shared].iglens-gates-curve");
+    const last = curve?.getAttribute("points")?.split(" ").length;
+    expect(last).toBe(g.labels.length + 1);
+    expect(cumulativePercent(gates.ledgers[2])[g.labels.length]).toBeCloseTo(100, 9);
+    expect(lesson.querySelector("li[data-ledger=shared]")?.textContent).toBe(g.plain_sentences.shared);
+  });
+
+  it("shows a game for its result and position only", () => {
+    const r = decoded();
+    const other = { ...structuredClone(golden.gates), result_id: "another" };
+    expect(readGatesTrait(other, r)).toEqual({ gates: null, error: null });
+    const bad = { ...structuredClone(golden.gates), labels: "1,2" };
+    expect(readGatesTrait(bad, r).error).toContain("gates.labels must be a list of strings");
+    const { el, model } = mountGolden();
+    model.set("gates", { ...structuredClone(golden.gates), position: want.position - 1 });
+    expect(el.querySelector(".iglens-detail .iglens-gates-figure")).toBeNull();
   });
 });

@@ -6,8 +6,8 @@ random Llama (tests/tiny_models.py, fixed seed) with a teacher-forced answer and
 answer to compare it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``,
 ``comparison`` and ``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it
 the page's commands through its dispatcher (``hello``, ``components``, ``ablation``,
-``path``, and a ``path`` with a bad position): it keeps the model state (buffers as base64
-as in the exported page), the ``components``, ``ablation`` and ``path`` traits those
+``path``, a ``path`` with a bad position, and ``gates``): it keeps the model state (buffers as
+base64 as in the exported page), the ``components``, ``ablation``, ``path`` and ``gates`` traits those
 commands set, their answer envelopes (``answers``, one an error), and a few values computed
 here with numpy (``expected``; ``expected["answers"]``: the whole answers' figures as sent, and
 the ledger of a span of positions summed here from the float32 ``lens_logprobs`` the page gets).
@@ -35,6 +35,7 @@ PATH_STEPS = 4
 ANSWER = " w9 w11"  # teacher-forced after the prompt: the payload's answer (two tokens)
 VERSUS = " w7"  # the answer it is compared with (one token, its own pass)
 SPAN = (1, 3)  # a span of prompt positions whose ledger the JS sums from lens_logprobs
+COUNTERFACTUAL = "w5 w18 w3 w42 w8"  # the gate game's: the prompt with its second word changed
 
 
 def build() -> dict[str, Any]:
@@ -66,9 +67,11 @@ def build() -> dict[str, Any]:
         widget.dispatch({"kind": "ablation", "id": "t-3", **asked}),
         widget.dispatch({"kind": "path", "id": "t-4", **asked, "steps": PATH_STEPS}),
         widget.dispatch({"kind": "path", "id": "t-5", **asked, "position": 99, "steps": 4}),
+        widget.dispatch({"kind": "gates", "id": "t-6", **asked, "counterfactual": COUNTERFACTUAL}),
     ]
     ablation = {**widget.ablation, "seconds": 0.0}  # wall time: not part of the contract
     path = {**widget.path, "seconds": 0.0}
+    gates = {**widget.gates, "seconds": 0.0}
     state = {key: getattr(widget, key) for key in ("result", *DEFAULT_STATE)}
     contributions = np.asarray(result.contributions, dtype=np.float32)
     delta_p = np.asarray(result.delta_p, dtype=np.float32)
@@ -88,6 +91,7 @@ def build() -> dict[str, Any]:
         "state": to_base64_state({**state, "components": widget.components}),
         "ablation": ablation,
         "path": path,
+        "gates": gates,
         "answers": answers,
         "expected": expected,
     }

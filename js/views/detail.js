@@ -25,6 +25,7 @@ import { curveChart } from "./detail/curve.js";
 import { lensChart } from "./detail/lens.js";
 import { crosshair, flagList } from "./detail/readout.js";
 import { autoRequestPath } from "./detail/path.js";
+import { createGamePanel } from "./gates.js";
 import { slideExport } from "./lesson/export.js";
 import { curveFigure, slideTitleLines, curveSubject } from "../export-image.js";
 
@@ -53,6 +54,9 @@ export function createDetail(ctx) {
       model: r.modelName || r.family,
     };
   });
+
+  // the block-gate game of the shown position (one panel: it keeps its own listeners)
+  const game = createGamePanel(ctx);
 
   /** Rebuild the heads section for the shown position; mark the picked segment's bar. */
   function renderComponents() {
@@ -133,6 +137,8 @@ export function createDetail(ctx) {
     el.appendChild(curveExport.el);
     el.appendChild(charts.flags);
     el.appendChild(completeness(r, i));
+    game.show(r, i, w, ctx.theme === "dark");
+    el.appendChild(game.el);
     compEl = h("section", { class: "iglens-components" });
     el.appendChild(compEl);
     renderComponents();
@@ -163,6 +169,7 @@ export function createDetail(ctx) {
     destroy() {
       local.forEach((off) => off());
       curveExport.destroy();
+      game.destroy();
     },
   };
 }

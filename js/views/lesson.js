@@ -18,6 +18,7 @@ import { lensColumn, guessChip } from "./lesson/column.js";
 import { lessonExport } from "./lesson/export.js";
 import { lessonNotes } from "./lesson/notes.js";
 import { createPromptBox, createCompareBox } from "./prompt.js";
+import { createGamePanel } from "./gates.js";
 
 /** Milliseconds per block while the walk plays. */
 export const PLAY_MS = 550;
@@ -119,6 +120,8 @@ export function createLesson(ctx) {
   // typed survives the view's rebuilds
   const ask = createPromptBox(ctx, { placeholder: "Ask the model a question\u2026", hideStatic: true });
   const versus = createCompareBox(ctx);
+  // which block: the block-gate game of the lesson's position, in a class's words
+  const game = createGamePanel(ctx, { plain: true });
 
   function build() {
     shown?.notes.destroy();
@@ -143,7 +146,8 @@ export function createLesson(ctx) {
     const figure = lesson.series.length
       ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
-    left.append(figure, legend(lesson), walk.el, storyEl, glossary(r));
+    game.show(r, lesson.position, W, ctx.theme === "dark");
+    left.append(figure, legend(lesson), walk.el, storyEl, game.el, glossary(r));
     el.querySelector(".iglens-lesson-head")?.append(exporter.el); // PNG / SVG for a slide: a corner of the header, no line of its own
     el.prepend(ask.el); // the question first
     left.insertBefore(versus.el, walk.el); // under the curve's legend
@@ -235,6 +239,7 @@ export function createLesson(ctx) {
       pause();
       ask.destroy();
       versus.destroy();
+      game.destroy();
       shown?.notes.destroy();
       ctx.model.off("change:notes", onNotes);
       offs.forEach((off) => off());
