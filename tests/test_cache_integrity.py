@@ -27,7 +27,7 @@ import test_loading
 import torch
 from test_loading import _hide_module, _save_tiny, _write_tiny_gguf
 
-from iglens_viz import loading
+from iglens_viz import files, loading
 from iglens_viz.errors import IGLensError, InvalidRequestError
 from iglens_viz.loading import ModelLoadError, cache, default_model, load_model
 
@@ -164,14 +164,15 @@ def test_verify_default_model_finds_zeroed_weights(fake_default):
 
 
 def _count_hashing(monkeypatch) -> list[str]:
+    """The names of the files hashed from now on (the checks live in iglens_viz.files)."""
     hashed = []
-    real = cache._sha256
+    real = files.sha256_file
 
     def counted(path: Path) -> str:
-        hashed.append(path.name)
+        hashed.append(Path(path).name)
         return real(path)
 
-    monkeypatch.setattr(cache, "_sha256", counted)
+    monkeypatch.setattr(files, "sha256_file", counted)
     return hashed
 
 

@@ -4,7 +4,8 @@ The conversion is written into a temporary folder beside the target and renamed 
 when done. Its last file, ``iglens_source.json``, records the size and SHA-256 checksum of
 every file in the folder. Every load checks that every file still has those bytes: the sizes
 always, and the checksum of each file whose size, modification time, change time or inode
-differs from when its checksum last matched (recorded in ``.iglens_verified.json``). So a
+differs from when its checksum last matched (recorded in ``.iglens_verified.json``; the
+mechanism is :func:`iglens_viz.files.checksum_problem`, shared with the lens cache). So a
 file rewritten in place (zeroed, random bytes, one digit changed) is hashed and found, while
 an unchanged folder costs one ``stat`` per file: hashing the 538 MB of weights takes 0.4 s of
 CPU with SHA extensions and several seconds on a busy or slow machine, against ~3 s for a
@@ -20,8 +21,6 @@ nothing in it changed for an hour.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -32,10 +31,13 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
+from ..files import VERIFIED_RECORD, checksum_problem, record_verified, stat_key
+from ..files import sha256_file as _sha256
+
 _MARKER = "iglens_source.json"  # written last inside the cache folder: proof it is complete
 _MARKER_FORMAT = 2  # 2: the marker lists every file with its size and sha256
 _OWNER = ".iglens_owner.json"  # inside a temporary conversion folder: the process writing it
-_VERIFIED = ".iglens_verified.json"  # the stat of each file when its sha256 last matched
+_VERIFIED = VERIFIED_RECORD  # the stat of each file when its sha256 last matched
 _OWN_FILES = (_MARKER, _OWNER, _VERIFIED)  # iglens_viz's bookkeeping, not listed in the marker
 _STALE_TMP_S = 3600  # a temporary conversion folder unchanged this long is abandoned
 # A conversion writes its owner file right after creating its folder, so a folder without one
@@ -71,47 +73,6 @@ def cache_dir() -> Path:
 # ------------------------------------------------------------------ marker: sizes and checksums
 
 
-def _sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks (SHA-256 beats BLAKE2b where the CPU has
-    SHA extensions: 1.7 s against 3.6 s for the 538 MB weights on a busy 2-core machine)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _stat_key(st: os.stat_result) -> list[int]:
-    """What changes when a file is rewritten: size, mtime, ctime (not settable) and inode."""
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-# Checksums proven in this process, for a cache folder where the record cannot be written.
-_PROVEN: dict[tuple[str, tuple[int, ...]], str] = {}
-
-
-def _read_verified(folder: Path) -> dict:
-    """The record of checksums already proven in ``folder``; empty when absent or unreadable."""
-    try:
-        record = json.loads((folder / _VERIFIED).read_text())
-    except (OSError, ValueError):
-        return {}
-    files = record.get("files") if isinstance(record, dict) else None
-    return files if isinstance(files, dict) else {}
-
-
-def _write_verified(folder: Path, files: dict) -> None:
-    """Replace the record of proven checksums atomically; a read-only folder is no error."""
-    tmp = folder / f"{_VERIFIED}.{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        tmp.write_text(json.dumps({"files": files}))
-        tmp.chmod(0o644)
-        os.replace(tmp, folder / _VERIFIED)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-
-
 def _write_marker(folder: Path, gguf_path: Path) -> None:
     """Write ``iglens_source.json`` (last): the source, and every file's size and sha256.
 
@@ -126,7 +87,7 @@ def _write_marker(folder: Path, gguf_path: Path) -> None:
         path.chmod(0o644)
         digest = _sha256(path)
         files[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
-        verified[path.name] = {"stat": _stat_key(path.stat()), "sha256": digest}
+        verified[path.name] = {"stat": stat_key(path.stat()), "sha256": digest}
     marker = {
         "format": _MARKER_FORMAT,
         "source": str(gguf_path),
@@ -134,45 +95,8 @@ def _write_marker(folder: Path, gguf_path: Path) -> None:
         "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "files": files,
     }
-    _write_verified(folder, verified)
+    record_verified(folder, verified)
     (folder / _MARKER).write_text(json.dumps(marker, indent=2))
-
-
-def _checksum_problem(
-    folder: Path, files: dict, checksums: Literal["changed", "all"]
-) -> str | None:
-    """Compare checksums: every file (``"all"``) or those changed since last proven."""
-    proven = _read_verified(folder) if checksums == "changed" else {}
-    updated, changed = {}, False
-    for name, record in sorted(files.items()):
-        path = folder / name
-        try:
-            key = _stat_key(path.stat())
-            seen = proven.get(name)
-            memo = _PROVEN.get((str(path.absolute()), tuple(key)))
-            if checksums == "changed" and (
-                (
-                    isinstance(seen, dict)
-                    and seen.get("stat") == key
-                    and seen.get("sha256") == record.get("sha256")
-                )
-                or memo == record.get("sha256")
-            ):
-                updated[name] = {"stat": key, "sha256": record.get("sha256")}
-                continue
-            digest = _sha256(path)
-            after = _stat_key(path.stat())
-        except OSError as err:
-            return f"{name} cannot be read ({err.strerror or err})"
-        if digest != record.get("sha256"):
-            return f"{name} does not match the sha256 checksum recorded when it was written"
-        if after == key:  # not rewritten while it was read
-            updated[name] = {"stat": key, "sha256": digest}
-            _PROVEN[(str(path.absolute()), tuple(key))] = digest
-        changed = True
-    if changed:
-        _write_verified(folder, updated)
-    return None
 
 
 def _cache_problem(
@@ -226,7 +150,7 @@ def _cache_problem(
             return f"{name} has {size:,} bytes instead of {record['bytes']:,}"
     if checksums == "sizes":
         return None
-    return _checksum_problem(folder, files, checksums)
+    return checksum_problem(folder, files, only_changed=checksums == "changed")
 
 
 # ---------------------------------------------------------------- temporary and damaged folders
