@@ -25,6 +25,7 @@ import { isObject, traitIds } from "./commands.js";
  * @property {number} end G(1): the clean run's
  * @property {number} steps the diagonal's steps
  * @property {string} prompt the counterfactual as typed (untrusted)
+ * @property {string} answerOpening its answer up to the position, the subject swapped (untrusted; "" in the prompt)
  * @property {string[]} corruptTokens the counterfactual sequence's tokens (untrusted)
  * @property {number} seconds
  * @property {string} resultId
@@ -104,6 +105,7 @@ export function readGatesTrait(raw, result) {
       end: num(raw.end),
       steps: Number.isInteger(raw.steps) ? raw.steps : 0,
       prompt: String(raw.prompt ?? ""),
+      answerOpening: String(raw.answer_opening ?? ""),
       corruptTokens: corrupt,
       seconds: num(raw.seconds),
       resultId: ids.resultId,
@@ -137,7 +139,8 @@ export function cumulativePercent(ledger) {
 }
 
 /**
- * The counterfactual sequence up to the gated position, as one text (untrusted: insert as text).
+ * What the game ran against, as one line (untrusted: insert as text): the question as typed,
+ * then its answer's opening up to the gated position.
  * @param {Gates} g
  */
-export const counterfactualText = (g) => g.corruptTokens.slice(0, g.position + 1).join("");
+export const counterfactualText = (g) => (g.answerOpening ? `\u201c${g.prompt}\u201d, then \u201c${g.answerOpening}\u201d` : `\u201c${g.prompt}\u201d`);

@@ -171,7 +171,8 @@ STATE: tuple[StateKey, ...] = (
     ``GateLedger.to_dict()`` — ``{position, target_id, target, baseline, steps, labels,
     boundaries, start, end, total, start_reference, end_reference, readable, entries,
     corners, diagonal_values, riemann, sentences, plain_sentences, prompt_length, tokens,
-    corrupt_tokens}`` — plus ``prompt`` (the counterfactual as typed), ``seconds``,
+    corrupt_tokens}`` — plus ``prompt`` (the counterfactual as typed), ``answer_opening`` (its
+    answer's opening up to the position, the subject swapped), ``seconds``,
     ``result_id`` and ``request_id``; ``{}`` before the first game and after every new result
     (the page's ``gates`` command asks for it; an error is in the command's answer). Kept
     when the selection moves (the browser shows it for its result and position only);

@@ -1002,7 +1002,9 @@ def gate_game_payload(
     :meth:`GateLedger.to_dict <iglens_viz.causal.gates.GateLedger.to_dict>` of the game
     against ``counterfactual`` (a question formed as the result's prompt is: the same chat
     template, then the result's answer with the subject swapped), its target the result's at
-    ``position``, plus ``prompt`` (as typed) and ``seconds``."""
+    ``position``, plus ``prompt`` (as typed), ``answer_opening`` (the counterfactual's answer
+    from its start to ``position``, decoded; "" for a position in the prompt) and
+    ``seconds``."""
     if counterfactual is None or not counterfactual.strip():
         raise InvalidRequestError(
             "the gate game needs a counterfactual: the same question about another subject, "
@@ -1025,7 +1027,21 @@ def gate_game_payload(
         target=int(result.target_ids[position]),
         steps=steps,
     )
-    return {**ledger.to_dict(), "prompt": counterfactual, "seconds": time.perf_counter() - start}
+    # the counterfactual answer's opening up to the position, as the tokenizer writes it
+    opening = [int(i) for i in (ledger.corrupt_ids if ledger.corrupt_ids is not None else [])]
+    opening = opening[ledger.prompt_length : ledger.position + 1]
+    decode = getattr(lens.tokenizer, "decode", None)
+    answer_text = (
+        decode(opening, clean_up_tokenization_spaces=False)
+        if decode is not None
+        else "".join(ledger.token_text.get(i, "") for i in opening)
+    )
+    return {
+        **ledger.to_dict(),
+        "prompt": counterfactual,
+        "answer_opening": answer_text,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def position_path(

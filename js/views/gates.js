@@ -13,6 +13,7 @@ import { h, s, clear, uniqueId } from "../dom.js";
 import { linearScale } from "../layout.js";
 import { LEDGERS, readGatesTrait, gateFields, cumulativePercent, counterfactualText } from "../gates.js";
 import { kernelNote } from "./kernel.js";
+import { formatToken } from "../tokens.js";
 
 /** What the box asks for, per context (it survives re-renders and both faces share it). */
 const typed = new WeakMap();
@@ -141,8 +142,8 @@ export function createGamePanel(ctx, options = {}) {
       { class: "iglens-chart-legend iglens-gates-legend" },
       ...g.ledgers.map((l) => {
         const style = LEDGERS.find((x) => x.key === l.key);
-        const sw = h("span", { class: "iglens-key-swatch", "aria-hidden": "true" });
-        sw.style.background = style ? (dark ? style.dark : style.color) : "";
+        const sw = h("span", { class: `iglens-gates-swatch${plain ? " iglens-gates-swatch-line" : ""}`, "aria-hidden": "true" });
+        sw.style.setProperty("--iglens-gates-color", style ? (dark ? style.dark : style.color) : "currentColor");
         const total = plain ? "" : ` (Σ ${l.total >= 0 ? "+" : ""}${l.total.toFixed(3)})`;
         return h(
           "span",
@@ -164,7 +165,7 @@ export function createGamePanel(ctx, options = {}) {
       h("span", { class: "iglens-gates-counterfactual", text: counterfactualText(g) }),
       h("span", {
         class: "iglens-muted",
-        text: ` \u00b7 ${g.target ? `p(${g.target}) ` : ""}${(100 * g.end).toFixed(1)}% here, ${(100 * g.start).toFixed(1)}% there \u00b7 m = ${g.steps}${Number.isFinite(g.seconds) ? ` \u00b7 ${g.seconds.toFixed(1)} s` : ""}`,
+        text: ` \u00b7 ${g.target ? `p(${formatToken(g.target, { maxLen: 16 })}) ` : ""}${(100 * g.end).toFixed(1)}% here, ${(100 * g.start).toFixed(1)}% there \u00b7 m = ${g.steps}${Number.isFinite(g.seconds) ? ` \u00b7 ${g.seconds.toFixed(1)} s` : ""}`,
       }),
     );
     return [h("figure", { class: "iglens-figure iglens-gates-figure" }, chart), legend, sentences, against];
@@ -263,7 +264,8 @@ export function curves(g, width, dark) {
     svg.append(s("line", { class: "iglens-grid", x1: M.left, x2: W - M.right, y1: y(v), y2: y(v) }));
     svg.append(s("text", { class: "iglens-tick", x: M.left - 4, y: y(v) + 3, "text-anchor": "end", text: `${v}%` }));
   }
-  for (const L of [0, k]) svg.append(s("text", { class: "iglens-tick", x: x(L), y: H - 6, "text-anchor": "middle", text: L === 0 ? "0" : `block ${k}` }));
+  for (const L of [0, k])
+    svg.append(s("text", { class: "iglens-tick", x: x(L), y: H - 6, "text-anchor": L ? "end" : "start", text: L ? `block ${k}` : "embeddings" }));
   for (const { l, c } of lines) {
     const style = LEDGERS.find((q) => q.key === l.key);
     const points = [...c].map((v, L) => (Number.isFinite(v) ? `${x(L).toFixed(1)},${y(v).toFixed(1)}` : "")).filter(Boolean);

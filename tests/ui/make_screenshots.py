@@ -11,10 +11,14 @@ of the Vietnam and France prompts on one colour scale (``compare-…``); and pre
 default view (``present-1024-…``), the grid (``present-grid-1024-…``) and the compare view
 (``present-compare-1024-…``); and the student view (``view = "lesson"``, no ``selected=``: it
 opens on the answer's first content token, ``[41] ␣is → ␣Ho``) at 1280×800 and 1024×768, the
-viewport as shown (``lesson-1280-…``, ``lesson-1024-…``; the README's first picture). Not a
-test; run from the repository root::
+viewport as shown (``lesson-1280-…``, ``lesson-1024-…``; the README's first picture); and the
+block-gate game of ``[41] ␣is → ␣Ho`` against "What is the capital of Italy?", played as the
+page's Compare button plays it (``IGLensWidget.gate_game``): its panel in the detail view at
+1280 and 1024 px (``gates-…``, ``gates-1024-…``), in presentation mode at 1024×768
+(``gates-present-1024-…``) and in the student view at 1024×768 (``gates-lesson-1024-…``). Not
+a test; run from the repository root::
 
-    python tests/ui/make_screenshots.py [--out docs/screenshots]
+    python tests/ui/make_screenshots.py [--out docs/screenshots] [--only gates]
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ OTHER_PROMPT = "What is the capital of France?"
 WIDTHS = (1280, 1024, 700)
 PROJECTOR = {"width": 1024, "height": 768}
 LESSON = [(1280, 800), (1024, 768)]  # the student view's windows (tests/ui/test_lesson_view.py)
+COUNTERFACTUAL = "What is the capital of Italy?"
+# the gate game's panel: (page, viewport width, height, present mode, file name stem)
+GATE_SHOTS = [
+    ("gates", 1280, 900, False, "gates"),
+    ("gates", 1024, 768, False, "gates-1024"),
+    ("gates", 1024, 768, True, "gates-present-1024"),
+    ("gates-lesson", 1024, 768, False, "gates-lesson-1024"),
+]
 PRESENT = {  # view -> file name stem
     "widget": "present-1024",
     "grid": "present-grid-1024",
@@ -111,10 +123,26 @@ def real_pages(folder: Path) -> tuple[dict[str, Path], int, int]:
         selected=selected,
     ).to_html(pages["compare"])
     pages["lesson"] = folder / "lesson.html"
+    pages.update(gate_pages(lens, folder))
     return pages, selected, opens
 
 
-def shoot(pages: dict[str, Path], out: Path, selected: int, opens: int) -> list[Path]:
+def gate_pages(lens, folder: Path) -> dict[str, Path]:
+    """The Vietnam answer's widget with the gate game of the position it opens on played, as
+    the page's button plays it, exported in the detail view and in the student view."""
+    result, _ = _attribute(lens, PROMPT)
+    widget = result.widget(lens)
+    widget.gate_game(widget.selected, COUNTERFACTUAL)
+    pages = {"gates": folder / "gates.html", "gates-lesson": folder / "gates-lesson.html"}
+    widget.to_html(pages["gates"])
+    widget.view = "lesson"
+    widget.to_html(pages["gates-lesson"])
+    return pages
+
+
+def shoot(
+    pages: dict[str, Path], out: Path, selected: int, opens: int, only: str | None = None
+) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     from ui.helpers import PageRecorder, launch_chromium
@@ -122,7 +150,22 @@ def shoot(pages: dict[str, Path], out: Path, selected: int, opens: int) -> list[
     written = []
     with sync_playwright() as p:
         browser = launch_chromium(p)
-        shown = {k: v for k, v in pages.items() if k != "lesson"}
+        for name, width, height, present, stem in GATE_SHOTS:
+            for scheme in ("light", "dark"):
+                written.append(
+                    _shoot_gates(
+                        browser,
+                        pages[name],
+                        out / f"{stem}-{scheme}.png",
+                        (width, height),
+                        present,
+                        scheme,
+                    )
+                )
+        if only == "gates":
+            browser.close()
+            return written
+        shown = {k: v for k, v in pages.items() if k not in ("lesson", "gates", "gates-lesson")}
         for (view, page_path), width, scheme in product(shown.items(), WIDTHS, ("light", "dark")):
             context = browser.new_context(
                 color_scheme=scheme, device_scale_factor=1, viewport={"width": width, "height": 900}
@@ -149,6 +192,32 @@ def shoot(pages: dict[str, Path], out: Path, selected: int, opens: int) -> list[
             written.append(_shoot_lesson(browser, lesson, out, width, height, scheme, opens))
         browser.close()
     return written
+
+
+def _shoot_gates(browser, page_path: Path, target: Path, size, present: bool, scheme) -> Path:
+    """The gate game's panel of an exported page (in present mode: switched on with its
+    button), the panel's own box."""
+    from ui.helpers import PageRecorder
+
+    viewport = {"width": size[0], "height": size[1]}
+    context = browser.new_context(color_scheme=scheme, device_scale_factor=1, viewport=viewport)
+    page = context.new_page()
+    recorder = PageRecorder().attach(page)
+    page.goto(page_path.as_uri())
+    panel = page.locator(".iglens-gates:visible").first
+    panel.locator(".iglens-gates-figure").wait_for(timeout=60_000)
+    if present:
+        page.click("[data-action=present]")
+        page.wait_for_timeout(400)
+    page.mouse.move(2, 2)
+    panel.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    panel.screenshot(path=str(target))
+    problems = recorder.console_errors + recorder.page_errors + recorder.network
+    if problems:
+        raise RuntimeError(f"{target.name}: {problems}")
+    context.close()
+    return target
 
 
 def _shoot_present(browser, page_path: Path, out: Path, view, stem, scheme, selected) -> Path:
@@ -210,11 +279,12 @@ def _shoot_lesson(browser, page_path: Path, out, width: int, height: int, scheme
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--only", choices=("gates",), default=None, help="only these shots")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         pages, selected, opens = real_pages(Path(tmp))
-        for path in shoot(pages, args.out, selected, opens):
+        for path in shoot(pages, args.out, selected, opens, args.only):
             at = opens if path.name.startswith("lesson-") else selected
             print(f"wrote {path} (selected position {at})")
 
