@@ -125,9 +125,9 @@ class GateLedger:
         game's reverse staircase) and ``shared`` (its diagonal), where computed: the block
         each names and its share, in the words the views use (never "computed" or
         "decides"). ``plain`` words are for a class. Token text is not included."""
-        out = {"readable": _readable_sentence(self, plain)}
+        out = {"readable": _top_sentence(self, "readable", plain)}
         if "reverse" in self.entries and self.baseline == "counterfactual":
-            out["arrives"] = _arrives_sentence(self, plain)
+            out["arrives"] = _top_sentence(self, "reverse", plain)
         if "diagonal" in self.entries:
             out["shared"] = _shared_sentence(self, plain)
         return out
@@ -200,28 +200,27 @@ def _blocks_label(labels: list[str], start: int, stop: int) -> str:
     return f"blocks {first}–{last}"
 
 
-def _readable_sentence(ledger: GateLedger, plain: bool) -> str:
-    shares = ledger.shares("readable")
-    j = int(np.argmax(ledger.readable))
-    where = _blocks_label(ledger.labels, j, j + 1)
-    if plain:
-        return (
-            f"Becomes readable: read through the model's last layer, the answer's probability "
-            f"rises most in {where} ({_percent(shares[j])} of its rise)."
-        )
-    return f"readable: {where} ({_percent(shares[j])} of Δp, IG-Lens)"
+_TOP_WORDS = {
+    "readable": (
+        "readable: {where} ({share} of Δp, IG-Lens)",
+        "Becomes readable: read through the model's last layer, the answer's probability rises "
+        "most in {where} ({share} of its rise).",
+    ),
+    "reverse": (
+        "the answer-specific information arrives: {where} ({share}, patching)",
+        "Arrives: swapping the question for the other one shows where the information that "
+        "picks this answer arrives at this token: {where} ({share}).",
+    ),
+}
+"""A one-block ledger's sentence, in research words and a class's, per ledger."""
 
 
-def _arrives_sentence(ledger: GateLedger, plain: bool) -> str:
-    shares = ledger.shares("reverse")
-    j = int(np.argmax(ledger.entries["reverse"]))
+def _top_sentence(ledger: GateLedger, path: str, plain: bool) -> str:
+    """The sentence of the gate with the largest entry along ``path`` and its share."""
+    values = ledger.readable if path == "readable" else ledger.entries[path]
+    j = int(np.argmax(values))
     where = _blocks_label(ledger.labels, j, j + 1)
-    if plain:
-        return (
-            f"Arrives: swapping the question for the other one shows where the information "
-            f"that picks this answer arrives at this token: {where} ({_percent(shares[j])})."
-        )
-    return f"the answer-specific information arrives: {where} ({_percent(shares[j])}, patching)"
+    return _TOP_WORDS[path][plain].format(where=where, share=_percent(ledger.shares(path)[j]))
 
 
 def _shared_sentence(ledger: GateLedger, plain: bool) -> str:
