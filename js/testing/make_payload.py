@@ -7,8 +7,8 @@ answer to compare it with (``answer=``, ``versus=``: the payload's ``answer``, `
 ``comparison`` and ``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it
 the page's commands through its dispatcher (``hello``, ``components``, ``ablation``,
 ``path``, a ``path`` with a bad position, and ``gates``): it keeps the model state (buffers as
-base64 as in the exported page), the ``components``, ``ablation``, ``path`` and ``gates`` traits those
-commands set, their answer envelopes (``answers``, one an error), and a few values computed
+base64 as in the exported page), the ``components``, ``ablation``, ``path`` and ``gates``
+traits those commands set, their answer envelopes (``answers``, one an error), and a few values computed
 here with numpy (``expected``; ``expected["answers"]``: the whole answers' figures as sent, and
 the ledger of a span of positions summed here from the float32 ``lens_logprobs`` the page gets).
 
