@@ -8,8 +8,8 @@ answer to compare it with (``answer=``, ``versus=``: the payload's ``answer``, `
 the page's commands through its dispatcher (``hello``, ``components``, ``ablation``,
 ``path``, a ``path`` with a bad position, and ``gates``): it keeps the model state (buffers as
 base64 as in the exported page), the ``components``, ``ablation``, ``path`` and ``gates``
-traits those commands set, their answer envelopes (``answers``, one an error), and a few values computed
-here with numpy (``expected``; ``expected["answers"]``: the whole answers' figures as sent, and
+traits those commands set, their answer envelopes (``answers``, one an error), and a few
+values computed here with numpy (``expected``; ``expected["answers"]``: the whole answers' figures as sent, and
 the ledger of a span of positions summed here from the float32 ``lens_logprobs`` the page gets).
 
 The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
