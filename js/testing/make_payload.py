@@ -1,16 +1,16 @@
 """Write js/testing/payload.json: a widget state and its answers made by the Python side.
 
-Run from the repository root with the project's Python:
-``.venv/bin/python js/testing/make_payload.py``. It attributes a short prompt on a tiny
-random Llama (tests/tiny_models.py, fixed seed) with a teacher-forced answer and a second
-answer to compare it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``,
-``comparison`` and ``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it
-the page's commands through its dispatcher (``hello``, ``components``, ``ablation``,
-``path``, a ``path`` with a bad position, and ``gates``): it keeps the model state (buffers as
-base64 as in the exported page), the ``components``, ``ablation``, ``path`` and ``gates``
-traits those commands set, their answer envelopes (``answers``, one an error), and a few
-values computed here with numpy (``expected``; ``expected["answers"]``: the whole answers' figures as sent, and
-the ledger of a span of positions summed here from the float32 ``lens_logprobs`` the page gets).
+Run from the repository root with the project's Python: ``.venv/bin/python
+js/testing/make_payload.py``. It attributes a short prompt on a tiny random Llama
+(tests/tiny_models.py, fixed seed) with a teacher-forced answer and a second answer to compare
+it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``, ``comparison`` and
+``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it the page's commands through its
+dispatcher (``hello``, ``components``, ``ablation``, ``path``, a ``path`` with a bad position,
+and ``gates``): it keeps the model state (buffers as base64 as in the exported page), the
+``components``, ``ablation``, ``path`` and ``gates`` traits those commands set, their answer
+envelopes (``answers``, one an error), and a few values computed here with numpy (``expected``;
+``expected["answers"]``: the whole answers' figures as sent, and the ledger of a span of
+positions summed here from the float32 ``lens_logprobs`` the page gets).
 
 The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
 renders it; tests/test_payload_contract.py rebuilds it in memory and compares it with the
