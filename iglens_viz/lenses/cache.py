@@ -16,6 +16,17 @@ digest is made of), ``"fingerprint"`` (the model's), ``"corpus_sha256"`` (the to
 :func:`~.corpus.corpus_digest`) and the fit's own state (:mod:`.tuned` and :mod:`.jacobian`
 say what it holds). A checkpoint is used only when all four match the new call; it is
 written atomically, and removed once the finished lens is stored.
+
+Integrity: every file written here (lens, corpus, checkpoint) gets a checksum record beside
+it, ``<file>.sha256`` (JSON: ``{"file", "sha256"}``), and every read compares the file with
+it the way the converted model is checked (:func:`iglens_viz.files.checksum_problem`: the
+SHA-256 is computed again whenever the file's size, modification time, change time or
+inode differs from when it last matched, so an unchanged file costs one ``stat``). A file
+that does not match — damaged in place, or without a record (written by an older
+iglens_viz, or its writer stopped between the file and its record) — is not used: a lens is
+fitted again, a corpus sampled again, a fit starts afresh, and each is written anew; a
+one-line :class:`RuntimeWarning` names the file and says so. Nothing damaged is ever read
+into a lens.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import contextlib
 import hashlib
 import io
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,11 +43,15 @@ from typing import Any
 import torch
 
 from ..core.coordinates import Lens
+from ..files import OutputFileError, checksum_problem, record_verified, sha256_file, stat_key
+from ..files import write_atomic as _write_atomic
 from ..loading.cache import cache_dir
 
 __all__ = [
+    "CHECKSUM_SUFFIX",
     "PARTIAL_FORMAT",
     "cache_path",
+    "cache_problem",
     "cached_corpus",
     "cached_lens",
     "drop_partial",
@@ -50,6 +66,63 @@ __all__ = [
 PARTIAL_FORMAT = 1
 """The version of the checkpoint layout (see the module's text)."""
 
+CHECKSUM_SUFFIX = ".sha256"
+"""The checksum record of a cached file is the file's name plus this (see the module's
+text)."""
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + CHECKSUM_SUFFIX)
+
+
+def _seal(path: Path, digest: str) -> None:
+    """Record ``digest`` as the checksum of the cached file ``path`` (just written), beside
+    it and in its folder's record of proven checksums."""
+    _write_atomic(_record_path(path), json.dumps({"file": path.name, "sha256": digest}))
+    record_verified(path.parent, {path.name: {"stat": stat_key(path.stat()), "sha256": digest}})
+
+
+def _write_cached(path: Path, data: bytes) -> bool:
+    """Write ``data`` to the cached file ``path`` atomically, with its checksum record; False
+    (and no error) when the cache cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path, data)
+        _seal(path, hashlib.sha256(data).hexdigest())
+    except (OSError, OutputFileError):
+        return False
+    return True
+
+
+def cache_problem(path: Path) -> str | None:
+    """Why the cached file ``path`` is not the one written there, or None when it is (see
+    the module's text): no readable checksum record, or bytes that do not match it."""
+    try:
+        record = json.loads(_record_path(path).read_text())
+    except FileNotFoundError:
+        return (
+            f"it has no checksum record ({_record_path(path).name}: written by an older "
+            f"iglens_viz, or its writer stopped)"
+        )
+    except (OSError, ValueError) as err:
+        return f"its checksum record cannot be read ({err})"
+    if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
+        return "its checksum record is malformed"
+    return checksum_problem(path.parent, {path.name: record})
+
+
+def _intact(path: Path, what: str, instead: str) -> bool:
+    """Whether the cached file ``path`` (a ``what``) is as written; when not, a one-line
+    warning names it and says what happens ``instead``."""
+    problem = cache_problem(path)
+    if problem is not None:
+        warnings.warn(
+            f"the cached {what} {path} is not used: {problem}; {instead}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return problem is None
+
 
 def lens_cache_dir() -> Path:
     """The folder of cached lenses (not created here)."""
@@ -63,11 +136,11 @@ def cache_path(kind: str, fingerprint: str, key: Mapping[str, Any]) -> Path:
 
 
 def cached_lens(path: Path) -> Lens | None:
-    """The lens cached at ``path``, or None when there is none or it cannot be read (a
-    damaged file is refitted and replaced)."""
+    """The lens cached at ``path``, or None when there is none, or it is damaged or cannot
+    be read (then it is fitted again and replaced; a warning says so)."""
     from .io import LensFileError, _read_own
 
-    if not path.is_file():
+    if not path.is_file() or not _intact(path, "lens", "fitting the lens again replaces it"):
         return None
     try:
         return _read_own(path)
@@ -76,16 +149,18 @@ def cached_lens(path: Path) -> Lens | None:
 
 
 def store_lens(lens: Lens, path: Path) -> Path | None:
-    """Write ``lens`` to the cache at ``path``; None (and no error) when the cache folder
-    cannot be written: the lens is still returned to its caller, only not kept."""
-    from ..files import OutputFileError
+    """Write ``lens`` to the cache at ``path``, with its checksum record; None (and no
+    error) when the cache folder cannot be written: the lens is still returned to its
+    caller, only not kept."""
     from .io import save_lens
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return save_lens(lens, path)
+        save_lens(lens, path)
+        _seal(path, sha256_file(path))
     except (OSError, OutputFileError):
         return None
+    return path
 
 
 def cached_corpus(fingerprint: str, name: str) -> list[torch.Tensor] | None:
@@ -94,7 +169,7 @@ def cached_corpus(fingerprint: str, name: str) -> list[torch.Tensor] | None:
     from .safetensors_format import load
 
     path = lens_cache_dir() / f"corpus-{name}-{fingerprint[:16]}.safetensors"
-    if not path.is_file():
+    if not path.is_file() or not _intact(path, "corpus", "it is sampled again"):
         return None
     try:
         tensors = load(path.read_bytes())[0]
@@ -105,16 +180,11 @@ def cached_corpus(fingerprint: str, name: str) -> list[torch.Tensor] | None:
 
 def store_corpus(fingerprint: str, name: str, sequences: list[torch.Tensor]) -> None:
     """Keep a sampled default corpus (nothing happens when the cache cannot be written)."""
-    from ..files import OutputFileError, write_atomic
     from .safetensors_format import dump
 
     path = lens_cache_dir() / f"corpus-{name}-{fingerprint[:16]}.safetensors"
     tensors = {f"text.{i}": s.to(torch.int64).contiguous() for i, s in enumerate(sequences)}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, dump(tensors))
-    except (OSError, OutputFileError):
-        pass
+    _write_cached(path, dump(tensors))
 
 
 def partial_path(final: Path) -> Path:
@@ -125,8 +195,8 @@ def partial_path(final: Path) -> Path:
 def read_partial(path: Path, identity: Mapping[str, Any]) -> dict[str, Any] | None:
     """The checkpoint at ``path`` when it is readable and its ``format`` and ``identity``
     entries (``key``, ``fingerprint``, ``corpus_sha256``, …) equal the given ones; else None
-    (the fit starts afresh and overwrites it)."""
-    if not path.is_file():
+    (the fit starts afresh and overwrites it; a damaged one is named in a warning)."""
+    if not path.is_file() or not _intact(path, "checkpoint", "the fit starts afresh"):
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
@@ -140,21 +210,15 @@ def read_partial(path: Path, identity: Mapping[str, Any]) -> dict[str, Any] | No
 
 
 def store_partial(path: Path, state: Mapping[str, Any], identity: Mapping[str, Any]) -> bool:
-    """Write the checkpoint ``state`` with ``identity`` to ``path``, atomically; False (and
-    no error) when the cache cannot be written."""
-    from ..files import OutputFileError, write_atomic
-
+    """Write the checkpoint ``state`` with ``identity`` to ``path``, atomically, with its
+    checksum record; False (and no error) when the cache cannot be written."""
     buffer = io.BytesIO()
     torch.save({**state, **identity, "format": PARTIAL_FORMAT}, buffer)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, buffer.getvalue())
-    except (OSError, OutputFileError):
-        return False
-    return True
+    return _write_cached(path, buffer.getvalue())
 
 
 def drop_partial(path: Path) -> None:
-    """Remove the checkpoint at ``path``, if any."""
-    with contextlib.suppress(OSError):
-        path.unlink(missing_ok=True)
+    """Remove the checkpoint at ``path`` and its checksum record, if any."""
+    for each in (path, _record_path(path)):
+        with contextlib.suppress(OSError):
+            each.unlink(missing_ok=True)
