@@ -304,7 +304,7 @@ def test_plot_components_draws_the_share_matrix():
 
 
 def test_the_first_split_of_a_prompt_reuses_its_checked_map(monkeypatch):
-    import iglens_viz.core.lens as lens_module
+    import iglens_viz.core.traces as lens_module
 
     lens = IGLens(tiny_model("llama"), None)
     ids = random_ids(6)

@@ -205,7 +205,7 @@ def test_answer_cache_is_bounded():
     lens = IGLens(tiny_model("llama"), tiny_tokenizer(), cache_size=2)
     for i in range(5):
         lens.attribute(f"w{i + 1} w2", max_new_tokens=2)
-    assert len(lens._answers) == 2 and len(lens._cache) == 2
+    assert len(lens.answer_cache) == 2 and len(lens.trace_cache) == 2
 
 
 def test_generation_longer_than_the_context_is_refused_before_generating(lens, monkeypatch):

@@ -15,7 +15,7 @@ from tolerances import readout_size, readout_tol
 
 import iglens_viz
 from iglens_viz import IGLens, IGLensError, InvalidRequestError, ModelLoadError, ModelOutputError
-from iglens_viz.core.lens import min_memory_budget
+from iglens_viz.core.memory import min_memory_budget
 from iglens_viz.core.readout import Readout
 
 IDS = random_ids(8, seed=5)

@@ -487,7 +487,7 @@ def test_lens_widget_is_interactive_and_reuses_the_lens():
     lens = IGLens(tiny_model("llama"))
     w = lens.widget(random_ids(6), target="next", boundaries="every:2")
     assert w.interactive and w.result["boundaries"] == [0, 2, 4]
-    assert len(lens._cache) == 1
+    assert len(lens.trace_cache) == 1
 
 
 # ------------------------------------------------------------------------------ causal check

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
@@ -32,7 +30,6 @@ from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  # noqa: F401
 from .answers import AnswerLedger, answer_ledger
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
-from .capture import Capture, capture_batch, capture_states, joined, prompt_cache
 from .components import component_names, component_segments, component_shares
 from .coordinates import LOGIT, Lens
 from .estimators import (
@@ -45,7 +42,7 @@ from .estimators import (
 )
 from .extensions import provider
 from .inputs import check_context, context_length, to_input_ids
-from .kv_cache import prefix_cache
+from .memory import budget_with_floor
 from .prompting import chat_prompt_ids, chat_template_positions, generate_greedy, wants_chat
 from .readout import Readout
 from .request import (
@@ -58,9 +55,9 @@ from .request import (
     TargetSpec,
 )
 from .result import AttributionResult, display_name, onset_segments
-from .selfcheck import check_model_states, check_readout, check_readout_map
 from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
-from .trace import DEFAULT_MEMORY_BUDGET, Trace, lens_points, readout_map
+from .trace import DEFAULT_MEMORY_BUDGET, Trace
+from .traces import LRU, TraceCache
 from .wrappers import unwrap_model
 
 if TYPE_CHECKING:
@@ -132,15 +129,46 @@ class IGLens:
         self.adapter = adapter_for(model)
         require_materialized(model)
         self.readout = Readout(self.adapter, dtype)
-        self.top_k = int(top_k)
-        self.memory_budget = _budget_with_floor(int(memory_budget), self.readout, model)
-        self.cache_size = int(cache_size)
-        # Traces keyed by (prompt ids, lens); the lenses of the same prompt share its states.
-        self._cache: OrderedDict[tuple[tuple[int, ...], Lens], Trace] = OrderedDict()
+        self.trace_cache = TraceCache(
+            model,
+            self.adapter,
+            self.readout,
+            top_k=int(top_k),
+            memory_budget=budget_with_floor(int(memory_budget), self.readout, model),
+            size=int(cache_size),
+        )
+        """The forward passes run so far, one trace per (prompt, lens)."""
+        self.answer_cache: LRU[tuple[tuple[int, ...], int], torch.Tensor] = LRU(int(cache_size))
+        """Generated answers by (prompt ids, max_new_tokens), bounded like the traces."""
         # Lenses named by a kind or a path, resolved once (so their traces are found again).
         self._lenses: dict[str, Lens] = {}
-        # Generated answers, keyed by (prompt ids, max_new_tokens); bounded like the traces.
-        self._answers: OrderedDict[tuple[tuple[int, ...], int], torch.Tensor] = OrderedDict()
+
+    @property
+    def top_k(self) -> int:
+        """Lens tokens kept at every (layer, position)."""
+        return self.trace_cache.top_k
+
+    @top_k.setter
+    def top_k(self, value: int) -> None:
+        self.trace_cache.top_k = int(value)
+
+    @property
+    def memory_budget(self) -> int:
+        """Bytes for one block of readout logits and their temporaries (see :class:`IGLens`)."""
+        return self.trace_cache.memory_budget
+
+    @memory_budget.setter
+    def memory_budget(self, value: int) -> None:
+        self.trace_cache.memory_budget = int(value)
+
+    @property
+    def cache_size(self) -> int:
+        """How many traces (and generated answers) are kept."""
+        return self.trace_cache.size
+
+    @cache_size.setter
+    def cache_size(self, value: int) -> None:
+        self.trace_cache.size = self.answer_cache.size = int(value)
 
     @property
     def n_blocks(self) -> int:
@@ -222,11 +250,11 @@ class IGLens:
             return prompt, prompt.numel()
         check_context(prompt.numel(), self.model.config, generating=request.max_new_tokens)
         key = (tuple(prompt.tolist()), request.max_new_tokens)
-        answer = self._answers.get(key)
+        answer = self.answer_cache.get(key)
         if answer is None:
             eos = getattr(self.tokenizer, "eos_token_id", None)
             answer = generate_greedy(self.model, prompt, request.max_new_tokens, eos)
-        self._remember(self._answers, key, answer)
+        self.answer_cache.put(key, answer)
         return self.input_ids(torch.cat([prompt, answer])), prompt.numel()
 
     def answer_ids(self, answer: AnswerSpec, what: str = "answer") -> torch.Tensor:
@@ -264,15 +292,8 @@ class IGLens:
 
     def clear_cache(self) -> None:
         """Forget every cached forward pass and generated answer (frees their memory)."""
-        self._cache.clear()
-        self._answers.clear()
-
-    def _remember(self, cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
-        """Keep ``value`` as the most recent entry of an LRU cache of ``cache_size`` entries."""
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > self.cache_size:
-            cache.popitem(last=False)
+        self.trace_cache.clear()
+        self.answer_cache.clear()
 
     def trace(
         self,
@@ -283,276 +304,27 @@ class IGLens:
         lens: LensSpec = "logit",
         keep_cache: bool = False,
     ) -> Trace:
-        """Run the model once on a prompt (or return the cached run) and read out every row.
-
-        ``sublayers`` keeps h_L.attn between every attention and MLP (and reads it out);
-        ``components`` keeps what the component split needs (each block's head outputs, and
-        h_L.attn where blocks are sequential). A cached run that lacks them is replaced.
-        ``lens`` (any form :meth:`resolve_lens` takes) sets the coordinates of the path points
-        and the map; a cached run of the prompt under another lens lends its forward pass,
-        and only the map is computed. ``keep_cache`` keeps the model's key/value cache of a
-        new run (``model_cache``), from which :meth:`continued` runs a continuation.
-
-        A new run checks the model's own output and the readout against it (see
-        :mod:`iglens_viz.core.selfcheck`): :class:`~iglens_viz.errors.ModelOutputError` when
-        the forward pass produced NaN/Inf; :class:`~iglens_viz.errors.ReadoutMismatchError`
-        when f(h_n) differs from the model's own output at some position by more than
-        rounding can explain (a warning instead for a bf16/fp16 model). T_n is the identity
-        under every lens, so the check is the same.
-        """
-        ids = self.input_ids(text_or_ids)
-        lens = self.resolve_lens(lens)
-        key = (tuple(ids.tolist()), lens)
-        cached = self._cache.get(key)
-        if sublayers:
-            self.adapter.require_sublayers()
-        mids = components and self.adapter.mid_modules is not None
-        heads = components and self.adapter.heads_split
-        # At least the top-1 is always kept: it is the "predicted" target.
-        top_k = max(1, self.top_k)
-        enough_k = cached is not None and cached.top_k >= min(top_k, self.readout.vocab_size)
-        if (
-            cached is not None
-            and enough_k
-            and cached.covers(sublayers=sublayers, mids=mids, heads=heads)
-        ):
-            self._remember(self._cache, key, cached)
-            return cached
-        shared = self._shared_run(key[0], sublayers=sublayers, mids=mids, heads=heads)
-        if shared is not None:  # another lens's trace of this prompt: its forward pass
-            trace = self._lensed(shared, lens, top_k)
-            self._remember(self._cache, key, trace)
-            return trace
-        if cached is not None:  # run again, keeping what it kept too
-            sublayers = sublayers or cached.sublayers
-            mids = mids or cached.mid_states is not None
-            heads = heads or cached.head_inputs is not None
-        captured = self._capture(
-            ids, sublayers=sublayers or mids, heads=heads, keep_cache=keep_cache
-        )
-        states, mid_states = _split_mid_states(captured.states, mids and not sublayers)
-        if (
-            cached is not None
-            and enough_k
-            and cached.sublayers == sublayers
-            and torch.equal(cached.hidden, states)
-        ):
-            # The same forward pass again (now keeping more): its checked map still holds.
-            points, states = cached.states, cached.hidden
-            map_ = (
-                cached.features,
-                cached.log_normalizer,
-                cached.top_ids,
-                cached.top_logprobs,
-            )
-        else:
-            points, map_ = self._checked_map(states, captured, top_k, lens, sublayers)
-        trace = Trace(
-            ids,
-            points,
-            *map_,
+        """Run the model once on a prompt (or return the cached run) and read out every row;
+        see :meth:`TraceCache.get <iglens_viz.core.traces.TraceCache.get>`. ``lens`` is any
+        form :meth:`resolve_lens` takes."""
+        return self.trace_cache.get(
+            self.input_ids(text_or_ids),
+            self.resolve_lens(lens),
             sublayers=sublayers,
-            mid_states=mid_states,
-            head_inputs=captured.head_inputs,
-            attn_writes=captured.attn_writes,
-            lens=lens,
-            residual=None if points is states else states,
-            model_cache=captured.cache,
-        )
-        self._remember(self._cache, key, trace)
-        return trace
-
-    def _capture(self, ids: torch.Tensor, **options: Any) -> Capture:
-        """:func:`capture_states` of ``ids`` on this lens's model, onto its readout's device
-        and dtype (``options``: what to keep, a prefix's cache)."""
-        return capture_states(
-            self.model,
-            self.adapter,
-            ids,
-            device=self.readout.device,
-            dtype=self.readout.dtype,
-            **options,
-        )
-
-    def continued(self, trace: Trace, start: int, ids: torch.Tensor) -> Trace:
-        """The trace of ``trace.input_ids[:start]`` followed by ``ids``, running the model on
-        ``ids`` only: the prefix's keys and values come from ``trace.model_cache`` (or, for a
-        trace kept without it, from one pass over the prefix alone), its states and readout
-        map from ``trace``. Equal to :meth:`trace` of the whole sequence up to the rounding of
-        the shorter attention kernels; under ``trace``'s lens, keeping what it kept.
-
-        This is how ``versus=`` runs its second answer: the shared prompt is computed once.
-        """
-        T = trace.input_ids.numel()
-        if not 0 < start <= T or ids.dim() != 1 or ids.numel() == 0:
-            raise InvalidRequestError(
-                f"continued() takes a prefix length 1 … {T} (got {start}) and a non-empty 1-D "
-                f"tensor of ids (got shape {tuple(ids.shape)})"
-            )
-        prefix = trace.input_ids[:start]
-        whole = torch.cat([prefix, ids])
-        key = (tuple(whole.tolist()), trace.lens)
-        mids, heads = trace.mid_states is not None, trace.head_inputs is not None
-        cached = self._cache.get(key)
-        if cached is not None and cached.covers(sublayers=trace.sublayers, mids=mids, heads=heads):
-            self._remember(self._cache, key, cached)
-            return cached
-        full = trace.model_cache
-        if full is None:  # a trace from the cache, run without keep_cache
-            full = prompt_cache(self.model, prefix)
-        past = prefix_cache(full, start)
-        captured = self._capture(ids, sublayers=trace.sublayers or mids, heads=heads, past=past)
-        states, mid_states = _split_mid_states(captured.states, mids and not trace.sublayers)
-        points, map_ = self._checked_map(states, captured, trace.top_k, trace.lens, trace.sublayers)
-        prefix_map = (trace.features, trace.log_normalizer, trace.top_ids, trace.top_logprobs)
-
-        def joined_up(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-            return torch.cat([before[:, :start], after], dim=1)
-
-        def optional(
-            before: torch.Tensor | None, after: torch.Tensor | None
-        ) -> torch.Tensor | None:
-            return None if before is None or after is None else joined_up(before, after)
-
-        features, log_normalizer, top_ids, top_logprobs = (
-            joined_up(before, after) for before, after in zip(prefix_map, map_)
-        )
-        result = Trace(
-            whole,
-            joined_up(trace.states, points),
-            features,
-            log_normalizer,
-            top_ids,
-            top_logprobs,
-            sublayers=trace.sublayers,
-            mid_states=optional(None if trace.sublayers else trace.mid_states, mid_states),
-            head_inputs=optional(trace.head_inputs, captured.head_inputs),
-            attn_writes=optional(trace.attn_writes, captured.attn_writes),
-            lens=trace.lens,
-            residual=optional(trace.residual, states),
-        )
-        self._remember(self._cache, key, result)
-        return result
-
-    def _shared_run(
-        self, ids: tuple[int, ...], *, sublayers: bool, mids: bool, heads: bool
-    ) -> Trace | None:
-        """A cached trace of ``ids`` (under any lens) whose forward pass holds what a
-        request needs, or None."""
-        for (other, _), trace in reversed(self._cache.items()):
-            if other == ids and trace.covers(sublayers=sublayers, mids=mids, heads=heads):
-                return trace
-        return None
-
-    def _lensed(self, shared: Trace, lens: Lens, top_k: int) -> Trace:
-        """The trace of ``shared``'s forward pass under ``lens``: its own points and map,
-        the same residual states and split inputs (not copied)."""
-        states = shared.hidden
-        points = lens_points(lens, states, sublayers=shared.sublayers)
-        return Trace(
-            shared.input_ids,
-            points,
-            *self._map(points, top_k),
-            sublayers=shared.sublayers,
-            mid_states=shared.mid_states,
-            head_inputs=shared.head_inputs,
-            attn_writes=shared.attn_writes,
-            lens=lens,
-            residual=None if points is states else states,
-            model_cache=shared.model_cache,
+            components=components,
+            keep_cache=keep_cache,
         )
 
     def traces(self, prompts: Iterable[PromptSpec]) -> list[Trace]:
-        """:meth:`trace` of several prompts, batched: the ones not cached run as one
-        right-padded forward pass with an attention mask, and their rows share one readout
-        map (the readout is row by row, so putting prompts side by side changes only the
-        kernels' shapes). Equal to one :meth:`trace` per prompt up to that rounding.
+        """:meth:`trace` of several prompts, batched in one padded forward pass and one
+        readout map; see :meth:`TraceCache.many <iglens_viz.core.traces.TraceCache.many>`."""
+        return self.trace_cache.many([self.input_ids(p) for p in prompts])
 
-        For many prompts at once, as a study runs them; keep ``cache_size`` at least the
-        number of prompts for :meth:`attribute` to find them afterwards. A prompt whose
-        readout fails the self-check is traced again alone, so the error names its own
-        positions.
-        """
-        ids = [self.input_ids(p) for p in prompts]
-        top_k = max(1, self.top_k)
-        todo: list[int] = []
-        made: dict[int, Trace] = {}
-        for i, x in enumerate(ids):
-            cached = self._cache.get((tuple(x.tolist()), LOGIT))
-            if cached is None or cached.top_k < min(top_k, self.readout.vocab_size):
-                todo.append(i)
-        if todo:
-            captured = capture_batch(
-                self.model,
-                self.adapter,
-                [ids[i] for i in todo],
-                device=self.readout.device,
-                dtype=self.readout.dtype,
-            )
-            lengths = [ids[i].numel() for i in todo]
-            states = torch.cat([c.states for c in captured], dim=1)
-            try:
-                _, map_ = self._checked_map(states, joined(captured), top_k)
-            except ReadoutMismatchError:
-                return [self.trace(x) for x in ids]
-            del captured
-            start = 0
-            for i, T in zip(todo, lengths):
-                part = slice(start, start + T)
-                start += T
-                features, log_normalizer, top_ids, top_logprobs = (m[:, part] for m in map_)
-                made[i] = Trace(
-                    ids[i], states[:, part], features, log_normalizer, top_ids, top_logprobs
-                )
-                self._remember(self._cache, (tuple(ids[i].tolist()), LOGIT), made[i])
-        return [made[i] if i in made else self.trace(x) for i, x in enumerate(ids)]
-
-    def _checked_map(
-        self,
-        states: torch.Tensor,
-        captured: Capture,
-        top_k: int,
-        lens: Lens = LOGIT,
-        sublayers: bool = False,
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """The path points of ``states`` under ``lens`` (:func:`lens_points`) and their
-        readout map (see :func:`readout_map`), checked against the model's own output in
-        ``captured`` (see :meth:`trace`)."""
-        # The model's own output must be finite, and the readout of h_n must reproduce it at
-        # every position (h_n is read as it is under every lens).
-        what = type(self.model).__name__
-        check_model_states(
-            states,
-            what,
-            self.readout,
-            captured.logits.dtype,
-            model_name=getattr(self.model.config, "name_or_path", None),
-        )
-        points = lens_points(lens, states, sublayers=sublayers)
-        map_ = self._map(points, top_k, check=False)
-        check_readout(
-            self.readout,
-            map_[0][-1],
-            captured.unembed_input,
-            captured.checked,
-            captured.logits,
-            what=what,
-            adapter_name=self.adapter.family.name,
-            width=states.shape[-1],
-            budget_bytes=self.memory_budget,
-        )
-        check_readout_map(self.readout, map_[0], map_[1], what)
-        return points, map_
-
-    def _map(
-        self, points: torch.Tensor, top_k: int, *, check: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The readout map of ``points`` (:func:`readout_map`), its finiteness checked
-        (:func:`check_readout_map`) unless ``check`` is False."""
-        map_ = readout_map(self.readout, points, top_k, self.memory_budget)
-        if check:
-            check_readout_map(self.readout, map_[0], map_[1], type(self.model).__name__)
-        return map_
+    def continued(self, trace: Trace, start: int, ids: torch.Tensor) -> Trace:
+        """The trace of ``trace.input_ids[:start]`` followed by ``ids``, running the model on
+        ``ids`` only (how ``versus=`` runs its second answer); see
+        :meth:`TraceCache.continued <iglens_viz.core.traces.TraceCache.continued>`."""
+        return self.trace_cache.continued(trace, start, ids)
 
     def gate_ledger(
         self, prompt: PromptSpec, corrupt: PromptSpec | None = None, **options: Any
@@ -1169,50 +941,6 @@ class IGLens:
         )
 
 
-# One row's readout tile: the narrowest vocabulary block the readout's CPU tiles use
-# (readout._MIN_TILE_COLUMNS), with the logits-sized temporaries of a gradient pass
-# (estimators._GRADIENT_COPIES) and about five state-wide vectors per row.
-_FLOOR_COLUMNS = 512
-_FLOOR_COPIES = 4
-_FLOOR_ROW_VECTORS = 5
-
-
-def min_memory_budget(readout: Readout, width: int = 0) -> int:
-    """The smallest ``memory_budget`` an :class:`IGLens` runs with: bytes for one row's
-    readout tile, ``min(V, 512)`` vocabulary columns of logits and their temporaries (plus
-    the head rows of those columns when a bf16/fp16 head is upcast) and a few per-row
-    vectors of ``width`` (the residual width d; d' when 0).
-
-    Below it every row would stream the vocabulary a few columns at a time, and a call
-    takes hours instead of seconds.
-    """
-    itemsize = torch.finfo(readout.dtype).bits // 8
-    columns = min(readout.vocab_size, _FLOOR_COLUMNS)
-    per_column = _FLOOR_COPIES + readout.head_block_width
-    return itemsize * (
-        columns * per_column + _FLOOR_ROW_VECTORS * max(int(width), readout.feature_size)
-    )
-
-
-def _budget_with_floor(budget: int, readout: Readout, model: nn.Module) -> int:
-    """``budget``, or :func:`min_memory_budget` with a warning when it is below that."""
-    width = getattr(getattr(model, "config", None), "hidden_size", 0)
-    floor = min_memory_budget(readout, width if isinstance(width, int) else 0)
-    if budget >= floor:
-        return budget
-    meant = (
-        f"; if you meant {budget} MB, pass memory_budget={budget} * 2**20" if budget < 2**16 else ""
-    )
-    warnings.warn(
-        f"memory_budget={budget} bytes is below one readout row's tile "
-        f"({floor} bytes for this model's {readout.vocab_size}-token vocabulary in "
-        f"{readout.dtype}); using {floor}. The budget is in bytes{meant}",
-        UserWarning,
-        stacklevel=3,
-    )
-    return floor
-
-
 def require_materialized(model: nn.Module) -> None:
     """:class:`~iglens_viz.errors.ModelLoadError` when some weight of ``model`` is on the
     ``meta`` device (built under ``torch.device("meta")`` or ``init_empty_weights()``, never
@@ -1253,16 +981,6 @@ def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     predicted = trace.predicted.cpu().clone()
     predicted[prompt_length - 1 : -1] = trace.input_ids[prompt_length:]
     return predicted
-
-
-def _split_mid_states(
-    states: torch.Tensor, split: bool
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """A capture's states, and its h_L.attn rows apart when they are kept for the component
-    split only (``split``: not read out)."""
-    if not split:
-        return states, None
-    return states[0::2].contiguous(), states[1::2].contiguous()
 
 
 def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor:

@@ -12,18 +12,29 @@ rows of a given cost as the budget holds, at least one, at most what there is. T
   (the model's activations, which stop at h_n).
 - the readout's tiles (:func:`~iglens_viz.core.readout.tile_plan`) are sized from the CPU's
   caches within a :func:`block_plan`, by the same rule.
+- :func:`kv_cache_bytes`: one row's copy of a prompt's key/value cache (the gate game's rows).
+
+And the floor under every budget: :func:`min_memory_budget`, one row's readout tile.
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING
+
 import torch
+
+if TYPE_CHECKING:
+    from .readout import Readout
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "ablation_rows",
     "activation_rows",
     "block_plan",
+    "budget_with_floor",
     "kv_cache_bytes",
+    "min_memory_budget",
     "rows_within",
 ]
 
@@ -100,3 +111,47 @@ def kv_cache_bytes(model: torch.nn.Module, n_tokens: int) -> int:
     blocks = int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0) or 1)
     itemsize = next(model.parameters()).element_size()
     return 2 * blocks * kv_heads * d_head * itemsize * max(1, int(n_tokens))
+
+
+# One row's readout tile: the narrowest vocabulary block the readout's CPU tiles use
+# (readout._MIN_TILE_COLUMNS), with the logits-sized temporaries of a gradient pass
+# (estimators._GRADIENT_COPIES) and about five state-wide vectors per row.
+_FLOOR_COLUMNS = 512
+_FLOOR_COPIES = 4
+_FLOOR_ROW_VECTORS = 5
+
+
+def min_memory_budget(readout: Readout, width: int = 0) -> int:
+    """The smallest ``memory_budget`` an :class:`~iglens_viz.core.lens.IGLens` runs with:
+    bytes for one row's readout tile, ``min(V, 512)`` vocabulary columns of logits and their
+    temporaries (plus the head rows of those columns when a bf16/fp16 head is upcast) and a
+    few per-row vectors of ``width`` (the residual width d; d' when 0).
+
+    Below it every row would stream the vocabulary a few columns at a time, and a call
+    takes hours instead of seconds.
+    """
+    itemsize = torch.finfo(readout.dtype).bits // 8
+    columns = min(readout.vocab_size, _FLOOR_COLUMNS)
+    per_column = _FLOOR_COPIES + readout.head_block_width
+    return itemsize * (
+        columns * per_column + _FLOOR_ROW_VECTORS * max(int(width), readout.feature_size)
+    )
+
+
+def budget_with_floor(budget: int, readout: Readout, model: torch.nn.Module) -> int:
+    """``budget``, or :func:`min_memory_budget` with a warning when it is below that."""
+    width = getattr(getattr(model, "config", None), "hidden_size", 0)
+    floor = min_memory_budget(readout, width if isinstance(width, int) else 0)
+    if budget >= floor:
+        return budget
+    meant = (
+        f"; if you meant {budget} MB, pass memory_budget={budget} * 2**20" if budget < 2**16 else ""
+    )
+    warnings.warn(
+        f"memory_budget={budget} bytes is below one readout row's tile "
+        f"({floor} bytes for this model's {readout.vocab_size}-token vocabulary in "
+        f"{readout.dtype}); using {floor}. The budget is in bytes{meant}",
+        UserWarning,
+        stacklevel=3,
+    )
+    return floor

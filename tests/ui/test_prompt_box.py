@@ -76,7 +76,7 @@ def watch(w, path, reference):
             "ref_answer_probs": ref and ref.answer and ref.answer.lens_probs.tolist(),
             "versus_logprobs": a.versus and a.versus.lens_logprobs.tolist(),
             "ref_versus_logprobs": ref and ref.versus and ref.versus.lens_logprobs.tolist(),
-            "cached_answers": [list(k[0]) for k in w.lens._answers]}}))
+            "cached_answers": [list(k[0]) for k in w.lens.answer_cache.keys()]}}))
     send = w.send
     def sent(content, buffers=None):
         answers.append(content)
