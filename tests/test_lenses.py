@@ -31,6 +31,7 @@ from iglens_viz.lenses import (
     resolve_lens,
     save_lens,
 )
+from iglens_viz.lenses.fit import kept_checkpoint
 
 EPS32 = torch.finfo(torch.float32).eps
 EPS64 = torch.finfo(torch.float64).eps
@@ -195,15 +196,23 @@ def test_an_interrupted_jacobian_fit_resumes_at_the_next_text(llama, tokenizer):
     opts = {"skip_first": 4, "dim_batch": 32}  # d = 32: one backward pass per text
     whole = fit_lens(llama, tokenizer, "jacobian", cache=False, **opts)
     first: list = []
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         fit_lens(llama, tokenizer, "jacobian", progress=_interrupt_at(3, first), **opts)
     (partial,) = lens_cache_dir().glob("jacobian-*.partial.pt")
     state = torch.load(partial, weights_only=True)
     assert (state["texts_done"], state["sums"][0].dtype) == (3, torch.float64)
+    kept = kept_checkpoint(stopped.value)
+    assert kept is not None and (kept.done, kept.total, kept.unit, kept.path) == (
+        3,
+        whole.settings["texts"],
+        "text",
+        partial,
+    )
     second: list = []
     resumed = fit_lens(llama, tokenizer, "jacobian", progress=second.append, **opts)
-    assert [r.done for r in second] == list(range(4, whole.settings["texts"] + 1))
-    assert {r.resumed_at for r in second} == {3}
+    # the phase's first report says where it resumed, then one per text's backward pass
+    assert [r.done for r in _fit_reports(second)] == list(range(3, whole.settings["texts"] + 1))
+    assert {r.resumed_at for r in _fit_reports(second)} == {3}
     assert not list(lens_cache_dir().glob("*.partial.pt"))
     # Exact: the float64 sums are saved as they are and the same texts are added to them in
     # the same order, by the same deterministic backward passes.
@@ -250,12 +259,20 @@ def test_kl_to_final_with_a_precomputed_target_is_the_same_number(llama):
 
 
 def _interrupt_at(count: int, reports: list):
+    """A progress callback that keeps the fit phase's reports and raises KeyboardInterrupt
+    at its ``count``-th step or backward pass."""
+
     def progress(report):
-        reports.append(report)
-        if report.done == count:
-            raise KeyboardInterrupt
+        if report.phase == "fit":
+            reports.append(report)
+            if report.done == count:
+                raise KeyboardInterrupt
 
     return progress
+
+
+def _fit_reports(reports: list) -> list:
+    return [r for r in reports if r.phase == "fit"]
 
 
 def test_an_interrupted_tuned_fit_resumes_to_the_same_lens(llama, tokenizer):
@@ -268,20 +285,25 @@ def test_an_interrupted_tuned_fit_resumes_to_the_same_lens(llama, tokenizer):
     whole = fit_lens(llama, tokenizer, "tuned", cache=False, **opts)
     assert not list(lens_cache_dir().glob("*.partial.pt"))  # cache=False: no checkpoint
     first: list = []
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stopped:
         fit_lens(
             llama, tokenizer, "tuned", checkpoint_every=3, progress=_interrupt_at(5, first), **opts
         )
-    assert [(r.done, r.resumed_at) for r in first] == [(k, 0) for k in range(1, 6)]
+    assert [(r.done, r.resumed_at) for r in first] == [(k, 0) for k in range(0, 6)]
     (partial,) = lens_cache_dir().glob("tuned-*.partial.pt")
-    assert torch.load(partial, weights_only=True)["step"] == 3  # the latest checkpoint stays
+    # stopped by its progress callback after step 5: that step is kept, not the 3rd's
+    assert torch.load(partial, weights_only=True)["step"] == 5
+    kept = kept_checkpoint(stopped.value)
+    assert kept is not None and (kept.done, kept.total, kept.unit) == (5, 8, "step")
+    assert str(kept) == "the tuned lens's checkpoint at step 5/8"
     assert not list(lens_cache_dir().glob("tuned-*.safetensors"))
     second: list = []
     resumed = fit_lens(
         llama, tokenizer, "tuned", checkpoint_every=3, progress=second.append, **opts
     )
-    assert [r.done for r in second] == [4, 5, 6, 7, 8]
-    assert {r.resumed_at for r in second} == {3} and resumed.settings["resumed_at"] == 3
+    assert [r.done for r in _fit_reports(second)] == [5, 6, 7, 8]
+    assert {r.resumed_at for r in _fit_reports(second)} == {5}
+    assert resumed.settings["resumed_at"] == 5
     assert not list(lens_cache_dir().glob("*.partial.pt"))  # removed once the lens is stored
     # Exact: the checkpoint restores every float32 tensor and the generator bit for bit, and
     # the remaining steps run the same operations on the same machine and thread count.
@@ -290,6 +312,96 @@ def test_an_interrupted_tuned_fit_resumes_to_the_same_lens(llama, tokenizer):
     assert resumed.settings["final_kl"] == whole.settings["final_kl"]
     again = fit_lens(llama, tokenizer, "tuned", **opts)  # the cache, as for any lens
     assert torch.equal(again.matrices[0], whole.matrices[0]) and "resumed_at" in again.settings
+
+
+def test_a_jacobian_fit_skips_texts_too_short_for_its_positions(llama64, tokenizer):
+    # skip_first 16 (jlens's): a text of T tokens has the positions 16 … T−2, none for
+    # T <= 17 (the 10-token text made torch.arange(16, 9) raise before); such texts are
+    # left out, as the docs say, and the lens is the one of the long texts alone.
+    long = [random_ids(20, seed=40), random_ids(19, seed=41)]
+    short = [random_ids(10, seed=42), random_ids(17, seed=43)]
+    opts = {"dim_batch": 32}
+    mixed = fit_lens(llama64, tokenizer, "jacobian", [short[0], long[0], short[1], long[1]], **opts)
+    alone = fit_lens(llama64, tokenizer, "jacobian", long, **opts)
+    assert mixed.settings["texts_used"] == 2 and mixed.settings["texts"] == 4
+    for L in alone.matrices:
+        assert torch.equal(mixed.matrices[L], alone.matrices[L])
+    want = _reference_jacobian(llama64, long[0], 1, 16) + _reference_jacobian(
+        llama64, long[1], 1, 16
+    )
+    got = mixed.matrices[1].double()
+    assert torch.allclose(got, want / 2, rtol=EPS32, atol=EPS32 * float(want.abs().max()))
+    with pytest.raises(InvalidRequestError) as refused:
+        fit_lens(llama64, tokenizer, "jacobian", short, **opts)
+    message = str(refused.value)
+    assert "\n" not in message and "no text is longer than 17 tokens" in message
+
+
+def test_a_fit_reports_every_phase_with_the_time_left(llama, tokenizer):
+    from iglens_viz.lenses.fit import describe_progress
+
+    reports: list = []
+    fit_lens(llama, tokenizer, "tuned", steps=6, batch_rows=16, progress=reports.append)
+    phases = [r.phase for r in reports]
+    # sampling the corpus (token by token), reading its states (by batch), the steps
+    assert phases == sorted(phases, key=["corpus", "states", "fit"].index)
+    by_phase = {p: [r for r in reports if r.phase == p] for p in ("corpus", "states", "fit")}
+    corpus, states, steps = by_phase["corpus"], by_phase["states"], by_phase["fit"]
+    new_tokens = llama.config.max_position_embeddings - max(
+        len(tokenizer(o)["input_ids"]) for o in iglens_viz.lenses.corpus.FIT_OPENINGS
+    )
+    assert [r.done for r in corpus] == list(range(new_tokens + 1))
+    assert {(r.unit, r.total) for r in corpus} == {("tokens", new_tokens)}
+    assert [r.done for r in states] == [0, 16, 32, 48] and states[-1].total == 48
+    assert [r.done for r in steps] == list(range(7)) and {r.unit for r in steps} == {"steps"}
+    assert steps[0].loss is None and all(r.loss is not None for r in steps[1:])
+    for phase in (corpus, states, steps):
+        assert [r.seconds for r in phase] == sorted(r.seconds for r in phase)
+        assert phase[0].remaining_seconds is None  # nothing done yet: no pace
+        r = phase[1]
+        assert r.remaining_seconds == pytest.approx(r.seconds / r.done * (r.total - r.done))
+    line = describe_progress(steps[3])
+    assert line.startswith("the tuned lens: fitting 3/6 steps, KL ") and " left" in line
+    # the corpus is cached now: a second fit samples nothing and says nothing of it
+    again: list = []
+    fit_lens(llama, tokenizer, "tuned", steps=2, batch_rows=16, progress=again.append)
+    assert {r.phase for r in again} == {"states", "fit"}
+
+
+def test_a_fit_stops_where_its_progress_callback_raises(llama, tokenizer):
+    from iglens_viz.lenses.cache import lens_cache_dir
+    from iglens_viz.lenses.fit import fit_progress
+
+    class Stop(Exception):
+        pass
+
+    def stop_in(phase: str, at: int):
+        def report(r):
+            if r.phase == phase and r.done == at:
+                raise Stop(phase)
+
+        return report
+
+    # while sampling the corpus: nothing is kept (the corpus is sampled whole or not at all)
+    with pytest.raises(Stop) as stopped:
+        fit_lens(llama, tokenizer, "shortcut", progress=stop_in("corpus", 5))
+    assert kept_checkpoint(stopped.value) is None and not list(lens_cache_dir().glob("*"))
+    # a fit that lens="tuned" starts reports to the fit_progress block around it, and stops
+    seen: list = []
+
+    def observer(r):
+        seen.append(r)
+        stop_in("fit", 12)(r)
+
+    with fit_progress(observer), pytest.raises(Stop):
+        resolve_lens("tuned", llama, tokenizer)
+    assert seen[-1].kind == "tuned" and (seen[-1].done, seen[-1].total) == (12, 250)
+    (partial,) = lens_cache_dir().glob("tuned-*.partial.pt")
+    assert torch.load(partial, weights_only=True)["step"] == 12
+    # while the shortcut reads the states: stopped there, no lens stored
+    with pytest.raises(Stop):
+        fit_lens(llama, tokenizer, "shortcut", progress=stop_in("states", 16))
+    assert not list(lens_cache_dir().glob("shortcut-*"))
 
 
 def test_the_default_fit_keys_are_unchanged():

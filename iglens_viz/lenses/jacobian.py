@@ -51,7 +51,10 @@ from ..errors import InvalidRequestError
 __all__ = [
     "JLENS_SKIP_FIRST",
     "JacobianFit",
+    "backward_passes",
     "fit_jacobian",
+    "has_valid_position",
+    "passes_done",
     "split_half_errors",
     "text_jacobians",
 ]
@@ -116,13 +119,16 @@ def text_jacobians(
     *,
     skip_first: int = JLENS_SKIP_FIRST,
     dim_batch: int = 8,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[int, torch.Tensor] | None:
     """J_L(text) ``[d, d]`` (float64, CPU) of every depth L < n for one text ``ids``
-    ``[T]`` (see the module's text), or None when it has no valid position."""
+    ``[T]`` (see the module's text), or None when it has no valid position (T ≤
+    ``skip_first`` + 1). ``progress(done, total)`` is called after each of its backward
+    passes (it may raise to stop)."""
     T = ids.numel()
-    valid = torch.arange(skip_first, T - 1)
-    if valid.numel() == 0:
+    if not has_valid_position(T, skip_first):
         return None
+    valid = torch.arange(skip_first, T - 1)
     n = adapter.n_blocks
     with eval_mode(model), _frozen(model), torch.enable_grad():
         batch = ids.reshape(1, -1).expand(dim_batch, -1).to(input_device(model))
@@ -143,7 +149,15 @@ def text_jacobians(
             )
             for L, grad in enumerate(grads):
                 out[L][start : start + count] = grad[:count, at].double().mean(1).cpu()
+            if progress is not None:
+                progress(k + 1, len(starts))
     return out
+
+
+def has_valid_position(length: int, skip_first: int) -> bool:
+    """Whether a text of ``length`` tokens has a position the Jacobian lens averages over
+    (positions ``skip_first`` … length − 2): longer than ``skip_first`` + 1 tokens."""
+    return length - 1 > skip_first
 
 
 class JacobianFit(NamedTuple):
@@ -170,9 +184,12 @@ def fit_jacobian(
     resume: Mapping[str, Any] | None = None,
 ) -> JacobianFit:
     """J_L ``[d, d]`` (float32) of every depth L < n, the mean of :func:`text_jacobians`
-    over the texts that have a valid position, how many did, and the split-half relative
-    error of that mean (a :class:`JacobianFit`). ``progress(done, total)`` is called after
-    each text.
+    over the texts that have a valid position (the others, ``skip_first`` + 1 tokens or
+    fewer, are skipped), how many did, and the split-half relative error of that mean (a
+    :class:`JacobianFit`). ``progress(done, total)`` is called after each backward pass,
+    counted over the texts used (:func:`backward_passes` per text; a text's last one after
+    its checkpoint). It may raise to stop the fit: the checkpoint of the texts finished
+    stays.
 
     ``checkpoint(state)``, when given, is called after each text with the running state
     (see the module's text; to be written out during the call); ``resume``: such a state,
@@ -180,6 +197,14 @@ def fit_jacobian(
     and ends with the same numbers as one never stopped."""
     if dim_batch < 1:
         raise InvalidRequestError(f"dim_batch must be >= 1, got {dim_batch}")
+    usable = [has_valid_position(s.numel(), skip_first) for s in sequences]
+    if not any(usable):
+        raise InvalidRequestError(
+            f"no text is longer than {skip_first + 1} tokens: the Jacobian lens averages "
+            f"over positions {skip_first} … T−2 of each text (skip_first={skip_first}); "
+            f"pass longer texts or a smaller skip_first"
+        )
+    per_text = backward_passes(model, dim_batch)
     sums: list[torch.Tensor] | None = None
     halves: list[torch.Tensor] | None = None  # the sum over the texts used 0, 2, 4, …
     used = 0
@@ -187,9 +212,21 @@ def fit_jacobian(
     if resume is not None:
         start, used = int(resume["texts_done"]), int(resume["used"])
         sums, halves = resume["sums"], resume["half_sums"]
+    total = per_text * sum(usable)
     for i in range(start, len(sequences)):
+        before = passes_done(sequences, i, skip_first, per_text)
+
+        def report(done: int, passes: int, before: int = before) -> None:
+            if progress is not None and done < passes:  # the text's last: once it is kept
+                progress(before + done, total)
+
         jac = text_jacobians(
-            model, adapter, sequences[i], skip_first=skip_first, dim_batch=dim_batch
+            model,
+            adapter,
+            sequences[i],
+            skip_first=skip_first,
+            dim_batch=dim_batch,
+            progress=report,
         )
         if jac is not None:
             if sums is None or halves is None:
@@ -202,19 +239,30 @@ def fit_jacobian(
             used += 1
         if checkpoint is not None:
             checkpoint({"texts_done": i + 1, "used": used, "sums": sums, "half_sums": halves})
-        if progress is not None:
-            progress(i + 1, len(sequences))
-    if sums is None or halves is None:
-        raise InvalidRequestError(
-            f"no text is longer than {skip_first + 1} tokens: the Jacobian lens averages "
-            f"over positions {skip_first} … T−2 of each text (skip_first={skip_first}); "
-            f"pass longer texts or a smaller skip_first"
-        )
+        if progress is not None and jac is not None:
+            progress(before + per_text, total)
+    if sums is None or halves is None:  # pragma: no cover - a usable text was found above
+        raise InvalidRequestError("the Jacobian checkpoint holds no text")
     return JacobianFit(
         {L: (s / used).float() for L, s in enumerate(sums)},
         used,
         split_half_errors(sums, halves, used),
     )
+
+
+def backward_passes(model: nn.Module, dim_batch: int) -> int:
+    """The backward passes :func:`text_jacobians` makes per text: ⌈d / ``dim_batch``⌉."""
+    from .states import model_shape
+
+    return -(-model_shape(model)[2] // dim_batch)
+
+
+def passes_done(
+    sequences: Sequence[torch.Tensor], texts_done: int, skip_first: int, per_text: int
+) -> int:
+    """The backward passes made for the first ``texts_done`` texts (those with a valid
+    position): where a fit resumed from a checkpoint of ``texts_done`` texts stands."""
+    return per_text * sum(has_valid_position(s.numel(), skip_first) for s in sequences[:texts_done])
 
 
 def split_half_errors(

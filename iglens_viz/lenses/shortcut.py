@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..errors import InvalidRequestError
-from .states import state_batches
+from .states import STATE_BATCH, state_batches
 
 __all__ = ["fit_shortcut", "solve_normal_equations"]
 
@@ -41,13 +41,13 @@ def fit_shortcut(
     sequences: Sequence[torch.Tensor],
     *,
     ridge: float = 0.0,
-    batch_size: int = 16,
+    batch_size: int = STATE_BATCH,
     skip_first: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[int, torch.Tensor], dict[int, torch.Tensor], int]:
     """``(matrices, biases, positions)``: A_L ``[d, d]`` and b_L ``[d]`` (float32) of every
     depth L < n, and the number of positions they were fitted on. ``progress(done, total)``
-    is called after each batch of texts."""
+    is called after each batch of texts (it may raise to stop the fit)."""
     if ridge < 0:
         raise InvalidRequestError(f"ridge must be >= 0, got {ridge}")
     gram: torch.Tensor | None = None

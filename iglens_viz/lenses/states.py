@@ -23,10 +23,13 @@ from ..errors import InvalidRequestError
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["encode_texts", "model_shape", "state_batches"]
+__all__ = ["STATE_BATCH", "encode_texts", "model_shape", "state_batches"]
 
 DEFAULT_MAX_LENGTH = 128
 """Tokens kept of each text (the rest is cut off)."""
+
+STATE_BATCH = 16
+"""Texts per forward pass of :func:`state_batches` (by default)."""
 
 
 def model_shape(model: nn.Module) -> tuple[ModelAdapter, int, int]:
@@ -68,7 +71,7 @@ def state_batches(
     model: nn.Module,
     sequences: Sequence[torch.Tensor],
     *,
-    batch_size: int = 16,
+    batch_size: int = STATE_BATCH,
     skip_first: int = 1,
     skip_last: bool = False,
     dtype: torch.dtype = torch.float32,

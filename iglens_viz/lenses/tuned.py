@@ -42,7 +42,7 @@ import torch
 from ..adapters import ModelAdapter
 from ..core.readout import Readout
 from ..errors import InvalidRequestError
-from .states import state_batches
+from .states import STATE_BATCH, state_batches
 
 __all__ = ["TUNED_DEFAULTS", "final_log_probs", "fit_tuned", "kl_to_final"]
 
@@ -138,23 +138,31 @@ def fit_tuned(
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
     checkpoint_every: int = 10,
     resume: Mapping[str, Any] | None = None,
+    states_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[int, torch.Tensor], dict[int, torch.Tensor], int, list[float]]:
     """``(matrices, biases, positions, losses)``: A_L = I + W_L and b_L (float32) of every
     depth L < n after ``steps`` steps, the corpus's size, and the mean KL over depths at
-    each step. ``progress(step, steps, loss)`` is called after each step.
+    each step. ``states_progress(texts, total)`` is called after each batch of texts whose
+    states are read, ``progress(step, steps, loss)`` after each step; either may raise to
+    stop the fit.
 
     ``checkpoint(state)``, when given, is called after every ``checkpoint_every``-th step
     (and after the last) with the fit's state (see the module's text; its tensors are the
-    fit's own, to be written out during the call). ``resume``: such a state, from a fit with
-    the same arguments and sequences; the fit continues after its step, and ends with the
-    same numbers as one never stopped."""
+    fit's own, to be written out during the call), and after the step where ``progress``
+    raised, before the exception goes on: a fit stopped there resumes at that step.
+    ``resume``: such a state, from a fit with the same arguments and sequences; the fit
+    continues after its step, and ends with the same numbers as one never stopped."""
     if steps < 0 or batch_rows < 1 or checkpoint_every < 1:
         raise InvalidRequestError(
             f"steps must be >= 0, batch_rows and checkpoint_every >= 1, got {steps}, "
             f"{batch_rows} and {checkpoint_every}"
         )
     readout = Readout(adapter, torch.float32)
-    parts = list(state_batches(model, sequences, skip_first=skip_first))
+    parts = []
+    for batch in state_batches(model, sequences, skip_first=skip_first):
+        parts.append(batch)
+        if states_progress is not None:
+            states_progress(min(len(sequences), len(parts) * STATE_BATCH), len(sequences))
     if not parts:
         raise InvalidRequestError(
             f"no text is longer than {skip_first + 1} tokens: nothing to train the tuned lens on"
@@ -204,22 +212,30 @@ def fit_tuned(
         scheduler.step()
         losses.append(total / n)
         done = step + 1
-        if checkpoint is not None and (done % checkpoint_every == 0 or done == steps):
-            checkpoint(
-                {
-                    "step": done,
-                    "weights": [w.detach().cpu() for w in weights],
-                    "biases": [b.detach().cpu() for b in biases],
-                    "optimizer": opt.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "generator": generator.get_state(),
-                    "order": order,
-                    "cursor": cursor,
-                    "losses": list(losses),
-                }
-            )
+
+        def state(done: int = done, order: torch.Tensor = order, cursor: int = cursor) -> dict:
+            return {
+                "step": done,
+                "weights": [w.detach().cpu() for w in weights],
+                "biases": [b.detach().cpu() for b in biases],
+                "optimizer": opt.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "generator": generator.get_state(),
+                "order": order,
+                "cursor": cursor,
+                "losses": list(losses),
+            }
+
+        kept = done % checkpoint_every == 0 or done == steps
+        if checkpoint is not None and kept:
+            checkpoint(state())
         if progress is not None:
-            progress(done, steps, losses[-1])
+            try:
+                progress(done, steps, losses[-1])
+            except BaseException:  # stopped (a Cancel, Ctrl-C) after a whole step: keep it
+                if checkpoint is not None and not kept:
+                    checkpoint(state())
+                raise
     eye = torch.eye(d)
     matrices = {L: (eye + weights[L].detach().cpu()).contiguous() for L in range(n)}
     offsets = {L: biases[L].detach().cpu().clone() for L in range(n)}
