@@ -4,7 +4,9 @@
 template and a short generated answer; ``iglens validate`` runs the causal validation on the
 shipped prompt set (``iglens -- validate`` attributes the word "validate"). User errors —
 every :class:`~iglens_viz.errors.IGLensError` — print one line and exit with status 2,
-never a traceback. The flags become one
+never a traceback; Ctrl-C prints one line (naming the checkpoint a lens fit keeps) and exits
+with status 130. A lens fitted on first use (``--lens tuned``) prints its progress on
+stderr. The flags become one
 :class:`~iglens_viz.core.request.AttributionRequest`, parsed as the widget's controls are.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -32,8 +35,11 @@ from .table import answer_table, attribution_table, gate_table
 if TYPE_CHECKING:
     from ..core.lens import IGLens
     from ..core.result import AttributionResult
+    from ..lenses.fit import ProgressPrinter
 
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 + SIGINT, as a shell reports a command it interrupted."""
 
 
 class UserError(IGLensError):
@@ -490,7 +496,10 @@ def run_attribute(argv: list[str]) -> int:
         request = _with_lens(request, args.lens)
     model, tokenizer = _load(args.model, args.dtype, args.device)
     lens = IGLens(model, tokenizer, name=args.name)
-    result = lens.run(request)
+    from ..lenses.fit import fit_progress
+
+    with fit_progress(_fit_printer()):  # a lens fitted on first use shows its progress
+        result = lens.run(request)
     positions = _positions(result, args)
     split = _component_split(lens, result, positions) if args.components else None
 
@@ -637,7 +646,7 @@ def run_fit_lens(argv: list[str]) -> int:
             options[name] = value
     _check_outputs(args.out)
     model, tokenizer = _load(args.model, args.dtype, args.device)
-    lens = fit_lens(model, tokenizer, args.kind, texts, progress=True, **options)
+    lens = fit_lens(model, tokenizer, args.kind, texts, progress=_fit_printer(), **options)
     save_lens(lens, args.out)
     if args.evaluate:
         print(evaluate_lens(lens, model, tokenizer).to_frame().to_string(index=False))
@@ -676,6 +685,30 @@ def run_validate(argv: list[str]) -> int:
     return 0
 
 
+@functools.lru_cache(maxsize=1)
+def _fit_printer() -> ProgressPrinter:
+    """The one printer of this process's lens-fit progress lines (stderr)."""
+    from ..lenses.fit import ProgressPrinter
+
+    return ProgressPrinter()
+
+
+def _interrupted(err: KeyboardInterrupt) -> int:
+    """Ctrl-C: one line, naming the checkpoint a lens fit kept, and status 130."""
+    from ..lenses.fit import kept_checkpoint
+
+    _fit_printer().end_line()
+    kept = kept_checkpoint(err)
+    line = "iglens: interrupted"
+    if kept is not None:
+        line += (
+            f": {kept} is kept in {visible_text(str(kept.path), keep='')}; run the same command "
+            f"again to resume"
+        )
+    print(line, file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
 def _undecodable(argv: list[str]) -> str | None:
     """The first argument that is not valid UTF-8 (Python keeps such bytes as surrogates)."""
     for arg in argv:
@@ -701,7 +734,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_fit_lens(argv[1:])
         return run_attribute(argv)
     except IGLensError as err:  # messages may quote a model name or a token: made visible
+        _fit_printer().end_line()
         print(f"iglens: error: {visible_text(str(err))}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except KeyboardInterrupt as err:
+        return _interrupted(err)
     except SystemExit as done:  # argparse: --help (0) or a usage error (2, already printed)
         return done.code if isinstance(done.code, int) else EXIT_USER_ERROR
