@@ -18,6 +18,7 @@ const DEFAULTS = {
   color_by: "p_final",
   interactive: false,
   running: {},
+  cached_lenses: [],
   components: {},
   ablation: {},
   gates: {},

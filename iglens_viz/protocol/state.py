@@ -134,8 +134,21 @@ STATE: tuple[StateKey, ...] = (
         "to_page",
         """The command running in the background: ``{"id": request id, "command":
     "recompute" | "ask" | "ablation" | "gates"}``, or ``{}`` when none runs. The page shows it
-    as busy and names it when it cancels (see ``iglens_viz.protocol.commands``).""",
+    as busy and names it when it cancels (see ``iglens_viz.protocol.commands``). While a
+    recompute or question fits a lens on its first use, ``"fit"`` adds its progress:
+    ``{"kind", "phase": "corpus" | "states" | "fit", "done", "total", "unit",
+    "remaining_s": seconds or null, "resumed_at"}`` (``iglens_viz.lenses.FitProgress``).""",
         initial=True,
+    ),
+    StateKey(
+        "cached_lenses",
+        "list",
+        [],
+        "to_page",
+        """The fitted lens kinds (``"shortcut"``, ``"tuned"``, ``"jacobian"``) whose default
+    fit for this widget's model is in the cache: choosing one of the others fits it first,
+    minutes on a CPU, which the controls say before Apply. Set by an interactive widget and
+    after each recompute or question; ``[]`` otherwise.""",
     ),
     StateKey(
         "components",
@@ -252,9 +265,9 @@ STATE: tuple[StateKey, ...] = (
         "float",
         -1.0,
         "to_page",
-        """The running recompute's progress, 0 … 1 (the share of interior points done), -1
-    when no recompute runs or none reports progress (a steps = 1 prediction-aware request
-    has no interior points).""",
+        """The running recompute's progress, 0 … 1 (the share of interior points done, or of
+    the current phase of a lens fit, see ``running``), -1 when no recompute runs or none
+    reports progress (a steps = 1 prediction-aware request has no interior points).""",
     ),
 )
 """Every synced value of the model, in the widget's declaration order."""

@@ -40,6 +40,7 @@ from ..core.extensions import provider
 from ..core.request import TARGET_KEYWORDS
 from ..core.targets import token_texts
 from ..errors import IGLensError, InvalidRequestError
+from ..lenses.fit import FitProgress, cached_fitted_kinds, fit_progress, kept_checkpoint
 from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
 from ..protocol.commands import COMMANDS, Command, answer, parse_command
@@ -160,6 +161,7 @@ class IGLensWidget(anywidget.AnyWidget):
     color_by = _trait("color_by")
     interactive = _trait("interactive")
     running = _trait("running")
+    cached_lenses = _trait("cached_lenses")
     components = _trait("components")
     ablation = _trait("ablation")
     gates = _trait("gates")
@@ -346,6 +348,8 @@ class IGLensWidget(anywidget.AnyWidget):
         self.on_msg(self._on_message)
         self._cancel = threading.Event()
         self._worker: threading.Thread | None = None
+        self._fit_shown = (0.0, "")  # when and which fit phase last reached the page
+        self._show_cached_lenses()
 
     def __repr__(self) -> str:
         a = self._attribution
@@ -529,7 +533,7 @@ class IGLensWidget(anywidget.AnyWidget):
         request = self._attribution.request.with_controls(command.fields["controls"])
         if "versus" in command.fields:  # the student view's "compare with…" box
             request = request.replace(versus=command.fields["versus"])
-        with progress_hook(self._report), self._cancellable(lens):
+        with progress_hook(self._report), self._cancellable(lens), self._lens_fits():
             new = lens.run(request)
         self._show(new)
 
@@ -558,7 +562,7 @@ class IGLensWidget(anywidget.AnyWidget):
             self._check_cancelled()
             self._publish(share + (1 - share) * (done / total if total else 0.0))
 
-        with progress_hook(report), self._cancellable(lens, forward):
+        with progress_hook(report), self._cancellable(lens, forward), self._lens_fits():
             new = lens.run(request)
         self._show(new)
         return new
@@ -610,8 +614,62 @@ class IGLensWidget(anywidget.AnyWidget):
                 self.progress = value
 
     def _check_cancelled(self) -> None:
+        """Where every cancellable command stops: raise once the page's Cancel arrived."""
         if self._cancel.is_set():
             raise RecomputeCancelled("cancelled: the previous result is still shown")
+
+    @contextlib.contextmanager
+    def _lens_fits(self) -> Iterator[None]:
+        """Within the block, a lens fitted on its first use (``lens="tuned"``, …) reports
+        each phase to the page (``running["fit"]`` and ``progress``) and stops at a Cancel
+        within one step (:meth:`_fit_report`); a cancelled fit's answer names the checkpoint
+        it kept. ``cached_lenses`` is brought up to date after the block."""
+        try:
+            with fit_progress(self._fit_report):
+                yield
+        except RecomputeCancelled as err:
+            kept = kept_checkpoint(err)
+            if kept is None:
+                raise
+            raise RecomputeCancelled(
+                f"cancelled: {kept} is kept, so choosing the {kept.kind} lens again resumes its "
+                f"fit; the previous result is still shown"
+            ) from None
+        finally:
+            self._show_cached_lenses()
+
+    def _fit_report(self, report: FitProgress) -> None:
+        """A lens fit's progress callback: stop on Cancel, else show the report (the first
+        and last of each phase, and at most four a second)."""
+        self._check_cancelled()
+        now, phase = time.monotonic(), f"{report.kind}:{report.phase}"
+        last = report.done >= report.total
+        if phase == self._fit_shown[1] and not last and now - self._fit_shown[0] < 0.25:
+            return
+        self._fit_shown = (now, phase)
+        left = report.remaining_seconds
+        fit = {
+            "kind": report.kind,
+            "phase": report.phase,
+            "done": report.done,
+            "total": report.total,
+            "unit": report.unit,
+            "remaining_s": None if left is None else round(left, 1),
+            "resumed_at": report.resumed_at,
+        }
+        with self._sync_lock, self.hold_sync():
+            if self.running:
+                self.running = {**self.running, "fit": fit}
+            self.progress = round(report.done / report.total, 3) if report.total else -1.0
+
+    def _show_cached_lenses(self) -> None:
+        """Tell the page which fitted lenses are cached for the model (see the trait)."""
+        if self._lens is None:
+            return
+        kinds = cached_fitted_kinds(self._lens.model)
+        if kinds != self.cached_lenses:
+            with self._sync_lock:
+                self.cached_lenses = kinds
 
     def _publish(self, share: float) -> None:
         value = round(share, 2)
