@@ -52,3 +52,46 @@ export const lensFact = (name) => (isLogitLens(name) ? null : `lens: ${lensLabel
 
 /** The lens grid's name: "logit-lens grid", "shortcut-lens grid" … @param {string} name */
 export const lensGridName = (name) => `${lensLabel(name)}-lens grid`;
+
+/** The lenses fitted on their first use (the rest of LENS_OPTIONS needs no fit). */
+export const FITTED_LENSES = /** @type {const} */ (["shortcut", "tuned", "jacobian"]);
+
+/**
+ * The controls' note before Apply when the lens chosen is a fitted one that is not cached for
+ * this model (Python's `cached_lenses`) and not the shown result's: its first fit takes
+ * minutes. null otherwise.
+ * @param {string} choice the lens select's value
+ * @param {string} shown the shown result's lens (`controls.lens || lens`)
+ * @param {unknown} cached the `cached_lenses` trait
+ */
+export function firstFitNote(choice, shown, cached) {
+  const fitted = /** @type {readonly string[]} */ (FITTED_LENSES);
+  if (!fitted.includes(choice) || choice === shown) return null;
+  if (Array.isArray(cached) && cached.includes(choice)) return null;
+  return (
+    `The ${lensLabel(choice)} lens is not fitted for this model yet: Apply fits it first, which takes minutes on a CPU ` +
+    "(then it is cached). Cancel stops the fit; a tuned or Jacobian fit resumes where it stopped."
+  );
+}
+
+const FIT_PHASES = /** @type {Record<string, string>} */ ({
+  corpus: "sampling its corpus",
+  states: "reading the corpus's states",
+  fit: "fitting",
+});
+
+/** Seconds as "40 s", "3 min", "1.2 h". @param {number} s */
+const duration = (s) => (s < 90 ? `${Math.max(1, Math.round(s))} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
+
+/**
+ * The status line of a lens fit in progress (Python's `running.fit`): "Fitting the tuned
+ * lens: fitting 20/250 steps · about 3 min left". null for no fit.
+ * @param {unknown} fit
+ */
+export function fitStatus(fit) {
+  if (!fit || typeof fit !== "object") return null;
+  const f = /** @type {{kind?: unknown, phase?: unknown, done?: unknown, total?: unknown, unit?: unknown, remaining_s?: unknown}} */ (fit);
+  const phase = FIT_PHASES[String(f.phase)] ?? "fitting";
+  const left = typeof f.remaining_s === "number" && Number.isFinite(f.remaining_s) ? ` \u00b7 about ${duration(f.remaining_s)} left` : "";
+  return `First use of the ${lensLabel(String(f.kind ?? ""))} lens: ${phase} ${Number(f.done)}/${Number(f.total)} ${formatToken(String(f.unit ?? ""), { maxLen: 20 })}${left}`;
+}

@@ -10,7 +10,7 @@ import { decodeResult, contribution } from "./result.js";
 import { segmentMatrix, decodeComponents } from "./components.js";
 import { titleLines, detailHeading, svgPainter, heatmapFigure, gridFigure } from "./export-image.js";
 import { formatToken } from "./tokens.js";
-import { LENS_OPTIONS, lensFact, lensPhrase } from "./lens-name.js";
+import { LENS_OPTIONS, firstFitNote, fitStatus, lensFact, lensPhrase } from "./lens-name.js";
 import { makeRequest } from "./views/controls.js";
 
 beforeAll(() => {
@@ -100,6 +100,81 @@ describe("the lens select", () => {
     expect(makeRequest({ ...v, lens: "shortcut" }).lens).toBe("shortcut");
     expect(makeRequest({ ...v, lens: "" }).lens).toBe("logit");
     expect("lens" in makeRequest(v)).toBe(false);
+  });
+});
+
+describe("a lens fitted on its first use (issue 32)", () => {
+  const fitNote = (/** @type {Element} */ el) => /** @type {HTMLElement} */ (el.querySelector(".iglens-controls .iglens-fit-note"));
+  const choose = (/** @type {Element} */ el, /** @type {string} */ value) => {
+    const sel = lensSelect(el);
+    sel.value = value;
+    fire(sel, "change");
+  };
+
+  it("says before Apply that a first fit takes minutes, only for a fitted lens not cached yet", () => {
+    const { el, model } = mountWidget({ T: 4, nBlocks: 6 });
+    expect(model.get("cached_lenses")).toEqual([]); // the trait's default
+    const note = fitNote(el);
+    expect(note).not.toBeNull();
+    expect(note.hidden).toBe(true); // the logit lens: nothing to fit
+    choose(el, "tuned");
+    expect(note.hidden).toBe(false);
+    expect(note.textContent).toMatch(/^The tuned lens is not fitted for this model yet: Apply fits it first, which takes minutes on a CPU/);
+    expect(note.textContent).toMatch(/Cancel stops the fit/);
+    // Python says the tuned lens is cached: no note; the Jacobian lens is not
+    model.set("cached_lenses", ["tuned"]);
+    expect(note.hidden).toBe(true);
+    choose(el, "jacobian");
+    expect(note.hidden).toBe(false);
+    expect(note.textContent).toContain("The jacobian lens is not fitted");
+    choose(el, "logit");
+    expect(note.hidden).toBe(true);
+  });
+
+  it("says nothing for the shown result's own lens, while a recompute runs, or without a kernel", () => {
+    const a = mountWidget({ T: 4, nBlocks: 6, lens: "shortcut" });
+    expect(fitNote(a.el).hidden).toBe(true); // shortcut: the lens already shown
+    choose(a.el, "tuned");
+    expect(fitNote(a.el).hidden).toBe(false);
+    fire(q(a.el, ".iglens-apply"), "click");
+    expect(a.model.last("recompute")?.controls.lens).toBe("tuned");
+    expect(fitNote(a.el).hidden).toBe(true); // running: the status line speaks instead
+    const b = mountWidget({ T: 4, nBlocks: 6, kernel: "silent" });
+    choose(b.el, "tuned");
+    expect(fitNote(b.el).hidden).toBe(true);
+  });
+
+  it("shows the running fit's phase, count and time left beside Cancel", () => {
+    const { el, model } = mountWidget({ T: 4, nBlocks: 6 });
+    choose(el, "tuned");
+    fire(q(el, ".iglens-apply"), "click");
+    const sent = /** @type {Record<string, any>} */ (model.last("recompute"));
+    const fit = { kind: "tuned", phase: "fit", done: 20, total: 250, unit: "steps", remaining_s: 181.4, resumed_at: 0 };
+    model.set("running", { id: sent.id, command: "recompute", fit });
+    model.set("progress", 0.08);
+    const status = q(el, ".iglens-controls .iglens-status");
+    expect(status.textContent).toBe("First use of the tuned lens: fitting 20/250 steps \u00b7 about 3 min left");
+    const cancel = q(el, ".iglens-controls .iglens-cancel");
+    expect(cancel.hidden).toBe(false);
+    fire(cancel, "click");
+    expect(model.last("cancel")?.request_id).toBe(sent.id);
+    model.set("running", { id: sent.id, command: "recompute", fit: { ...fit, phase: "corpus", done: 3, total: 64, unit: "tokens", remaining_s: null } });
+    expect(status.textContent).toBe("First use of the tuned lens: sampling its corpus 3/64 tokens");
+  });
+
+  it("firstFitNote and fitStatus are pure and escape what they quote", () => {
+    expect(firstFitNote("tuned", "logit", ["shortcut"])).toMatch(/^The tuned lens is not fitted/);
+    expect(firstFitNote("tuned", "logit", ["tuned"])).toBeNull();
+    expect(firstFitNote("tuned", "tuned", [])).toBeNull();
+    expect(firstFitNote("/tmp/my.safetensors", "logit", [])).toBeNull(); // a saved lens: no fit
+    expect(firstFitNote("tuned", "logit", "garbage")).toMatch(/^The tuned lens/);
+    expect(fitStatus(null)).toBeNull();
+    expect(fitStatus({ kind: "shortcut", phase: "states", done: 16, total: 48, unit: "texts", remaining_s: 12.2 })).toBe(
+      "First use of the shortcut lens: reading the corpus's states 16/48 texts \u00b7 about 12 s left",
+    );
+    const hostile = /** @type {string} */ (fitStatus({ kind: EVIL, phase: "fit", done: 1, total: 2, unit: "\u202esteps", remaining_s: 5400 }));
+    expect(hostile).not.toContain("\u202e");
+    expect(hostile).toContain("about 1.5 h left");
   });
 });
 

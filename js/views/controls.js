@@ -12,7 +12,7 @@
 import { h, listen } from "../dom.js";
 import { kernelNote } from "./kernel.js";
 import { createPromptBox } from "./prompt.js";
-import { LENS_OPTIONS, LENS_TIP, isLogitLens, lensLabel } from "../lens-name.js";
+import { LENS_OPTIONS, LENS_TIP, firstFitNote, fitStatus, isLogitLens, lensLabel } from "../lens-name.js";
 import { formatToken } from "../tokens.js";
 
 export const BOUNDARY_PRESETS = [
@@ -129,6 +129,9 @@ function controlsDom() {
   error.hidden = true;
   const note = h("div", { class: "iglens-kernel-note iglens-muted", role: "status" });
   note.hidden = true;
+  // before Apply: a fitted lens chosen that is not cached yet takes minutes to fit first
+  const fitHint = h("div", { class: "iglens-fit-note iglens-muted", role: "note" });
+  fitHint.hidden = true;
 
   const field = (/** @type {string} */ label, /** @type {HTMLElement[]} */ inputs, /** @type {string} */ tip) =>
     h("label", { class: "iglens-field", title: tip }, h("span", { class: "iglens-field-label", text: label }), ...inputs);
@@ -156,11 +159,12 @@ function controlsDom() {
     "section",
     { class: "iglens-controls", "aria-label": "Recompute" },
     form,
+    fitHint,
     note,
     h("div", { class: "iglens-progress-row" }, status, progress, cancel),
     error,
   );
-  return { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, form, el };
+  return { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, fitHint, form, el };
 }
 
 /**
@@ -180,7 +184,7 @@ export function controlsError(commands) {
  * @param {import("./context.js").Context} ctx
  */
 export function createControls(ctx) {
-  const { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, form, el } = controlsDom();
+  const { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, fitHint, form, el } = controlsDom();
   const promptBox = createPromptBox(ctx);
   el.append(promptBox.el); // after the form's own lines: a new question, not a recompute
 
@@ -233,13 +237,20 @@ export function createControls(ctx) {
     if (known) progress.value = p;
     else progress.removeAttribute("value");
     cancel.hidden = !busy || !live;
-    status.textContent = busy ? (known ? `Computing\u2026 ${Math.round(100 * p)}%` : "Computing\u2026") + fitNote() : "";
+    const fitting = busy ? fitStatus(ctx.model.get("running")?.fit) : null; // a lens fitted on first use: its phase, time left
+    status.textContent = fitting ?? (busy ? (known ? `Computing\u2026 ${Math.round(100 * p)}%` : "Computing\u2026") + fitNote() : "");
+    const hint = live && !busy && ctx.result ? firstFitNote(lens.value, ctx.result.controls.lens || ctx.result.lens, ctx.model.get("cached_lenses")) : null;
+    fitHint.hidden = !hint;
+    fitHint.textContent = hint ?? "";
     const msg = controlsError(ctx.commands);
     error.hidden = !msg;
     error.textContent = msg ?? "";
   }
 
+  ctx.model.on("change:cached_lenses", sync);
   const offs = [
+    () => ctx.model.off("change:cached_lenses", sync),
+    listen(lens, "change", sync),
     listen(boundaries, "change", () => {
       custom.hidden = boundaries.value !== "custom";
       if (!custom.hidden) custom.focus();
