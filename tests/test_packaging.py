@@ -103,6 +103,9 @@ def test_wheel_and_sdist_carry_the_bundle(dists):
         for p in BUNDLE:
             assert whl.read(p) == checkout[p]
         assert "iglens_viz/py.typed" in names
+        # the default model's sampled corpus (iglens_viz.lenses.shipped), as in the checkout
+        corpus = "iglens_viz/lenses/default_corpus.json"
+        assert whl.read(corpus) == (ROOT / corpus).read_bytes()
         assert not any(n.startswith(("tests/", "js/", "node_modules/")) for n in names)
         meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = whl.read(meta).decode("utf-8")
