@@ -219,14 +219,15 @@ def test_path_values_chunk_along_the_steps_axis(monkeypatch):
     h_a, h_b = trace.states[0, :2], trace.states[1, :2]
     ids = torch.tensor([3, 4])
     alphas = torch.linspace(0, 1, 3001)
-    whole = estimators.path_values(readout, h_a, h_b, ids, None, alphas, 2**30)
+    pairs = estimators.SegmentPairs(h_a, h_b, ids, None)
+    whole = estimators.path_values(readout, pairs, alphas, 2**30)
     sizes = _record_logit_blocks(monkeypatch)
     budget = 16 * 2**10  # well under one pair's 3001 × 97 float32 logits (1.2 MB)
-    chunked = estimators.path_values(readout, h_a, h_b, ids, None, alphas, budget)
+    chunked = estimators.path_values(readout, pairs, alphas, budget)
     assert max(sizes) <= budget and len(sizes) > 2 * 3001 * 97 * 4 // budget
     tol = readout_tol(readout_size(model, IDS), torch.float32, blocks=1)
     np.testing.assert_allclose(chunked.numpy(), whole.numpy(), rtol=0, atol=tol)
-    totals = estimators.riemann_totals(readout, h_a, h_b, ids, None, 3000, budget)
+    totals = estimators.riemann_totals(readout, pairs, 3000, budget)
     assert totals.shape == (2,) and torch.isfinite(totals).all()
 
 

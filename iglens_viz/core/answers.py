@@ -23,20 +23,30 @@ discretisation error, as the per-token contributions do).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 
+from ..errors import InvalidRequestError
 from .boundaries import block_of_depth
-from .estimators import midpoints, segment_gradients, segment_pairs
+from .components import component_segments
+from .estimators import midpoints, path_along, path_or_ends, segment_gradients
+from .prompting import eos_ids
+from .question import Question
 from .readout import target_probability
 from .serial import json_ready
+from .split import question_shares, split_names
 from .stats import argmax_rows
+from .targets import token_texts
 
 if TYPE_CHECKING:
+    from .lens import IGLens
     from .readout import Readout
+    from .request import AttributionRequest
+    from .result import AttributionResult
     from .trace import Trace
 
 __all__ = ["AnswerComparison", "AnswerLedger", "answer_ledger"]
@@ -235,27 +245,22 @@ class AnswerComparison:
 
 
 def answer_ledger(
-    readout: Readout,
-    trace: Trace,
-    bounds: list[float],
-    start: int,
-    end: int,
-    text: str,
-    token_text: dict[int, str],
-    *,
-    estimator: str = "prediction_aware",
-    steps: int = 1,
-    budget: int,
+    readout: Readout, question: Question, text: str, token_text: dict[int, str], *, budget: int
 ) -> AnswerLedger:
-    """The ledgers of the answer ``trace.input_ids[start:end]`` (teacher-forced after a
-    prompt of ``start`` tokens), read at ``bounds`` through the trace's lens.
+    """The ledgers of a teacher-forced answer: the question's ids are the answer's tokens and
+    its positions the ones that predict them (each token's position minus one), read at its
+    boundaries through the trace's lens.
 
     ``estimator="riemann"`` integrates along each segment with ``steps`` midpoints (see the
     module's docstring); otherwise the ledgers are first differences (exact).
     """
-    ids = trace.input_ids[start:end]
-    n = ids.numel()
-    positions = torch.arange(start - 1, start - 1 + n)
+    trace, bounds, ids, positions = (
+        question.trace,
+        list(question.bounds),
+        question.ids,
+        question.positions,
+    )
+    estimator = question.estimator
     rows = trace.rows(bounds)
     where = positions.to(trace.features.device)
     z = trace.features[rows][:, where]  # [k+1, n, d']
@@ -264,7 +269,7 @@ def answer_ledger(
     logp = (logits - lse).double().T  # [n, k+1]
     probs = target_probability(logits, lse).double().T
     if estimator == "riemann":
-        log_split, prob = _riemann_ledgers(readout, trace, bounds, positions, ids, steps, budget)
+        log_split, prob = _riemann_ledgers(readout, question, budget)
     else:
         log_split = (logp[:, 1:] - logp[:, :-1]).T
         joint = probs.prod(0)
@@ -285,13 +290,7 @@ def answer_ledger(
 
 
 def _riemann_ledgers(
-    readout: Readout,
-    trace: Trace,
-    bounds: list[float],
-    positions: torch.Tensor,
-    ids: torch.Tensor,
-    steps: int,
-    budget: int,
+    readout: Readout, question: Question, budget: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Midpoint-rule log ledger ``[k, n]`` and joint-probability ledger ``[k]``.
 
@@ -299,14 +298,14 @@ def _riemann_ledgers(
     far from the answer f underflows in float32 (log F_0 of a three-token answer can be
     −300), where ∇ log f is still finite.
     """
-    n, k = ids.numel(), len(bounds) - 1
-    h_a, h_b, y, _ = segment_pairs(trace, bounds, ids.to(readout.device), None, positions)
+    ids, steps = question.ids, question.steps
+    n, k = ids.numel(), question.k
+    pairs = question.pairs()
+    h_a, y = pairs.h_a, pairs.ids.to(readout.device)
     alphas = midpoints(steps, readout)
     dlog = torch.zeros(n * k, steps, dtype=torch.float64, device=readout.device)
     log_f = torch.zeros_like(dlog)
-    for pair, step, grad, direction in segment_gradients(
-        readout, h_a, h_b, y, None, alphas, budget, log=True
-    ):
+    for pair, step, grad, direction in segment_gradients(readout, pairs, alphas, budget, log=True):
         dlog[pair, step] = (grad * direction).sum(-1).double() / steps
         with torch.no_grad():
             points = h_a[pair] + alphas[step][:, None] * direction
@@ -319,3 +318,102 @@ def _riemann_ledgers(
 def _onset_block(contributions: np.ndarray, bounds: list[float]) -> int:
     segment = int(argmax_rows(np.asarray(contributions)[None])[0])  # the onset rule
     return -1 if segment < 0 else block_of_depth(bounds[segment + 1])
+
+
+# --- whole answers of an attribution ---------------------------------------------------------
+
+
+def with_answers(
+    engine: IGLens,
+    result: AttributionResult,
+    trace: Trace,
+    bounds: list[float],
+    prompt_length: int,
+) -> AttributionResult:
+    """``result`` with the whole answer's ledgers (``answer=`` or the generated answer)
+    and those of ``versus=``, continuing the prompt from the first pass's key/value cache."""
+    request = result.request
+    ids = trace.input_ids
+    end = ids.numel()
+    if request.answer is None:  # the generated answer, up to its first end token
+        eos = eos_ids(engine.tokenizer)
+        ends = [t for t in range(prompt_length, end) if int(ids[t]) in eos]
+        end = ends[0] if ends else end
+    if end <= prompt_length:
+        if request.versus is not None:
+            raise InvalidRequestError(
+                "versus= needs a first answer, and the model generated none (it ended at "
+                "once): pass answer="
+            )
+        return result
+    answer = _ledger(engine, request, trace, bounds, (prompt_length, end), result.token_text)
+    versus = None
+    if request.versus is not None:
+        pair = engine.with_answer(ids[:prompt_length], request.versus, "versus answer")
+        if torch.equal(pair[prompt_length:], ids[prompt_length:end]):
+            raise InvalidRequestError(
+                "versus tokenises to the answer itself: the comparison would be 0 in "
+                "every block; pass a different answer"
+            )
+        other = engine.continued(trace, prompt_length, pair[prompt_length:])
+        text = token_texts(engine.tokenizer, pair.numpy())
+        result.token_text.update(text)
+        versus = _ledger(engine, request, other, bounds, (prompt_length, pair.numel()), text)
+    return dataclasses.replace(result, answer=answer, versus=versus)
+
+
+def _ledger(
+    engine: IGLens,
+    request: AttributionRequest,
+    trace: Trace,
+    bounds: list[float],
+    span: tuple[int, int],
+    token_text: dict[int, str],
+) -> AnswerLedger:
+    """The ledgers of the answer ``trace.input_ids[start:end]`` (``span``), read at
+    ``bounds``; with ``request.components``, their component split too."""
+    start, end = span
+    piece = trace.input_ids[start:end]
+    text = (
+        cast(str, engine.tokenizer.decode(piece.tolist(), clean_up_tokenization_spaces=False))
+        if engine.tokenizer is not None
+        else " ".join(f"<{int(i)}>" for i in piece)
+    )
+    question = Question(
+        trace,
+        bounds,
+        torch.arange(start - 1, end - 1),
+        piece,
+        None,
+        request.estimator,
+        request.steps,
+    )
+    ledger = answer_ledger(engine.readout, question, text, token_text, budget=engine.memory_budget)
+    if not request.components:
+        return ledger
+    return _answer_shares(engine, question, ledger)
+
+
+def _answer_shares(engine: IGLens, question: Question, ledger: AnswerLedger) -> AnswerLedger:
+    """``ledger`` with its component split: each answer token's probability shares of a
+    segment, scaled by that segment's Δ log f / Δ f for the token, summed over the
+    tokens (so every segment's shares add up to its log-probability contribution)."""
+    trace, bounds = question.trace, list(question.bounds)
+    f = torch.as_tensor(ledger.token_probs, device=engine.readout.device)
+    path = path_along(engine.readout, question.pairs(), f, question.steps, engine.memory_budget)
+    shares = question_shares(engine, question, path_or_ends(path, f))
+    shares_np = np.nan_to_num(shares.detach().cpu().double().numpy())  # [n, blocks, C]
+    names = split_names(engine, trace.lens)
+    segment_of = component_segments(bounds, names, engine.n_blocks)  # [blocks, C], -1: none
+    valid, k = segment_of >= 0, len(bounds) - 1
+    in_segment = valid[..., None] & (segment_of[..., None] == np.arange(k))  # [blocks, C, k]
+    delta_f = np.einsum("nbc,bck->nk", shares_np, in_segment)  # each token's Δf per segment
+    f_end = ledger.token_probs[:, 1:]
+    # Δ log f / Δ f; where Δf is below f's rounding, its limit 1 / f
+    flat = np.abs(delta_f) <= 1e-12 * f_end
+    ratio = np.divide(
+        ledger.logprob_split.T, delta_f, out=1.0 / np.maximum(f_end, 1e-300), where=~flat
+    )
+    scaled = shares_np * ratio[:, np.where(valid, segment_of, 0)]  # [n, blocks, C]
+    combined = np.where(valid, scaled.sum(axis=0), np.nan)
+    return dataclasses.replace(ledger, component_shares=combined, component_names=names)

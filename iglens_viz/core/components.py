@@ -48,12 +48,12 @@ import torch
 
 from ..adapters import ModelAdapter
 from .coordinates import Lens
-from .estimators import midpoints, segment_gradients
+from .estimators import SegmentPairs, midpoints, segment_gradients
 from .readout import Readout, _materialized
 from .trace import Trace
 
 if TYPE_CHECKING:
-    from .request import Estimator
+    from .question import Question
 
 __all__ = ["component_names", "component_segments", "component_shares"]
 
@@ -147,25 +147,21 @@ class _Writes:
 def component_shares(
     readout: Readout,
     adapter: ModelAdapter,
-    trace: Trace,
-    boundaries: Sequence[float],
-    positions: torch.Tensor,
-    ids: torch.Tensor,
-    contrast: torch.Tensor | None,
+    question: Question,
     *,
-    estimator: Estimator,
-    steps: int,
     path: torch.Tensor | None,
     budget: int,
 ) -> torch.Tensor:
-    """``[P, n, C]`` each (position, block, component)'s share of its segment's contribution.
+    """``[P, n, C]`` each (position, block, component)'s share of its segment's contribution,
+    for the question's positions and targets at its boundaries, estimator and steps.
 
-    ``positions`` ``[P]`` are the positions to split, ``ids``/``contrast`` their targets
-    (``[P]``); ``path`` ``[P, k, m+1]`` is f along every segment at α = 0, 1/m, …, 1 (needed
-    by ``prediction_aware``). The components are those of :func:`component_names` (with
+    ``path`` ``[P, k, m+1]`` is f along every segment at α = 0, 1/m, …, 1 (needed by
+    ``prediction_aware``). The components are those of :func:`component_names` (with
     ``coordinate`` when the trace's lens is not the identity); the segment of each is
     :func:`component_segments`.
     """
+    trace, boundaries, positions = question.trace, list(question.bounds), question.positions
+    estimator, steps = question.estimator, question.steps
     n = adapter.n_blocks
     k = len(boundaries) - 1
     lens = trace.lens
@@ -205,8 +201,9 @@ def component_shares(
     # Each (block, component) lies in one segment: a position's shares fit in one [n, C].
     shares = torch.zeros(len(positions), n, C, device=readout.device, dtype=wide)
     eps = torch.finfo(readout.dtype).eps * h_a.shape[-1]
+    pairs = SegmentPairs(h_a, h_b, per_pair(question.ids), per_pair(question.contrast))
     for pair, step, grad, direction in segment_gradients(
-        readout, h_a, h_b, per_pair(ids), per_pair(contrast), midpoints(steps, readout), budget
+        readout, pairs, midpoints(steps, readout), budget
     ):
         pair = pair.to(readout.device)
         seg, pos = segment_of_pair[pair], position_of_pair[pair]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import torch
 
@@ -26,9 +26,16 @@ if TYPE_CHECKING:
 
     from .trace import Trace
 
-SegmentPairs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]
-"""One row per (position, segment): ``h_a``, ``h_b`` ``[P·k, d]``, the target ids and the
-contrast ids (or None) ``[P·k]``, in the argument order of the estimators' functions."""
+
+class SegmentPairs(NamedTuple):
+    """One row per (position, segment): its ends ``h_a``, ``h_b`` ``[P·k, d]``, the target
+    ids and the contrast ids (or None) ``[P·k]``."""
+
+    h_a: torch.Tensor
+    h_b: torch.Tensor
+    ids: torch.Tensor
+    contrast: torch.Tensor | None
+
 
 # Logits-sized temporaries alive in one block: the logits, their exponentials, and (for the
 # gradient) the exponentials times post'.
@@ -131,16 +138,11 @@ def _gather(states: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> tor
 
 
 def path_values(
-    readout: Readout,
-    h_a: torch.Tensor,
-    h_b: torch.Tensor,
-    ids: torch.Tensor,
-    contrast: torch.Tensor | None,
-    alphas: torch.Tensor,
-    budget: int,
+    readout: Readout, pairs: SegmentPairs, alphas: torch.Tensor, budget: int
 ) -> torch.Tensor:
-    """f at ``h_a + α (h_b − h_a)``: ``h_a, h_b`` are ``[P, d]``, ids ``[P]``; returns
-    ``[P, S]``."""
+    """f at ``h_a + α (h_b − h_a)`` for every pair (``[P, d]`` ends, ``[P]`` ids) and α in
+    ``alphas`` ``[S]``; returns ``[P, S]``."""
+    h_a, h_b, ids, contrast = pairs
     n_pairs, n_alphas = h_a.shape[0], alphas.numel()
     out = torch.empty(n_pairs * n_alphas, device=readout.device, dtype=readout.dtype)
     alphas = alphas.to(device=readout.device, dtype=readout.dtype)
@@ -163,10 +165,7 @@ def midpoints(steps: int, readout: Readout) -> torch.Tensor:
 
 def segment_gradients(
     readout: Readout,
-    h_a: torch.Tensor,
-    h_b: torch.Tensor,
-    ids: torch.Tensor,
-    contrast: torch.Tensor | None,
+    pairs: SegmentPairs,
     alphas: torch.Tensor,
     budget: int,
     copies: int = _GRADIENT_COPIES,
@@ -183,6 +182,7 @@ def segment_gradients(
     ``direction`` lives in a buffer the next chunk overwrites: use it (or copy it) before
     asking for the next chunk.
     """
+    h_a, h_b, ids, contrast = pairs
     n_alphas = alphas.numel()
     alphas = alphas.to(device=readout.device, dtype=readout.dtype)
     buffers = None
@@ -207,23 +207,15 @@ def segment_gradients(
         yield pair, step, grad, direction
 
 
-def riemann_totals(
-    readout: Readout,
-    h_a: torch.Tensor,
-    h_b: torch.Tensor,
-    ids: torch.Tensor,
-    contrast: torch.Tensor | None,
-    steps: int,
-    budget: int,
-) -> torch.Tensor:
+def riemann_totals(readout: Readout, pairs: SegmentPairs, steps: int, budget: int) -> torch.Tensor:
     """Midpoint-rule Integrated Gradients of f along each segment: ``[P]``.
 
     ``(1/m) Σ_s ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a)``, with the gradients of
     :func:`segment_gradients`.
     """
-    out = torch.zeros(h_a.shape[0], device=readout.device, dtype=readout.dtype)
+    out = torch.zeros(pairs.h_a.shape[0], device=readout.device, dtype=readout.dtype)
     for pair, _, grad, direction in segment_gradients(
-        readout, h_a, h_b, ids, contrast, midpoints(steps, readout), budget
+        readout, pairs, midpoints(steps, readout), budget
     ):
         out.index_add_(0, pair.to(out.device), (grad * direction).sum(-1))
     return out / steps
@@ -258,9 +250,32 @@ def segment_pairs(
     def per_pair(ids: torch.Tensor) -> torch.Tensor:
         return ids[:, None].expand(T, k).reshape(-1)
 
-    return (
+    return SegmentPairs(
         h_a.reshape(T * k, -1),
         h_b.reshape(T * k, -1),
         per_pair(y),
         None if c is None else per_pair(c),
     )
+
+
+def path_along(
+    readout: Readout, pairs: SegmentPairs | None, ends: torch.Tensor, steps: int, budget: int
+) -> torch.Tensor | None:
+    """f along every (position, segment) at α = 0, 1/m, …, 1, ``[P, k, m+1]`` float64: the
+    ends from ``ends`` (``[P, k+1]``, f at the boundaries), the interior from the readout
+    (None for m = 1; ``pairs`` are needed for m > 1)."""
+    if steps == 1:
+        return None
+    if pairs is None:
+        raise ValueError("the interior path needs the segment pairs")
+    P, k = ends.shape[0], ends.shape[1] - 1
+    alphas = torch.arange(1, steps, dtype=readout.dtype) / steps
+    interior = path_values(readout, pairs, alphas, budget)
+    return torch.cat(
+        [ends[:, :-1, None], interior.reshape(P, k, -1).double(), ends[:, 1:, None]], dim=-1
+    )
+
+
+def path_or_ends(path: torch.Tensor | None, ends: torch.Tensor) -> torch.Tensor:
+    """f along every segment ``[P, k, m+1]``: the interior path, or its two ends (m = 1)."""
+    return path if path is not None else torch.stack([ends[:, :-1], ends[:, 1:]], dim=-1)

@@ -16,10 +16,9 @@ is computed once per lens (the transform, one d × d matmul per depth, before it
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Hashable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -28,22 +27,16 @@ from torch import nn
 
 from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  # noqa: F401
-from .answers import AnswerLedger, answer_ledger
+from .answers import with_answers
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
-from .components import component_names, component_segments, component_shares
+from .components import component_names
 from .coordinates import LOGIT, Lens
-from .estimators import (
-    SegmentPairs,
-    midpoints,
-    path_values,
-    riemann_totals,
-    segment_gradients,
-    segment_pairs,
-)
+from .estimators import path_along, path_or_ends, riemann_totals, segment_pairs
 from .extensions import provider
 from .inputs import check_context, context_length, to_input_ids
 from .memory import budget_with_floor
 from .prompting import chat_prompt_ids, chat_template_positions, generate_greedy, wants_chat
+from .question import Question
 from .readout import Readout
 from .request import (
     AnswerSpec,
@@ -55,6 +48,13 @@ from .request import (
     TargetSpec,
 )
 from .result import AttributionResult, display_name, onset_segments
+from .split import (
+    component_split,
+    interior_path,
+    question_shares,
+    split_names,
+    with_component_split,
+)
 from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace
 from .traces import LRU, TraceCache
@@ -66,9 +66,6 @@ if TYPE_CHECKING:
     # of the source, these too.
     from anywidget import AnyWidget
     from transformers import PreTrainedTokenizerBase
-
-_K = TypeVar("_K", bound=Hashable)
-_V = TypeVar("_V")
 
 
 class IGLens:
@@ -245,7 +242,7 @@ class IGLens:
         else:
             prompt = self.input_ids(given)
         if request.answer is not None:
-            return self._with_answer(prompt, request.answer, "answer"), prompt.numel()
+            return self.with_answer(prompt, request.answer, "answer"), prompt.numel()
         if not request.max_new_tokens:
             return prompt, prompt.numel()
         check_context(prompt.numel(), self.model.config, generating=request.max_new_tokens)
@@ -279,8 +276,9 @@ class IGLens:
             )
         return ids
 
-    def _with_answer(self, prompt: torch.Tensor, answer: AnswerSpec, what: str) -> torch.Tensor:
-        """``prompt`` followed by the answer's ids, checked to fit the model's context."""
+    def with_answer(self, prompt: torch.Tensor, answer: AnswerSpec, what: str) -> torch.Tensor:
+        """``prompt`` followed by the ids of ``answer`` (:meth:`answer_ids`), checked to fit
+        the model's context; ``what`` names the answer in errors."""
         ids = self.answer_ids(answer, what)
         limit = context_length(self.model.config)
         if limit is not None and prompt.numel() + ids.numel() > limit:
@@ -489,23 +487,15 @@ class IGLens:
         riemann = request.estimator == "riemann"
         pairs = segment_pairs(trace, bounds, y, c) if riemann or steps > 1 else None
         if pairs is not None and riemann:
-            contributions = riemann_totals(self.readout, *pairs, steps, self.memory_budget)
+            contributions = riemann_totals(self.readout, pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
         else:
             contributions = lens[:, 1:] - lens[:, :-1]
-        path = self._path(pairs, lens, steps)
+        path = path_along(self.readout, pairs, lens, steps, self.memory_budget)
         shares = None
         if request.components:
-            shares = self._shares(
-                trace,
-                bounds,
-                torch.arange(T),
-                y,
-                c,
-                request.estimator,
-                steps,
-                _path_or_ends(path, lens),
-            )
+            question = Question(trace, bounds, torch.arange(T), y, c, request.estimator, steps)
+            shares = question_shares(self, question, path_or_ends(path, lens))
         result = self._result(
             request,
             trace,
@@ -520,7 +510,7 @@ class IGLens:
             shares,
             logprobs,
         )
-        result = self._with_answers(result, request, trace, bounds, prompt_length)
+        result = with_answers(self, result, trace, bounds, prompt_length)
         result.template_positions = self.template_positions(request)
         return result
 
@@ -535,117 +525,6 @@ class IGLens:
         positions = chat_template_positions(self.tokenizer, given)
         return None if positions is None else np.asarray(positions, dtype=np.int64)
 
-    def _with_answers(
-        self,
-        result: AttributionResult,
-        request: AttributionRequest,
-        trace: Trace,
-        bounds: list[float],
-        prompt_length: int,
-    ) -> AttributionResult:
-        """``result`` with the whole answer's ledgers (``answer=`` or the generated answer)
-        and those of ``versus=``, continuing the prompt from the first pass's key/value cache."""
-        ids = trace.input_ids
-        end = ids.numel()
-        if request.answer is None:  # the generated answer, up to its first end token
-            eos = _eos_ids(self.tokenizer)
-            ends = [t for t in range(prompt_length, end) if int(ids[t]) in eos]
-            end = ends[0] if ends else end
-        if end <= prompt_length:
-            if request.versus is not None:
-                raise InvalidRequestError(
-                    "versus= needs a first answer, and the model generated none (it ended at "
-                    "once): pass answer="
-                )
-            return result
-        answer = self._ledger(request, trace, bounds, prompt_length, end, result.token_text)
-        versus = None
-        if request.versus is not None:
-            pair = self._with_answer(ids[:prompt_length], request.versus, "versus answer")
-            if torch.equal(pair[prompt_length:], ids[prompt_length:end]):
-                raise InvalidRequestError(
-                    "versus tokenises to the answer itself: the comparison would be 0 in "
-                    "every block; pass a different answer"
-                )
-            other = self.continued(trace, prompt_length, pair[prompt_length:])
-            text = token_texts(self.tokenizer, pair.numpy())
-            result.token_text.update(text)
-            versus = self._ledger(request, other, bounds, prompt_length, pair.numel(), text)
-        return dataclasses.replace(result, answer=answer, versus=versus)
-
-    def _ledger(
-        self,
-        request: AttributionRequest,
-        trace: Trace,
-        bounds: list[float],
-        start: int,
-        end: int,
-        token_text: dict[int, str],
-    ) -> AnswerLedger:
-        """The ledgers of the answer ``trace.input_ids[start:end]``."""
-        piece = trace.input_ids[start:end]
-        text = (
-            cast(str, self.tokenizer.decode(piece.tolist(), clean_up_tokenization_spaces=False))
-            if self.tokenizer is not None
-            else " ".join(f"<{int(i)}>" for i in piece)
-        )
-        ledger = answer_ledger(
-            self.readout,
-            trace,
-            bounds,
-            start,
-            end,
-            text,
-            token_text,
-            estimator=request.estimator,
-            steps=request.steps,
-            budget=self.memory_budget,
-        )
-        if not request.components:
-            return ledger
-        return self._answer_shares(request, trace, bounds, ledger)
-
-    def _answer_shares(
-        self,
-        request: AttributionRequest,
-        trace: Trace,
-        bounds: list[float],
-        ledger: AnswerLedger,
-    ) -> AnswerLedger:
-        """``ledger`` with its component split: each answer token's probability shares of a
-        segment, scaled by that segment's Δ log f / Δ f for the token, summed over the
-        tokens (so every segment's shares add up to its log-probability contribution)."""
-        positions = torch.as_tensor(ledger.positions)
-        y = torch.as_tensor(ledger.ids)
-        f = torch.as_tensor(ledger.token_probs, device=self.readout.device)
-        pairs = segment_pairs(trace, bounds, y, None, ledger.positions)
-        path = self._path(pairs, f, request.steps)
-        shares = self._shares(
-            trace,
-            bounds,
-            positions,
-            y,
-            None,
-            request.estimator,
-            request.steps,
-            _path_or_ends(path, f),
-        )
-        shares_np = np.nan_to_num(shares.detach().cpu().double().numpy())  # [n, blocks, C]
-        names = self._component_names(trace.lens)
-        segment_of = component_segments(bounds, names, self.n_blocks)  # [blocks, C], -1: none
-        valid, k = segment_of >= 0, len(bounds) - 1
-        in_segment = valid[..., None] & (segment_of[..., None] == np.arange(k))  # [blocks, C, k]
-        delta_f = np.einsum("nbc,bck->nk", shares_np, in_segment)  # each token's Δf per segment
-        f_end = ledger.token_probs[:, 1:]
-        # Δ log f / Δ f; where Δf is below f's rounding, its limit 1 / f
-        flat = np.abs(delta_f) <= 1e-12 * f_end
-        ratio = np.divide(
-            ledger.logprob_split.T, delta_f, out=1.0 / np.maximum(f_end, 1e-300), where=~flat
-        )
-        scaled = shares_np * ratio[:, np.where(valid, segment_of, 0)]  # [n, blocks, C]
-        combined = np.where(valid, scaled.sum(axis=0), np.nan)
-        return dataclasses.replace(ledger, component_shares=combined, component_names=names)
-
     def components(
         self,
         result: AttributionResult,
@@ -653,69 +532,11 @@ class IGLens:
         *,
         steps: int | None = None,
     ) -> np.ndarray:
-        """Split ``result``'s contributions at ``positions`` over heads, MLPs and remainders.
-
-        Returns ``(P, n, C)`` shares (NaN at a position without a target), indexed like
-        ``result.component_shares``: blocks, then :func:`~iglens_viz.core.components.
-        component_names`. Costs m readout gradients per (position, segment) and reuses the
-        cached forward pass (the first call on a prompt may run it once more to keep the head
-        outputs), so one position answers a click in the widget.
-
-        ``steps`` (default: the result's) sets m for the split alone: a result attributed at
-        m = 1 can be split at m = 8 for a few positions without paying for every position's
-        interior path.
-        """
-        request = result.request
-        if not isinstance(request, AttributionRequest):
-            raise InvalidRequestError("components() needs a result produced by an IGLens")
-        T = len(result.input_ids)
-        picked = np.arange(T) if positions is None else np.atleast_1d(np.asarray(positions))
-        if (
-            picked.dtype.kind not in "iu"
-            or picked.ndim != 1
-            or ((picked < -T) | (picked >= T)).any()
-        ):
-            raise InvalidRequestError(
-                f"positions must be integers in [-{T}, {T}), got {positions!r}"
-            )
-        picked = picked % T
-        trace = self.trace(
-            result.input_ids,
-            sublayers=is_sublayer(result.boundaries),
-            components=True,
-            lens=self.resolve_lens(request.lens),
-        )
-        if trace.input_ids.tolist() != list(result.input_ids):  # pragma: no cover - guard
-            raise InvalidRequestError("the result is of another prompt than this lens saw")
-
-        def ids_at(ids: np.ndarray) -> torch.Tensor:
-            return torch.as_tensor(
-                np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked])
-            )
-
-        steps = request.steps if steps is None else request.replace(steps=steps).steps
-        lens = torch.as_tensor(result.lens_probs[picked], device=self.readout.device)
-        y = ids_at(result.target_ids)
-        c = None if result.contrast_ids is None else ids_at(result.contrast_ids)
-        path: torch.Tensor | None
-        if steps == request.steps and result.path_probs is not None:
-            path = torch.as_tensor(result.path_probs[picked])
-        else:
-            pairs = segment_pairs(trace, result.boundaries, y, c, picked)
-            path = self._path(pairs, torch.nan_to_num(lens), steps)
-        shares = self._shares(
-            trace,
-            result.boundaries,
-            torch.as_tensor(picked),
-            y,
-            c,
-            request.estimator,
-            steps,
-            _path_or_ends(path, lens),
-        )
-        out = shares.detach().cpu().numpy().astype(np.float64)
-        out[np.asarray(result.target_ids)[picked] < 0] = np.nan
-        return out
+        """Split ``result``'s contributions at ``positions`` over heads, MLPs and remainders:
+        ``(P, n, C)`` shares (NaN at a position without a target), indexed like
+        ``result.component_shares``; ``steps`` (default: the result's) sets m for the split
+        alone. See :func:`iglens_viz.core.split.component_split`."""
+        return component_split(self, result, positions, steps)
 
     def with_components(
         self,
@@ -727,16 +548,7 @@ class IGLens:
         """A copy of ``result`` whose component split holds :meth:`components` at
         ``positions`` (NaN elsewhere), so ``.components``, ``plot_components`` and the
         exported page show it."""
-        picked = np.arange(len(result.input_ids)) if positions is None else positions
-        shares = self.components(result, picked, steps=steps)
-        dense = np.full((len(result.input_ids), *shares.shape[1:]), np.nan)
-        dense[np.atleast_1d(picked)] = shares
-        names = self._component_names(self.resolve_lens(result.request.lens))
-        return dataclasses.replace(result, component_shares=dense, component_names=names)
-
-    def _component_names(self, lens: Lens) -> list[str]:
-        """The component axis under ``lens`` (``coordinate`` last under a fitted lens)."""
-        return component_names(self.adapter, coordinate=not lens.is_identity)
+        return with_component_split(self, result, positions, steps)
 
     @overload
     def interior_path(
@@ -776,106 +588,11 @@ class IGLens:
         steps: int | None = None,
         terms: bool = False,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """f along every segment of ``result`` at one ``position``: ``(k, m+1)`` float64,
-        at α = 0, 1/m, …, 1 (the ends are ``result.lens_probs[position]``).
-
-        The same values as ``lens.run(result.request.replace(steps=m)).path_probs[position]``
-        for a few milliseconds: only this position's k·(m−1) interior points go through the
-        readout (no model run; the cached forward pass is reused). ``steps`` defaults to the
-        result's m (at least 2 — with m = 1 there is no interior).
-
-        With ``terms=True`` it returns ``(path, terms)``: ``terms`` ``(k, m)`` are the
-        midpoint Riemann terms (1/m) ∇f(h_a + ((s − ½)/m)(h_b − h_a)) · (h_b − h_a), whose
-        row sums are the Riemann estimator's segment contributions at m steps.
-        """
-        request = result.request
-        if not isinstance(request, AttributionRequest):
-            raise InvalidRequestError("interior_path() needs a result produced by an IGLens")
-        T = len(result.input_ids)
-        if (
-            isinstance(position, bool)
-            or not isinstance(position, (int, np.integer))
-            or not -T <= int(position) < T
-        ):
-            raise InvalidRequestError(
-                f"position must be an integer in [-{T}, {T}), got {position!r}"
-            )
-        position = int(position) % T
-        if result.target_ids[position] < 0:
-            raise InvalidRequestError(
-                f"position {position} has no target (with target "
-                f"'next', the last position has none)"
-            )
-        steps = max(2, request.steps) if steps is None else request.replace(steps=steps).steps
-        trace = self.trace(
-            result.input_ids,
-            sublayers=is_sublayer(result.boundaries),
-            lens=self.resolve_lens(request.lens),
-        )
-        picked = np.asarray([position])
-        y = torch.as_tensor(np.asarray(result.target_ids)[picked])
-        c = (
-            None
-            if result.contrast_ids is None
-            else torch.as_tensor(np.asarray(result.contrast_ids)[picked])
-        )
-        pairs = segment_pairs(trace, result.boundaries, y, c, picked)
-        lens = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
-        k = lens.shape[1] - 1
-        interior = self._path(pairs, lens, steps)
-        path = _path_or_ends(interior, lens)[0].detach().cpu().numpy().astype(np.float64)
-        if not terms:
-            return path
-        out = torch.zeros(k * steps, dtype=torch.float64)
-        for pair, step, grad, direction in segment_gradients(
-            self.readout, *pairs, midpoints(steps, self.readout), self.memory_budget
-        ):
-            values = (grad * direction).sum(-1).double().cpu() / steps
-            out.index_put_((pair.cpu() * steps + step.cpu(),), values)
-        return path, out.reshape(k, steps).numpy()
-
-    def _path(
-        self, pairs: SegmentPairs | None, lens: torch.Tensor, steps: int
-    ) -> torch.Tensor | None:
-        """f along every (position, segment) at α = 0, 1/m, …, 1, ``[P, k, m+1]`` float64:
-        the ends from the lens, the interior from the readout (None for m = 1; ``pairs``
-        are needed for m > 1)."""
-        if steps == 1:
-            return None
-        if pairs is None:
-            raise ValueError("the interior path needs the segment pairs")
-        P, k = lens.shape[0], lens.shape[1] - 1
-        alphas = torch.arange(1, steps, dtype=self.readout.dtype) / steps
-        interior = path_values(self.readout, *pairs, alphas, self.memory_budget)
-        return torch.cat(
-            [lens[:, :-1, None], interior.reshape(P, k, -1).double(), lens[:, 1:, None]], dim=-1
-        )
-
-    def _shares(
-        self,
-        trace: Trace,
-        bounds: list[float],
-        positions: torch.Tensor,
-        y: torch.Tensor,
-        c: torch.Tensor | None,
-        estimator: Estimator,
-        steps: int,
-        path: torch.Tensor,
-    ) -> torch.Tensor:
-        """Component shares ``[P, n, C]`` of ``positions`` (``y``, ``c``, ``path``: theirs)."""
-        return component_shares(
-            self.readout,
-            self.adapter,
-            trace,
-            bounds,
-            positions,
-            y,
-            c,
-            estimator=estimator,
-            steps=steps,
-            path=path,
-            budget=self.memory_budget,
-        )
+        """f along every segment of ``result`` at one ``position``: ``(k, m+1)`` float64 at
+        α = 0, 1/m, …, 1 (with ``terms=True``, also the ``(k, m)`` midpoint Riemann terms);
+        the same values as a recompute at m steps would give there, for milliseconds. See
+        :func:`iglens_viz.core.split.interior_path`."""
+        return interior_path(self, result, position, steps, terms)
 
     def widget(self, text_or_ids: PromptSpec, **attribute_kwargs: Any) -> AnyWidget:
         """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
@@ -935,7 +652,7 @@ class IGLens:
             token_text=token_text,
             prompt_length=prompt_length,
             component_shares=None if shares is None else numpy(shares),
-            component_names=None if shares is None else self._component_names(trace.lens),
+            component_names=None if shares is None else split_names(self, trace.lens),
             lens_name=trace.lens.name,
             lens_logprobs=None if logprobs is None else numpy(logprobs),
         )
@@ -966,14 +683,6 @@ def require_materialized(model: nn.Module) -> None:
                 )
 
 
-def _eos_ids(tokenizer: PreTrainedTokenizerBase | None) -> set[int]:
-    """The tokenizer's end-of-sequence id(s) (empty without a tokenizer)."""
-    eos = getattr(tokenizer, "eos_token_id", None)
-    if eos is None:
-        return set()
-    return {int(i) for i in (eos if isinstance(eos, (list, tuple)) else [eos])}
-
-
 def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     """``[T]`` the "predicted" target: the model's top-1 next token at each position, except
     along a generated answer, where it is the token that was actually generated (greedy
@@ -981,11 +690,6 @@ def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
     predicted = trace.predicted.cpu().clone()
     predicted[prompt_length - 1 : -1] = trace.input_ids[prompt_length:]
     return predicted
-
-
-def _path_or_ends(path: torch.Tensor | None, lens: torch.Tensor) -> torch.Tensor:
-    """f along every segment ``[T, k, m+1]``: the interior path, or its two ends (m = 1)."""
-    return path if path is not None else torch.stack([lens[:, :-1], lens[:, 1:]], dim=-1)
 
 
 def attribute(

@@ -139,3 +139,11 @@ def generate_greedy(
             **special,
         )
     return out[0, prompt_ids.numel() :].cpu()
+
+
+def eos_ids(tokenizer: PreTrainedTokenizerBase | None) -> set[int]:
+    """The tokenizer's end-of-sequence id(s) (empty without a tokenizer)."""
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is None:
+        return set()
+    return {int(i) for i in (eos if isinstance(eos, (list, tuple)) else [eos])}

@@ -95,7 +95,7 @@ HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 # The self-check's logit comparison streams the vocabulary at least this many columns at a
 # time where the budget allows (fewer rows per block instead); the lens's smallest budget
-# (lens.min_memory_budget) fits one row of this width.
+# (memory.min_memory_budget) fits one row of this width.
 _SPREAD_COLUMNS = 512
 
 
