@@ -17,7 +17,8 @@ import re
 import textwrap
 
 import pytest
-from test_kernel_cancel import TESTS, Kernel
+import test_kernel_cancel
+from test_kernel_cancel import TESTS
 
 pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")
@@ -78,19 +79,12 @@ STATE = textwrap.dedent("""
     }))
 """)
 
+kernel = test_kernel_cancel.kernel  # the started ipykernel, as a fixture
+
 CANCELLED = re.compile(
     r"^cancelled: the tuned lens's checkpoint at step (\d+)/250 is kept, so choosing the tuned "
     r"lens again resumes its fit; the previous result is still shown$"
 )
-
-
-@pytest.fixture
-def kernel():
-    k = Kernel()
-    try:
-        yield k
-    finally:
-        k.close()
 
 
 def test_cancel_stops_a_lens_fit_within_a_step_and_the_next_apply_resumes_it(kernel):

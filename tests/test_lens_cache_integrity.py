@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
+from tiny_models import tiny_tokenizer
 
 from iglens_viz import files
 from iglens_viz.core.coordinates import Lens
@@ -40,12 +40,7 @@ def _private_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def llama():
-    return tiny_model("llama")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
+def tokenizer():  # beside conftest's tiny `llama`
     return tiny_tokenizer()
 
 
