@@ -218,7 +218,15 @@ def test_widget_in_jupyterlab(lab, lab_page):
     # header names it, the select keeps it, and the head split has its coordinate column.
     assert widget.locator(".iglens-meta").first.text_content().count("lens:") == 0
     controls.locator("[name='target']").fill("w42")  # step 3 left its bad target in the field
+    fit_note = controls.locator(".iglens-fit-note")
+    assert fit_note.is_hidden()  # the logit lens: nothing to fit
     controls.locator("select[name='lens']").select_option("shortcut")
+    # before Apply: not cached for this model yet (Python's cached_lenses), so it says so
+    fit_note.wait_for(state="visible", timeout=TIMEOUT)
+    assert fit_note.text_content().startswith(
+        "The shortcut lens is not fitted for this model yet: Apply fits it first, which takes "
+        "minutes on a CPU"
+    )
     answered = wait_for(  # the answers so far (a read can meet the file mid-write: retried)
         lambda: (s := python_state(lab)).get("recompute_ok") is not None and s["recompute_ok"],
         what="the recorded recompute answers",
@@ -235,6 +243,11 @@ def test_widget_in_jupyterlab(lab, lab_page):
         ".jp-OutputArea .iglens-meta-part:has-text('lens: shortcut')", timeout=TIMEOUT
     )
     assert controls.locator("select[name='lens']").input_value() == "shortcut"
+    assert fit_note.is_hidden()  # the lens shown now (and cached)
+    controls.locator("select[name='lens']").select_option("tuned")
+    fit_note.wait_for(state="visible", timeout=TIMEOUT)
+    assert "The tuned lens is not fitted" in fit_note.text_content()
+    controls.locator("select[name='lens']").select_option("shortcut")
     assert "(c) shortcut lens:" in detail.text_content()
     coordinate = widget.locator("[data-view=components] th[title='coordinate']")
     coordinate.first.wait_for(timeout=TIMEOUT)  # the head split of the selected token, asked anew
