@@ -229,6 +229,29 @@ def test_bad_answers_are_clear_errors(kwargs, message):
         lens.attribute(PROMPT, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("prompt", "kwargs", "what"),
+    [
+        ("w3 w5", {"answer": "\ud800"}, "answer"),
+        ("w3 w5", {"answer": "w7", "versus": "w9 \udcff"}, "versus answer"),
+        ("w3 \udfff w5", {}, "prompt"),
+        ("w3 w5", {"target": "\ud800"}, "target"),
+        ("w3 w5", {"contrast": "w4\ud83d"}, "contrast"),
+    ],
+)
+def test_a_lone_surrogate_is_one_line_naming_the_text(prompt, kwargs, what):
+    # A lone surrogate (JSON's "\ud800", a file read with errors="surrogateescape") is not
+    # text: the tokenizer's own error is a TypeError that names neither the field nor a fix.
+    lens = IGLens(tiny_model("llama"), tiny_tokenizer())
+    with pytest.raises(InvalidRequestError) as caught:
+        lens.attribute(prompt, **kwargs)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"the {what} holds a lone surrogate")
+    bad = next(c for c in prompt + "".join(kwargs.values()) if 0xD800 <= ord(c) <= 0xDFFF)
+    assert ascii(bad) in message and "valid Unicode" in message
+    message.encode("utf-8")  # the message itself prints anywhere (the surrogate escaped)
+
+
 def test_text_answer_without_a_tokenizer_is_refused():
     with pytest.raises(InvalidRequestError, match="needs a tokenizer"):
         iglens_viz.attribute(tiny_model("llama"), None, PROMPT, answer=" w7")

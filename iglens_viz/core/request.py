@@ -128,6 +128,21 @@ def _id_tuple(values: Any, what: str, *, allow_none_marker: bool) -> tuple[int, 
     return tuple(int(i) for i in array)
 
 
+def _valid_text(text: str, what: str) -> str:
+    """``text``, checked to be valid Unicode: a lone surrogate (half of a UTF-16 pair, as JSON's
+    ``"\\ud800"`` or a file read with ``errors="surrogateescape"`` give) is not text a
+    tokenizer reads, and the tokenizer's own ``TypeError`` names neither the field nor a fix."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidRequestError(
+            f"the {what} holds a lone surrogate, {ascii(text[err.start])} at character "
+            f"{err.start}, which no tokenizer reads: pass valid Unicode (decode bytes with "
+            f"errors='replace')"
+        ) from None
+    return text
+
+
 def normalize_prompt(prompt: PromptSpec) -> str | tuple[int, ...]:
     """A prompt as the request keeps it: non-blank text, or a tuple of token ids."""
     if isinstance(prompt, str):
@@ -137,7 +152,7 @@ def normalize_prompt(prompt: PromptSpec) -> str | tuple[int, ...]:
                 + (" (only whitespace)" if prompt else "")
                 + ": pass some text or a list of token ids"
             )
-        return prompt
+        return _valid_text(prompt, "prompt")
     if isinstance(prompt, (bytes, bytearray)):
         raise InvalidRequestError("the prompt is bytes: decode it to a string first")
     if not isinstance(prompt, (Sequence, np.ndarray)) and not hasattr(prompt, "detach"):
@@ -162,7 +177,7 @@ def normalize_target(
                 f"the {what} is an empty string: pass 'predicted', "
                 f"'next', a token id or one token such as ' Paris'"
             )
-        return spec
+        return _valid_text(spec, what)
     if _is_int(spec):
         if int(spec) < 0:
             raise InvalidRequestError(f"{what} token id must be >= 0, got {int(spec)}")
@@ -188,7 +203,7 @@ def normalize_answer(spec: object, what: str = "answer") -> str | tuple[int, ...
                 f"the {what} is an empty string: pass its text (e.g. ' Hanoi', with its "
                 f"leading space) or its token ids"
             )
-        return spec
+        return _valid_text(spec, what)
     if isinstance(spec, (bytes, bytearray)):
         raise InvalidRequestError(f"the {what} is bytes: decode it to a string first")
     if not isinstance(spec, (Sequence, np.ndarray)) and not hasattr(spec, "detach"):
