@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
@@ -31,10 +32,11 @@ from .answers import with_answers
 from .boundaries import BoundarySpec, block_of_depth, is_sublayer
 from .components import component_names
 from .coordinates import LOGIT, Lens
-from .estimators import path_along, path_or_ends, riemann_totals, segment_pairs
+from .estimators import path_along, path_or_ends, riemann_totals
 from .extensions import provider
 from .inputs import check_context, context_length, to_input_ids
 from .memory import budget_with_floor
+from .model_mode import require_materialized
 from .prompting import chat_prompt_ids, chat_template_positions, generate_greedy, wants_chat
 from .question import Question
 from .readout import Readout
@@ -55,7 +57,7 @@ from .split import (
     split_names,
     with_component_split,
 )
-from .targets import NO_TARGET, check_contrast, resolve_targets, token_texts
+from .targets import Targets, predicted_ids, request_targets, token_texts
 from .trace import DEFAULT_MEMORY_BUDGET, Trace
 from .traces import LRU, TraceCache
 from .wrappers import unwrap_model
@@ -66,6 +68,17 @@ if TYPE_CHECKING:
     # of the source, these too.
     from anywidget import AnyWidget
     from transformers import PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class _Readings:
+    """What the readout gives for every position of a request."""
+
+    lens: torch.Tensor  # [T, k+1] f at the boundaries (float64)
+    contributions: torch.Tensor  # [T, k]
+    path: torch.Tensor | None  # [T, k, m+1] f inside the segments (m > 1)
+    shares: torch.Tensor | None  # [T, n, C] the component split
+    logprobs: torch.Tensor | None  # [T, k+1] log f (no contrast)
 
 
 class IGLens:
@@ -446,46 +459,41 @@ class IGLens:
                 f"{type(request).__name__}; use attribute() for a prompt"
             )
         bounds = request.boundary_list(self.n_blocks)
-        coordinates = self.resolve_lens(request.lens)
         ids, prompt_length = self.prepare(request)
         trace = self.trace(
             ids,
             sublayers=is_sublayer(bounds),
             components=request.components,
-            lens=coordinates,
+            lens=self.resolve_lens(request.lens),
             keep_cache=request.versus is not None,
         )
-        vocab = self.readout.vocab_size
-        predicted = _predicted_ids(trace, prompt_length)
-        target_ids = resolve_targets(
-            request.target, trace.input_ids, predicted, self.tokenizer, vocab
+        targets = request_targets(
+            request,
+            trace.input_ids,
+            predicted_ids(trace, prompt_length),
+            self.tokenizer,
+            self.readout,
         )
-        contrast_ids = (
-            None
-            if request.contrast is None
-            else resolve_targets(
-                request.contrast, trace.input_ids, predicted, self.tokenizer, vocab, what="contrast"
-            )
+        positions = torch.arange(len(ids))
+        question = Question(
+            trace, bounds, positions, targets.y, targets.c, request.estimator, request.steps
         )
-        if contrast_ids is not None:
-            check_contrast(target_ids, contrast_ids)
-        missing = target_ids == NO_TARGET
-        if contrast_ids is not None:
-            missing |= contrast_ids == NO_TARGET
+        result = self._result(request, question, targets, self._read(question, request))
+        result.prompt_length = prompt_length
+        result = with_answers(self, result, trace, bounds, prompt_length)
+        result.template_positions = self.template_positions(request)
+        return result
 
-        def usable(ids: np.ndarray) -> torch.Tensor:
-            # A placeholder id where there is no target; masked to NaN below.
-            return torch.as_tensor(np.where(missing, 0, ids), device=self.readout.device)
-
-        y = usable(target_ids)
-        c = None if contrast_ids is None else usable(contrast_ids)
+    def _read(self, question: Question, request: AttributionRequest) -> _Readings:
+        """The lens values, contributions, interior path and component split of every
+        position (the question's)."""
+        trace, bounds, y, c = question.trace, list(question.bounds), question.ids, question.contrast
         lens = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
         logprobs = None if c is not None else trace.lens_logprobs(self.readout, bounds, y).T
-        T, k = lens.shape[0], lens.shape[1] - 1
-        steps = request.steps
+        T, k, steps = lens.shape[0], lens.shape[1] - 1, question.steps
         # Points inside segments are needed only by the Riemann sum and the interior path.
-        riemann = request.estimator == "riemann"
-        pairs = segment_pairs(trace, bounds, y, c) if riemann or steps > 1 else None
+        riemann = question.estimator == "riemann"
+        pairs = question.pairs() if riemann or steps > 1 else None
         if pairs is not None and riemann:
             contributions = riemann_totals(self.readout, pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
@@ -494,25 +502,8 @@ class IGLens:
         path = path_along(self.readout, pairs, lens, steps, self.memory_budget)
         shares = None
         if request.components:
-            question = Question(trace, bounds, torch.arange(T), y, c, request.estimator, steps)
             shares = question_shares(self, question, path_or_ends(path, lens))
-        result = self._result(
-            request,
-            trace,
-            bounds,
-            target_ids,
-            contrast_ids,
-            missing,
-            lens,
-            contributions,
-            None if steps == 1 else path,
-            prompt_length,
-            shares,
-            logprobs,
-        )
-        result = with_answers(self, result, trace, bounds, prompt_length)
-        result.template_positions = self.template_positions(request)
-        return result
+        return _Readings(lens, contributions, path, shares, logprobs)
 
     def template_positions(self, request: AttributionRequest) -> np.ndarray | None:
         """The prompt positions of ``request`` that are its chat template's tokens, not the
@@ -604,24 +595,23 @@ class IGLens:
     def _result(
         self,
         request: AttributionRequest,
-        trace: Trace,
-        bounds: list[float],
-        target_ids: np.ndarray,
-        contrast_ids: np.ndarray | None,
-        missing: np.ndarray,
-        lens: torch.Tensor,
-        contributions: torch.Tensor,
-        path: torch.Tensor | None,
-        prompt_length: int,
-        shares: torch.Tensor | None = None,
-        logprobs: torch.Tensor | None = None,
+        question: Question,
+        targets: Targets,
+        readings: _Readings,
     ) -> AttributionResult:
+        """The result of ``request``: the readings as numpy arrays (NaN where a position has
+        no target), onsets, the lens tokens at the boundaries and every token's text."""
+        trace, bounds = question.trace, list(question.bounds)
+        target_ids, contrast_ids = targets.ids, targets.contrast
+
         def numpy(x: torch.Tensor) -> np.ndarray:
             out = x.detach().cpu().numpy().astype(np.float64)
-            out[missing] = np.nan
+            out[targets.missing] = np.nan
             return out
 
-        lens_np, contrib_np = numpy(lens), numpy(contributions)
+        lens, shares, logprobs = readings.lens, readings.shares, readings.logprobs
+        path = None if question.steps == 1 else readings.path
+        lens_np, contrib_np = numpy(lens), numpy(readings.contributions)
         segment = onset_segments(contrib_np)
         end_blocks = np.asarray([block_of_depth(b) for b in bounds[1:]])
         onset = np.where(segment >= 0, end_blocks[segment], -1)
@@ -650,46 +640,11 @@ class IGLens:
             family=self.adapter.family.name,
             model_name=self.name,
             token_text=token_text,
-            prompt_length=prompt_length,
             component_shares=None if shares is None else numpy(shares),
             component_names=None if shares is None else split_names(self, trace.lens),
             lens_name=trace.lens.name,
             lens_logprobs=None if logprobs is None else numpy(logprobs),
         )
-
-
-def require_materialized(model: nn.Module) -> None:
-    """:class:`~iglens_viz.errors.ModelLoadError` when some weight of ``model`` is on the
-    ``meta`` device (built under ``torch.device("meta")`` or ``init_empty_weights()``, never
-    loaded) and no accelerate hook brings it in for the forward pass (offloading does)."""
-    hooked: list[str] = []
-    for name, module in model.named_modules():
-        if getattr(module, "_hf_hook", None) is not None:
-            hooked.append(name)
-            continue
-        if any(name == h or name.startswith(h + ".") or h == "" for h in hooked):
-            continue
-        for tensor_name, tensor in [
-            *module.named_parameters(recurse=False),
-            *module.named_buffers(recurse=False),
-        ]:
-            if tensor is not None and tensor.is_meta:
-                where = f"{name}.{tensor_name}" if name else tensor_name
-                raise ModelLoadError(
-                    f"the model's weights are not materialised ({where} is on the meta "
-                    f"device): load it with from_pretrained(...) outside "
-                    f"init_empty_weights() / torch.device('meta'), or build it on a real "
-                    f"device"
-                )
-
-
-def _predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
-    """``[T]`` the "predicted" target: the model's top-1 next token at each position, except
-    along a generated answer, where it is the token that was actually generated (greedy
-    decoding with a KV cache can break near-ties differently from one full pass)."""
-    predicted = trace.predicted.cpu().clone()
-    predicted[prompt_length - 1 : -1] = trace.input_ids[prompt_length:]
-    return predicted
 
 
 def attribute(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -14,6 +15,10 @@ from .request import TargetSpec, normalize_target
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
+
+    from .readout import Readout
+    from .request import AttributionRequest
+    from .trace import Trace
 
 NO_TARGET = -1
 """Marks a position without a target (the last position under ``target="next"``)."""
@@ -146,3 +151,57 @@ def token_texts(
         int(i): cast(str, tokenizer.decode([int(i)], clean_up_tokenization_spaces=False))
         for i in ids
     }
+
+
+def predicted_ids(trace: Trace, prompt_length: int) -> torch.Tensor:
+    """``[T]`` the "predicted" target: the model's top-1 next token at each position, except
+    along a generated answer, where it is the token that was actually generated (greedy
+    decoding with a KV cache can break near-ties differently from one full pass)."""
+    predicted = trace.predicted.cpu().clone()
+    predicted[prompt_length - 1 : -1] = trace.input_ids[prompt_length:]
+    return predicted
+
+
+@dataclass(frozen=True)
+class Targets:
+    """A request's target (and contrast) ids at every position, and what the readout reads."""
+
+    ids: np.ndarray
+    """``(T,)`` target ids (``NO_TARGET`` where a position has none)."""
+    contrast: np.ndarray | None
+    missing: np.ndarray
+    """``(T,)`` bool: no target (or no contrast) at the position."""
+    y: torch.Tensor
+    """``[T]`` the target ids on the readout's device, a placeholder where missing."""
+    c: torch.Tensor | None
+
+
+def request_targets(
+    request: AttributionRequest,
+    input_ids: torch.Tensor,
+    predicted: torch.Tensor,
+    tokenizer: PreTrainedTokenizerBase | None,
+    readout: Readout,
+) -> Targets:
+    """The request's target (and contrast) ids at every position of ``input_ids``
+    (``predicted``: the "predicted" target at each, see :func:`resolve_targets`), checked
+    against each other, with placeholders on the readout's device where a position has none."""
+    vocab = readout.vocab_size
+
+    def resolved(spec: Any, what: str) -> np.ndarray:
+        return resolve_targets(spec, input_ids, predicted, tokenizer, vocab, what=what)
+
+    target_ids = resolved(request.target, "target")
+    contrast_ids = None if request.contrast is None else resolved(request.contrast, "contrast")
+    if contrast_ids is not None:
+        check_contrast(target_ids, contrast_ids)
+    missing = target_ids == NO_TARGET
+    if contrast_ids is not None:
+        missing |= contrast_ids == NO_TARGET
+
+    def usable(ids: np.ndarray) -> torch.Tensor:
+        # A placeholder id where there is no target; masked to NaN in the result.
+        return torch.as_tensor(np.where(missing, 0, ids), device=readout.device)
+
+    c = None if contrast_ids is None else usable(contrast_ids)
+    return Targets(target_ids, contrast_ids, missing, usable(target_ids), c)
