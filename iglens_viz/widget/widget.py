@@ -666,7 +666,11 @@ class IGLensWidget(anywidget.AnyWidget):
         """Tell the page which fitted lenses are cached for the model (see the trait)."""
         if self._lens is None:
             return
-        kinds = cached_fitted_kinds(self._lens.model)
+        try:
+            kinds = cached_fitted_kinds(self._lens.model)
+        except Exception as err:  # a hint for the page: never what stops the widget
+            self.log.warning("IGLensWidget: cannot tell which lenses are cached (%r)", err)
+            return
         if kinds != self.cached_lenses:
             with self._sync_lock:
                 self.cached_lenses = kinds
