@@ -13,7 +13,7 @@ from tiny_models import FAMILY_CONFIGS, random_ids, tiny_model
 
 from iglens_viz import UnsupportedModelError
 from iglens_viz.adapters import adapter_for
-from iglens_viz.core.capture import capture_states
+from iglens_viz.core.capture import Keep, capture_states
 
 PARALLEL = {"gptj", "phi"}  # GPT-NeoX is parallel by default too: see the test below
 
@@ -51,7 +51,7 @@ def capture(model, ids, sublayers):
         ids,
         device=torch.device("cpu"),
         dtype=torch.float64,
-        sublayers=sublayers,
+        keep=Keep(sublayers=sublayers),
     )[0]
 
 

@@ -8,6 +8,7 @@ its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both ar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
@@ -49,6 +50,18 @@ class Capture(NamedTuple):
     (:func:`capture_states` ``keep_cache``)."""
 
 
+@dataclass(frozen=True)
+class Keep:
+    """What a capture keeps besides the residual states (see :func:`capture_states`)."""
+
+    sublayers: bool = False
+    """h_L.attn between every attention and MLP, interleaved with the states."""
+    heads: bool = False
+    """Each block's head outputs before its output projection."""
+    cache: bool = False
+    """The model's key/value cache of the whole sequence."""
+
+
 def capture_states(
     model: nn.Module,
     adapter: ModelAdapter,
@@ -56,9 +69,7 @@ def capture_states(
     *,
     device: torch.device,
     dtype: torch.dtype,
-    sublayers: bool = False,
-    heads: bool = False,
-    keep_cache: bool = False,
+    keep: Keep = Keep(),
     past: Any = None,
 ) -> Capture:
     """Run ``model`` once on ``input_ids`` (shape ``[T]``) and return a :class:`Capture`.
@@ -70,30 +81,22 @@ def capture_states(
     k head rows instead of T (the readout map computes f(h_n) at every position anyway), and
     no ``[T × V]`` logits are ever held.
 
-    With ``sublayers``, the stream between each block's attention write and its MLP
+    With ``keep.sublayers``, the stream between each block's attention write and its MLP
     (h_L.attn, read as the input of the family's ``mid_state`` module) is kept too:
     ``states`` is ``[2n+1, T, d]``, ``states[2L-1]`` = h_L.attn and ``states[2L]`` = h_L.
     Parallel blocks have no such state: :class:`~iglens_viz.errors.UnsupportedModelError`.
 
-    With ``heads``, each block's head outputs before the output projection are kept
+    With ``keep.heads``, each block's head outputs before the output projection are kept
     (``head_inputs``; the same size as a residual state per block when H·d_head = d), and for
     parallel blocks the projection's output (``attn_writes``).
 
-    With ``keep_cache``, the model's key/value cache is kept (``cache``). With ``past`` (such
+    With ``keep.cache``, the model's key/value cache is kept (``cache``). With ``past`` (such
     a cache, cut to a prefix by :func:`~iglens_viz.core.kv_cache.prefix_cache`),
     ``input_ids`` continue that prefix: the model runs on them only, and every tensor of the
     capture covers their positions only.
     """
     return capture_batch(
-        model,
-        adapter,
-        [input_ids],
-        device=device,
-        dtype=dtype,
-        sublayers=sublayers,
-        heads=heads,
-        keep_cache=keep_cache,
-        past=past,
+        model, adapter, [input_ids], device=device, dtype=dtype, keep=keep, past=past
     )[0]
 
 
@@ -129,15 +132,14 @@ def capture_batch(
     *,
     device: torch.device,
     dtype: torch.dtype,
-    sublayers: bool = False,
-    heads: bool = False,
-    keep_cache: bool = False,
+    keep: Keep = Keep(),
     past: Any = None,
 ) -> list[Capture]:
     """:func:`capture_states` of several sequences in one forward pass, right-padded with
     an attention mask (see :func:`padded_batch`); one :class:`Capture` per sequence, cut to
     its own length. Equal to one pass per sequence up to the rounding of other kernel
-    shapes. ``keep_cache`` and ``past`` (see :func:`capture_states`) take one sequence."""
+    shapes. ``keep.cache`` and ``past`` (see :func:`capture_states`) take one sequence."""
+    sublayers, heads, keep_cache = keep.sublayers, keep.heads, keep.cache
     if (keep_cache or past is not None) and len(sequences) != 1:
         raise ValueError("keep_cache and past take one sequence")
     n = adapter.n_blocks
@@ -152,7 +154,7 @@ def capture_batch(
         if adapter.mid_modules is None:  # parallel blocks: no h_L.attn to subtract
             seen["attn_writes"] = [False] * n
 
-    def keep(index: int, tensor: torch.Tensor, what: str = "states") -> None:
+    def store(index: int, tensor: torch.Tensor, what: str = "states") -> None:
         if what not in buffers:
             buffers[what] = torch.empty(
                 (len(seen[what]), *tensor.shape), device=device, dtype=dtype
@@ -161,17 +163,17 @@ def capture_batch(
         seen[what][index] = True
 
     def before_first(module, args, kwargs):
-        keep(0, block_input(args, kwargs))
+        store(0, block_input(args, kwargs))
 
     def after_block(index):
         def hook(module, args, output):
-            keep(index, block_output_states(output))
+            store(index, block_output_states(output))
 
         return hook
 
     def before_mlp(index):
         def hook(module, args):
-            keep(index, by_row(args[0], B))
+            store(index, by_row(args[0], B))
 
         return hook
 
@@ -189,9 +191,9 @@ def capture_batch(
 
     def around_projection(index):
         def hook(module, args, output):
-            keep(index, by_row(args[0], B), "head_inputs")
+            store(index, by_row(args[0], B), "head_inputs")
             if "attn_writes" in seen:
-                keep(index, by_row(output, B), "attn_writes")
+                store(index, by_row(output, B), "attn_writes")
 
         return hook
 

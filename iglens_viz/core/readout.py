@@ -99,7 +99,6 @@ def tile_plan(
     device: torch.device | str = "cpu",
     max_rows: int | None = None,
     max_columns: int | None = None,
-    min_columns: int = _MIN_TILE_COLUMNS,
 ) -> tuple[int, int]:
     """(rows, columns) of one logits tile of the streamed readout.
 
@@ -109,8 +108,8 @@ def tile_plan(
     much, so the passes that follow the matmul (top-k, max, subtract, exp, sum, the
     gradient's second matmul) read the tile from cache and every vocabulary block of the
     head meets the same features there. Rows come first (the head is read once per row
-    tile); columns shrink to ``min_columns`` before rows do. The tile is one buffer, reused
-    for every block of a call. ``max_rows``/``max_columns`` (a memory plan's, see
+    tile); columns shrink to 512 (``_MIN_TILE_COLUMNS``) before rows do. The tile is one
+    buffer, reused for every block of a call. ``max_rows``/``max_columns`` (a memory plan's, see
     :func:`~iglens_viz.core.memory.block_plan`) are upper bounds the tile never exceeds.
     Elsewhere (CUDA, MPS) the bounds are the tile, as before.
 
@@ -126,7 +125,7 @@ def tile_plan(
     itemsize = torch.finfo(dtype).bits // 8
     tile_bytes = min(_MAX_TILE_BYTES, max(_MIN_TILE_BYTES, cache_sizes()[1] // 2))
     tile = tile_bytes // itemsize
-    min_cols = min(max_columns, max(1, int(min_columns)))
+    min_cols = min(max_columns, _MIN_TILE_COLUMNS)
     rows = rows_within(tile, max(min_cols, width), max_rows)
     rows = -(-n_rows // -(-n_rows // rows)) if n_rows > rows else rows  # even row tiles
     cols = min(max_columns, max(min_cols, rows_within(tile, rows, _MAX_TILE_COLUMNS)))

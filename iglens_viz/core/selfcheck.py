@@ -81,12 +81,16 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..adapters.families import NORM_RMS, NORM_RMS_PLUS_ONE
 from ..errors import IGLensError, ModelOutputError, ReadoutMismatchError
 from .readout import Readout
+
+if TYPE_CHECKING:
+    from .capture import Capture
 
 LAMBDA = 4.0
 """Confidence multiplier of the probabilistic rounding terms (see the module docstring)."""
@@ -227,9 +231,7 @@ def check_readout_map(
 def check_readout(
     readout: Readout,
     features: torch.Tensor,
-    unembed_input: torch.Tensor,
-    checked: torch.Tensor,
-    model_logits: torch.Tensor,
+    captured: Capture,
     *,
     what: str,
     adapter_name: str,
@@ -237,8 +239,10 @@ def check_readout(
     budget_bytes: int,
 ) -> None:
     """Raise, warn or return: the readout's features of h_n (``[T, d']``) against the
-    model's own head input (``[T, d']``) and its logits (``[k, V]``) at positions
-    ``checked`` (``[k]``), as the module docstring describes. ``width`` is d."""
+    model's own head input (``captured.unembed_input``, ``[T, d']``) and its logits
+    (``captured.logits``, ``[k, V]``) at positions ``captured.checked`` (``[k]``), as the
+    module docstring describes. ``width`` is d."""
+    model_logits = captured.logits
     if model_logits.shape[-1] != readout.vocab_size:
         raise ReadoutMismatchError(
             f"readout self-check: the readout gives {readout.vocab_size} logits but the "
@@ -248,9 +252,7 @@ def check_readout(
     _Check(
         readout,
         features,
-        unembed_input,
-        checked,
-        model_logits,
+        captured,
         what=what,
         adapter_name=adapter_name,
         width=width,
@@ -265,15 +267,18 @@ class _Check:
         self,
         readout: Readout,
         features: torch.Tensor,
-        unembed_input: torch.Tensor,
-        checked: torch.Tensor,
-        model_logits: torch.Tensor,
+        captured: Capture,
         *,
         what: str,
         adapter_name: str,
         width: int,
         budget_bytes: int,
     ) -> None:
+        unembed_input, checked, model_logits = (
+            captured.unembed_input,
+            captured.checked,
+            captured.logits,
+        )
         self.readout = readout
         self.what = what
         self.adapter_name = adapter_name

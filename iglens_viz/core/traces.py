@@ -20,7 +20,7 @@ from torch import nn
 
 from ..adapters import ModelAdapter
 from ..errors import InvalidRequestError, ReadoutMismatchError
-from .capture import Capture, capture_batch, capture_states, joined, prompt_cache
+from .capture import Capture, Keep, capture_batch, capture_states, joined, prompt_cache
 from .coordinates import LOGIT, Lens
 from .kv_cache import prefix_cache
 from .readout import Readout
@@ -161,9 +161,7 @@ class TraceCache:
             sublayers = sublayers or cached.sublayers
             mids = mids or cached.mid_states is not None
             heads = heads or cached.head_inputs is not None
-        captured = self._capture(
-            ids, sublayers=sublayers or mids, heads=heads, keep_cache=keep_cache
-        )
+        captured = self._capture(ids, Keep(sublayers or mids, heads, keep_cache))
         states, mid_states = _split_mid_states(captured.states, mids and not sublayers)
         if (
             cached is not None
@@ -196,16 +194,17 @@ class TraceCache:
         self._entries.put(key, trace)
         return trace
 
-    def _capture(self, ids: torch.Tensor, **options: Any) -> Capture:
+    def _capture(self, ids: torch.Tensor, keep: Keep, past: Any = None) -> Capture:
         """:func:`capture_states` of ``ids`` on this cache's model, onto its readout's device
-        and dtype (``options``: what to keep, a prefix's cache)."""
+        and dtype, keeping ``keep``, continuing ``past`` (a prefix's cache) when given."""
         return capture_states(
             self.model,
             self.adapter,
             ids,
             device=self.readout.device,
             dtype=self.readout.dtype,
-            **options,
+            keep=keep,
+            past=past,
         )
 
     def continued(self, trace: Trace, start: int, ids: torch.Tensor) -> Trace:
@@ -235,7 +234,7 @@ class TraceCache:
         if full is None:  # a trace from the cache, run without keep_cache
             full = prompt_cache(self.model, prefix)
         past = prefix_cache(full, start)
-        captured = self._capture(ids, sublayers=trace.sublayers or mids, heads=heads, past=past)
+        captured = self._capture(ids, Keep(trace.sublayers or mids, heads), past)
         states, mid_states = _split_mid_states(captured.states, mids and not trace.sublayers)
         points, map_ = self._checked_map(states, captured, trace.top_k, trace.lens, trace.sublayers)
         prefix_map = (trace.features, trace.log_normalizer, trace.top_ids, trace.top_logprobs)
@@ -366,9 +365,7 @@ class TraceCache:
         check_readout(
             self.readout,
             map_[0][-1],
-            captured.unembed_input,
-            captured.checked,
-            captured.logits,
+            captured,
             what=what,
             adapter_name=self.adapter.family.name,
             width=states.shape[-1],
