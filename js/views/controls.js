@@ -10,7 +10,7 @@
  * @module views/controls
  */
 import { h, listen } from "../dom.js";
-import { kernelNote } from "./kernel.js";
+import { kernelNote, requestError } from "./kernel.js";
 import { createPromptBox } from "./prompt.js";
 import { LENS_OPTIONS, LENS_TIP, firstFitNote, fitStatus, isLogitLens, lensLabel } from "../lens-name.js";
 import { formatToken } from "../tokens.js";
@@ -168,25 +168,14 @@ function controlsDom() {
 }
 
 /**
- * The error line's message: the latest recompute's error (a cancelled one included), else the
- * error of a cancel sent after it; null when there is none.
- * @param {import("../commands.js").Commands} commands
- */
-export function controlsError(commands) {
-  const rec = commands.latest("recompute");
-  const can = commands.latest("cancel");
-  if (rec?.answer?.error) return rec.answer.error.message;
-  if (can?.answer?.error && (!rec || can.seq > rec.seq)) return can.answer.error.message;
-  return null;
-}
-
-/**
  * @param {import("./context.js").Context} ctx
  */
 export function createControls(ctx) {
   const { target, contrast, boundaries, custom, estimator, steps, lens, apply, status, progress, cancel, error, note, fitHint, form, el } = controlsDom();
   const promptBox = createPromptBox(ctx);
   el.append(promptBox.el); // after the form's own lines: a new question, not a recompute
+  /** The recomputes this form's Apply sent (the compare box sends its own). */
+  const applied = new Set();
 
   function prefill() {
     const src = ctx.result ? ctx.result.controls : null;
@@ -242,7 +231,7 @@ export function createControls(ctx) {
     const hint = live && !busy && ctx.result ? firstFitNote(lens.value, ctx.result.controls.lens || ctx.result.lens, ctx.model.get("cached_lenses")) : null;
     fitHint.hidden = !hint;
     fitHint.textContent = hint ?? "";
-    const msg = controlsError(ctx.commands);
+    const msg = requestError(ctx.commands, "recompute", (sent) => applied.has(sent.id)); // this form's Apply only
     error.hidden = !msg;
     error.textContent = msg ?? "";
   }
@@ -267,7 +256,8 @@ export function createControls(ctx) {
         steps: steps.value,
         lens: lens.value,
       });
-      ctx.command("recompute", { result_id: ctx.result ? ctx.result.id : "", controls });
+      const id = ctx.command("recompute", { result_id: ctx.result ? ctx.result.id : "", controls });
+      if (id) applied.add(id);
       sync();
     }),
     listen(cancel, "click", () => {

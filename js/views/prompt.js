@@ -18,28 +18,13 @@
  * @module views/prompt
  */
 import { h, listen } from "../dom.js";
-import { kernelNote } from "./kernel.js";
+import { kernelNote, requestError, latestRequestSeq } from "./kernel.js";
 
 /** The longest prompt Python takes (iglens_viz.protocol.commands.MAX_PROMPT_LENGTH). */
 export const MAX_PROMPT_LENGTH = 20000;
 
 /** The longest answer an ask may ask for (iglens_viz.protocol.commands.MAX_ASK_NEW_TOKENS). */
 export const MAX_ASK_NEW_TOKENS = 256;
-
-/**
- * The message of the error line: the latest command of `kind` this view sent, or the cancel
- * sent after it; null when neither failed.
- * @param {import("../commands.js").Commands} commands @param {import("../commands.js").CommandKind} kind
- * @param {(sent: import("../commands.js").Sent) => boolean} [mine] which of its commands are this box's
- */
-export function boxError(commands, kind, mine = () => true) {
-  const sent = commands.latest(kind);
-  const own = sent && mine(sent) ? sent : null;
-  if (own?.answer?.error) return own.answer.error.message;
-  const can = commands.latest("cancel");
-  if (own && can?.answer?.error && can.fields.request_id === own.id) return can.answer.error.message;
-  return null;
-}
 
 /**
  * Check a prompt before sending: "" when it can go, else what is wrong (the same rules as
@@ -103,8 +88,8 @@ export function createPromptBox(ctx, options = {}) {
   error.hidden = true;
   const note = h("div", { class: "iglens-prompt-note iglens-muted", role: "status" });
   note.hidden = true;
-  /** A problem found before sending (cleared by the next send). */
-  let local = "";
+  /** A problem found before sending, and the latest request then (a later one, any box's, clears it). */
+  let local = { text: "", seq: 0 };
   const form = h("form", { class: "iglens-prompt-box", "data-prompt-box": "", novalidate: true }, prompt, length, ask, status, progress, cancel);
   const el = h("div", { class: "iglens-prompt" }, form, note, error);
 
@@ -135,7 +120,8 @@ export function createPromptBox(ctx, options = {}) {
       status.removeAttribute("data-cancelling");
       status.textContent = busy ? (known ? `Thinking\u2026 ${Math.round(100 * p)}%` : "Thinking\u2026") : "";
     }
-    const msg = local || boxError(ctx.commands, "ask");
+    const own = local.text && local.seq === latestRequestSeq(ctx.commands) ? local.text : "";
+    const msg = own || requestError(ctx.commands, "ask");
     error.hidden = !msg;
     error.textContent = msg ?? "";
   }
@@ -143,8 +129,8 @@ export function createPromptBox(ctx, options = {}) {
   function submit() {
     if (!ctx.live() || busyNow() || ctx.running()) return;
     const tokens = answerLength(length.value);
-    local = promptProblem(prompt.value) || (typeof tokens === "string" ? tokens : "");
-    if (!local) {
+    local = { text: promptProblem(prompt.value) || (typeof tokens === "string" ? tokens : ""), seq: latestRequestSeq(ctx.commands) };
+    if (!local.text) {
       const fields = { result_id: ctx.result ? ctx.result.id : "", prompt: prompt.value };
       ctx.command("ask", tokens === null ? fields : { ...fields, max_new_tokens: tokens });
     }
@@ -230,7 +216,7 @@ export function createCompareBox(ctx) {
     go.disabled = !live || busy || !!ctx.running();
     go.title = live ? "" : kernelNote(ctx);
     status.textContent = busy ? "Computing\u2026" : "";
-    const msg = boxError(ctx.commands, "recompute", isMine);
+    const msg = requestError(ctx.commands, "recompute", isMine);
     error.hidden = !msg;
     error.textContent = msg ?? "";
   }
