@@ -4,6 +4,8 @@
  * @module dom
  */
 
+import { boxRows, wholeRows } from "./layout.js";
+
 export const SVG_NS = "http://www.w3.org/2000/svg";
 
 /**
@@ -86,6 +88,65 @@ export function scrollIntoContainer(container, child, margin = 6) {
   const r = child.getBoundingClientRect();
   if (r.top < c.top + margin) container.scrollTop -= c.top + margin - r.top;
   else if (r.bottom > c.bottom - margin) container.scrollTop += r.bottom - (c.bottom - margin);
+}
+
+/**
+ * Call `fn` in the frame after `el` changes size (a ResizeObserver; nothing where there is
+ * none). Deferred: `fn` may size the observed box itself without a resize loop.
+ * @param {Element} el @param {() => void} fn
+ * @returns {() => void} stop
+ */
+export function onResize(el, fn) {
+  if (typeof ResizeObserver !== "function") return () => {};
+  let raf = 0;
+  const ro = new ResizeObserver(() => {
+    if (!raf) raf = requestAnimationFrame(() => ((raf = 0), fn()));
+  });
+  ro.observe(el);
+  return () => {
+    ro.disconnect();
+    if (raf) cancelAnimationFrame(raf);
+  };
+}
+
+/**
+ * Scroll `box` (not the page) to show `child` with whole lines only: the box's children laid
+ * out in lines (layout.js's boxRows), its scroll offset at a line and its height (set inline,
+ * never over its CSS max-height) a whole number of lines, so that no line is cut at either
+ * edge (a projector shows no half tokens). Without `child`, the first line shown now stays
+ * first. Nothing is set while everything fits, or while the box is not laid out.
+ * @param {HTMLElement} box a scrolling box with a max-height @param {Element|null} [child]
+ */
+export function showWholeLines(box, child = null) {
+  const before = box.scrollTop;
+  box.style.height = "";
+  const cs = getComputedStyle(box);
+  const maxH = parseFloat(cs.maxHeight);
+  const frame = box.offsetHeight - box.clientHeight; // borders (and a horizontal scrollbar)
+  const padTop = parseFloat(cs.paddingTop) || 0;
+  const padBottom = parseFloat(cs.paddingBottom) || 0;
+  const room = cs.boxSizing === "border-box" ? maxH - frame : maxH + padTop + padBottom;
+  if (!Number.isFinite(room) || !box.clientHeight || box.scrollHeight <= room + 0.5) return;
+  const origin = box.getBoundingClientRect().top + box.clientTop - box.scrollTop;
+  const rows = boxRows(
+    Array.from(box.children, (c) => {
+      const q = c.getBoundingClientRect();
+      return { top: q.top - origin, bottom: q.bottom - origin };
+    }),
+  );
+  const at = (/** @type {number} */ y) =>
+    Math.max(
+      0,
+      rows.findIndex((r) => r.bottom > y),
+    );
+  const now = at(before + 0.5);
+  const q = child?.getBoundingClientRect();
+  const want = q && q.bottom > q.top ? at(q.top - origin + 0.5) : now;
+  const win = wholeRows(rows, want, now, { end: box.scrollHeight, padTop, padBottom, room });
+  if (!win) return;
+  const inner = win.bottom - win.top;
+  box.style.height = `${cs.boxSizing === "border-box" ? inner + frame : inner - padTop - padBottom}px`;
+  box.scrollTop = win.top;
 }
 
 let uid = 0;

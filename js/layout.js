@@ -165,3 +165,76 @@ export function linearScale(domain, range) {
   f.range = range;
   return f;
 }
+
+/**
+ * @typedef {object} RowBox a line of a scrolling box (a line of the strip's chips, an item of a
+ *   list), in the box's scroll coordinates (its padding included: 0 is the top of the padding)
+ * @property {number} top
+ * @property {number} bottom
+ */
+
+/**
+ * The lines of boxes laid out in reading order: boxes whose vertical extents overlap share a
+ * line (a chip a pixel taller than its neighbours stays on their line). Empty boxes (hidden,
+ * folded) are left out.
+ * @param {RowBox[]} boxes in document order
+ * @returns {RowBox[]} top to bottom
+ */
+export function boxRows(boxes) {
+  /** @type {RowBox[]} */
+  const rows = [];
+  for (const b of boxes) {
+    if (!(b.bottom > b.top)) continue;
+    const last = rows[rows.length - 1];
+    if (last && b.top < last.bottom && b.bottom > last.top) {
+      last.top = Math.min(last.top, b.top);
+      last.bottom = Math.max(last.bottom, b.bottom);
+    } else rows.push({ top: b.top, bottom: b.bottom });
+  }
+  return rows;
+}
+
+/**
+ * The part of a scrolling box's content that shows lines `first` … `last` whole and nothing
+ * of their neighbours: up to a padding's height of space around them (the gap to a neighbour,
+ * if it is smaller), the box's own padding at either end of its content.
+ * @param {RowBox[]} rows @param {number} first @param {number} last
+ * @param {{end: number, padTop: number, padBottom: number}} box `end`: the scroll height
+ * @returns {{top: number, bottom: number}}
+ */
+export function rowWindow(rows, first, last, box) {
+  const top = first === 0 ? 0 : Math.max(rows[first - 1].bottom, rows[first].top - box.padTop);
+  const bottom = last === rows.length - 1 ? box.end : Math.min(rows[last + 1].top, rows[last].bottom + box.padBottom);
+  return { top, bottom };
+}
+
+/**
+ * Which lines a scrolling box of at most `room` pixels (its inner height) shows so that every
+ * line shown is whole: line `want` among them, and the first as near `first` (the first line
+ * shown now) as that allows, so that the box moves as little as it can. The window to scroll
+ * to and size the box by is {@link rowWindow}'s; a single line taller than the room is shown
+ * alone.
+ * @param {RowBox[]} rows top to bottom @param {number} want @param {number} first
+ * @param {{end: number, padTop: number, padBottom: number, room: number}} box
+ * @returns {{first: number, last: number, top: number, bottom: number}|null} null without lines
+ */
+export function wholeRows(rows, want, first, box) {
+  if (!rows.length) return null;
+  const w = clamp(Math.trunc(want), 0, rows.length - 1);
+  const fits = (/** @type {number} */ f, /** @type {number} */ l) => {
+    const win = rowWindow(rows, f, l, box);
+    return win.bottom - win.top <= box.room;
+  };
+  /** the last line shown whole from line f */
+  const lastFrom = (/** @type {number} */ f) => {
+    let l = f;
+    while (l + 1 < rows.length && fits(f, l + 1)) l++;
+    return l;
+  };
+  let f = Math.min(clamp(Math.trunc(first), 0, rows.length - 1), w);
+  while (f < w && lastFrom(f) < w) f++;
+  // room to spare below the last line: earlier lines fill it rather than empty space
+  while (f > 0 && fits(f - 1, lastFrom(f))) f--;
+  const last = lastFrom(f);
+  return { first: f, last, ...rowWindow(rows, f, last, box) };
+}

@@ -1,5 +1,6 @@
 import { describe, it, expect } from "vitest";
-import { heatmapGeometry, hitTest, visibleRows, cellRect, scrollToRow, thinLabels, linearScale } from "./layout.js";
+import { heatmapGeometry, hitTest, visibleRows, cellRect, scrollToRow, thinLabels, linearScale, boxRows, rowWindow, wholeRows } from "./layout.js";
+import { rng } from "./testing/fixture.js";
 
 describe("heatmap geometry", () => {
   const g = heatmapGeometry({ T: 512, k: 30, width: 700 });
@@ -94,5 +95,71 @@ describe("linearScale", () => {
     expect(x(15)).toBe(200);
     expect(x.invert(200)).toBe(15);
     expect(linearScale([1, 1], [0, 10])(1)).toBe(0);
+  });
+});
+
+describe("whole lines of a scrolling box (the strip, the walk's steps)", () => {
+  /** Lines of the given heights, `gap` apart, under a padding of `pad`. @param {number[]} heights @param {number} gap @param {number} pad */
+  const lines = (heights, gap, pad) => {
+    const rows = [];
+    let y = pad;
+    for (const hgt of heights) {
+      rows.push({ top: y, bottom: y + hgt });
+      y += hgt + gap;
+    }
+    return { rows, end: y - gap + pad };
+  };
+
+  it("chips sharing a line are one line, a taller chip included; hidden chips are none", () => {
+    const boxes = [
+      { top: 8, bottom: 31 },
+      { top: 8, bottom: 32 }, // an answer chip, a pixel taller
+      { top: 0, bottom: 0 }, // folded
+      { top: 36, bottom: 59 },
+      { top: 36, bottom: 60 },
+      { top: 64, bottom: 88 },
+    ];
+    expect(boxRows(boxes)).toEqual([
+      { top: 8, bottom: 32 },
+      { top: 36, bottom: 60 },
+      { top: 64, bottom: 88 },
+    ]);
+  });
+
+  it("the strip in the student view: 24 px lines 4 px apart in 78 px (80 px, less its borders) show two lines", () => {
+    const { rows, end } = lines([24, 24, 24, 24, 24], 4, 8);
+    const box = { end, padTop: 8, padBottom: 8, room: 78 };
+    // opened on line 2 from the top: lines 1 and 2, from the bottom of line 0 to the top of line 3
+    expect(wholeRows(rows, 2, 0, box)).toEqual({ first: 1, last: 2, top: rows[0].bottom, bottom: rows[3].top });
+    // the last line: the padding under it, and the line before
+    expect(wholeRows(rows, 4, 0, box)).toEqual({ first: 3, last: 4, top: rows[2].bottom, bottom: end });
+    expect(wholeRows(rows, 0, 3, box)).toEqual({ first: 0, last: 1, top: 0, bottom: rows[2].top });
+  });
+
+  it("every shown line is whole, no neighbour shows, the wanted line among them, as many as fit", () => {
+    const rand = rng(11);
+    for (let trial = 0; trial < 60; trial++) {
+      const n = 1 + Math.floor(rand() * 12);
+      const heights = Array.from({ length: n }, () => 14 + Math.floor(rand() * 30));
+      const gap = Math.floor(rand() * 6);
+      const pad = Math.floor(rand() * 9);
+      const { rows, end } = lines(heights, gap, pad);
+      const box = { end, padTop: pad, padBottom: pad, room: 30 + rand() * 150 };
+      for (let want = 0; want < n; want++) {
+        const first = Math.floor(rand() * n);
+        const w = /** @type {NonNullable<ReturnType<typeof wholeRows>>} */ (wholeRows(rows, want, first, box));
+        expect(w.first <= want && want <= w.last).toBe(true);
+        expect(w).toMatchObject(rowWindow(rows, w.first, w.last, box));
+        expect(w.top <= rows[w.first].top && rows[w.last].bottom <= w.bottom).toBe(true); // whole
+        if (w.first > 0) expect(rows[w.first - 1].bottom).toBeLessThanOrEqual(w.top); // nothing of the line above
+        if (w.last < n - 1) expect(rows[w.last + 1].top).toBeGreaterThanOrEqual(w.bottom); // nor below
+        if (w.last > w.first) expect(w.bottom - w.top).toBeLessThanOrEqual(box.room);
+        if (w.last < n - 1) {
+          const more = rowWindow(rows, w.first, w.last + 1, box);
+          expect(more.bottom - more.top).toBeGreaterThan(box.room); // the next line would not fit
+        }
+      }
+    }
+    expect(wholeRows([], 0, 0, { end: 0, padTop: 0, padBottom: 0, room: 10 })).toBeNull();
   });
 });

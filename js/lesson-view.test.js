@@ -121,6 +121,32 @@ describe("the walk through the layers", () => {
     expect(q(lesson, ".iglens-lesson-readout").textContent).toMatch(/^embeddings · the model's guess: /);
   });
 
+  it("the focused slider's keys step the walk here, once, and go no further (a notebook's own handlers take them otherwise)", () => {
+    const { lesson } = mount();
+    const slider = /** @type {HTMLInputElement} */ (q(lesson, "input[name=lesson-block]"));
+    /** the keydown on the slider, as JupyterLab's document listener would see it after the view */
+    const press = (/** @type {string} */ key) => {
+      const e = new KeyboardEvent("keydown", { key, bubbles: true, cancelable: true });
+      let reached = false;
+      const seen = () => (reached = true);
+      document.addEventListener("keydown", seen);
+      slider.dispatchEvent(e);
+      document.removeEventListener("keydown", seen);
+      return { prevented: e.defaultPrevented, reached };
+    };
+    expect(lesson.getAttribute("data-cursor")).toBe("2");
+    expect(press("ArrowLeft")).toEqual({ prevented: true, reached: false }); // stepped here, not natively again
+    expect([lesson.getAttribute("data-cursor"), slider.value, String(currentRow(lesson))]).toEqual(["1", "1", "1"]);
+    press("ArrowDown");
+    expect(lesson.getAttribute("data-cursor")).toBe("0");
+    press("ArrowUp");
+    press("ArrowRight");
+    expect(lesson.getAttribute("data-cursor")).toBe("2");
+    press("Home");
+    expect(slider.value).toBe("0");
+    expect(press("Tab")).toEqual({ prevented: false, reached: true }); // not the walk's key
+  });
+
   it("space plays from the output back at the embeddings, one block per tick, and stops at the output", () => {
     vi.useFakeTimers();
     const { lesson } = mount();

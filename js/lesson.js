@@ -40,15 +40,44 @@ export const HEADER_TOP = 5;
 /** @param {string} t */
 const show = (t) => formatToken(t, { maxLen: 16 });
 
+/** A token compared as a word: trimmed, without the leading-space markers (Ġ, ▁, ␣), lower case. @param {string} t */
+const asWord = (t) =>
+  t
+    .trim()
+    .replace(/^[ \t\r\n\u0120\u2581\u2423]+/u, "")
+    .toLowerCase();
+
 /**
- * The position the lesson is about: the selection, else the answer's first position, else the
- * last position (-1 for an empty result).
+ * Where a result opens when nothing is selected: the first answer position whose target is a
+ * content token (a letter or digit, not a special token such as `<|im_end|>`) that does not
+ * occur among the prompt's tokens — "[41] ␣is → ␣Ho", not the answer's opening words, which
+ * repeat the question. Else the first position that predicts the answer, else the last
+ * position, or the nearest earlier one with a target (-1 for an empty result). The rule of
+ * Python's `iglens_viz.protocol.opening.opening_position`, which picks the widget's opening
+ * selection: Escape (no selection) brings the student view back to the same token.
+ * @param {import("./result.js").Result} r
+ */
+export function openingPosition(r) {
+  if (r.T === 0) return -1;
+  const start = Math.min(Math.max(r.answerStart, 0), r.T);
+  const prompt = new Set(r.tokens.slice(0, start + 1).map((t) => asWord(String(t))));
+  for (let i = start; i < r.T - 1; i++) {
+    const word = asWord(String(r.targetTokens[i] ?? ""));
+    if (r.hasTarget[i] && /[\p{L}\p{N}]/u.test(word) && !/^<[^<>]*>$/.test(word) && !prompt.has(word)) return i;
+  }
+  const fallback = Math.min(start, r.T - 1);
+  for (let i = fallback; i >= 0; i--) if (r.hasTarget[i]) return i;
+  return fallback;
+}
+
+/**
+ * The position the lesson is about: the selection, else where the result opens
+ * ({@link openingPosition}: the answer's first content token).
  * @param {import("./result.js").Result} r @param {number} selected
  */
 export function lessonPosition(r, selected) {
   if (selected >= 0 && selected < r.T) return selected;
-  if (r.answer && r.answer.positions.length) return r.answer.positions[0];
-  return r.T - 1;
+  return openingPosition(r);
 }
 
 /**

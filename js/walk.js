@@ -125,15 +125,17 @@ export function notableBlocks(w) {
 
 /**
  * What the walk shows at boundary L: its name, the lens's top guess and each followed
- * probability, in percent.
+ * probability, in percent — each number once: a followed token that is the top guess there
+ * ("␣Ho 45%" beside "the model's guess: ␣Ho 45%") is not said twice.
  * @param {WalkInput} w @param {number} L
  */
 export function readout(w, L) {
   const top = w.top1[L];
+  const guess = top ? `${top.text} ${fmtPercentPlain(top.p)}` : "\u2013";
   return {
     label: w.labels[L],
-    guess: top ? `${top.text} ${fmtPercentPlain(top.p)}` : "\u2013",
-    values: w.series.map((s) => ({ name: s.name, text: fmtPercentPlain(s.probs[L]) })),
+    guess,
+    values: w.series.map((s) => ({ name: s.name, text: fmtPercentPlain(s.probs[L]) })).filter((v) => `${v.name} ${v.text}` !== guess),
   };
 }
 

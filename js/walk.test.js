@@ -110,12 +110,32 @@ describe("notableBlocks: one sentence per notable block", () => {
 });
 
 describe("the readout and the cursor", () => {
-  it("the readout says the block, the top guess and each probability in percent", () => {
-    const o = readout(
-      { labels, top1: top1([null, null, null, null, null, null, ["\u2423Ho", 0.453]]), series: [{ name: "\u2423Ho", probs: [0, 0, 0, 0, 0, 0, 0.453] }] },
-      6,
-    );
-    expect(o).toEqual({ label: "block 6", guess: "\u2423Ho 45%", values: [{ name: "\u2423Ho", text: "45%" }] });
+  it("the readout says the block, the top guess and each probability in percent, each number once", () => {
+    const w = {
+      labels,
+      top1: top1([null, null, null, null, [".", 0.4], ["\u2423Prince", 0.125], ["\u2423Ho", 0.453]]),
+      series: [
+        { name: "the answer", probs: [0, 0, 0, 0, 0, 1e-12, 0.0607] },
+        { name: "\u2423Ho", probs: [0, 0, 0, 0, 0.094, 0.016, 0.453] },
+      ],
+    };
+    // at the output ␣Ho is the top guess: "␣Ho 45%" is said once, not again after the answer's
+    // value (issue 32: "␣Ho 45% · the answer 6.1% · ␣Ho 45%")
+    expect(readout(w, 6)).toEqual({ label: "block 6", guess: "\u2423Ho 45%", values: [{ name: "the answer", text: "6.1%" }] });
+    // where another token is the top guess, ␣Ho's own probability is said
+    expect(readout(w, 5)).toEqual({
+      label: "block 5",
+      guess: "\u2423Prince 13%",
+      values: [
+        { name: "the answer", text: "<0.1%" },
+        { name: "\u2423Ho", text: "1.6%" },
+      ],
+    });
+    // the same text at another probability (two tokens shown alike) is not a repeat: both stay
+    expect(readout({ ...w, top1: top1([null, null, null, null, ["\u2423Ho", 0.2], null, null]) }, 4).values).toEqual([
+      { name: "the answer", text: "0%" },
+      { name: "\u2423Ho", text: "9.4%" },
+    ]);
   });
 
   it("steps stay within the boundaries; play goes to the output and starts over from there", () => {

@@ -9,11 +9,11 @@
  * Token and answer texts are inserted as text only.
  * @module views/lesson
  */
-import { h, clear, listen, scrollIntoContainer } from "../dom.js";
+import { h, clear, listen, showWholeLines } from "../dom.js";
 import { formatToken, quoteToken } from "../tokens.js";
 import { lessonData, lessonPosition } from "../lesson.js";
 import { notableBlocks, readout, stepCursor, playNext } from "../walk.js";
-import { lessonCurve } from "./lesson/curve.js";
+import { fittedCurve } from "./lesson/curve.js";
 import { lensColumn, guessChip } from "./lesson/column.js";
 import { lessonExport } from "./lesson/export.js";
 import { lessonNotes } from "./lesson/notes.js";
@@ -111,8 +111,7 @@ export function createLesson(ctx) {
   /** the walk's boundary (-1: not placed yet, the output) */
   let L = -1;
   let timer = /** @type {ReturnType<typeof setInterval>|null} */ (null);
-  let width = 0;
-  /** @type {{lesson: import("../lesson.js").Lesson, curve: ReturnType<typeof lessonCurve>, column: ReturnType<typeof lensColumn>,
+  /** @type {{lesson: import("../lesson.js").Lesson, curve: ReturnType<typeof fittedCurve>, column: ReturnType<typeof lensColumn>,
    *   walk: ReturnType<typeof walkBar>, events: import("../walk.js").WalkEvent[], storyEl: HTMLElement,
    *   notes: ReturnType<typeof lessonNotes>}|null} */
   let shown = null;
@@ -125,6 +124,7 @@ export function createLesson(ctx) {
 
   function build() {
     shown?.notes.destroy();
+    shown?.curve.destroy();
     clear(el);
     shown = null;
     const r = ctx.result;
@@ -140,25 +140,26 @@ export function createLesson(ctx) {
     const head = lessonHead(r, lesson);
     head.append(notes.editor); // a corner of the header: it takes no line of the view
     el.append(head, notes.callouts, h("div", { class: "iglens-lesson-body" }, left, column.el));
-    width = el.clientWidth;
     const W = Math.max(280, (left.clientWidth || 560) - 4);
-    const curve = lessonCurve({ r, series: lesson.series, W, H: 170, cursor: L, label: "the answer's probability after each block, in percent" });
+    // drawn at its column's width, and again at every new width (a resize, theme or mode change)
+    const curve = fittedCurve({ r, series: lesson.series, H: 170, cursor: () => L, label: "the answer's probability after each block, in percent" });
     const figure = lesson.series.length
-      ? h("figure", { class: "iglens-figure iglens-lesson-figure" }, curve.svg)
+      ? curve.el
       : h("p", { class: "iglens-muted iglens-lesson-nocurve", text: "The lens values here are differences (a contrast): no probability to draw." });
     game.show(r, lesson.position, W, ctx.theme === "dark");
     left.append(figure, legend(lesson), walk.el, storyEl, game.el, glossary(r));
+    curve.fit();
     el.querySelector(".iglens-lesson-head")?.append(exporter.el); // PNG / SVG for a slide: a corner of the header, no line of its own
     el.prepend(ask.el); // the question first
     left.insertBefore(versus.el, walk.el); // under the curve's legend
     versus.prefill();
     el.setAttribute("data-position", String(lesson.position));
     shown = { lesson, curve, column, walk, events, storyEl, notes };
-    setCursor(L);
+    setCursor(L, L !== r.k); // the walk's list opens at its first step, unless the walk is under way
   }
 
-  /** Move the walk to boundary `next`: the curve's cursor, the column's row, the readout. @param {number} next */
-  function setCursor(next) {
+  /** Move the walk to boundary `next`: the curve's cursor, the column's row, the readout, the list of steps (`follow`). @param {number} next @param {boolean} [follow] */
+  function setCursor(next, follow = true) {
     if (!shown || !ctx.result) return;
     L = stepCursor(next, 0, ctx.result.k);
     const { curve, column, walk, lesson, storyEl } = shown;
@@ -169,12 +170,14 @@ export function createLesson(ctx) {
     shown.notes.setCursor(L);
     const o = readout(lesson.walk, L);
     walk.out.textContent = [o.label, `the model's guess: ${o.guess}`, ...o.values.map((v) => `${v.name} ${v.text}`)].join(" \u00b7 ");
+    let step = follow ? null : storyEl.firstElementChild;
     for (const b of storyEl.querySelectorAll("[data-block]")) {
       const on = Number(b.getAttribute("data-block")) === L;
       if (on) b.setAttribute("aria-current", "true");
       else b.removeAttribute("aria-current");
-      if (on && storyEl.clientHeight) scrollIntoContainer(storyEl, /** @type {HTMLElement} */ (b), 4);
+      if (on && follow) step = b.parentElement;
     }
+    showWholeLines(storyEl, step);
   }
 
   function pause() {
@@ -227,8 +230,10 @@ export function createLesson(ctx) {
       if (ctx.result && L > ctx.result.k) L = -1;
       build();
     },
+    /** A new width: the curve drawn at it (its own observer does so too), the steps' list whole again. */
     resize() {
-      if (Math.abs(el.clientWidth - width) > 1) build();
+      shown?.curve.fit();
+      if (shown) showWholeLines(shown.storyEl);
     },
     /** The selection moved: the lesson is about the new position (the walk stays at its block). */
     updateSelection() {
@@ -241,6 +246,7 @@ export function createLesson(ctx) {
       versus.destroy();
       game.destroy();
       shown?.notes.destroy();
+      shown?.curve.destroy();
       ctx.model.off("change:notes", onNotes);
       offs.forEach((off) => off());
       exporter.destroy();
@@ -280,8 +286,9 @@ function lessonListeners(el, v) {
         v.toggle();
         return;
       }
-      if (slider) return; // the slider steps itself (its input event moves the cursor)
-      const d = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      // the slider's keys are the walk's too, stepped here: a notebook's own key handlers (JupyterLab's
+      // command mode) would otherwise take them from the focused slider before it steps
+      const d = e.key === "ArrowRight" || (slider && e.key === "ArrowUp") ? 1 : e.key === "ArrowLeft" || (slider && e.key === "ArrowDown") ? -1 : 0;
       if (d) v.step(d);
       else if (e.key === "Home") v.setCursor(0);
       else if (e.key === "End") v.setCursor(v.end());

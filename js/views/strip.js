@@ -5,7 +5,7 @@
  * in the tab order.
  * @module views/strip
  */
-import { h, clear, listen, scrollIntoContainer, uniqueId } from "../dom.js";
+import { h, clear, listen, onResize, showWholeLines, uniqueId } from "../dom.js";
 import { formatTokenParts, formatToken, quoteToken } from "../tokens.js";
 import { divergingScale, sequentialScale, ordinalScale, oppositionScale, luminance } from "../colorscale.js";
 import { ruleText, stepRuleText } from "../nonmonotone.js";
@@ -299,10 +299,9 @@ export function createStrip(ctx) {
     span.update();
   }
 
-  /** Scroll the strip (not the page) to the selected token. */
-  function scrollToSelected() {
-    const cur = items[ctx.selected()];
-    if (cur) scrollIntoContainer(list, cur);
+  /** Scroll the strip (not the page) to `chip`, else the selected token: whole lines only (no half tokens). @param {HTMLElement|null} [chip] */
+  function scrollToSelected(chip) {
+    showWholeLines(list, chip ?? items[ctx.selected()] ?? null);
   }
 
   function recolor() {
@@ -332,7 +331,7 @@ export function createStrip(ctx) {
         cur.classList.add("iglens-selected");
         cur.setAttribute("aria-selected", "true");
         setFocusIndex(sel);
-        if (scroll) scrollIntoContainer(list, cur);
+        if (scroll) scrollToSelected(cur);
       }
       prevSel = sel;
     }
@@ -356,10 +355,11 @@ export function createStrip(ctx) {
     const chip = /** @type {HTMLElement|null} */ (t instanceof Element ? t.closest("[data-token-index]") : null);
     return chip && list.contains(chip) ? Number(chip.dataset.tokenIndex) : -1;
   };
-  const marks = stripMarks(ctx, d, () => items, describePosition);
-  const span = stripSpan(ctx, { list, status: d.spanStatus, chips: () => items, indexOf, setFocusIndex });
+  const marks = stripMarks(ctx, d, () => items, describePosition, scrollToSelected);
+  const span = stripSpan(ctx, { list, status: d.spanStatus, chips: () => items, indexOf, setFocusIndex, show: scrollToSelected });
 
   const offs = [
+    onResize(list, scrollToSelected), // new lines: another width, lesson or presentation mode
     listen(select, "change", () => ctx.setTrait("color_by", select.value)),
     listen(nmList, "toggle", () => {
       if (nmList.open && ctx.result) fillNonmono(nmItems, ctx.result);
@@ -397,7 +397,7 @@ export function createStrip(ctx) {
       ctx.select(next);
       ctx.setSpan(null);
       items[next]?.focus({ preventScroll: true });
-      if (items[next]) scrollIntoContainer(list, items[next]);
+      if (items[next]) scrollToSelected(items[next]);
     }),
   ];
 

@@ -6,7 +6,7 @@
  * Token and answer texts reach the chart as `<title>` text only.
  * @module views/lesson/curve
  */
-import { s } from "../../dom.js";
+import { h, s, onResize } from "../../dom.js";
 import { linearScale } from "../../layout.js";
 import { fmtPercentPlain } from "../../format.js";
 
@@ -112,4 +112,39 @@ export function lessonCurve(o) {
   }
   setCursor(o.cursor);
   return { svg, setCursor };
+}
+
+/** The narrowest curve drawn (its axes and labels need this much). */
+export const MIN_CURVE_WIDTH = 200;
+
+/**
+ * The curve in a figure of the student view, drawn at the figure's width — and drawn again
+ * whenever that width changes: a resize of the window or the notebook's panel, a theme switch
+ * or presentation mode that lays the page out again, a view built while it was hidden (its
+ * width then unknown). The walk's cursor stays where it is.
+ * @param {Omit<Parameters<typeof lessonCurve>[0], "W" | "cursor"> & {cursor: () => number}} o
+ * @returns {{el: HTMLElement, svg: () => SVGElement, setCursor: (L: number) => void, fit: () => void, destroy: () => void}}
+ */
+export function fittedCurve(o) {
+  const el = h("figure", { class: "iglens-figure iglens-lesson-figure" });
+  let W = 0;
+  let curve = /** @type {ReturnType<typeof lessonCurve>|null} */ (null);
+  /** Draw at the figure's width now (560 px while it is not laid out), unless drawn at it already. */
+  function fit() {
+    const inner = el.clientWidth;
+    const next = Math.max(MIN_CURVE_WIDTH, Math.floor(inner || 564) - 4);
+    if (curve && (next === W || !inner)) return;
+    W = next;
+    curve = lessonCurve({ ...o, W, cursor: o.cursor() });
+    el.replaceChildren(curve.svg);
+  }
+  fit();
+  const stop = onResize(el, fit);
+  return {
+    el,
+    svg: () => /** @type {SVGElement} */ (curve?.svg),
+    setCursor: (L) => curve?.setCursor(L),
+    fit,
+    destroy: stop,
+  };
 }

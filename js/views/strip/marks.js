@@ -14,8 +14,9 @@ import { readNotes } from "../../notes.js";
  * @param {{list: HTMLElement, foldBox: HTMLInputElement, foldSwitch: HTMLElement}} d the strip's elements
  * @param {() => HTMLElement[]} chips the chips, by position
  * @param {(r: import("../../result.js").Result, i: number) => string} describe a chip's title
+ * @param {() => void} refit the strip's lines changed (folded or unfolded): scroll to whole lines again
  */
-export function stripMarks(ctx, d, chips, describe) {
+export function stripMarks(ctx, d, chips, describe, refit) {
   /** the positions folded now (null: none) */
   let folded = /** @type {boolean[]|null} */ (null);
 
@@ -30,6 +31,7 @@ export function stripMarks(ctx, d, chips, describe) {
     d.foldSwitch.hidden = !runs.length;
     d.foldBox.checked = on;
     folded = applyFold(d.list, chips(), on ? runs : []);
+    refit();
   }
 
   /** Mark the positions that have a teacher note. */

@@ -5,16 +5,16 @@
  * trait); a plain click or arrow key drops it.
  * @module views/strip/span
  */
-import { listen, scrollIntoContainer } from "../../dom.js";
+import { listen } from "../../dom.js";
 import { extendSpan, spanBounds } from "../../span.js";
 
 /**
  * @param {import("../context.js").Context} ctx
  * @param {{list: HTMLElement, status: HTMLElement, chips: () => HTMLElement[], indexOf: (t: EventTarget|null) => number,
- *   setFocusIndex: (i: number) => void}} o
+ *   setFocusIndex: (i: number) => void, show: (chip: HTMLElement) => void}} o `show`: scroll the strip to a chip
  */
 export function stripSpan(ctx, o) {
-  const { list, status, chips, indexOf, setFocusIndex } = o;
+  const { list, status, chips, indexOf, setFocusIndex, show } = o;
   /** A drag across the chips: where the button went down (-1: none), and whether it reached another chip. */
   const drag = { from: -1, moved: false };
 
@@ -42,7 +42,7 @@ export function stripSpan(ctx, o) {
     setFocusIndex(span.end);
     const chip = chips()[span.end];
     chip?.focus({ preventScroll: true });
-    if (chip) scrollIntoContainer(list, chip);
+    if (chip) show(chip);
   }
 
   /**
