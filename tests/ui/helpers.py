@@ -5,6 +5,7 @@
 * :func:`launch_chromium`: Playwright on Debian's Chromium (no browser download), with
   background networking off.
 * :class:`PageRecorder`: every console error, page error and non-local request of a page.
+* :data:`STRIP_CUT`: the token strip's chips that show cut in half.
 """
 
 from __future__ import annotations
@@ -29,6 +30,26 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+
+STRIP_CUT = """(root) => {
+  // the token strip's chips under root that show in part only, cut at the strip's top or
+  // bottom edge (its inner box); and whether the selected token shows whole
+  const list = root.querySelector('.iglens-strip');
+  const box = list.getBoundingClientRect();
+  const top = box.top + list.clientTop, bottom = top + list.clientHeight;
+  const cut = [];
+  for (const c of list.querySelectorAll('.iglens-token, .iglens-template-fold')) {
+    const q = c.getBoundingClientRect();
+    if (q.height === 0 || q.bottom <= top + 0.5 || q.top >= bottom - 0.5) continue;
+    if (q.top < top - 0.5 || q.bottom > bottom + 0.5) cut.push(c.textContent);
+  }
+  const sel = root.querySelector('.iglens-token.iglens-selected');
+  const s = sel && sel.getBoundingClientRect();
+  return {cut, selected: s ? s.top >= top - 0.5 && s.bottom <= bottom + 0.5 : null,
+          height: list.clientHeight, scroll: list.scrollHeight};
+}"""
+"""JS for ``page.evaluate(STRIP_CUT, root)``: the strip's chips cut in half (issue 32: a
+projector shows no half line of tokens) and whether the selected one shows whole."""
 
 
 def chromium_path() -> str | None:

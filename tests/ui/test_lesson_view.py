@@ -16,12 +16,14 @@ import dataclasses
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import iglens_viz
+from iglens_viz.protocol.opening import opening_position
 from iglens_viz.views.token_format import format_token
 
-from .helpers import PageRecorder
+from .helpers import STRIP_CUT, PageRecorder
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
@@ -62,13 +64,19 @@ def vietnam(tmp_path_factory):
     return result, path
 
 
-def top5_text(result, i: int) -> list[str]:
-    """The output's top 5 at position i as the header says them: "␣Ho 45%"."""
+def pct(p: float) -> str:
+    """A probability as the student view says it: "45%", "6.1%", "<0.1%" (0 to 99.5%)."""
+    v = 100 * float(p)
+    if v == 0:
+        return "0%"
+    return "<0.1%" if v < 0.1 else f"{v:.1f}%" if v < 9.95 else f"{round(v)}%"
+
+
+def top5_text(result, i: int, L: int = -1) -> list[str]:
+    """The top 5 at position i after boundary L (the output) as the view says them: "␣Ho 45%"."""
     out = []
-    for t, p in zip(result.top_ids[i, -1, :5], result.top_probs[i, -1, :5]):
-        v = 100 * float(p)
-        pct = "<0.1%" if v < 0.1 else f"{v:.1f}%" if v < 9.95 else f"{round(v)}%"
-        out.append(f"{format_token(result.token_text[int(t)], max_len=16)} {pct}")
+    for t, p in zip(result.top_ids[i, L, :5], result.top_probs[i, L, :5]):
+        out.append(f"{format_token(result.token_text[int(t)], max_len=16)} {pct(p)}")
     return out
 
 
@@ -198,5 +206,118 @@ def test_one_click_to_the_heatmap_and_back(browser, vietnam):
     page.click("[data-view-tab=lesson]")
     page.wait_for_selector("[data-view=lesson] svg.iglens-lesson-curve", state="visible")
     assert page.is_hidden("[data-view=heatmap]")
+    assert recorder.console_errors == [] and recorder.page_errors == []
+    context.close()
+
+
+# ---------------------------------------------------------------- issue 32, item 13
+
+
+def test_the_status_line_says_each_number_once(browser, vietnam):
+    """At every block the walk's line says the block, the model's guess and each followed
+    probability, once: at the output ␣Ho is the guess, so "␣Ho 45%" is not said again."""
+    result, path = vietnam
+    k = len(result.boundaries) - 1
+    token = format_token(result.target_tokens[OPENS_ON], max_len=16)
+    context, page, recorder = open_lesson(browser, path, 1280, 800, "light")
+    readout = page.locator("[data-view=lesson] .iglens-lesson-readout")
+    page.locator("[data-view=lesson] .iglens-lesson-glossary").click()  # the view has the focus
+    answer = result.answer.lens_probs.astype(np.float32)  # as the page has them (float32)
+    lens = result.lens_probs[OPENS_ON].astype(np.float32)
+    for L in range(k, -1, -1):
+        guess = top5_text(result, OPENS_ON, L)[0]
+        parts = [f"{'embeddings' if L == 0 else f'block {L}'}", f"the model's guess: {guess}"]
+        parts.append(f"the answer {pct(answer[L])}")
+        if f"{token} {pct(lens[L])}" != guess:
+            parts.append(f"{token} {pct(lens[L])}")
+        assert readout.text_content() == " · ".join(parts), L
+        page.keyboard.press("ArrowLeft")
+    assert readout.text_content().startswith("embeddings")
+    assert page.locator("[data-view=lesson]").get_attribute("data-cursor") == "0"
+    assert recorder.console_errors == [] and recorder.page_errors == []
+    context.close()
+
+
+STEPS = """() => {
+  // the walk's list of steps: its scroll offset, and the steps cut at its top or bottom edge
+  const list = document.querySelector('[data-view=lesson] .iglens-lesson-story');
+  const box = list.getBoundingClientRect();
+  const top = box.top + list.clientTop, bottom = top + list.clientHeight;
+  const items = [...list.children].map((li) => li.getBoundingClientRect());
+  const shown = items.map((q, n) => [n, q])
+    .filter(([, q]) => q.bottom > top + 0.5 && q.top < bottom - 0.5);
+  const current = [...list.children].findIndex((li) => li.querySelector('[aria-current=true]'));
+  return {scrollTop: list.scrollTop, shown: shown.map(([n]) => n), current,
+          cut: shown.filter(([, q]) => q.top < top - 0.5 || q.bottom > bottom + 0.5)
+            .map(([n]) => n)};
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_the_walks_steps_open_at_the_first_and_show_whole(browser, vietnam, width, height):
+    """The list of steps opens at its first step, whole; walking to each step shows it whole,
+    and no step is ever cut at the list's edges."""
+    _, path = vietnam
+    context, page, recorder = open_lesson(browser, path, width, height, "light")
+    steps = page.evaluate(STEPS)
+    assert steps["scrollTop"] == 0 and steps["shown"][0] == 0 and steps["cut"] == [], steps
+    blocks = page.eval_on_selector_all(
+        "[data-view=lesson] .iglens-lesson-event", "els => els.map(e => Number(e.dataset.block))"
+    )
+    assert len(blocks) > len(steps["shown"])  # the list scrolls: some steps are out of view
+    page.locator("[data-view=lesson] .iglens-lesson-glossary").click()
+    page.keyboard.press("Home")
+    at = 0
+    for n, block in enumerate(blocks):
+        for _ in range(block - at):
+            page.keyboard.press("ArrowRight")
+        at = block
+        steps = page.evaluate(STEPS)
+        assert steps["current"] == n and n in steps["shown"] and steps["cut"] == [], (block, steps)
+    for block in reversed(blocks):  # and back, with the keys
+        for _ in range(at - block):
+            page.keyboard.press("ArrowLeft")
+        at = block
+        steps = page.evaluate(STEPS)
+        assert steps["shown"] and steps["cut"] == [], (block, steps)
+        assert blocks[steps["current"]] == block and steps["current"] in steps["shown"], steps
+    assert recorder.console_errors == [] and recorder.page_errors == []
+    context.close()
+
+
+def test_escape_returns_to_the_answers_first_content_token(browser, vietnam):
+    """Escape (no selection) brings the view back to where the page opened — Python's
+    opening position, [41] ␣is → ␣Ho — not to the token before the answer."""
+    result, path = vietnam
+    want = opening_position(result.tokens, result.target_tokens, result.answer_start)
+    assert want == OPENS_ON and result.answer.positions[0] != want
+    context, page, recorder = open_lesson(browser, path, 1024, 768, "light")
+    lesson = page.locator("[data-view=lesson]")
+    page.click(".iglens-strip [data-token-index='44']")
+    page.wait_for_selector("[data-view=lesson][data-position='44']")
+    page.locator("[data-view=lesson] .iglens-lesson-glossary").click()
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => !document.querySelector('.iglens-strip [aria-selected=true]')")
+    assert lesson.get_attribute("data-position") == str(want)
+    assert recorder.console_errors == [] and recorder.page_errors == []
+    context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(700, 800), (1024, 768)])
+@pytest.mark.parametrize("present", [False, True], ids=["default", "present"])
+def test_the_strip_shows_whole_lines_of_tokens(browser, vietnam, width, height, present):
+    """No line of tokens cut at the strip's edges, the answer's (the selected token's) whole,
+    at 700 px too, and in presentation mode."""
+    _, path = vietnam
+    context, page, recorder = open_lesson(browser, path, width, height, "light")
+    if present:
+        page.click("[data-action=present]")
+    for _ in range(2):  # as opened, and after a click on a token of another line
+        page.wait_for_timeout(100)  # the frame after the strip's new size
+        strip = page.evaluate(STRIP_CUT, page.query_selector(".iglens-root"))
+        assert strip["cut"] == [] and strip["selected"], strip
+        if width == 700:  # a narrow window: the strip scrolls, lines out of view
+            assert strip["scroll"] > strip["height"], strip
+        page.click(".iglens-strip [data-token-index='45']")
     assert recorder.console_errors == [] and recorder.page_errors == []
     context.close()
