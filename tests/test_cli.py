@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from tiny_models import tiny_model, tiny_tokenizer
+from tiny_models import random_ids, tiny_model, tiny_tokenizer
 
 from iglens_viz import IGLens
 from iglens_viz.cli import main
@@ -304,3 +304,98 @@ def test_answer_and_vs_print_the_whole_answer_ledger(tiny_model_dir, tmp_path, c
         data["comparison"]["logprob_contributions"], expected.comparison.logprob_contributions
     )
     assert data["prompt_length"] == 5  # --answer generates nothing by default
+
+
+TEMPLATE = "{% for m in messages %}w1 {{ m['content'] }} w2{% endfor %} w90"
+
+
+def words(out: str) -> str:
+    """The output with rich's line wrapping undone (every run of whitespace one space)."""
+    return " ".join(out.split())
+
+
+@pytest.fixture(scope="module")
+def chat_model_dir(tmp_path_factory):
+    """The tiny Llama with a chat template on its tokenizer, as a local model folder."""
+    folder = tmp_path_factory.mktemp("tiny-chat")
+    tiny_model("llama").save_pretrained(folder)
+    tokenizer = tiny_tokenizer()
+    tokenizer.chat_template = TEMPLATE
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_the_output_says_which_mode_ran_and_how_to_get_the_other(
+    chat_model_dir, tiny_model_dir, tmp_path, capsys
+):
+    # A completion prompt run as a chat question is attributed as one: the output says so.
+    out_json = tmp_path / "chat.json"
+    argv = [PROMPT, "--model", chat_model_dir, "--generate", "2", "--json", str(out_json)]
+    assert main(argv) == 0
+    first = words(capsys.readouterr().out).split(" Answer: ")[0]
+    assert first.startswith("Mode: chat — the prompt is a user message in the model's chat")
+    assert "greedy answer after it (2 tokens" in first and "add --no-chat" in first
+    chat_lens = IGLens(tiny_model("llama"), tiny_tokenizer())
+    chat_lens.tokenizer.chat_template = TEMPLATE
+    wrapped = chat_lens.attribute(PROMPT, chat=True, max_new_tokens=2)
+    assert json.loads(out_json.read_text())["input_ids"] == wrapped.input_ids.tolist()
+    assert wrapped.tokens[0] == "w1"  # the template's own token: it ran wrapped
+
+    assert main([PROMPT, "--model", chat_model_dir, "--no-chat", "--answer", "w7 w9"]) == 0
+    first = words(capsys.readouterr().out).split(" Answer: ")[0]
+    assert first.startswith("Mode: plain completion — the prompt is raw text, then the --answer")
+    assert "drop --no-chat" in first
+
+    # without a chat template there is no chat mode to offer
+    assert main([PROMPT, "--model", tiny_model_dir, "--generate", "0"]) == 0
+    first = words(capsys.readouterr().out).split(" Answer: ")[0]
+    assert first.startswith("Mode: plain completion") and "no chat template" in first
+    assert "nothing generated after it" in first
+
+
+def test_the_onset_column_names_its_rule_beside_a_larger_fall(tiny_model_dir, capsys, lens):
+    result = lens.attribute(PROMPT)
+    c = result.contributions[:-1]
+    # a position whose largest |contribution| is a fall, larger than the onset's rise
+    t = next(t for t in range(len(c)) if c[t, np.argmax(np.abs(c[t]))] < 0)
+    assert main([PROMPT, "--model", tiny_model_dir, "--no-chat", "--position", str(t)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if re.match(rf"^\s+{t}\s", line))
+    fall = int(np.argmax(np.abs(c[t])))
+    assert f"L{result.onset[t]} " in row and f"L{fall + 1} {c[t, fall]:+.3f}" in row
+    assert result.onset[t] == int(np.argmax(c[t])) + 1 != fall + 1
+    assert "onset*" in out
+    caption = words(out)
+    assert "* onset: the block with the largest signed contribution" in caption
+    assert "so a larger fall can be listed beside the onset" in caption
+
+
+def test_a_whole_answer_whose_probability_underflows_says_so(tmp_path, capsys):
+    # 400 tokens: the joint probability is below float64's smallest number at every depth
+    folder = tmp_path / "tiny-long"
+    tiny_model("llama", max_position_embeddings=512).save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    answer = " ".join(f"w{i}" for i in random_ids(400, seed=3).tolist())
+    out_json = tmp_path / "long.json"
+    argv = [
+        PROMPT,
+        "--model",
+        str(folder),
+        "--no-chat",
+        "--answer",
+        answer,
+        "--json",
+        str(out_json),
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out_json.read_text())["answer"]
+    # independently: the JSON's own per-token log-probabilities sum below log(smallest float64)
+    log_f = np.array(data["token_logprobs"]).sum(0)
+    assert log_f.max() < np.log(np.finfo(np.float64).tiny)
+    assert data["prob_underflow"] is True and data["onset"] == -1
+    row = next(line for line in out.splitlines() if "0 at float" in line)
+    assert f"L{data['logprob_onset']}, —†" in row
+    caption = words(out)
+    assert "† the probability ledger is 0 at float precision" in caption
+    assert "Read the log-probability ledger" in caption

@@ -30,7 +30,7 @@ from ..core.request import ESTIMATORS
 from ..errors import IGLensError
 from ..studies.run import STUDY_MODES
 from ..views.token_format import visible_text
-from .table import answer_table, attribution_table, gate_table
+from .table import answer_table, attribution_table, gate_table, mode_line
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
@@ -505,6 +505,7 @@ def run_attribute(argv: list[str]) -> int:
 
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
     console = Console(width=None if sys.stdout.isatty() else 110, highlight=False)
+    console.print(Text(mode_line(result, tokenizer)))
     if len(result.answer_positions):
         answer = tokenizer.decode(
             result.input_ids[result.prompt_length :], skip_special_tokens=True

@@ -10,8 +10,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..core.boundaries import block_of_depth, is_sublayer
-from ..core.result import onset_segments
+from ..core.boundaries import is_sublayer
+from ..core.prompting import wants_chat
 from ..views.token_format import format_token, visible_text
 
 if TYPE_CHECKING:
@@ -40,13 +40,40 @@ def largest_components(names: Sequence[str], shares: np.ndarray, top_k: int) -> 
     return _largest(np.nan_to_num(shares.ravel()), labels, top_k)
 
 
+def mode_line(result: AttributionResult, tokenizer: Any) -> str:
+    """One line saying how the prompt ran — as a user message in the tokenizer's chat
+    template, or as plain text to complete — what was attributed after it, and the flag for
+    the other mode (none when the tokenizer has no chat template)."""
+    request = result.request
+    if request.answer is not None:
+        answer = "the --answer text after it, teacher-forced"
+    elif request.max_new_tokens:
+        n = len(result.answer_positions)
+        answer = f"the model's own greedy answer after it ({n} tokens; --generate N sets the most)"
+    else:
+        answer = "nothing generated after it (--generate N adds the model's answer)"
+    if wants_chat(request.chat, request.prompt, tokenizer):
+        return (
+            f"Mode: chat — the prompt is a user message in the model's chat template, then "
+            f"{answer}. For plain text completion (e.g. 'The Eiffel Tower is in the city of'), "
+            f"add --no-chat."
+        )
+    other = (
+        "To ask it as a question in the model's chat template, drop --no-chat."
+        if wants_chat("auto", request.prompt, tokenizer)
+        else "The tokenizer has no chat template, so there is no chat mode."
+    )
+    return f"Mode: plain completion — the prompt is raw text, then {answer}. {other}"
+
+
 def attribution_table(
     result: AttributionResult,
     positions: Sequence[int],
     top_k: int = 3,
     components: tuple[Sequence[str], np.ndarray] | None = None,
 ) -> Table:
-    """A rich ``Table``: token, target, p_final, Δp, onset, largest contributions, |Σ−Δp|.
+    """A rich ``Table``: token, target, p_final, Δp, onset, largest contributions, |Σ−Δp|,
+    and a caption giving the onset's rule (:data:`ONSET_NOTE`).
 
     ``components`` — ``(names, shares (P, n, C))`` for the shown positions — adds a column of
     the largest head / MLP shares. Token strings and the model's name are ``Text`` objects,
@@ -60,6 +87,8 @@ def attribution_table(
             f"IG-Lens — {visible_text(result.model_name or result.family, keep='')} "
             f"({result.n_blocks} blocks, {result.estimator}, steps={result.steps})"
         ),
+        caption=Text(ONSET_NOTE),
+        caption_justify="left",
     )
     columns: list[tuple[str, JustifyMethod]] = [
         ("pos", "right"),
@@ -67,7 +96,7 @@ def attribution_table(
         ("target", "left"),
         ("p_final", "right"),
         ("Δp", "right"),
-        ("onset", "right"),
+        ("onset*", "right"),
         ("largest\ncontributions", "left"),
     ]
     if components is not None:
@@ -119,6 +148,8 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
     the largest segments of the log-probability ledger and of the probability ledger, the
     onsets (log, p), the measured change the log ledger adds up to (log p − log F_0; for
     the difference, the gap minus the gap at the embeddings) and |Σ ledger − measured|.
+    A probability ledger that is zero at float precision (a long answer's) names no block:
+    its cells say so (:data:`UNDERFLOW_NOTE`), pointing to the log ledger.
     """
     answer, versus, comparison = result.answer, result.versus, result.comparison
     if answer is None:
@@ -127,6 +158,7 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD,
         title=Text(f"Whole answer across the blocks ({visible_text(result.lens_name)} lens)"),
+        caption_justify="left",
     )
     answer_columns: list[tuple[str, JustifyMethod]] = [
         ("answer", "left"),
@@ -134,7 +166,7 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
         ("p", "right"),
         ("largest\n(log p)", "left"),
         ("largest\n(p)", "left"),
-        ("onset\nlog, p", "right"),
+        ("onset*\nlog, p", "right"),
         ("measured\nΔ log p", "right"),
         ("|Σ−Δ|", "right"),
     ]
@@ -147,24 +179,27 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
             max_width=20 if name == "answer" else None,
         )
 
+    notes = [ANSWER_ONSET_NOTE]
+
     def add(
         text: str,
         log_p: float,
         p: float,
-        log_c: np.ndarray,
-        p_c: np.ndarray,
+        contributions: tuple[np.ndarray, np.ndarray],
         measured: float,
-        onsets: tuple[int, int] | None = None,
+        onsets: tuple[int, int],
+        underflow: bool,
     ) -> None:
-        if onsets is None:
-            onsets = (_onset(log_c, result), _onset(p_c, result))
+        log_c, p_c = contributions
+        if underflow and UNDERFLOW_NOTE not in notes:
+            notes.append(UNDERFLOW_NOTE)
         table.add_row(
             Text(_tail(visible_text(text))),
             f"{log_p:+.3f}",
             f"{p:+.3g}" if text == _DIFFERENCE else f"{p:.3g}",
             _largest(log_c, labels, top_k),
-            _largest(p_c, labels, top_k),
-            f"L{onsets[0]}, L{onsets[1]}",
+            "0 at float\nprecision†" if underflow else _largest(p_c, labels, top_k),
+            f"L{onsets[0]}, " + ("—†" if underflow else f"L{onsets[1]}"),
             f"{measured:+.4f}",
             f"{abs(log_c.sum() - measured):.1e}",
         )
@@ -176,20 +211,22 @@ def answer_table(result: AttributionResult, top_k: int = 3) -> Table:
                 ledger.text,
                 ledger.logprob,
                 ledger.prob,
-                ledger.logprob_contributions,
-                ledger.prob_contributions,
+                (ledger.logprob_contributions, ledger.prob_contributions),
                 lp[-1] - lp[0],
+                (ledger.logprob_onset, ledger.onset),
+                ledger.prob_underflow,
             )
     if comparison is not None:
         add(
             _DIFFERENCE,
             comparison.logprob_gap,
             comparison.prob_gap,
-            comparison.logprob_contributions,
-            comparison.prob_contributions,
+            (comparison.logprob_contributions, comparison.prob_contributions),
             comparison.logprob_gap - comparison.start_logprob_gap,
             (comparison.onset, comparison.prob_onset),
+            comparison.prob_underflow,
         )
+    table.caption = Text("\n".join(notes))
     return table
 
 
@@ -234,11 +271,20 @@ def gate_table(ledger: Any, counterfactual: str, min_share: float = 0.05) -> Tab
 
 _DIFFERENCE = "answer − versus"
 
-
-def _onset(contributions: np.ndarray, result: AttributionResult) -> int:
-    """The last block of the segment with the largest signed entry (the onset rule)."""
-    segment = int(onset_segments(contributions[None])[0])
-    return block_of_depth(result.boundaries[segment + 1]) if segment >= 0 else -1
+ONSET_NOTE = (
+    "* onset: the block with the largest signed contribution, where p(target) rises most. "
+    "The largest contributions are ranked by size, rises and falls alike, so a larger fall "
+    "can be listed beside the onset."
+)
+ANSWER_ONSET_NOTE = (
+    "* onset: the block with the largest signed entry of each ledger (for answer − versus, "
+    "the entry that moves the gap most towards the answer the output prefers)."
+)
+UNDERFLOW_NOTE = (
+    "† the probability ledger is 0 at float precision: the answer's joint probability is "
+    "below the smallest float64 (2.2e-308) at every depth, so it names no onset. Read the "
+    "log-probability ledger: largest (log p) and its onset."
+)
 
 
 def _tail(text: str, width: int = 20) -> str:
