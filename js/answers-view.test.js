@@ -11,6 +11,7 @@ import { render } from "./app.js";
 import { createModel } from "./standalone.js";
 import { formatToken } from "./tokens.js";
 import { fmtLog } from "./format.js";
+import { encodeArray } from "./codec.js";
 
 const golden = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "testing", "payload.json"), "utf-8"));
 const want = golden.expected.answers;
@@ -251,5 +252,39 @@ describe("answer vs answer", () => {
     fire(chipAt(el, 1), "keydown", { key: "Escape" }); // back to the whole answer: its text and tokens
     expect(q(el, ".iglens-span-panel").textContent).toContain("<img src=x");
     expect(document.querySelectorAll("img, script, [onerror]").length).toBe(0);
+  });
+});
+
+describe("a probability ledger at zero (a long answer's joint probability underflows)", () => {
+  /** What Python sends then (tests/test_answers.py): onset −1, F = 0 and Δ = 0 at every depth. @param {any} ledger */
+  const underflow = (ledger) => {
+    const k1 = ledger.lens_probs.shape[0];
+    ledger.onset = -1;
+    ledger.lens_probs = encodeArray(new Float32Array(k1), [k1], { base64: true });
+    ledger.prob_contributions = encodeArray(new Float32Array(k1 - 1), [k1 - 1], { base64: true });
+  };
+
+  it("says so, names no probability onset and points to the log ledger, whose onset it still names", () => {
+    const { el } = mount((result) => {
+      underflow(result.answer);
+      underflow(result.versus);
+      result.comparison.prob_onset = -1;
+    });
+    const onset = q(el, ".iglens-span-onset").textContent;
+    expect(onset).toContain("the probability ledger is 0 at float precision");
+    expect(onset).toContain(`names no onset; onset block ${golden.state.result.answer.logprob_onset} (log)`);
+    expect(onset).not.toContain("(probability)");
+    fire(q(el, ".iglens-versus button[data-space=prob]"), "click");
+    const line = q(el, ".iglens-versus-onset");
+    expect(line.getAttribute("data-onset")).toBe("-1");
+    expect(line.textContent).toBe(
+      "Both answers' probability ledgers are 0 at float precision (F below the smallest double at every depth) and name no block: read the log-probability view.",
+    );
+  });
+
+  it("keeps the onset of a probability ledger that is a number", () => {
+    const { el } = mount();
+    expect(q(el, ".iglens-span-onset").textContent).toContain(`onset block ${golden.state.result.answer.onset} (probability)`);
+    expect(q(el, ".iglens-span-onset").textContent).not.toContain("float precision");
   });
 });

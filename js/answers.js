@@ -23,7 +23,8 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {TypedArray} probContributions (k) Σ = p − F_0
  * @property {number} logprob log p(answer) at the output (NaN when Python sent null)
  * @property {number} prob p(answer) at the output
- * @property {number} onset block of the probability ledger's largest entry (-1 none)
+ * @property {number} onset block of the probability ledger's largest entry (-1 none, as when
+ *   the ledger is zero at float precision: {@link probUnderflow})
  * @property {number} logprobOnset block of the log ledger's largest entry (-1 none)
  *
  * @typedef {object} AnswerComparison the differential ledger of log p(answer) − log p(versus)
@@ -34,7 +35,8 @@ import { decodeArray, isPayload } from "./codec.js";
  * @property {number} startLogprobGap log F_0(a) − log F_0(b): the log entries sum to logprobGap − this
  * @property {number} probGap p(a) − p(b) at the output
  * @property {number} onset the block moving the log gap most towards the output's preference (-1 none)
- * @property {number} probOnset the same rule on the probability entries
+ * @property {number} probOnset the same rule on the probability entries (-1 when both ledgers
+ *   are zero at float precision)
  *
  * @typedef {object} Answers
  * @property {TypedArray|null} lensLogprobs (T·(k+1)) log p(target) at every boundary; null with a contrast
@@ -69,6 +71,16 @@ function num(v, name) {
 function block(v, name) {
   if (!Number.isInteger(v) || /** @type {number} */ (v) < -1) throw new TypeError(`result.${name} must be an integer >= -1, got ${JSON.stringify(v)}`);
   return /** @type {number} */ (v);
+}
+
+/**
+ * Whether a ledger's probability entries are zero at float precision (a long answer's joint
+ * probability below the smallest double at every depth): Python names no onset for it (-1),
+ * and every F_L it sent is 0. The log ledger still holds the answer.
+ * @param {Ledger} ledger
+ */
+export function probUnderflow(ledger) {
+  return ledger.onset < 0 && ledger.lensProbs.every((p) => p === 0);
 }
 
 /**

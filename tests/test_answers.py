@@ -38,6 +38,7 @@ from tolerances import (
 
 import iglens_viz
 from iglens_viz import IGLens, InvalidRequestError
+from iglens_viz.protocol.payload import result_payload
 
 IDS = random_ids(12)
 PROMPT, ANSWER, OTHER = IDS[:7], IDS[7:10].tolist(), IDS[9:12].tolist()[::-1] + [5]
@@ -371,3 +372,37 @@ def test_a_continuation_of_nothing_is_refused(start, ids):
     trace = lens.trace(PROMPT)
     with pytest.raises(InvalidRequestError, match="continued\\(\\) takes a prefix length"):
         lens.continued(trace, start, torch.as_tensor(ids, dtype=torch.long))
+
+
+def test_a_long_answer_whose_probability_underflows_names_no_onset():
+    # 400 random tokens of a 97-word model: log F_L ≈ −400 · log 97 ≈ −1,800 at every depth, far
+    # below the smallest normal float64 (log ≈ −708): the probability ledger is all zeros, and
+    # the onset rule would name block 1 (the first of equal entries) for no reason.
+    model = tiny_model("llama", max_position_embeddings=512)
+    answer = random_ids(400, seed=3).tolist()
+    versus = answer[:-1] + [(answer[-1] + 1) % 97]
+    result = IGLens(model).attribute(PROMPT, answer=answer, versus=versus)
+    _, lens, ids = reference_answer(model, PROMPT, answer)
+    log_f = np.log(lens).sum(0)  # the test's own log F_L (float64, the model's own modules)
+    assert log_f.max() < np.log(np.finfo(np.float64).tiny)  # zero at float precision, independently
+    ledger = result.answer
+    assert ledger.prob_underflow and ledger.onset == -1
+    assert not ledger.prob_contributions.any()
+    # the log ledger still holds the answer: the test's own log F_L differences, and its onset
+    tol = 2 * logprob_tol(readout_size(model, ids), torch.float32, len(answer))
+    np.testing.assert_allclose(ledger.logprob_contributions, np.diff(log_f), rtol=0, atol=tol)
+    assert np.diff(log_f)[ledger.logprob_onset - 1] >= np.diff(log_f).max() - 2 * tol
+    comparison = result.comparison
+    assert comparison.prob_underflow and comparison.prob_onset == -1 and comparison.onset > 0
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["answer"]["prob_underflow"] is True and data["answer"]["onset"] == -1
+    assert data["comparison"]["prob_underflow"] is True and data["comparison"]["prob_onset"] == -1
+    # the page's payload: onset −1 and F = 0 at every depth, what its answer view reads
+    # (js/answers.js probUnderflow; js/answers-view.test.js)
+    sent = result_payload(result)["answer"]
+    assert sent["onset"] == -1 and not np.frombuffer(sent["lens_probs"]["buffer"], "<f4").any()
+    # a short answer's probability is a number: its onset is named by the rule, as before
+    short = IGLens(model).attribute(PROMPT, answer=ANSWER)
+    _, lens, _ = reference_answer(model, PROMPT, ANSWER)
+    assert not short.answer.prob_underflow
+    assert short.answer.onset == int(np.argmax(np.diff(lens.prod(0)))) + 1

@@ -118,9 +118,20 @@ class AnswerLedger:
         return self.logprob_split.sum(axis=1)
 
     @property
+    def prob_underflow(self) -> bool:
+        """Whether the probability ledger is zero at float precision: F_L is below the smallest
+        normal float64 (about 2.2e-308, log ≈ −708) at every boundary, as for an answer of a
+        few hundred tokens, so every entry is 0 (or subnormal rounding) and names no block.
+        The log-probability ledger (:attr:`logprob_contributions`) still holds the answer."""
+        return bool(np.all(self.lens_probs < np.finfo(np.float64).tiny))
+
+    @property
     def onset(self) -> int:
         """The (last) block of the segment with the largest contribution to the joint
-        probability: the per-token onset rule applied to the whole answer (-1: none)."""
+        probability: the per-token onset rule applied to the whole answer (-1: none, and
+        when the probability ledger is zero at float precision: :attr:`prob_underflow`)."""
+        if self.prob_underflow:
+            return -1
         return _onset_block(self.prob_contributions, self.boundaries)
 
     @property
@@ -149,6 +160,7 @@ class AnswerLedger:
             "logprob",
             "prob",
             "logprob_contributions",
+            "prob_underflow",
             "onset",
             "logprob_onset",
             "completeness_error",
@@ -210,8 +222,17 @@ class AnswerComparison:
         return _onset_block(self.winner_sign * self.logprob_contributions, self.answer.boundaries)
 
     @property
+    def prob_underflow(self) -> bool:
+        """Whether both answers' probability ledgers are zero at float precision
+        (:attr:`AnswerLedger.prob_underflow`), and so is their difference."""
+        return self.answer.prob_underflow and self.versus.prob_underflow
+
+    @property
     def prob_onset(self) -> int:
-        """The same rule on the probability ledger."""
+        """The same rule on the probability ledger (-1 when it is zero at float precision:
+        :attr:`prob_underflow`)."""
+        if self.prob_underflow:
+            return -1
         return _onset_block(self.winner_sign * self.prob_contributions, self.answer.boundaries)
 
     @property
@@ -238,6 +259,7 @@ class AnswerComparison:
                 "start_logprob_gap",
                 "prob_gap",
                 "onset",
+                "prob_underflow",
                 "prob_onset",
                 "completeness_error",
             )

@@ -14,11 +14,15 @@ import { segmentText } from "../result.js";
 import { divergingScale } from "../colorscale.js";
 import { fmtLog, fmtPercent, fmtSigned, pyExp } from "../format.js";
 import { answerSpan, spanLedger, largestEntries, tableTokens } from "../span.js";
+import { probUnderflow } from "../answers.js";
 import { segmentBars, boundaryCurves } from "./answers/charts.js";
 import { chipText } from "./strip.js";
 
 /** The most tokens the split table (and the panel's head) lists. */
 const MAX_TABLE_TOKENS = 24;
+
+/** Why a probability ledger names no onset when Python sent onset −1 and F = 0 at every depth. */
+const ZERO_F = "0 at float precision (F below the smallest double at every depth)";
 
 /** Okabe–Ito blue and vermillion: the answer and the versus answer. */
 export const ANSWER_COLORS = { answer: "#0072B2", versus: "#D55E00" };
@@ -194,7 +198,9 @@ function sumLine(r, L) {
     a
       ? h("span", {
           class: "iglens-muted iglens-span-onset",
-          text: ` \u00b7 onset ${onsetText(r, a.onset)} (probability), ${onsetText(r, a.logprobOnset)} (log)`,
+          text: probUnderflow(a)
+            ? ` \u00b7 the probability ledger is ${ZERO_F} and names no onset; onset ${onsetText(r, a.logprobOnset)} (log)`
+            : ` \u00b7 onset ${onsetText(r, a.onset)} (probability), ${onsetText(r, a.logprobOnset)} (log)`,
         })
       : null,
     riemann
@@ -368,7 +374,9 @@ function versusPanel(ctx, r, W, space) {
       text:
         onset >= 0
           ? `The output prefers ${c.logprobGap >= 0 ? "a" : "b"}; the block moving the ${log ? "log gap" : "probability gap"} most towards it: ${onsetText(r, onset)}.`
-          : "No segment moves the gap towards the output's preference.",
+          : !log && probUnderflow(a) && probUnderflow(b)
+            ? `Both answers' probability ledgers are ${ZERO_F} and name no block: read the log-probability view.`
+            : "No segment moves the gap towards the output's preference.",
     }),
     figure("(a) both answers' joint probability F as the lens reads it after each block, in percent", curves),
     legend,
