@@ -26,7 +26,7 @@ the values of exactly those batch rows that ablate it. The batch is cut into chu
 
 from __future__ import annotations
 
-import contextlib
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
@@ -45,6 +45,7 @@ from ..core.hooks import (
     by_row,
     projection_input,
     replace_block_output,
+    run_until,
 )
 from ..core.inputs import to_input_ids
 from ..core.memory import DEFAULT_MEMORY_BUDGET, ablation_rows, activation_rows
@@ -496,10 +497,6 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
 
 
-class _StopAfterLast(Exception):
-    """Raised after the last hooked module: the reference passes need nothing later."""
-
-
 def _reference_ids(
     references: Sequence[PromptSpec],
     tokenizer: PreTrainedTokenizerBase | None,
@@ -552,8 +549,6 @@ def _reference_means(
             else:
                 value = by_row(out, current["rows"])
             add(index, value)
-            if index == len(modules) - 1:
-                raise _StopAfterLast
 
         return hook
 
@@ -561,8 +556,6 @@ def _reference_means(
         def hook(module, args, kwargs):
             x, _ = projection_input(args, kwargs)
             add(index, by_row(x, current["rows"]))
-            if index == len(modules) - 1:
-                raise _StopAfterLast
 
         return hook
 
@@ -576,8 +569,7 @@ def _reference_means(
         for start in range(0, R, per_pass):
             chunk = ids[start : start + per_pass].to(device)
             current["rows"] = chunk.shape[0]
-            with contextlib.suppress(_StopAfterLast):
-                _forward(model, chunk)
+            run_until(modules[-1], functools.partial(_forward, model, chunk))  # nothing later
     return torch.stack([sums[i] / R for i in range(len(modules))])
 
 

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..core.capture import input_device, padded_batch
-from ..core.hooks import Hooks, block_input, block_output_states, replace_block_output
+from ..core.hooks import Hooks, block_input, block_output_states, replace_block_output, run_until
 from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows, block_plan
 from ..core.model_mode import eval_mode
 from ..core.readout import Readout
@@ -42,10 +42,6 @@ class AblationJob:
     updates: torch.Tensor | None = None
     """``[n, T, d]`` what replaces block L's update (``h_L := h_{L-1} + updates[L-1]``), or
     None for zero ablation (``h_L := h_{L-1}``)."""
-
-
-class _Stop(Exception):
-    """Raised by the hook that keeps h_n: nothing after the last block is needed."""
 
 
 @torch.no_grad()
@@ -90,7 +86,6 @@ def _ablated_final_states(
     by_block: dict[int, list[int]] = {}
     for r, (_, block) in enumerate(chunk):
         by_block.setdefault(block, []).append(r)
-    kept: dict[str, torch.Tensor] = {}
 
     def ablate_hook(block: int) -> Callable[..., Any]:
         members = by_block.get(block)
@@ -115,20 +110,14 @@ def _ablated_final_states(
 
         return hook
 
-    def keep_last(module, args, output):
-        kept["h_n"] = block_output_states(output)
-        raise _Stop
-
-    with Hooks() as hooks:
+    with Hooks() as hooks, eval_mode(model):
         for i, module in enumerate(adapter.blocks):
             hooks.after(module, ablate_hook(i), with_kwargs=True)
-        hooks.after(adapter.blocks[-1], keep_last)
-        try:
-            with eval_mode(model):
-                model(input_ids=ids, attention_mask=mask, use_cache=False)
-        except _Stop:
-            pass
-    return kept["h_n"]
+        last = run_until(
+            adapter.blocks[-1],
+            lambda: model(input_ids=ids, attention_mask=mask, use_cache=False),
+        )
+    return block_output_states(last)
 
 
 def _read_targets(

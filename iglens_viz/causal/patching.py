@@ -30,7 +30,6 @@ only; pairs of different lengths share passes, right-padded with an attention ma
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -50,6 +49,7 @@ from ..core.hooks import (
     by_row,
     projection_input,
     replace_block_output,
+    run_until,
 )
 from ..core.inputs import to_input_ids
 from ..core.memory import DEFAULT_MEMORY_BUDGET, activation_rows
@@ -235,10 +235,6 @@ def _per_pair(spec: Any, count: int, what: str) -> list[Any]:
 # --- the runs --------------------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    """Raised by the hook that keeps h_n: nothing after the last block is needed."""
-
-
 @dataclass
 class _Pair:
     """One pair's runs: what each module wrote in the clean and corrupt runs."""
@@ -298,7 +294,6 @@ def _capture_pair(
     projections' inputs."""
     ids = torch.stack([clean, corrupt]).to(device)
     writes: dict[int, torch.Tensor] = {}
-    kept: dict[str, torch.Tensor] = {}
 
     def keep(index: int) -> Callable[..., Any]:
         if part == "head":
@@ -313,23 +308,21 @@ def _capture_pair(
 
         return hook
 
-    def keep_last(module, args, output):
-        kept["h_n"] = block_output_states(output)[:, -1].detach()
-        raise _Stop
-
     with Hooks() as hooks:
         for i, module in enumerate(modules):
             if part == "head":
                 hooks.before(module, keep(i), with_kwargs=True)
             else:
                 hooks.after(module, keep(i), with_kwargs=True)
-        hooks.after(adapter.blocks[-1], keep_last)
-        with contextlib.suppress(_Stop):
-            model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+        last = run_until(
+            adapter.blocks[-1],
+            lambda: model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False),
+        )
+    h_n = block_output_states(last)[:, -1].detach()
     stacked = torch.stack([writes[i] for i in range(len(modules))], dim=1)
     if part != "head":
-        return stacked, kept["h_n"], None
-    return _head_writes(adapter, stacked), kept["h_n"], stacked
+        return stacked, h_n, None
+    return _head_writes(adapter, stacked), h_n, stacked
 
 
 def _head_writes(adapter: ModelAdapter, z: torch.Tensor) -> torch.Tensor:
@@ -366,7 +359,6 @@ def _patched_final_states(
     n_heads = adapter.n_heads if part == "head" else 1
     for r, (_, i) in enumerate(rows):
         members.setdefault(i // n_heads, []).append(r)
-    kept: dict[str, torch.Tensor] = {}
 
     def head_hook(index: int) -> Callable[..., Any]:
         rows_here = members.get(index)
@@ -430,21 +422,20 @@ def _patched_final_states(
 
         return hook
 
-    def keep_last(module, args, output):
-        kept["h_n"] = block_output_states(output)
-        raise _Stop
-
     with Hooks() as hooks:
         for i, module in enumerate(modules):
             if part == "head":
                 hooks.before(module, head_hook(i), with_kwargs=True)
             else:
                 hooks.after(module, patch_hook(i), with_kwargs=True)
-        hooks.after(adapter.blocks[-1], keep_last)
-        with contextlib.suppress(_Stop):
-            model(input_ids=ids, attention_mask=mask, use_cache=False)
-    last = torch.as_tensor([pairs[j].T - 1 for j, _ in rows], device=kept["h_n"].device)
-    return kept["h_n"][torch.arange(len(rows), device=last.device), last]
+        h_n = block_output_states(
+            run_until(
+                adapter.blocks[-1],
+                lambda: model(input_ids=ids, attention_mask=mask, use_cache=False),
+            )
+        )
+    last = torch.as_tensor([pairs[j].T - 1 for j, _ in rows], device=h_n.device)
+    return h_n[torch.arange(len(rows), device=last.device), last]
 
 
 def _gradients(
@@ -464,7 +455,6 @@ def _gradients(
     gradient)."""
     ids = (pair.clean, pair.corrupt)[base].unsqueeze(0).to(device)
     probes: dict[int, torch.Tensor] = {}
-    kept: dict[str, torch.Tensor] = {}
 
     def probe(index: int) -> Callable[..., Any]:
         def hook(module, args, output):
@@ -475,21 +465,18 @@ def _gradients(
 
         return hook
 
-    def keep_last(module, args, output):
-        h = block_output_states(output)
-        last = torch.zeros_like(h[:, -1], requires_grad=True)
-        kept["probe"] = last
-        kept["h_last"] = h[:, -1] + last
-        raise _Stop
-
     with torch.enable_grad(), Hooks() as hooks:
         for i, module in enumerate(modules):
             hooks.after(module, probe(i))  # heads: the output projection's output
-        hooks.after(adapter.blocks[-1], keep_last)
-        with contextlib.suppress(_Stop):
-            model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
-        m = _metric(readout, kept["h_last"][0], pair.target, pair.contrast, metric)
-        inputs = [probes[i] for i in range(len(modules))] + [kept["probe"]]
+        h = block_output_states(
+            run_until(
+                adapter.blocks[-1],
+                lambda: model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False),
+            )
+        )
+        last = torch.zeros_like(h[:, -1], requires_grad=True)  # dM/dh_n at the last position
+        m = _metric(readout, (h[:, -1] + last)[0], pair.target, pair.contrast, metric)
+        inputs = [probes[i] for i in range(len(modules))] + [last]
         grads = torch.autograd.grad(m, inputs, allow_unused=True)
     per_module = [
         torch.zeros_like(pair.writes[base, 0]) if g is None else by_row(g, 1)[0].detach()
