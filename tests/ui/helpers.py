@@ -5,7 +5,8 @@
 * :func:`launch_chromium`: Playwright on Debian's Chromium (no browser download), with
   background networking off.
 * :class:`PageRecorder`: every console error, page error and non-local request of a page.
-* :data:`STRIP_CUT`: the token strip's chips that show cut in half.
+* :data:`STRIP_CUT`: the token strip's chips that show cut in half; :data:`CURVE_FITS` and
+  :func:`curve_fits`: the student view's curve drawn within its column.
 """
 
 from __future__ import annotations
@@ -50,6 +51,42 @@ STRIP_CUT = """(root) => {
 }"""
 """JS for ``page.evaluate(STRIP_CUT, root)``: the strip's chips cut in half (issue 32: a
 projector shows no half line of tokens) and whether the selected one shows whole."""
+
+CURVE_FITS = """(out) => {
+  // the student view's curve under out against its column, scrolled into view
+  const v = out.querySelector('[data-view=lesson]');
+  const svg = v.querySelector('svg.iglens-lesson-curve');
+  if (!svg) return null;  // between two drawings
+  svg.scrollIntoView({block: 'nearest'});  // the notebook scrolled to it, as a reader does
+  const left = v.querySelector('.iglens-lesson-left').getBoundingClientRect();
+  const column = v.querySelector('.iglens-lesson-column').getBoundingClientRect();
+  const s = svg.getBoundingClientRect();
+  // the last block's point of the walk's subject: its x in the svg (drawn 1:1, viewBox = size)
+  const line = v.querySelector('polyline.iglens-lesson-line');
+  const pts = line.getAttribute('points').trim().split(' ');
+  const lastX = s.left + Number(pts[pts.length - 1].split(',')[0]);
+  const hit = document.elementFromPoint(lastX, s.top + s.height / 2);
+  return {drawn: Number(svg.getAttribute('width')), shown: s.width, column: left.width,
+          right: s.right, leftRight: left.right, lastX,
+          // the lens column beside the curve (or under it, in a narrow view), never over it
+          apart: s.right <= column.left || s.bottom <= column.top,
+          lastVisible: !!hit && svg.contains(hit),
+          dark: out.querySelector('.iglens-root').classList.contains('iglens-dark'),
+          present: out.querySelector('.iglens-root').classList.contains('iglens-present')};
+}"""
+
+
+def curve_fits(m: dict | None) -> bool:
+    """The student view's curve, measured by :data:`CURVE_FITS`, drawn within its column: no
+    wider, the lens column beside or under it, the last block's point on screen and its own."""
+    return (
+        m is not None
+        and m["drawn"] <= m["column"]
+        and m["right"] <= m["leftRight"] + 0.5
+        and m["apart"]
+        and m["lastX"] <= m["leftRight"]
+        and m["lastVisible"]
+    )
 
 
 def chromium_path() -> str | None:

@@ -36,7 +36,7 @@ import pytest
 
 from iglens_viz.protocol.opening import opening_position
 
-from .helpers import STRIP_CUT, PageRecorder, synthetic_result
+from .helpers import CURVE_FITS, STRIP_CUT, PageRecorder, curve_fits, synthetic_result
 from .live_server import (
     RENDER_TIMEOUT,
     TESTS,
@@ -242,39 +242,6 @@ def test_escape_returns_the_lesson_to_the_answers_first_content_token(opened):
 
 # ------------------------------------------------------------------ 11. the curve fits
 
-FITS = """(out) => {
-  const v = out.querySelector('[data-view=lesson]');
-  const svg = v.querySelector('svg.iglens-lesson-curve');
-  if (!svg) return null;  // between two drawings
-  svg.scrollIntoView({block: 'nearest'});  // the notebook scrolled to it, as a reader does
-  const left = v.querySelector('.iglens-lesson-left').getBoundingClientRect();
-  const column = v.querySelector('.iglens-lesson-column').getBoundingClientRect();
-  const s = svg.getBoundingClientRect();
-  // the last block's point of the walk's subject: its x in the svg (drawn 1:1, viewBox = size)
-  const line = v.querySelector('polyline.iglens-lesson-line');
-  const pts = line.getAttribute('points').trim().split(' ');
-  const lastX = s.left + Number(pts[pts.length - 1].split(',')[0]);
-  const hit = document.elementFromPoint(lastX, s.top + s.height / 2);
-  return {drawn: Number(svg.getAttribute('width')), shown: s.width, column: left.width,
-          right: s.right, leftRight: left.right, lastX,
-          // the lens column beside the curve (or under it, in a narrow view), never over it
-          apart: s.right <= column.left || s.bottom <= column.top,
-          lastVisible: !!hit && svg.contains(hit),
-          dark: out.querySelector('.iglens-root').classList.contains('iglens-dark'),
-          present: out.querySelector('.iglens-root').classList.contains('iglens-present')};
-}"""
-
-
-def fits(m: dict | None) -> bool:
-    return (
-        m is not None
-        and m["drawn"] <= m["column"]
-        and m["right"] <= m["leftRight"] + 0.5
-        and m["apart"]
-        and m["lastX"] <= m["leftRight"]
-        and m["lastVisible"]
-    )
-
 
 def jupyterlab_theme(page, name: str) -> None:
     """Settings → Theme → `name`, through JupyterLab's menu bar."""
@@ -291,13 +258,16 @@ def test_the_lesson_curve_fits_its_column_after_each_change(opened):
     present = out.locator("[data-action=present]")
     root = out.locator(".iglens-root")
 
+    def measure():
+        return page.evaluate(CURVE_FITS, out.element_handle())
+
     def check(what: str, *, dark: bool, presenting: bool):
         # the curve is drawn again in the frame after its column's new width (a timeout is
         # said below, with the figures)
         with contextlib.suppress(AssertionError):
-            wait_for(lambda: fits(page.evaluate(FITS, out.element_handle())), timeout=10, what=what)
-        m = page.evaluate(FITS, out.element_handle())
-        assert fits(m), f"{what}: {m}"
+            wait_for(lambda: curve_fits(measure()), timeout=10, what=what)
+        m = measure()
+        assert curve_fits(m), f"{what}: {m}"
         assert (m["dark"], m["present"]) == (dark, presenting), (what, m)
         strip = page.evaluate(STRIP_CUT, out.element_handle())
         assert strip["cut"] == [], (what, strip)
