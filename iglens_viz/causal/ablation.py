@@ -497,6 +497,110 @@ def _forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
 
 
+def _check_ablation(
+    part: str,
+    heads: Any,
+    mode: str,
+    references: Any,
+    updates: Any,
+    batch_size: Any,
+) -> None:
+    """Refuse a combination of :func:`ablate`'s arguments that asks for nothing coherent."""
+    if part not in ABLATION_PARTS:
+        raise InvalidRequestError(
+            f"unknown ablation part {part!r}; choose one of {', '.join(ABLATION_PARTS)}"
+        )
+    if heads is not None and part != "head":
+        whole = "blocks" if part == "block" else f"{part} writes"
+        raise InvalidRequestError(
+            f"heads= selects heads for part='head'; part={part!r} ablates whole {whole}"
+        )
+    if mode not in ABLATION_MODES:
+        raise InvalidRequestError(
+            f"unknown ablation mode {mode!r}; choose one of {', '.join(ABLATION_MODES)}"
+        )
+    if references is not None and (mode != "mean" or updates is not None):
+        raise InvalidRequestError(
+            "references= gives the reference prompts of mode='mean' (without updates=); "
+            f"this ablation has mode={mode!r}" + (" and updates=" if updates is not None else "")
+        )
+    if mode == "mean" and references is None and updates is None:
+        raise InvalidRequestError(
+            "mode='mean' needs a reference set: pass references=[...], prompts of the same "
+            "template and the same token length as this one (e.g. the same sentence with "
+            "other subjects); each update is replaced by the references' mean at the same "
+            "position. (The mean over the prompt's own positions, used before, mixes later "
+            "positions and the first token into every position and is no longer offered.)"
+        )
+    if batch_size is not None and (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, (int, np.integer))
+        or batch_size < 1
+    ):
+        raise InvalidRequestError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
+
+
+def _columns(
+    layers: Any, heads: Any, part: str, adapter: ModelAdapter
+) -> tuple[list[Any], list[frozenset[int]], list[int] | None]:
+    """The result's columns: their labels, the blocks each ablates (0-based) and, for
+    ``part="head"``, the head each ablates (every listed head of every layer group)."""
+    labels, groups = _parse_layers(layers, adapter.n_blocks, part)
+    if part != "head":
+        return labels, groups, None
+    head_list = _parse_heads(heads, adapter.n_heads)
+    labels = [b for b in labels for _ in head_list]
+    column_heads = [h for _ in groups for h in head_list]
+    return labels, [g for g in groups for _ in head_list], column_heads
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The ablated runs of :func:`ablate`: one batch row per column."""
+
+    groups: list[frozenset[int]]
+    heads: list[int] | None
+    n_heads: int
+
+    def probabilities(
+        self,
+        model: nn.Module,
+        hooks: _AblationHooks,
+        batch_ids: torch.Tensor,
+        y: torch.Tensor,
+        batch_size: int,
+    ) -> np.ndarray:
+        """``(T, columns)`` the target's probability with each column's parts ablated,
+        ``batch_size`` rows a pass."""
+        T = batch_ids.shape[-1]
+        ablated = np.empty((T, len(self.groups)), dtype=np.float64)
+        for start in range(0, len(self.groups), batch_size):
+            chunk = self.groups[start : start + batch_size]
+            hooks.rows = self._rows(chunk, start)
+            logits = _forward(model, batch_ids.expand(len(chunk), -1))
+            probs = _target_probs(logits, y)  # [rows, T]
+            ablated[:, start : start + len(chunk)] = probs.T.double().cpu().numpy()
+            del logits, probs
+        return ablated
+
+    def _rows(self, chunk: list[frozenset[int]], start: int) -> dict[int, torch.Tensor]:
+        """Per block, the rows of this chunk that ablate it (``[rows]`` bool), or for heads
+        the head each of those rows ablates (``[rows, H]``)."""
+        rows = {
+            block: torch.tensor([block in g for g in chunk])
+            for block in sorted(set().union(*chunk))
+        }
+        if self.heads is None:
+            return rows
+        chunk_heads = torch.as_tensor(self.heads[start : start + len(chunk)])
+        for block, mine in rows.items():
+            index = mine.nonzero().squeeze(1)
+            mask = torch.zeros(len(chunk), self.n_heads, dtype=torch.bool)
+            mask[index, chunk_heads[index]] = True
+            rows[block] = mask
+        return rows
+
+
 def _reference_ids(
     references: Sequence[PromptSpec],
     tokenizer: PreTrainedTokenizerBase | None,
@@ -661,38 +765,7 @@ def ablate(
 
     Returns an :class:`AblationResult`.
     """
-    if part not in ABLATION_PARTS:
-        raise InvalidRequestError(
-            f"unknown ablation part {part!r}; choose one of {', '.join(ABLATION_PARTS)}"
-        )
-    if heads is not None and part != "head":
-        whole = "blocks" if part == "block" else f"{part} writes"
-        raise InvalidRequestError(
-            f"heads= selects heads for part='head'; part={part!r} ablates whole {whole}"
-        )
-    if mode not in ABLATION_MODES:
-        raise InvalidRequestError(
-            f"unknown ablation mode {mode!r}; choose one of {', '.join(ABLATION_MODES)}"
-        )
-    if references is not None and (mode != "mean" or updates is not None):
-        raise InvalidRequestError(
-            "references= gives the reference prompts of mode='mean' (without updates=); "
-            f"this ablation has mode={mode!r}" + (" and updates=" if updates is not None else "")
-        )
-    if mode == "mean" and references is None and updates is None:
-        raise InvalidRequestError(
-            "mode='mean' needs a reference set: pass references=[...], prompts of the same "
-            "template and the same token length as this one (e.g. the same sentence with "
-            "other subjects); each update is replaced by the references' mean at the same "
-            "position. (The mean over the prompt's own positions, used before, mixes later "
-            "positions and the first token into every position and is no longer offered.)"
-        )
-    if batch_size is not None and (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, (int, np.integer))
-        or batch_size < 1
-    ):
-        raise InvalidRequestError(f"batch_size must be None or an integer >= 1, got {batch_size!r}")
+    _check_ablation(part, heads, mode, references, updates, batch_size)
     adapter = adapter_for(model)
     n = adapter.n_blocks
     modules = _part_modules(adapter, part)
@@ -703,13 +776,7 @@ def ablate(
     if updates is not None:
         given = _given_updates(updates, part, n, ids.numel())
         applied = "given"
-    labels, groups = _parse_layers(layers, n, part)
-    column_heads = None
-    if part == "head":
-        head_list = _parse_heads(heads, adapter.n_heads)
-        labels = [b for b in labels for _ in head_list]
-        column_heads = [h for _ in groups for h in head_list]
-        groups = [g for g in groups for _ in head_list]
+    labels, groups, column_heads = _columns(layers, heads, part, adapter)
     T = ids.numel()
     where = resolve_positions(positions, T)
     position_mask = None if len(where) == T else torch.zeros(T, dtype=torch.bool)
@@ -736,24 +803,9 @@ def ablate(
         batch_size = int(
             ablation_rows(T, vocab, memory_budget) if batch_size is None else batch_size
         )
-        ablated = np.empty((T, len(groups)), dtype=np.float64)
         with _AblationHooks(modules, applied, part, given, position_mask, means) as hooks:
-            for start in range(0, len(groups), batch_size):
-                chunk = groups[start : start + batch_size]
-                hooks.rows = {}
-                for block in sorted(set().union(*chunk)):
-                    hooks.rows[block] = torch.tensor([block in g for g in chunk])
-                if column_heads is not None:  # [rows, H]: the head each row ablates
-                    chunk_heads = torch.as_tensor(column_heads[start : start + batch_size])
-                    for block, rows in hooks.rows.items():
-                        index = rows.nonzero().squeeze(1)
-                        mask = torch.zeros(len(chunk), adapter.n_heads, dtype=torch.bool)
-                        mask[index, chunk_heads[index]] = True
-                        hooks.rows[block] = mask
-                logits = _forward(model, batch_ids.expand(len(chunk), -1))
-                probs = _target_probs(logits, y)  # [rows, T]
-                ablated[:, start : start + len(chunk)] = probs.T.double().cpu().numpy()
-                del logits, probs
+            run = _Columns(groups, column_heads, adapter.n_heads)
+            ablated = run.probabilities(model, hooks, batch_ids, y, batch_size)
 
     clean[missing] = np.nan
     ablated[missing] = np.nan

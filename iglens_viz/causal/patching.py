@@ -339,99 +339,112 @@ def _head_writes(adapter: ModelAdapter, z: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _patched_final_states(
-    model: nn.Module,
-    adapter: ModelAdapter,
-    modules: Sequence[nn.Module],
-    part: str,
-    pairs: list[_Pair],
-    rows: list[tuple[int, int]],
-    base: int,
-    device: torch.device,
-) -> torch.Tensor:
-    """``[R]`` rows (pair, part): the run of the pair's prompt ``base`` (0 clean, 1 corrupt)
-    with that part's write replaced by the other prompt's at the pair's positions; returns
-    h_n at each row's last position ``[R, d]``."""
-    donor = 1 - base
-    ids, mask = padded_batch([(pairs[j].clean, pairs[j].corrupt)[base] for j, _ in rows], device)
-    T_max = ids.shape[1]
-    members: dict[int, list[int]] = {}
-    n_heads = adapter.n_heads if part == "head" else 1
-    for r, (_, i) in enumerate(rows):
-        members.setdefault(i // n_heads, []).append(r)
+@dataclass(frozen=True)
+class _PatchedRows:
+    """The batch rows of patched runs: row r is (pair, part); the hooks that write the donor
+    prompt's values into each row's part at its pair's positions."""
 
-    def head_hook(index: int) -> Callable[..., Any]:
-        rows_here = members.get(index)
-        if not rows_here:
+    part: str
+    pairs: list[_Pair]
+    rows: list[tuple[int, int]]
+    base: int
+    T_max: int
+    n_heads: int
+
+    @property
+    def donor(self) -> int:
+        """The prompt whose values are written in: the other one."""
+        return 1 - self.base
+
+    def members(self, index: int) -> list[int]:
+        """The rows that patch module ``index`` (a block, or a block's heads)."""
+        return [r for r, (_, i) in enumerate(self.rows) if i // self.n_heads == index]
+
+    def head_hook(self, index: int) -> Callable[..., Any]:
+        """A pre-hook on block ``index``'s output projection: each of its rows' head slice
+        replaced by the donor's at the pair's positions."""
+        mine_rows, pairs, T_max, H = self.members(index), self.pairs, self.T_max, self.n_heads
+        if not mine_rows:
             return lambda *a: None
-        where = torch.zeros(len(rows_here), T_max, n_heads, 1, dtype=torch.bool)
-        for k, r in enumerate(rows_here):
-            j, col = rows[r]
-            where[k, pairs[j].positions, col % n_heads] = True
+        where = torch.zeros(len(mine_rows), T_max, H, 1, dtype=torch.bool)
+        for k, r in enumerate(mine_rows):
+            j, col = self.rows[r]
+            where[k, pairs[j].positions, col % H] = True
 
         def hook(module, args, kwargs):
             x, put = projection_input(args, kwargs)
-            z = by_row(x, len(rows)).clone()
-            values = torch.zeros(len(rows_here), T_max, z.shape[-1], dtype=z.dtype)
-            for k, r in enumerate(rows_here):
-                pair = pairs[rows[r][0]]
+            z = by_row(x, len(self.rows)).clone()
+            values = torch.zeros(len(mine_rows), T_max, z.shape[-1], dtype=z.dtype)
+            for k, r in enumerate(mine_rows):
+                pair = pairs[self.rows[r][0]]
                 assert pair.z is not None, "a head patch captures the projections' inputs"
-                values[k, : pair.T] = pair.z[donor, index].to(z.dtype)
-            index_t = torch.as_tensor(rows_here, device=z.device)
-            shape = (len(rows_here), T_max, n_heads, -1)
-            mine = z[index_t].reshape(shape)
-            new = torch.where(where.to(z.device), values.to(z.device).reshape(shape), mine)
-            z[index_t] = new.reshape(len(rows_here), T_max, -1)
+                values[k, : pair.T] = pair.z[self.donor, index].to(z.dtype)
+            index_t = torch.as_tensor(mine_rows, device=z.device)
+            shape = (len(mine_rows), T_max, H, -1)
+            new = torch.where(
+                where.to(z.device), values.to(z.device).reshape(shape), z[index_t].reshape(shape)
+            )
+            z[index_t] = new.reshape(len(mine_rows), T_max, -1)
             return put(z.reshape(x.shape))
 
         return hook
 
-    def patch_hook(index: int) -> Callable[..., Any]:
-        rows_here = members.get(index)
-        if not rows_here:
+    def write_hook(self, index: int) -> Callable[..., Any]:
+        """A hook on module ``index`` (a block or a write module): each of its rows' update,
+        state or write replaced by the donor's at the pair's positions."""
+        mine_rows, pairs = self.members(index), self.pairs
+        if not mine_rows:
             return lambda *a: None
-        values: torch.Tensor | None = None
-        where = torch.zeros(len(rows_here), T_max, 1, dtype=torch.bool)
-        for k, r in enumerate(rows_here):
-            where[k, pairs[rows[r][0]].positions] = True
+        where = torch.zeros(len(mine_rows), self.T_max, 1, dtype=torch.bool)
+        for k, r in enumerate(mine_rows):
+            where[k, pairs[self.rows[r][0]].positions] = True
 
         def hook(module, args, kwargs, output):
-            nonlocal values
             out = block_output_states(output)
-            if values is None:  # the donor writes, padded to the batch's length
-                w = pairs[rows[rows_here[0]][0]].writes
-                values = torch.zeros(len(rows_here), T_max, w.shape[-1], dtype=out.dtype)
-                for k, r in enumerate(rows_here):
-                    pair = pairs[rows[r][0]]
-                    values[k, : pair.T] = pair.writes[donor, index].to(out.dtype)
-                values = values.to(out.device)
-            index_t = torch.as_tensor(rows_here, device=out.device)
+            values = torch.zeros(len(mine_rows), self.T_max, out.shape[-1], dtype=out.dtype)
+            for k, r in enumerate(mine_rows):  # the donor writes, padded to the batch's length
+                pair = pairs[self.rows[r][0]]
+                values[k, : pair.T] = pair.writes[self.donor, index].to(out.dtype)
+            values = values.to(out.device)
+            index_t = torch.as_tensor(mine_rows, device=out.device)
             sel = where.to(out.device)
-            if part == "block":
-                inp = block_input(args, kwargs)
+            if self.part in ("block", "state"):
                 new = out.clone()
-                new[index_t] = torch.where(sel, inp[index_t] + values, out[index_t])
+                # a block's update (h_L − h_{L−1}) or the state h_L itself
+                donated = (
+                    block_input(args, kwargs)[index_t] + values if self.part == "block" else values
+                )
+                new[index_t] = torch.where(sel, donated, out[index_t])
                 return replace_block_output(output, new)
-            if part == "state":  # h_L := the donor's h_L at the positions
-                new = out.clone()
-                new[index_t] = torch.where(sel, values, out[index_t])
-                return replace_block_output(output, new)
-            write = by_row(out, len(rows)).clone()
+            write = by_row(out, len(self.rows)).clone()
             write[index_t] = torch.where(sel, values, write[index_t])
             return replace_block_output(output, write.reshape(out.shape))
 
         return hook
 
+
+def _patched_final_states(
+    plan: _Plan, pairs: list[_Pair], rows: list[tuple[int, int]]
+) -> torch.Tensor:
+    """``[R]`` rows (pair, part): the run of the pair's prompt ``plan.base`` (0 clean, 1
+    corrupt) with that part's write replaced by the other prompt's at the pair's positions;
+    returns h_n at each row's last position ``[R, d]``."""
+    base, part = plan.base, plan.parts
+    ids, mask = padded_batch(
+        [(pairs[j].clean, pairs[j].corrupt)[base] for j, _ in rows], plan.device
+    )
+    n_heads = plan.adapter.n_heads if part == "head" else 1
+    patched = _PatchedRows(part, pairs, rows, base, ids.shape[1], n_heads)
     with Hooks() as hooks:
-        for i, module in enumerate(modules):
+        for i, module in enumerate(plan.modules):
             if part == "head":
-                hooks.before(module, head_hook(i), with_kwargs=True)
+                hooks.before(module, patched.head_hook(i), with_kwargs=True)
             else:
-                hooks.after(module, patch_hook(i), with_kwargs=True)
+                hooks.after(module, patched.write_hook(i), with_kwargs=True)
         h_n = block_output_states(
             run_until(
-                adapter.blocks[-1],
-                lambda: model(input_ids=ids, attention_mask=mask, use_cache=False),
+                plan.adapter.blocks[-1],
+                lambda: plan.model(input_ids=ids, attention_mask=mask, use_cache=False),
             )
         )
     last = torch.as_tensor([pairs[j].T - 1 for j, _ in rows], device=h_n.device)
@@ -561,6 +574,36 @@ def patch(
     readout dtype times ``max(1, |M_clean|, |M_corrupt|)``) they are NaN, the result's
     ``normalized`` is false and a :class:`RuntimeWarning` says so; ``raw_effects`` stay.
     """
+    _check_options(parts, direction, effect, metric, method)
+    batched = _is_batch(clean)
+    specs = _pair_specs(clean, corrupt, target, contrast, batched)
+    plan = _Plan.of(model, parts, direction, effect, metric, method)
+    pairs = [
+        _pair(plan, tokenizer, spec, positions, f" of pair {k}" if batched else "")
+        for k, spec in enumerate(specs)
+    ]
+    with eval_mode(model):
+        for pair in pairs:
+            pair.writes, pair.h_last, pair.z = _capture_pair(
+                model, plan.adapter, plan.modules, parts, pair.clean, pair.corrupt, plan.device
+            )
+            with torch.no_grad():
+                m = _metric(plan.readout, pair.h_last, pair.target, pair.contrast, metric).cpu()
+            pair.metric = (float(m[0]), float(m[1]))
+        if method == "attribution":
+            patched = [_attribution_estimate(plan, pair) for pair in pairs]
+        elif effect == "direct":
+            patched = [_direct_effect(plan, pair) for pair in pairs]
+        else:
+            patched = _total_effects(plan, pairs, memory_budget)
+    results = []
+    for pair, values in zip(pairs, patched):  # (a loop: the warnings' stack level is patch's)
+        results.append(_result(plan, pair, values, tokenizer))
+    return results if batched else results[0]
+
+
+def _check_options(parts: str, direction: str, effect: str, metric: str, method: str) -> None:
+    """Refuse an option :func:`patch` does not know, or a combination it cannot run."""
     _check_choice(parts, PATCH_PARTS, "part")
     _check_choice(direction, PATCH_DIRECTIONS, "direction")
     _check_choice(effect, PATCH_EFFECTS, "effect")
@@ -574,7 +617,12 @@ def patch(
             "state is not implemented; use effect='total' and method='activation', or "
             "parts='block' for the direct effect and the linear estimate of an update"
         )
-    batched = _is_batch(clean)
+
+
+def _pair_specs(
+    clean: Any, corrupt: Any, target: Any, contrast: Any, batched: bool
+) -> list[tuple[Any, Any, Any, Any]]:
+    """(clean, corrupt, target, contrast) of every pair, the forms checked."""
     if batched != _is_batch(corrupt):
         raise InvalidRequestError(
             "clean and corrupt must both be one prompt, or both lists of prompts (one per pair)"
@@ -589,145 +637,200 @@ def patch(
         raise InvalidRequestError("no pairs: pass a clean and a corrupt prompt")
     targets = _per_pair(target, len(cleans), "target") if batched else [target]
     contrasts = _per_pair(contrast, len(cleans), "contrast") if batched else [contrast]
+    return list(zip(cleans, corrupts, targets, contrasts))
 
-    adapter = adapter_for(model)
-    n = adapter.n_blocks
-    modules = adapter.blocks if parts == "state" else _part_modules(adapter, parts)
-    vocab = adapter.head.weight.shape[0]
-    dtype = next(model.parameters()).dtype
-    readout = Readout(adapter, torch.float64 if dtype == torch.float64 else torch.float32)
-    device = input_device(model)
-    base = 0 if direction == "noising" else 1
-    if parts == "head":
-        columns = [(b, h) for b in range(1, n + 1) for h in range(adapter.n_heads)]
-        labels = [f"L{b}.h{h}" for b, h in columns]
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every pair's runs share: the model, the parts patched, and how the metric is
+    read and the effect measured."""
+
+    model: nn.Module
+    adapter: ModelAdapter
+    modules: Sequence[nn.Module]
+    readout: Readout
+    device: torch.device
+    parts: PatchPart
+    direction: PatchDirection
+    effect: PatchEffect
+    metric: PatchMetric
+    method: PatchMethod
+
+    @classmethod
+    def of(
+        cls,
+        model: nn.Module,
+        parts: Any,
+        direction: Any,
+        effect: Any,
+        metric: Any,
+        method: Any,
+    ) -> _Plan:
+        adapter = adapter_for(model)
+        modules = adapter.blocks if parts == "state" else _part_modules(adapter, parts)
+        dtype = next(model.parameters()).dtype
+        readout = Readout(adapter, torch.float64 if dtype == torch.float64 else torch.float32)
+        device = input_device(model)
+        return cls(
+            model, adapter, modules, readout, device, parts, direction, effect, metric, method
+        )
+
+    @property
+    def base(self) -> int:
+        """The run that is patched: 0 the clean one (noising), 1 the corrupt one."""
+        return 0 if self.direction == "noising" else 1
+
+    @property
+    def columns(self) -> list[tuple[int, int]]:
+        """(1-based block, head or -1) of every patched part."""
+        n = self.adapter.n_blocks
+        if self.parts == "head":
+            return [(b, h) for b in range(1, n + 1) for h in range(self.adapter.n_heads)]
+        return [(b, -1) for b in range(1, n + 1)]
+
+    @property
+    def labels(self) -> list[str]:
+        """Every part's label (:attr:`PatchResult.labels`)."""
+        if self.parts == "head":
+            return [f"L{b}.h{h}" for b, h in self.columns]
+        if self.parts in ("block", "state"):
+            return [str(b) if self.parts == "block" else f"h{b}" for b, _ in self.columns]
+        return [f"L{b}.{self.parts}" for b, _ in self.columns]
+
+
+def _pair(
+    plan: _Plan,
+    tokenizer: PreTrainedTokenizerBase | None,
+    spec: tuple[Any, Any, Any, Any],
+    positions: PositionSpec,
+    which: str,
+) -> _Pair:
+    """One pair's ids and tokens, checked (``which`` names it in errors)."""
+    model, vocab = plan.model, plan.adapter.head.weight.shape[0]
+    clean, corrupt, target, contrast = spec
+    a = to_input_ids(cast(PromptSpec, clean), tokenizer, model.config, vocab)
+    b = to_input_ids(cast(PromptSpec, corrupt), tokenizer, model.config, vocab)
+    if a.numel() != b.numel():
+        raise InvalidRequestError(
+            f"the clean and corrupt prompts{which} must have the same token length to be "
+            f"patched position by position: the clean one has {a.numel()} tokens, the "
+            f"corrupt one {b.numel()}; pick a corrupt prompt of the same template whose "
+            f"subject is as many tokens long"
+        )
+    t_id = single_token_id(target, tokenizer, vocab, "target")
+    o_id = None if contrast is None else single_token_id(contrast, tokenizer, vocab, "contrast")
+    if plan.metric == "logit_diff" and o_id is None:
+        raise InvalidRequestError(
+            "metric='logit_diff' needs a contrast: the corrupt prompt's answer token "
+            "(contrast=...), or use metric='prob'"
+        )
+    if o_id is not None and o_id == t_id and plan.metric == "logit_diff":
+        raise InvalidRequestError(
+            f"the contrast is the target itself (token id {t_id}): logit(target) − "
+            f"logit(contrast) is 0 everywhere; pick the corrupt prompt's answer"
+        )
+    return _Pair(a, b, t_id, o_id, resolve_positions(positions, a.numel()), torch.empty(0), a[:0])
+
+
+def _attribution_estimate(plan: _Plan, pair: _Pair) -> np.ndarray:
+    """``(c,)`` the linear estimate of every part's patched metric (attribution patching)."""
+    base = plan.base
+    grads, grad_last = _gradients(
+        plan.model,
+        plan.adapter,
+        plan.modules,
+        plan.parts,
+        plan.readout,
+        pair,
+        base,
+        plan.metric,
+        plan.device,
+    )
+    diff = (pair.writes[1 - base] - pair.writes[base]).to(grads.device, grads.dtype)
+    if plan.effect == "total":
+        change = (grads[:, pair.positions] * diff[:, pair.positions]).sum((-1, -2))
+    elif pair.T - 1 in pair.positions:
+        change = diff[:, -1].to(grad_last.dtype) @ grad_last
     else:
-        columns = [(b, -1) for b in range(1, n + 1)]
-        labels = [
-            str(b) if parts == "block" else f"h{b}" if parts == "state" else f"L{b}.{parts}"
-            for b, _ in columns
-        ]
+        change = torch.zeros(len(plan.columns))
+    return pair.metric[base] + change.double().cpu().numpy()
 
-    pairs = []
-    for k, (cp, xp, t, o) in enumerate(zip(cleans, corrupts, targets, contrasts)):
-        a = to_input_ids(cast(PromptSpec, cp), tokenizer, model.config, vocab)
-        b = to_input_ids(cast(PromptSpec, xp), tokenizer, model.config, vocab)
-        if a.numel() != b.numel():
-            which = f" of pair {k}" if batched else ""
-            raise InvalidRequestError(
-                f"the clean and corrupt prompts{which} must have the same token length to be "
-                f"patched position by position: the clean one has {a.numel()} tokens, the "
-                f"corrupt one {b.numel()}; pick a corrupt prompt of the same template whose "
-                f"subject is as many tokens long"
-            )
-        t_id = single_token_id(t, tokenizer, vocab, "target")
-        o_id = None if o is None else single_token_id(o, tokenizer, vocab, "contrast")
-        if metric == "logit_diff" and o_id is None:
-            raise InvalidRequestError(
-                "metric='logit_diff' needs a contrast: the corrupt prompt's answer token "
-                "(contrast=...), or use metric='prob'"
-            )
-        if o_id is not None and o_id == t_id and metric == "logit_diff":
-            raise InvalidRequestError(
-                f"the contrast is the target itself (token id {t_id}): logit(target) − "
-                f"logit(contrast) is 0 everywhere; pick the corrupt prompt's answer"
-            )
-        pairs.append(
-            _Pair(a, b, t_id, o_id, resolve_positions(positions, a.numel()), torch.empty(0), a[:0])
-        )
 
-    with eval_mode(model):
-        for pair in pairs:
-            pair.writes, pair.h_last, pair.z = _capture_pair(
-                model, adapter, modules, parts, pair.clean, pair.corrupt, device
-            )
+def _direct_effect(plan: _Plan, pair: _Pair) -> np.ndarray:
+    """``(c,)`` the metric read from h_n with each part's write swapped (later blocks frozen)."""
+    base = plan.base
+    h = pair.h_last[base].expand(len(plan.columns), -1)
+    if pair.T - 1 in pair.positions:
+        w = pair.writes[:, :, -1].to(h.dtype)  # [2, c, d]
+        h = h - w[base] + w[1 - base]
+    with torch.no_grad():
+        metric = _metric(plan.readout, h, pair.target, pair.contrast, plan.metric)
+    return metric.cpu().numpy()
+
+
+def _total_effects(plan: _Plan, pairs: list[_Pair], memory_budget: int) -> list[np.ndarray]:
+    """``(c,)`` per pair: the metric of a patched run per part, every pair's runs batched."""
+    c = len(plan.columns)
+    patched = [np.empty(c) for _ in pairs]
+    rows = [(j, i) for j in range(len(pairs)) for i in range(c)]
+    per_pass = activation_rows(plan.model, max(p.T for p in pairs), memory_budget)
+    for start in range(0, len(rows), per_pass):
+        chunk = rows[start : start + per_pass]
+        h_last = _patched_final_states(plan, pairs, chunk)
+        for r, (j, i) in enumerate(chunk):
             with torch.no_grad():
-                m = _metric(readout, pair.h_last, pair.target, pair.contrast, metric).cpu()
-            pair.metric = (float(m[0]), float(m[1]))
-
-        c = len(columns)
-        patched = [np.empty(c) for _ in pairs]
-        if method == "attribution":
-            for pair, out in zip(pairs, patched):
-                grads, grad_last = _gradients(
-                    model, adapter, modules, parts, readout, pair, base, metric, device
+                value = _metric(
+                    plan.readout, h_last[r], pairs[j].target, pairs[j].contrast, plan.metric
                 )
-                diff = (pair.writes[1 - base] - pair.writes[base]).to(grads.device, grads.dtype)
-                if effect == "total":
-                    change = (grads[:, pair.positions] * diff[:, pair.positions]).sum((-1, -2))
-                elif pair.T - 1 in pair.positions:
-                    change = diff[:, -1].to(grad_last.dtype) @ grad_last
-                else:
-                    change = torch.zeros(c)
-                out[:] = pair.metric[base] + change.double().cpu().numpy()
-        elif effect == "direct":
-            for pair, out in zip(pairs, patched):
-                h = pair.h_last[base].expand(c, -1)
-                if pair.T - 1 in pair.positions:
-                    w = pair.writes[:, :, -1].to(h.dtype)  # [2, c, d]
-                    h = h - w[base] + w[1 - base]
-                with torch.no_grad():
-                    out[:] = _metric(readout, h, pair.target, pair.contrast, metric).cpu().numpy()
-        else:
-            rows = [(j, i) for j in range(len(pairs)) for i in range(c)]
-            longest = max(p.T for p in pairs)
-            per_pass = activation_rows(model, longest, memory_budget)
-            for start in range(0, len(rows), per_pass):
-                chunk = rows[start : start + per_pass]
-                h_last = _patched_final_states(
-                    model, adapter, modules, parts, pairs, chunk, base, device
-                )
-                for r, (j, i) in enumerate(chunk):
-                    with torch.no_grad():
-                        value = _metric(
-                            readout, h_last[r], pairs[j].target, pairs[j].contrast, metric
-                        )
-                    patched[j][i] = float(value)
+            patched[j][i] = float(value)
+    return patched
 
-    eps = torch.finfo(readout.dtype).eps
-    results = []
-    for pair, values in zip(pairs, patched):
-        m_clean, m_corrupt = pair.metric
-        raw = m_clean - values if direction == "noising" else values - m_corrupt
-        denom = m_clean - m_corrupt
-        ok = abs(denom) > 1000 * eps * max(1.0, abs(m_clean), abs(m_corrupt))
-        notes = []
-        if not ok:
-            notes.append(
-                f"M_clean − M_corrupt = {denom:.3g} is ~0 ({metric}: clean {m_clean:.6g}, "
-                f"corrupt {m_corrupt:.6g}): the normalised effects are undefined (NaN); "
-                f"raw_effects hold the unnormalised ones"
-            )
-            warnings.warn(notes[-1], RuntimeWarning, stacklevel=2)
-        clean_ids, corrupt_ids = pair.clean.numpy(), pair.corrupt.numpy()
-        tokens = [pair.target] + ([] if pair.contrast is None else [pair.contrast])
-        results.append(
-            PatchResult(
-                effects=raw / denom if ok else np.full(len(raw), np.nan),
-                raw_effects=raw,
-                patched=values,
-                clean_metric=m_clean,
-                corrupt_metric=m_corrupt,
-                labels=labels,
-                layers=[b for b, _ in columns],
-                positions=pair.positions,
-                clean_ids=clean_ids,
-                corrupt_ids=corrupt_ids,
-                target_id=pair.target,
-                contrast_id=pair.contrast,
-                parts=parts,
-                direction=direction,
-                effect=effect,
-                metric=metric,
-                method=method,
-                n_blocks=n,
-                heads=[h for _, h in columns] if parts == "head" else None,
-                normalized=ok,
-                warnings=notes,
-                token_text=token_texts(tokenizer, clean_ids, corrupt_ids, np.asarray(tokens)),
-            )
+
+def _result(
+    plan: _Plan, pair: _Pair, values: np.ndarray, tokenizer: PreTrainedTokenizerBase | None
+) -> PatchResult:
+    """One pair's :class:`PatchResult`: its effects normalised (NaN where the two prompts'
+    metrics are too close to divide by, with a warning)."""
+    eps = torch.finfo(plan.readout.dtype).eps
+    m_clean, m_corrupt = pair.metric
+    raw = m_clean - values if plan.direction == "noising" else values - m_corrupt
+    denom = m_clean - m_corrupt
+    ok = abs(denom) > 1000 * eps * max(1.0, abs(m_clean), abs(m_corrupt))
+    notes = []
+    if not ok:
+        notes.append(
+            f"M_clean − M_corrupt = {denom:.3g} is ~0 ({plan.metric}: clean {m_clean:.6g}, "
+            f"corrupt {m_corrupt:.6g}): the normalised effects are undefined (NaN); "
+            f"raw_effects hold the unnormalised ones"
         )
-    return results if batched else results[0]
+        warnings.warn(notes[-1], RuntimeWarning, stacklevel=3)
+    clean_ids, corrupt_ids = pair.clean.numpy(), pair.corrupt.numpy()
+    tokens = [pair.target] + ([] if pair.contrast is None else [pair.contrast])
+    columns = plan.columns
+    return PatchResult(
+        effects=raw / denom if ok else np.full(len(raw), np.nan),
+        raw_effects=raw,
+        patched=values,
+        clean_metric=m_clean,
+        corrupt_metric=m_corrupt,
+        labels=plan.labels,
+        layers=[b for b, _ in columns],
+        positions=pair.positions,
+        clean_ids=clean_ids,
+        corrupt_ids=corrupt_ids,
+        target_id=pair.target,
+        contrast_id=pair.contrast,
+        parts=plan.parts,
+        direction=plan.direction,
+        effect=plan.effect,
+        metric=plan.metric,
+        method=plan.method,
+        n_blocks=plan.adapter.n_blocks,
+        heads=[h for _, h in columns] if plan.parts == "head" else None,
+        normalized=ok,
+        warnings=notes,
+        token_text=token_texts(tokenizer, clean_ids, corrupt_ids, np.asarray(tokens)),
+    )
 
 
 def attribution_patch(

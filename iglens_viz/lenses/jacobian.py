@@ -44,7 +44,7 @@ from torch import nn
 
 from ..adapters import ModelAdapter
 from ..core.capture import input_device
-from ..core.hooks import Hooks, block_input, block_output_states
+from ..core.hooks import Hooks, block_input, block_output_states, run_until
 from ..core.model_mode import eval_mode
 from ..errors import InvalidRequestError
 
@@ -61,10 +61,6 @@ __all__ = [
 
 JLENS_SKIP_FIRST = 16
 """``jlens``'s ``SKIP_FIRST_N_POSITIONS``: leading positions left out of the average."""
-
-
-class _Stop(Exception):
-    """Raised after the last block: the head's logits are not needed."""
 
 
 @contextlib.contextmanager
@@ -98,8 +94,6 @@ def _states_with_graph(
     def after(index):
         def hook(module, args, output):
             states[index] = block_output_states(output)
-            if index == adapter.n_blocks:
-                raise _Stop
 
         return hook
 
@@ -107,8 +101,8 @@ def _states_with_graph(
         hooks.before(adapter.blocks[0], before_first, with_kwargs=True)
         for i, block in enumerate(adapter.blocks):
             hooks.after(block, after(i + 1))
-        with contextlib.suppress(_Stop):
-            model(input_ids=ids, use_cache=False)
+        # the head's logits are not needed: stop after the last block
+        run_until(adapter.blocks[-1], lambda: model(input_ids=ids, use_cache=False))
     return states
 
 
