@@ -36,7 +36,14 @@ from torch import nn
 from ..errors import InvalidRequestError
 from .extensions import provider
 
-__all__ = ["LENS_KINDS", "LOGIT", "Lens", "LensKind", "model_fingerprint"]
+__all__ = [
+    "LENS_KINDS",
+    "LOGIT",
+    "Lens",
+    "LensKind",
+    "model_fingerprint",
+    "nonfinite_count",
+]
 
 LensKind = Literal["logit", "shortcut", "tuned", "jacobian"]
 """How a lens was made; see :data:`LENS_KINDS`."""
@@ -50,6 +57,10 @@ class Lens:
 
     ``matrices[L]`` is A_L (``[d, d]``) and ``biases[L]`` b_L (``[d]``); a depth absent from
     both is read as it is (identity). The logit lens has neither (:data:`LOGIT`).
+
+    Built only when every translator is a finite floating-point tensor of its shape at a
+    depth 0 … n − 1 (an :class:`~iglens_viz.errors.InvalidRequestError` names the first
+    that is not), so a NaN in a lens is found where it is made, not in the readout.
     """
 
     kind: LensKind
@@ -70,21 +81,24 @@ class Lens:
             raise InvalidRequestError(
                 f"lens kind {self.kind!r}: choose one of {', '.join(LENS_KINDS)}"
             )
+        for what, size in (("n_blocks", self.n_blocks), ("width", self.width)):
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                raise InvalidRequestError(f"a lens's {what} is an integer >= 0, not {size!r}")
+        if not isinstance(self.fingerprint, str) or not isinstance(self.settings, Mapping):
+            raise InvalidRequestError(
+                f"a lens's fingerprint is a string and its settings a mapping, not "
+                f"{type(self.fingerprint).__name__} and {type(self.settings).__name__}"
+            )
+        if self.kind == "logit" and not self.is_identity:
+            raise InvalidRequestError(
+                "a lens of kind 'logit' reads every state as it is: it holds no matrix or bias"
+            )
         for what, table, shape in (
             ("matrix", self.matrices, (self.width, self.width)),
             ("bias", self.biases, (self.width,)),
         ):
             for depth, tensor in table.items():
-                if not 0 <= depth < self.n_blocks:
-                    raise InvalidRequestError(
-                        f"a lens {what} at depth {depth}: depths run 0 … {self.n_blocks - 1} "
-                        f"(depth {self.n_blocks}, the last block, is always read as it is)"
-                    )
-                if tuple(tensor.shape) != shape:
-                    raise InvalidRequestError(
-                        f"the lens {what} at depth {depth} has shape {tuple(tensor.shape)}, "
-                        f"expected {shape} for a model of width {self.width}"
-                    )
+                _check_translator(what, depth, tensor, self.n_blocks, shape)
 
     @property
     def is_identity(self) -> bool:
@@ -138,8 +152,9 @@ class Lens:
 
     def check(self, model: nn.Module, n_blocks: int, width: int) -> None:
         """Raise an :class:`InvalidRequestError` unless this lens was fitted on ``model``
-        (its depth, width and :func:`model_fingerprint`)."""
-        if self.is_identity:
+        (its depth, width and :func:`model_fingerprint`). Only the ``"logit"`` kind fits every
+        model: a fitted kind is checked even without a translator."""
+        if self.kind == "logit":
             return
         if (n_blocks, width) != (self.n_blocks, self.width):
             raise InvalidRequestError(
@@ -159,6 +174,42 @@ class Lens:
 
 LOGIT = Lens("logit", n_blocks=0, width=0)
 """The raw logit lens: every state read as it is (fits every model)."""
+
+
+def _check_translator(
+    what: str, depth: object, tensor: object, n_blocks: int, shape: tuple[int, ...]
+) -> None:
+    """InvalidRequestError unless ``tensor`` is a finite floating ``shape`` tensor at a
+    depth 0 … n − 1 (a matrix or a bias of a lens)."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth < n_blocks:
+        raise InvalidRequestError(
+            f"a lens {what} at depth {depth!r}: depths are integers 0 … {n_blocks - 1} "
+            f"(depth {n_blocks}, the last block, is always read as it is)"
+        )
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+        kind = tensor.dtype if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+        raise InvalidRequestError(
+            f"the lens {what} at depth {depth} is {kind}, not a floating-point tensor"
+        )
+    if tuple(tensor.shape) != shape:
+        raise InvalidRequestError(
+            f"the lens {what} at depth {depth} has shape {tuple(tensor.shape)}, "
+            f"expected {shape} for a model of width {shape[0]}"
+        )
+    bad = nonfinite_count(tensor)
+    if bad:
+        raise InvalidRequestError(
+            f"the lens {what} at depth {depth} holds {bad} NaN or infinite values (of "
+            f"{tensor.numel()}): no state read through it would be finite; a lens is finite"
+        )
+
+
+def nonfinite_count(tensor: torch.Tensor) -> int:
+    """How many NaN or infinite values ``tensor`` holds (0 for a tensor on the meta
+    device, which holds none)."""
+    if tensor.is_meta:
+        return 0
+    return int(tensor.numel() - torch.isfinite(tensor).sum())
 
 
 def model_fingerprint(model: nn.Module) -> str:

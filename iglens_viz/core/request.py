@@ -218,7 +218,7 @@ def normalize_answer(spec: object, what: str = "answer") -> str | tuple[int, ...
 
 def normalize_lens(spec: LensSpec | None) -> Lens | str:
     """A lens as the request keeps it: a :class:`Lens`, a kind name, or an existing path as
-    text (``None`` is ``"logit"``)."""
+    text (``None`` is ``"logit"``; a leading ``~`` is the home folder)."""
     if spec is None:
         return LOGIT.kind
     if isinstance(spec, Lens):
@@ -231,7 +231,11 @@ def normalize_lens(spec: LensSpec | None) -> Lens | str:
     text = os.fspath(spec)
     if text in LENS_KINDS:
         return text
-    if not isinstance(text, str) or not text.strip() or not os.path.exists(text):
+    if (
+        not isinstance(text, str)
+        or not text.strip()
+        or not os.path.exists(os.path.expanduser(text))
+    ):
         raise InvalidRequestError(
             f"lens {text!r}: choose one of {', '.join(LENS_KINDS)}, or give the path of a "
             f"saved lens (no such file or folder)"

@@ -19,67 +19,103 @@
 from __future__ import annotations
 
 import json
+import re
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from ..core.coordinates import Lens
-
-if TYPE_CHECKING:
-    from torch import nn
+from .io import FileContents, LensFileError, read_bytes, shown
 
 __all__ = ["is_tuned_lens_folder", "read_jlens", "read_tuned_lens"]
 
-
-def _error(message: str) -> Exception:
-    from .io import LensFileError
-
-    return LensFileError(message)
+_CONFIG_LIMIT = 1 << 20
+"""The largest tuned-lens ``config.json`` read (TunedLensConfig's is under 1 kB)."""
 
 
-def read_jlens(path: Path, model: nn.Module | None = None) -> Lens:
-    """A ``jlens`` file as a ``"jacobian"`` lens (see the module's text)."""
+def _torch_load(path: Path, what: str) -> Any:
+    """``torch.load`` of a downloaded file: tensors and plain data only (``weights_only``),
+    each failure one line without torch's advice to unpickle it (never given for a file
+    from someone else)."""
     try:
-        data: Any = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's notes on a foreign pickle: not for the user
+            warnings.simplefilter("ignore")
+            return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many kinds for a damaged or foreign pickle
-        raise _error(f"{path} cannot be read as a jlens file: {err}") from None
-    if not isinstance(data, dict) or "J" not in data or not isinstance(data["J"], dict):
-        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
-        raise _error(
-            f"{path} is not a jlens file (JacobianLens.save writes a dict with 'J', "
-            f"'n_prompts', 'd_model' and 'source_layers'; found {keys})"
-        )
-    jacobians = {int(layer): J for layer, J in data["J"].items()}
-    if not jacobians:
-        raise _error(f"{path}: the jlens file holds no Jacobian")
-    d = int(data.get("d_model", next(iter(jacobians.values())).shape[-1]))
-    if model is not None:
-        from .states import model_shape
+        raise LensFileError(f"{path} cannot be read as {what}: {_load_problem(err)}") from None
 
-        _, n, width = model_shape(model)
-        if width != d:
-            raise _error(
-                f"{path}: this jlens lens is for a model of width {d}, not {width}; "
-                f"fit one for this model with iglens_viz.fit_lens(model, tokenizer, 'jacobian')"
-            )
-    else:
-        n = max(jacobians) + 2
-    if max(jacobians) >= n - 1:
-        raise _error(
-            f"{path}: the jlens file has a Jacobian at layer {max(jacobians)}, but this "
-            f"model's last block (layer {n - 1}) is the lens's target: it was fitted on a "
-            f"deeper model"
+
+def _load_problem(err: Exception) -> str:
+    """What made ``torch.load`` fail, in one line."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    text = str(err)
+    refused = re.search(r"WeightsUnpickler error: (.*?)(?: was not an allowed global|\n|$)", text)
+    if refused or "Weights only load failed" in text:
+        found = f" ({shown(refused.group(1), 80)[1:-1]})" if refused else ""
+        return (
+            f"it holds Python objects other than tensors and plain data{found}, and "
+            f"iglens_viz never runs code from a lens file"
         )
-    return Lens(
+    first = (text.strip().splitlines() or [type(err).__name__])[0]
+    first = first.split(". ")[0]  # torch's first sentence says what; the rest, what to try
+    if "weights_only" in first:
+        return (
+            "a format torch reads only by running code from the file, which iglens_viz never does"
+        )
+    return shown(first, 160)[1:-1]
+
+
+def read_jlens(path: Path, shape: tuple[int, int] | None = None) -> Lens:
+    """A ``jlens`` file as a ``"jacobian"`` lens (see the module's text), for a model of
+    ``shape`` (blocks, width) when given."""
+    contents = FileContents(path)
+    data: Any = _torch_load(path, "a jlens file")
+    if not isinstance(data, dict) or "J" not in data or not isinstance(data["J"], dict):
+        keys = sorted(map(str, data))[:8] if isinstance(data, dict) else type(data).__name__
+        raise contents.error(
+            f"not a jlens file (JacobianLens.save writes a dict with 'J', 'n_prompts', "
+            f"'d_model' and 'source_layers'; found {shown(keys)})"
+        )
+    for layer in data["J"]:
+        if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
+            raise contents.error(f"J's key {shown(layer)} is not a layer (an integer >= 0)")
+    jacobians: dict[int, Any] = data["J"]
+    if not jacobians:
+        raise contents.error("the jlens file holds no Jacobian")
+    first = next(iter(jacobians.values()))
+    if "d_model" in data:
+        d, sizes = contents.integer(data, "d_model", 1), f"d_model {data['d_model']}"
+    else:  # the width of the first Jacobian, checked with every other below
+        d = first.shape[-1] if isinstance(first, torch.Tensor) and first.dim() else 1
+        sizes = f"the width of J[{next(iter(jacobians))}]"
+    if shape is not None and shape[1] != d:
+        raise contents.error(
+            f"this jlens lens is for a model of width {d}, not {shape[1]}; fit one for this "
+            f"model with iglens_viz.fit_lens(model, tokenizer, 'jacobian')"
+        )
+    n = max(jacobians) + 2 if shape is None else shape[0]
+    if max(jacobians) >= n - 1:
+        raise contents.error(
+            f"the jlens file has a Jacobian at layer {max(jacobians)}, but this model's last "
+            f"block (layer {n - 1}) is the lens's target: it was fitted on a deeper model"
+        )
+    prompts = contents.integer(data, "n_prompts") if "n_prompts" in data else 0
+    return contents.lens(
         "jacobian",
         n_blocks=n,
         width=d,
-        matrices={layer + 1: J.float() for layer, J in jacobians.items()},
+        matrices={
+            layer + 1: contents.tensor(J, f"J[{layer}]", (d, d), sizes)
+            for layer, J in jacobians.items()
+        },
         settings={
             "source": "jlens",
             "file": str(path),
-            "n_prompts": int(data.get("n_prompts", 0)),
+            "n_prompts": prompts,
             "source_layers": sorted(jacobians),
         },
     )
@@ -90,37 +126,45 @@ def is_tuned_lens_folder(path: Path) -> bool:
     return (path / "config.json").is_file() and (path / "params.pt").is_file()
 
 
-def read_tuned_lens(path: Path) -> Lens:
-    """A tuned-lens folder as a ``"tuned"`` lens (see the module's text)."""
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        state: Any = torch.load(path / "params.pt", map_location="cpu", weights_only=True)
-    except Exception as err:
-        raise _error(f"{path} cannot be read as a tuned-lens folder: {err}") from None
-    kind = config.get("lens_type", "linear_tuned_lens")
-    if kind != "linear_tuned_lens":
-        raise _error(
-            f"{path}: a tuned lens of type {kind!r}; only 'linear_tuned_lens' (affine "
-            f"translators) is an affine lens iglens_viz can read"
+def read_tuned_lens(path: Path, shape: tuple[int, int] | None = None) -> Lens:
+    """A tuned-lens folder as a ``"tuned"`` lens (see the module's text), for a model of
+    ``shape`` (blocks, width) when given. Its ``config.json``'s sizes are checked against
+    the model before ``params.pt`` is read, and against ``params.pt``'s tensors before
+    anything is made from them."""
+    config = _tuned_config(path / "config.json")
+    checked = FileContents(path / "config.json")
+    d, n = checked.integer(config, "d_model", 1), checked.integer(config, "num_hidden_layers", 1)
+    if shape is not None and shape != (n, d):
+        raise checked.error(
+            f"a tuned lens for a model of {n} blocks of width {d}, not this one ({shape[0]} "
+            f"blocks of width {shape[1]}); fit one for this model with "
+            f"iglens_viz.fit_lens(model, tokenizer, 'tuned')"
         )
-    try:
-        d, n = int(config["d_model"]), int(config["num_hidden_layers"])
-    except (KeyError, TypeError, ValueError):
-        raise _error(f"{path}/config.json lacks d_model or num_hidden_layers") from None
-    matrices, biases = {}, {}
-    eye = torch.eye(d)
-    for i in range(n):
-        weight = state.get(f"{i}.weight")
-        if weight is None:
-            raise _error(
-                f"{path}/params.pt has no translator {i} ('{i}.weight'), but config.json "
-                f"says {n} layers"
+    params = FileContents(path / "params.pt")
+    state = _torch_load(params.path, "a tuned lens's translators")
+    if not isinstance(state, Mapping):
+        raise params.error(
+            f"holds a {type(state).__name__}, not the translators' state dict ('0.weight', "
+            f"'0.bias', …)"
+        )
+    names = {f"{i}.{part}" for i in range(min(n, len(state))) for part in ("weight", "bias")}
+    for key in state:
+        if key not in names:
+            raise params.error(
+                f"unexpected entry {shown(key)}: config.json's {n} layers have translators "
+                f"'0.weight', '0.bias' … '{n - 1}.weight', '{n - 1}.bias'"
             )
-        matrices[i] = eye + weight.float()
-        bias = state.get(f"{i}.bias")
-        if bias is not None:
-            biases[i] = bias.float()
-    return Lens(
+    matrices, biases = {}, {}
+    for i in range(n):
+        if f"{i}.weight" not in state:
+            raise params.error(f"no translator {i} ('{i}.weight'), but config.json says {n} layers")
+        sizes = f"config.json's d_model {d}"
+        matrix = params.tensor(state[f"{i}.weight"], f"'{i}.weight'", (d, d), sizes).clone()
+        matrix.diagonal().add_(1.0)  # A = I + W, without a d × d identity
+        matrices[i] = matrix
+        if f"{i}.bias" in state:
+            biases[i] = params.tensor(state[f"{i}.bias"], f"'{i}.bias'", (d,), sizes)
+    return params.lens(
         "tuned",
         n_blocks=n,
         width=d,
@@ -132,3 +176,23 @@ def read_tuned_lens(path: Path) -> Lens:
             "base_model_name_or_path": config.get("base_model_name_or_path"),
         },
     )
+
+
+def _tuned_config(path: Path) -> Mapping[str, Any]:
+    """A tuned-lens folder's ``config.json``: a JSON object of a linear tuned lens."""
+    contents = FileContents(path)
+    data = read_bytes(path, _CONFIG_LIMIT + 1)
+    if len(data) > _CONFIG_LIMIT:
+        raise contents.error(f"over {_CONFIG_LIMIT} bytes; a tuned-lens config.json is < 1 kB")
+    try:
+        config = json.loads(data.decode("utf-8"))
+    except ValueError as err:  # not UTF-8, not JSON
+        raise contents.error(f"not JSON ({shown(str(err), 120)[1:-1]})") from None
+    config = contents.mapping(config, "the config")
+    kind = config.get("lens_type", "linear_tuned_lens")
+    if kind != "linear_tuned_lens":
+        raise contents.error(
+            f"a tuned lens of type {shown(kind)}; only 'linear_tuned_lens' (affine "
+            f"translators) is an affine lens iglens_viz can read"
+        )
+    return config

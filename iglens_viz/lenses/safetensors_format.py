@@ -16,7 +16,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as _load
 from safetensors.torch import save as _save
 
-__all__ = ["SafetensorsFormatError", "dump", "load"]
+__all__ = ["SafetensorsFormatError", "dump", "is_safetensors", "load"]
 
 
 class SafetensorsFormatError(ValueError):
@@ -38,3 +38,14 @@ def load(data: bytes) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
         raise SafetensorsFormatError(f"not a safetensors file: {err}") from None
     metadata = header.get("__metadata__") or {}
     return tensors, {str(k): str(v) for k, v in metadata.items()}
+
+
+def is_safetensors(head: bytes, size: int) -> bool:
+    """Whether a file of ``size`` bytes starting with ``head`` (its first 9 bytes or more)
+    is laid out as a safetensors file: a header length that fits in the file, then the
+    header's ``{``. (A pickle also starts with byte 0x80, as a header of 128 + 256·k bytes
+    does: the first byte alone does not tell them apart.)"""
+    if len(head) < 9:
+        return False
+    (length,) = struct.unpack("<Q", head[:8])
+    return head[8:9] == b"{" and length <= size - 8
