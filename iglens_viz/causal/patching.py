@@ -338,7 +338,6 @@ def _head_writes(adapter: ModelAdapter, z: torch.Tensor) -> torch.Tensor:
     return torch.cat(out, dim=1)
 
 
-@torch.no_grad()
 @dataclass(frozen=True)
 class _PatchedRows:
     """The batch rows of patched runs: row r is (pair, part); the hooks that write the donor
@@ -423,6 +422,7 @@ class _PatchedRows:
         return hook
 
 
+@torch.no_grad()
 def _patched_final_states(
     plan: _Plan, pairs: list[_Pair], rows: list[tuple[int, int]]
 ) -> torch.Tensor:

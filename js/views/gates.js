@@ -4,7 +4,9 @@
  * shown token, its progress and Cancel, and — with the game of that token — one chart of the
  * three ledgers and one sentence each. Two faces: the detail panel's (bars per block in
  * probability units, research words) and the student view's (`plain`: each ledger as a curve
- * on the block axis in percent of its total, words a class can follow). Never "computed" or
+ * on the block axis in percent of its total, words a class can follow; folded under its title
+ * until opened, and absent from a page with no kernel and no game, so the lesson still fits
+ * one screen). Never "computed" or
  * "decides": readable, arrives, credit. Token texts and the counterfactual are inserted as
  * text only.
  * @module views/gates
@@ -17,6 +19,8 @@ import { formatToken } from "../tokens.js";
 
 /** What the box asks for, per context (it survives re-renders and both faces share it). */
 const typed = new WeakMap();
+/** Whether the student view's fold is open, per context. */
+const unfolded = new WeakMap();
 
 const WORDS = {
   research: {
@@ -58,7 +62,10 @@ function gatesError(ctx, resultId, i) {
 export function createGamePanel(ctx, options = {}) {
   const plain = !!options.plain;
   const words = plain ? WORDS.plain : WORDS.research;
-  const el = h("section", { class: `iglens-gates${plain ? " iglens-gates-plain" : ""}`, "aria-label": words.title });
+  const el = plain ? h("details", { class: "iglens-gates iglens-gates-plain" }) : h("section", { class: "iglens-gates", "aria-label": words.title });
+  el.addEventListener("toggle", () => {
+    if (plain) unfolded.set(ctx, /** @type {HTMLDetailsElement} */ (el).open);
+  });
   /** @type {{r: import("../result.js").Result, i: number, width: number, dark: boolean}|null} */
   let at = null;
   const redraw = () => at && draw(at.r, at.i, at.width, at.dark);
@@ -78,8 +85,12 @@ export function createGamePanel(ctx, options = {}) {
     el.setAttribute("data-position", String(i));
     const trait = readGatesTrait(ctx.model.get("gates"), r);
     const g = trait.gates && trait.gates.position === i ? trait.gates : null;
-    el.append(h("h4", { class: "iglens-gates-title", text: words.title }), h("p", { class: "iglens-muted iglens-gates-intro", text: words.intro }));
     const live = ctx.live();
+    el.hidden = plain && !live && !g; // a page with no kernel and no game: nothing to show
+    const title = h(plain ? "summary" : "h4", { class: "iglens-gates-title", text: words.title });
+    el.append(title, h("p", { class: "iglens-muted iglens-gates-intro", text: words.intro }));
+    // opened by the reader's own choice, else when a game for this position is there
+    if (plain) /** @type {HTMLDetailsElement} */ (el).open = unfolded.has(ctx) ? !!unfolded.get(ctx) : !!g;
     if (live || !g) el.append(form(r, i, live));
     const err = gatesBusy(ctx) ? null : (gatesError(ctx, r.id, i) ?? trait.error);
     if (err) el.append(h("p", { class: "iglens-gates-error", role: "alert", text: err }));
