@@ -250,8 +250,8 @@ function commandHandler(p) {
     const kind = event.sent.kind;
     if (kind === "recompute" || kind === "cancel") {
       if (event.type === "answer") controls.sync();
-    } else if (kind === "ablation") {
-      controls.sync();
+    } else if (kind === "ablation" || kind === "gates") {
+      controls.sync(); // (a later request takes an earlier one's message away)
       detail.render();
     } else if (kind === "path" && event.type === "answer") detail.render();
     else if (kind === "components" && event.type === "answer") detail.updateComponents();

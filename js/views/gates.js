@@ -14,7 +14,7 @@
 import { h, s, clear, uniqueId } from "../dom.js";
 import { linearScale } from "../layout.js";
 import { LEDGERS, readGatesTrait, gateFields, cumulativePercent, counterfactualText } from "../gates.js";
-import { kernelNote } from "./kernel.js";
+import { kernelNote, requestError } from "./kernel.js";
 import { formatToken } from "../tokens.js";
 
 /** What the box asks for, per context (it survives re-renders and both faces share it). */
@@ -44,13 +44,12 @@ const WORDS = {
 const gatesBusy = (ctx) => ctx.running()?.command === "gates" || !!ctx.commands.pending("gates");
 
 /**
- * The error of this view's latest game when it was for position i of the shown result.
+ * The error of this view's latest game when it was for position i of the shown result, until a
+ * later request is sent (a message belongs to its request: js/views/kernel.js).
  * @param {import("./context.js").Context} ctx @param {string} resultId @param {number} i
  */
 function gatesError(ctx, resultId, i) {
-  const sent = ctx.commands.latest("gates");
-  if (!sent?.answer?.error || sent.fields.result_id !== resultId || sent.fields.position !== i) return null;
-  return sent.answer.error.message;
+  return requestError(ctx.commands, "gates", (sent) => sent.fields.result_id === resultId && sent.fields.position === i);
 }
 
 /**
@@ -71,9 +70,8 @@ export function createGamePanel(ctx, options = {}) {
   const redraw = () => at && draw(at.r, at.i, at.width, at.dark);
   const onModel = () => redraw();
   for (const name of ["change:gates", "change:running", "change:progress", "change:interactive"]) ctx.model.on(name, onModel);
-  const offCommands = ctx.commands.listen((event) => {
-    if (event.type === "kernel" || event.sent.kind === "gates" || event.sent.kind === "cancel") redraw();
-  });
+  // any command: its answer, or a later request that takes this one's message away
+  const offCommands = ctx.commands.listen(() => redraw());
 
   /** @param {import("../result.js").Result} r @param {number} i @param {number} width @param {boolean} dark */
   function draw(r, i, width, dark) {

@@ -11,7 +11,7 @@ import { ABLATION, ABLATION_DARK, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DA
 import { contributionRow, segmentText } from "../../result.js";
 import { fmtProb } from "../../format.js";
 import { causalSummary, checkFields, defaultChoice, positionsText, rhoText, agreementSentence } from "../../ablation.js";
-import { kernelNote } from "../kernel.js";
+import { kernelNote, requestError } from "../kernel.js";
 
 /** What one ablation removes, in the button's words. @param {import("../../result.js").Result} r */
 export function ablationUnit(r) {
@@ -96,13 +96,12 @@ function checkControls(ctx, live) {
 export const ablationBusy = (ctx) => ctx.running()?.command === "ablation" || !!ctx.commands.pending("ablation");
 
 /**
- * The error of this view's latest causal check when it was for position i of the shown result.
+ * The error of this view's latest causal check when it was for position i of the shown result,
+ * until a later request is sent (a message belongs to its request: js/views/kernel.js).
  * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r @param {number} i
  */
 export function ablationError(ctx, r, i) {
-  const sent = ctx.commands.latest("ablation");
-  if (!sent?.answer?.error || sent.fields.result_id !== r.id || sent.fields.position !== i) return null;
-  return sent.answer.error.message;
+  return requestError(ctx.commands, "ablation", (sent) => sent.fields.result_id === r.id && sent.fields.position === i);
 }
 
 /**
