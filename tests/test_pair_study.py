@@ -393,6 +393,19 @@ def test_an_interrupted_pair_study_resumes(model, tokenizer, tmp_path, monkeypat
         pair_study(
             model, tokenizer, pairs, lenses=("logit", _random_lens(model)), out=out, progress=False
         )
+    # a lens fitted again: the same lens, another wall time and final loss; the study resumes
+    fitted, refitted = _random_lens(model), _random_lens(model)
+    fitted.settings.update(seconds=12.5, final_kl=0.31)
+    refitted.settings.update(seconds=40.0, final_kl=0.29)
+    again = tmp_path / "refit"
+    pair_study(model, tokenizer, pairs[:1], lenses=(fitted,), out=again, progress=False)
+    resumed = pair_study(model, tokenizer, pairs[:1], lenses=(refitted,), out=again, progress=False)
+    assert resumed.metadata["pairs_run"] == 0
+    assert resumed.metadata["lens_fits"] == [{"seconds": 40.0, "final_kl": 0.29}]
+    changed = _random_lens(model)
+    changed.settings.update(steps=99)
+    with pytest.raises(InvalidRequestError, match="lenses"):
+        pair_study(model, tokenizer, pairs[:1], lenses=(changed,), out=again, progress=False)
     other = tmp_path / "ablation"
     other.mkdir()
     (other / "metadata.json").write_text(json.dumps({"modes": ["zero"]}))

@@ -256,7 +256,8 @@ def test_cancel_stops_generation(model):
     assert cancelled_at == [3 * n]
     assert w.result is shown and w.running == {} and w.progress == -1.0
     # stopped inside generation: the question's answer was never finished (nor cached)
-    assert not any(key[0] == (9,) for key in lens.answer_cache.keys()), lens.answer_cache.keys()
+    cached = lens.answer_cache.keys()
+    assert not any(key[0] == (9,) for key in cached), cached
 
 
 def test_cancel_stops_a_forward_pass(model):

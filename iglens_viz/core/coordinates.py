@@ -37,10 +37,12 @@ from ..errors import InvalidRequestError
 from .extensions import provider
 
 __all__ = [
+    "FIT_REPORT_SETTINGS",
     "LENS_KINDS",
     "LOGIT",
     "Lens",
     "LensKind",
+    "defining_settings",
     "model_fingerprint",
     "nonfinite_count",
 ]
@@ -210,6 +212,18 @@ def nonfinite_count(tensor: torch.Tensor) -> int:
     if tensor.is_meta:
         return 0
     return int(tensor.numel() - torch.isfinite(tensor).sum())
+
+
+FIT_REPORT_SETTINGS = frozenset({"seconds", "resumed_at", "final_kl", "split_half_rel_error"})
+"""The keys of a fitted lens's :attr:`Lens.settings` that report on its fit (its wall time,
+the checkpoint it resumed from, its final loss, its split-half error) instead of choosing
+the lens: two fits that differ only in them are the same lens (:func:`defining_settings`)."""
+
+
+def defining_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without the fit's report (:data:`FIT_REPORT_SETTINGS`): what defines a
+    lens, so a study can resume after its lens is fitted again."""
+    return {k: v for k, v in settings.items() if k not in FIT_REPORT_SETTINGS}
 
 
 def model_fingerprint(model: nn.Module) -> str:

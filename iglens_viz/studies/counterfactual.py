@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from ..causal.patching import PatchResult, patch
-from ..core.coordinates import Lens, model_fingerprint
+from ..core.coordinates import FIT_REPORT_SETTINGS, Lens, defining_settings, model_fingerprint
 from ..core.lens import IGLens
 from ..errors import InvalidRequestError
 from ..files import OutputFileError, check_output_folder, write_atomic
@@ -332,7 +332,12 @@ _SETTINGS = (
     "pair_settings",
     "pairs_digest",
 )
-"""What must match for a folder to resume a counterfactual study (``limit`` need not)."""
+"""What must match for a folder to resume a counterfactual study (``limit`` need not, nor
+``lens_fits``: a lens fitted again with the same settings is the same lens)."""
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
 
 
 def _part_files(folder: Path) -> list[Path]:
@@ -513,9 +518,13 @@ def pair_study(
                 "name": name,
                 "kind": r.kind,
                 "fingerprint": r.fingerprint,
-                "settings": json.loads(json.dumps(dict(r.settings), default=str)),
+                "settings": _jsonable(defining_settings(r.settings)),
             }
             for name, r in zip(names, resolved)
+        ],
+        "lens_fits": [
+            _jsonable({k: v for k, v in r.settings.items() if k in FIT_REPORT_SETTINGS})
+            for r in resolved
         ],
         **info,
         "pairs_digest": _digest(pair_list),
