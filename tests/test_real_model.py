@@ -174,3 +174,41 @@ def test_paris_inside_the_block(default_model, lens, size):
     last = df[df.position == len(ids) - 1]
     top = last.loc[last.share.abs().idxmax()]
     assert (top.block, top.component) == (30, "mlp")  # the README's figure: +0.672
+
+
+def test_readme_whole_answer_coordinate_parts(lens):
+    """The README's whole-answer section: under the shortcut, the differential log ledger of
+    "Hoi An" against "Hanoi" has its largest entries at blocks 13, 9 and 4, and the lens's
+    change of coordinates (the ``coordinate`` component) is most of blocks 9's and 4's."""
+    from pathlib import Path
+
+    result = lens.attribute(
+        "What is the capital of Vietnam?",
+        chat=True,
+        answer="The capital of Vietnam is Hoi An.",
+        versus="The capital of Vietnam is Hanoi.",
+        lens="shortcut",
+        components=True,
+    )
+    a, b = result.answer, result.versus
+    entries = a.logprob_split.sum(1) - b.logprob_split.sum(1)
+    column = a.component_names.index("coordinate")
+    coordinate = a.component_shares[:, column] - b.component_shares[:, column]
+    # the components add up to each entry (the split is exact, float64 sums of float32
+    # terms: 1e-6 of their total size), so "most of" is a fair word
+    both = a.component_shares.sum(1) - b.component_shares.sum(1)
+    np.testing.assert_allclose(both, entries, atol=1e-6 * np.abs(a.component_shares).sum())
+    largest = [int(j) + 1 for j in np.argsort(-np.abs(entries))[:3]]
+    assert largest == [13, 9, 4]
+    readme = Path(__file__).parents[1].joinpath("README.md").read_text(encoding="utf-8")
+    quoted = {13: 0.1, 9: 11.5, 4: 6.6}  # the README's sentence, to one decimal
+    sentence = (
+        f"is +{quoted[9]} of block 9's entry and +{quoted[4]} of block 4's, against "
+        f"+{quoted[13]} of block 13's"
+    )
+    assert sentence in " ".join(readme.split())
+    # 0.05: the README rounds to one decimal; 1e-3: float32 states on another CPU move these
+    # nats-sized entries by ~1e-5 (the ledger's float32 rounding times ~30 blocks), well below
+    for block, figure in quoted.items():
+        assert abs(coordinate[block - 1] - figure) < 0.05 + 1e-3, (block, coordinate[block - 1])
+    assert coordinate[8] > 0.5 * entries[8] and coordinate[3] > 0.5 * entries[3]
