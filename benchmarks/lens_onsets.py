@@ -15,7 +15,14 @@ lens (default: the raw logit lens and the linear shortcut), and records per prom
 * ``p_start`` — f(h̃_0), the target's probability read at the embeddings through the lens;
 * ``onset_contribution`` — that segment's contribution;
 * ``completeness`` — |Σ contributions − Δp| at that position, and ``result.completeness_error``
-  (every position of the result).
+  (every position of the result): float64 first differences along the path, so these are
+  rounding and cannot fail;
+* ``model_gap`` — |f(h_n) − the model's own softmax probability of the target| (its logits
+  from a plain ``model(ids)`` call), a check that can fail: a wrong final norm, head or
+  position would show here;
+* ``readout_gap`` — the largest |lens probability − an independent readout| over depths
+  0 … n, the independent readout built here from block hooks, the lens's own matrices and
+  biases, and float64 copies of the model's final norm and head.
 
 It prints, per lens, the onset counts in four block ranges (0–9, 10–19, 20–24, 25–30 on
 30 blocks; see ``block_ranges``), the median and the
@@ -110,14 +117,15 @@ def measure(model, tokenizer, items: list, lenses: list[str], progress: bool = T
     from iglens_viz.studies.run import _targets
 
     ig = iglens_viz.IGLens(model, tokenizer)
-    for lens in lenses:
-        ig.resolve_lens(lens)  # fitted or read from the cache once, before timing starts
+    fitted = {lens: ig.resolve_lens(lens) for lens in lenses}  # fitted or read once, first
+    readout = IndependentReadout(model)
     rows = []
     started = time.perf_counter()
     for k, (prompt, country) in enumerate(items):
         ids = ig.input_ids(prompt.text)
         target = _targets(tokenizer, prompt, ids.numel())
         row: dict = {"country": country, "template": _template_index(prompt.text)}
+        states, model_probs = readout.run(ids)
         for lens in lenses:
             r = ig.attribute(ids, target=target, lens=lens)
             assert r.lens_name == lens, (r.lens_name, lens)
@@ -140,6 +148,11 @@ def measure(model, tokenizer, items: list, lenses: list[str], progress: bool = T
                 "p_start": float(probs[0]),
                 "completeness": float(abs(contrib.sum() - float(r.delta_p[t]))),
                 "completeness_error": float(r.completeness_error),
+                "model_gap": abs(float(probs[-1]) - float(model_probs[y])),
+                "readout_gap": max(
+                    abs(float(probs[L]) - float(readout.probs(fitted[lens], states[L], L)[y]))
+                    for L in range(len(states))
+                ),
             }
         rows.append(row)
         ig.clear_cache()
@@ -150,6 +163,65 @@ def measure(model, tokenizer, items: list, lenses: list[str], progress: bool = T
                 flush=True,
             )
     return rows
+
+
+class IndependentReadout:
+    """The states h_0 … h_n at the last position from hooks on the model's own blocks, and
+    f(T_L(h)) from float64 copies of its final norm and head: written apart from the
+    library's capture and readout, to check them."""
+
+    def __init__(self, model) -> None:
+        import copy
+
+        import torch
+
+        self.model = model
+        base = model.get_decoder() if hasattr(model, "get_decoder") else model.model
+        self.blocks = list(base.layers)
+        self.norm = copy.deepcopy(base.norm).to(torch.float64)
+        self.head = model.get_output_embeddings().weight.detach().to(torch.float64)
+        self.cap = getattr(model.config, "final_logit_softcapping", None)
+
+    def run(self, ids):
+        """The states at the last position (float64, ``[n+1, d]``) and the model's own
+        probabilities there (its ``logits`` in float64, softmaxed)."""
+        import torch
+
+        states: list = []
+        first = self.blocks[0].register_forward_pre_hook(
+            lambda _m, args, kwargs: states.append(
+                (kwargs.get("hidden_states", args[0] if args else None))[0, -1]
+            ),
+            with_kwargs=True,
+        )
+
+        def keep(_module, _inputs, out) -> None:
+            states.append((out[0] if isinstance(out, tuple) else out)[0, -1])
+
+        after = [block.register_forward_hook(keep) for block in self.blocks]
+        try:
+            with torch.no_grad():
+                logits = self.model(ids.view(1, -1)).logits[0, -1]
+        finally:
+            for handle in (first, *after):
+                handle.remove()
+        probs = torch.softmax(logits.to(torch.float64), -1)
+        return torch.stack(states).to(torch.float64), probs
+
+    def probs(self, lens, h, depth: int):
+        """f(T_depth(h)): the lens's translator, then the final norm, the head, softmax."""
+        import torch
+
+        matrix, bias = lens.matrices.get(depth), lens.biases.get(depth)
+        if matrix is not None:
+            h = matrix.to(torch.float64) @ h
+        if bias is not None:
+            h = h + bias.to(torch.float64)
+        with torch.no_grad():
+            logits = self.head @ self.norm(h.view(1, -1))[0]
+        if self.cap:
+            logits = self.cap * torch.tanh(logits / self.cap)
+        return torch.softmax(logits, -1)
 
 
 def _rounded(value):
@@ -214,6 +286,8 @@ def summarize(rows: list, lenses: list[str], n_blocks: int, n_boot: int, seed: i
         summary["completeness"][lens] = {
             "max_abs_sum_minus_delta_p": max(r[lens]["completeness"] for r in rows),
             "max_result_completeness_error": max(r[lens]["completeness_error"] for r in rows),
+            "max_model_gap": max(r[lens]["model_gap"] for r in rows),
+            "max_readout_gap": max(r[lens]["readout_gap"] for r in rows),
         }
     for lens in lenses[1:]:
         diff = onsets[lens] - onsets[lenses[0]]
@@ -257,6 +331,13 @@ def print_table(summary: dict, lenses: list[str], n_prompts: int, n_countries: i
         print(
             f"{lens:<10} {c['max_abs_sum_minus_delta_p']:.3g} "
             f"(result.completeness_error, every position: {c['max_result_completeness_error']:.3g})"
+        )
+    print("\nchecks that can fail, the largest gap over the prompts")
+    for lens in lenses:
+        c = summary["completeness"][lens]
+        print(
+            f"{lens:<10} |f(h_n) - the model's own p| {c['max_model_gap']:.3g}; "
+            f"|lens probability - independent readout| {c['max_readout_gap']:.3g}"
         )
 
 

@@ -409,3 +409,36 @@ def doc_text(doc: str) -> str:
 def test_the_study_figures_quoted_are_the_tables(doc, folder, sentence):
     expected = sentence.format(**study_figures(folder))
     assert expected in doc_text(doc), expected
+
+
+# --- the readout checks ----------------------------------------------------------------------
+
+
+def _sci(value: float, times: str) -> str:
+    """``value`` as the docs write it: two significant figures, ``3.9{times}10⁻⁶``."""
+    mantissa, exponent = f"{value:.1e}".split("e")
+    digits = str(int(exponent)).replace("-", "⁻")
+    return mantissa + times + "10" + digits.translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def test_the_readout_checks_quoted_are_the_data_file():
+    """The README and docs/lens-onsets.md quote the largest model and readout gaps of
+    benchmarks/lens_onsets.py's run, as written in docs/data/lens_onsets_default.json."""
+    data = json.loads((ROOT / "docs/data/lens_onsets_default.json").read_text(encoding="utf-8"))
+    rows, checks = data["rows"], data["summary"]["completeness"]
+    for lens in ("logit", "shortcut"):  # the summary is the rows' own maximum
+        for key in ("model_gap", "readout_gap"):
+            assert checks[lens][f"max_{key}"] == pytest.approx(max(r[lens][key] for r in rows))
+    model_gap = max(checks[lens]["max_model_gap"] for lens in ("logit", "shortcut"))
+    readme, onsets = flat("README.md"), flat("docs/lens-onsets.md")
+    assert f"within {_sci(model_gap, '·')} of the model's own softmax probability" in readme
+    assert (
+        f"within {_sci(checks['logit']['max_readout_gap'], '·')} (logit lens) and "
+        f"{_sci(checks['shortcut']['max_readout_gap'], '·')} (shortcut)" in readme
+    )
+    for lens in ("logit", "shortcut"):
+        row = (
+            f"| {lens} | {_sci(checks[lens]['max_model_gap'], ' × ')} | "
+            f"{_sci(checks[lens]['max_readout_gap'], ' × ')} |"
+        )
+        assert row in onsets, row
