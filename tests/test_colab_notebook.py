@@ -83,6 +83,14 @@ def test_the_colab_notebook_runs_from_the_wheel(fresh_kernel, monkeypatch, tmp_p
     assert len(shown) == 1 and {WIDGET_VIEW, "image/png"} <= set(shown[0].data), shown
     install = "".join(o.get("text", "") for o in nb.cells[1].outputs)
     assert "error" not in install.lower(), install
+    # Saved and rendered where no widget runs (nbconvert with no widget state, as nbviewer; a
+    # reopened VS Code notebook; GitHub reads the same image/png entry): the picture shows.
+    from nbconvert import HTMLExporter
+
+    nb.metadata.pop("widgets", None)
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    png = shown[0].data["image/png"]
+    assert f'src="data:image/png;base64,{png}' in html.replace("\n", "")
     site = fresh_kernel["site"].resolve()
     paths = where.outputs[0].text.split()
     assert len(paths) == 2 and all(Path(p).resolve().is_relative_to(site) for p in paths), paths
