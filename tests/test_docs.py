@@ -1,5 +1,5 @@
-"""The docs: the API reference builds, and the figures the prose quotes come from the committed
-data, not from memory.
+"""The docs: the site builds (strict) with every shelf, its pages name what exists, and the
+figures the prose quotes come from the committed data, not from memory.
 
 * Lens quality: every "A–B× smaller/larger" KL range in the README and docs/lenses.md is the
   min and max over depths of a ratio of two lenses' KL columns in
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,29 +27,72 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_api_reference_builds(tmp_path):
-    pytest.importorskip("pdoc")
-    out = tmp_path / "api"
-    script = ROOT / "docs" / "api" / "build.py"
-    subprocess.run([sys.executable, str(script), str(out)], check=True, timeout=600)
-    index = out / "iglens_viz.html"
-    assert index.is_file()
-    text = index.read_text(encoding="utf-8")
-    assert "IGLens" in text and "attribute" in text
-    # The docstrings made it in, not just the names.
-    assert "Attribute each position" in text  # IGLens.attribute
-    assert "One-shot IG-Lens attribution" in text  # iglens_viz.attribute
-    for page in (
-        "core/lens.html",
-        "causal.html",
-        "core/trajectory.html",
-        "widget.html",
-        "export/html.html",
-        "loading.html",
-    ):
-        assert (out / "iglens_viz" / page).is_file(), page
-    lens_page = (out / "iglens_viz" / "core" / "lens.html").read_text(encoding="utf-8")
-    assert "ReadoutMismatchError" in lens_page
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The docs site as `make docs` builds it (strict: a warning fails the build)."""
+    pytest.importorskip("mkdocs")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "DISABLE_MKDOCS_2_WARNING": "true", "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
+def test_the_docs_site_builds_with_every_shelf(site):
+    api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    assert "Attribute each position" in api  # IGLens.attribute's docstring, not just its name
+    assert "One-shot IG-Lens attribution" in api  # iglens_viz.attribute's
+    cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    for command in ("iglens validate", "iglens fit-lens", "--no-chat"):
+        assert command in cli, command
+    for page in ("tutorials/first-hour", "explanation/glossary", "developing/architecture"):
+        assert (site / page / "index.html").is_file(), page
+    assert (site / "gallery" / "01_quickstart" / "index.html").is_file()
+
+
+def test_the_errors_page_names_every_error_class(site):
+    import importlib
+    import pkgutil
+
+    import iglens_viz
+
+    for info in pkgutil.walk_packages(iglens_viz.__path__, prefix="iglens_viz."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            importlib.import_module(info.name)
+
+    def subclasses(cls: type) -> list[type]:
+        return [cls] + [s for sub in cls.__subclasses__() for s in subclasses(sub)]
+
+    page = (site / "reference" / "errors" / "index.html").read_text(encoding="utf-8")
+    named = [c for c in subclasses(iglens_viz.IGLensError) if c.__module__.startswith("iglens_")]
+    assert len(named) >= 10
+    for cls in named:
+        assert f"<code>{cls.__name__}</code>" in page, cls
+
+
+def test_the_architecture_page_names_files_that_exist():
+    text = (ROOT / "docs" / "developing" / "architecture.md").read_text(encoding="utf-8")
+    paths = set(re.findall(r"`((?:iglens_viz|js|tests)/[\w./-]*)`", text))
+    assert len(paths) > 20
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert missing == [], missing
+
+
+def test_the_lesson_plan_quotes_the_student_help():
+    """The teacher's plan reads out the help's sentences: the ones js/views/help.js shows."""
+    js = (ROOT / "js" / "views" / "help.js").read_text(encoding="utf-8")
+    block = js[js.index("export const STUDENT_HELP = [") : js.index("];", js.index("STUDENT_HELP"))]
+    sentences = re.findall(r'"((?:[^"\\]|\\.)*)"', block)
+    assert len(sentences) == 3
+    plan = flat("docs/tutorials/lesson-plan.md")
+    for sentence in sentences:
+        assert f"> {sentence}" in plan, sentence
 
 
 def flat(path: str) -> str:

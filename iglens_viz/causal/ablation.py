@@ -763,7 +763,9 @@ def ablate(
         of the prompt's token length, whose clean runs give the mean update (write, head
         output) at each position.
 
-    Returns an :class:`AblationResult`.
+    Returns
+    -------
+    AblationResult
     """
     _check_ablation(part, heads, mode, references, updates, batch_size)
     adapter = adapter_for(model)

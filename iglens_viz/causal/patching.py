@@ -569,10 +569,13 @@ def patch(
     memory_budget:
         Bytes for one batched pass's activations (:func:`~iglens_viz.core.memory.activation_rows`).
 
-    Returns a :class:`PatchResult` (a list of them for lists of prompts). Effects are
-    normalised by ``M_clean − M_corrupt``; where that is ~0 (below ``1000 · eps`` of the
-    readout dtype times ``max(1, |M_clean|, |M_corrupt|)``) they are NaN, the result's
-    ``normalized`` is false and a :class:`RuntimeWarning` says so; ``raw_effects`` stay.
+    Returns
+    -------
+    PatchResult or list of PatchResult
+        One per pair (a list for lists of prompts). Effects are normalised by
+        ``M_clean − M_corrupt``; where that is ~0 (below ``1000 · eps`` of the readout dtype
+        times ``max(1, |M_clean|, |M_corrupt|)``) they are NaN, the result's ``normalized``
+        is false and a :class:`RuntimeWarning` says so; ``raw_effects`` stay.
     """
     _check_options(parts, direction, effect, metric, method)
     batched = _is_batch(clean)

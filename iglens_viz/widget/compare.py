@@ -155,6 +155,8 @@ def compare(
     selected:
         The position selected in the first result (default: its opening position).
 
+    Examples
+    --------
     >>> a = iglens_viz.attribute(model, tok, "The capital of France is")      # doctest: +SKIP
     >>> b = iglens_viz.attribute(model, tok, "The capital of Italy is")       # doctest: +SKIP
     >>> w = iglens_viz.compare(a, b); w                                       # doctest: +SKIP

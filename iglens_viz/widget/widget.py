@@ -144,6 +144,8 @@ class IGLensWidget(anywidget.AnyWidget):
         Arguments of :meth:`IGLens.attribute` when ``result`` is computed here (``lens=``
         among them: the coordinates the states are read in).
 
+    Notes
+    -----
     The synced traits below are readable (and settable) from Python: ``w.selected`` follows
     clicks in the browser, ``w.result`` holds the protocol dict of the shown attribution and
     :attr:`attribution` the matching :class:`AttributionResult`.

@@ -476,8 +476,11 @@ def gate_ledger(
     dtype:
         The readout's precision (default: float64 for a float64 model, else float32).
 
-    Returns a :class:`GateLedger`. The game needs no lens: its value is the model's own output
-    probability (under a fitted lens IG-Lens is not one of its paths).
+    Returns
+    -------
+    GateLedger
+        The game needs no lens: its value is the model's own output probability (under a
+        fitted lens IG-Lens is not one of its paths).
     """
     if dtype is None:
         inner = unwrap_model(model)[0]
