@@ -62,6 +62,19 @@ function expectSpanLedger(el) {
 }
 
 describe("the answers panel by default: the whole answer's ledger", () => {
+  it("opens on the probability curve, and explains the log ledger's first entry before showing it", () => {
+    const { el } = mount();
+    const panel = q(el, ".iglens-span-panel");
+    const captions = [...panel.querySelectorAll("figcaption")].map((c) => c.textContent ?? "");
+    expect(captions[0]).toMatch(/^\(a\) the span's joint probability/);
+    expect(captions[1]).toMatch(/^\(b\) each segment's contribution to log p/);
+    const note = q(panel, ".iglens-span-log-note");
+    expect(note.textContent).toContain(`log F\u2080 = ${fmtLog(want.answer_lens_logprob0)}`);
+    expect(note.textContent).toContain(`e^${Math.round(want.answer_lens_logprob0)}`);
+    const bars = /** @type {Element} */ (q(panel, "rect.iglens-span-bar").closest("figure"));
+    expect(note.compareDocumentPosition(bars) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+  });
+
   it("shows the payload's answer ledger: its bars, F_L, the split and Σ = log p − log F_0 with both numbers", () => {
     const { el } = mount();
     const panel = q(el, ".iglens-span-panel");
@@ -180,6 +193,8 @@ describe("span selection in the strip", () => {
 describe("answer vs answer", () => {
   it("draws both answers' curves, the differential bars in log space, the gap at the output and the onset", () => {
     const { el } = mount();
+    expect(q(el, ".iglens-versus").getAttribute("data-space")).toBe("prob"); // opens on probabilities
+    fire(q(el, ".iglens-versus button[data-space=log]"), "click");
     const v = q(el, ".iglens-versus");
     expect(v.getAttribute("data-space")).toBe("log");
     const curves = [...v.querySelectorAll("polyline.iglens-versus-curve")];
@@ -221,6 +236,7 @@ describe("answer vs answer", () => {
 
   it("checks Σ of the differential bars against the gaps, and says when they differ", () => {
     const { el } = mount();
+    fire(q(el, ".iglens-versus button[data-space=log]"), "click"); // the log ledger's check
     const line = q(el, ".iglens-versus-sum");
     expect(line.classList.contains("iglens-ok")).toBe(true);
     expect(line.textContent).toContain(` = ${fmtLog(want.comparison_logprob_gap)} \u2212 (`);
@@ -229,6 +245,7 @@ describe("answer vs answer", () => {
       result.comparison.logprob_gap += 0.5;
       result.estimator = "riemann";
     }).el;
+    fire(q(off, ".iglens-versus button[data-space=log]"), "click");
     const bad = q(off, ".iglens-versus-sum");
     expect(bad.classList.contains("iglens-warn")).toBe(true);
     expect(bad.textContent).toContain(`\u2248 ${fmtLog(want.comparison_logprob_gap + 0.5)}`);

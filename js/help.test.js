@@ -52,6 +52,8 @@ describe("the help in two levels", () => {
     expect(student.textContent).toMatch(/The curve shows how sure the model is of the answer after each block, in percent/);
     expect(student.textContent).toMatch(/A block is one of the model's layers/);
     expect(student.textContent).toContain("Readable is not the same as computed");
+    expect(student.textContent).toContain("\u2423 is a space and \u21b5 a line break"); // the chips' marks
+    expect(student.textContent).toContain("percentage points");
     // no researcher vocabulary in it
     expect(student.textContent).not.toMatch(/\u0394p|conditional marginal|unembedding|Integrated-Gradients|logit|segment/);
     fire(help(el).button, "click");

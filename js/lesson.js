@@ -23,7 +23,7 @@ export const HEADER_TOP = 5;
  *
  * @typedef {object} LessonSeries a probability drawn on the curve, one value per boundary
  * @property {"answer"|"token"|"versus"} key
- * @property {string} name how sentences name it ("the answer", "␣Ho", "the other answer")
+ * @property {string} name how sentences name it ("the whole answer", "␣Ho", "the other answer")
  * @property {string} label the legend's text: the answer's or the token's text
  * @property {ArrayLike<number>} probs k+1 probabilities
  *
@@ -101,7 +101,7 @@ export function lessonSeries(r, i) {
   /** @type {LessonSeries[]} */
   const out = [];
   const a = r.answer;
-  if (a) out.push({ key: "answer", name: "the answer", label: a.text, probs: a.lensProbs });
+  if (a) out.push({ key: "answer", name: "the whole answer", label: a.text, probs: a.lensProbs });
   const same = a && a.n === 1 && a.positions[0] === i;
   if (r.hasTarget[i] && !r.signedProbs && !same) {
     const t = show(r.targetTokens[i]);

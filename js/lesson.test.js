@@ -78,7 +78,7 @@ describe("lessonData", () => {
     expect(lessonSeries(one, 3).map((c) => c.key)).toEqual(["answer", "token"]);
     const versus = { ...one, versus: /** @type {any} */ ({ text: "y", lensProbs: probs }) };
     expect(lessonSeries(versus, 4).map((c) => [c.key, c.name])).toEqual([
-      ["answer", "the answer"],
+      ["answer", "the whole answer"],
       ["versus", "the other answer"],
     ]);
   });

@@ -21,7 +21,7 @@ export const MAX_SENTENCES = 8;
 
 /**
  * @typedef {object} WalkSeries a probability the walk follows, one value per boundary
- * @property {string} name how the sentences name it ("␣Ho", "the answer"); display text
+ * @property {string} name how the sentences name it ("␣Ho", "the whole answer"); display text
  * @property {ArrayLike<number>} probs k+1 probabilities (embeddings … output)
  *
  * @typedef {object} WalkInput
@@ -71,16 +71,16 @@ export function largestRise(probs) {
   return best;
 }
 
-/** Percentage points, signed: "+44 points". @param {number} d a difference of probabilities */
+/** Percentage points, signed: "+44 percentage points". @param {number} d a difference of probabilities */
 const points = (d) => {
   const v = Math.round(100 * Math.abs(d));
-  return `${d < 0 ? "\u2212" : "+"}${v} point${v === 1 ? "" : "s"}`;
+  return `${d < 0 ? "\u2212" : "+"}${v} percentage point${v === 1 ? "" : "s"}`;
 };
 
 /**
  * The parts of the sentence of boundary L, each with its kind: the new top guess, the
  * thresholds crossed, then the biggest rises (one part: "the biggest rise of ␣Ho (+44
- * points) and of the answer (+6 points)").
+ * percentage points) and of the whole answer (+6 percentage points)").
  * @param {WalkInput} w @param {number} L @param {number[]} rises each series' largest-rise boundary
  * @returns {Array<{kind: "top"|"cross"|"rise", text: string}>}
  */

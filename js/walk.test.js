@@ -70,7 +70,7 @@ describe("notableBlocks: one sentence per notable block", () => {
       ["\u2423Ho", 0.453],
     ]),
     series: [
-      { name: "the answer", probs: [0, 0, 0, 0, 0, 1e-12, 0.0607] },
+      { name: "the whole answer", probs: [0, 0, 0, 0, 0, 1e-12, 0.0607] },
       { name: "\u2423Ho", probs: [0, 0, 0, 0.0005, 0.094, 0.016, 0.453] },
     ],
   };
@@ -82,17 +82,17 @@ describe("notableBlocks: one sentence per notable block", () => {
     expect(events[1].sentence).toBe("block 4: \u2423Prince becomes the top guess, 13%");
     expect(events[2].kinds).toEqual(["top", "cross", "rise"]);
     expect(events[2].sentence).toBe(
-      "block 6: \u2423Ho becomes the top guess, 45%; \u2423Ho passes 10%; the biggest rise of the answer (+6 points) and of \u2423Ho (+44 points)",
+      "block 6: \u2423Ho becomes the top guess, 45%; \u2423Ho passes 10%; the biggest rise of the whole answer (+6 percentage points) and of \u2423Ho (+44 percentage points)",
     );
   });
 
   it("a probability falling below a threshold is said too", () => {
-    const down = { ...walk, series: [{ name: "the answer", probs: [0, 0.2, 0.6, 0.3, 0.3, 0.3, 0.3] }] };
+    const down = { ...walk, series: [{ name: "the whole answer", probs: [0, 0.2, 0.6, 0.3, 0.3, 0.3, 0.3] }] };
     const events = notableBlocks(down);
     const at = (/** @type {number} */ L) => events.find((e) => e.L === L)?.sentence;
-    expect(at(1)).toBe("block 1: the answer passes 10%"); // "." is no word: no new top guess
-    expect(at(2)).toBe("block 2: the answer passes 50%; the biggest rise of the answer (+40 points)");
-    expect(at(3)).toBe("block 3: \u2423ph becomes the top guess, 12%; the answer falls below 50%");
+    expect(at(1)).toBe("block 1: the whole answer passes 10%"); // "." is no word: no new top guess
+    expect(at(2)).toBe("block 2: the whole answer passes 50%; the biggest rise of the whole answer (+40 percentage points)");
+    expect(at(3)).toBe("block 3: \u2423ph becomes the top guess, 12%; the whole answer falls below 50%");
   });
 
   it("at most MAX_SENTENCES: every crossing and rise, then the latest top-guess changes", () => {
@@ -100,7 +100,7 @@ describe("notableBlocks: one sentence per notable block", () => {
     const many = {
       labels: Array.from({ length: n + 1 }, (_, L) => (L ? `block ${L}` : "embeddings")),
       top1: Array.from({ length: n + 1 }, (_, L) => ({ text: `w${L}`, p: 0.2 })),
-      series: [{ name: "the answer", probs: Array.from({ length: n + 1 }, (_, L) => (L >= 3 ? 0.3 : 0)) }],
+      series: [{ name: "the whole answer", probs: Array.from({ length: n + 1 }, (_, L) => (L >= 3 ? 0.3 : 0)) }],
     };
     const events = notableBlocks(many);
     expect(events.length).toBe(MAX_SENTENCES);
@@ -115,25 +115,25 @@ describe("the readout and the cursor", () => {
       labels,
       top1: top1([null, null, null, null, [".", 0.4], ["\u2423Prince", 0.125], ["\u2423Ho", 0.453]]),
       series: [
-        { name: "the answer", probs: [0, 0, 0, 0, 0, 1e-12, 0.0607] },
+        { name: "the whole answer", probs: [0, 0, 0, 0, 0, 1e-12, 0.0607] },
         { name: "\u2423Ho", probs: [0, 0, 0, 0, 0.094, 0.016, 0.453] },
       ],
     };
     // at the output ␣Ho is the top guess: "␣Ho 45%" is said once, not again after the answer's
     // value (issue 32: "␣Ho 45% · the answer 6.1% · ␣Ho 45%")
-    expect(readout(w, 6)).toEqual({ label: "block 6", guess: "\u2423Ho 45%", values: [{ name: "the answer", text: "6.1%" }] });
+    expect(readout(w, 6)).toEqual({ label: "block 6", guess: "\u2423Ho 45%", values: [{ name: "the whole answer", text: "6.1%" }] });
     // where another token is the top guess, ␣Ho's own probability is said
     expect(readout(w, 5)).toEqual({
       label: "block 5",
       guess: "\u2423Prince 13%",
       values: [
-        { name: "the answer", text: "<0.1%" },
+        { name: "the whole answer", text: "<0.1%" },
         { name: "\u2423Ho", text: "1.6%" },
       ],
     });
     // the same text at another probability (two tokens shown alike) is not a repeat: both stay
     expect(readout({ ...w, top1: top1([null, null, null, null, ["\u2423Ho", 0.2], null, null]) }, 4).values).toEqual([
-      { name: "the answer", text: "0%" },
+      { name: "the whole answer", text: "0%" },
       { name: "\u2423Ho", text: "9.4%" },
     ]);
   });

@@ -89,8 +89,8 @@ def test_the_lesson_plan_quotes_the_student_help():
     """The teacher's plan reads out the help's sentences: the ones js/views/help.js shows."""
     js = (ROOT / "js" / "views" / "help.js").read_text(encoding="utf-8")
     block = js[js.index("export const STUDENT_HELP = [") : js.index("];", js.index("STUDENT_HELP"))]
-    sentences = re.findall(r'"((?:[^"\\]|\\.)*)"', block)
-    assert len(sentences) == 3
+    sentences = [json.loads(f'"{s}"') for s in re.findall(r'"((?:[^"\\]|\\.)*)"', block)]
+    assert len(sentences) == 4
     plan = flat("docs/tutorials/lesson-plan.md")
     for sentence in sentences:
         assert f"> {sentence}" in plan, sentence

@@ -48,8 +48,9 @@ export function onsetText(r, blk) {
  */
 export function createAnswers(ctx) {
   const el = h("section", { class: "iglens-answers", "data-view": "answers", "aria-label": "Answers: span ledger and answer vs answer" });
-  /** @type {"log"|"prob"} the differential bars' space (local, kept across re-renders) */
-  let space = "log";
+  /** @type {"log"|"prob"} the differential bars' space (local, kept across re-renders): it
+   * opens on probabilities, which a student reads; the log ledger is one click away */
+  let space = "prob";
   let width = 0;
 
   function render() {
@@ -161,11 +162,28 @@ function spanPanel(ctx, r, W) {
     fmt: fmtPercent,
   });
   panel.append(
-    figure("(a) each segment's contribution to log p(span): \u0394 log F across the segment", bars),
-    figure(`(b) the span's joint probability F = \u03a0 p(token) as the lens reads it after each block, in percent`, curve),
+    figure(`(a) the span's joint probability F = \u03a0 p(token) as the lens reads it after each block, in percent`, curve),
+    logNote(L),
+    figure("(b) each segment's contribution to log p(span): \u0394 log F across the segment", bars),
     splitTable(r, L, ctx.theme),
   );
   return panel;
+}
+
+/**
+ * What to know before reading the log ledger: its first entry is large because the embeddings
+ * read every token of the span at a tiny probability (log F₀, e.g. e^−100), so the first block
+ * lifts the log a lot while the probability barely moves.
+ * @param {import("../span.js").SpanLedger} L
+ */
+function logNote(L) {
+  return h("p", {
+    class: "iglens-muted iglens-span-log-note",
+    text:
+      `Before reading the log ledger below: at the embeddings the lens reads the span at log F\u2080 = ${fmtLog(L.logprob0)} ` +
+      `(about e^${Math.round(L.logprob0)}), so the first blocks lift the log by many nats while the probability above barely moves. ` +
+      "A large early entry says the raw embeddings cannot read the answer, not that those blocks decide it.",
+  });
 }
 
 /** @param {string} caption @param {Node} chart */

@@ -18,6 +18,7 @@ export const STUDENT_HELP = [
   "The curve shows how sure the model is of the answer after each block, in percent: we read the model's half-finished work at that depth, as if it had to answer there.",
   "A block is one of the model's layers. The text passes through all of them in turn, and each one changes what the model would say next.",
   "Where the curve climbs is where the answer becomes readable. Readable is not the same as computed: a block can do work that only a later block makes readable, and the causal check (in the full view) tests which blocks the answer needs.",
+  "On the token chips, \u2423 is a space and \u21b5 a line break. A rise of 10 percentage points is one from 6% to 16%: the difference of two percentages.",
 ];
 
 /**

@@ -53,7 +53,7 @@ function lessonHead(r, lesson) {
 /** The legend's text of a series. @param {import("../lesson.js").LessonSeries} c @param {import("../lesson.js").Lesson} lesson */
 function legendText(c, lesson) {
   const t = formatToken(c.label, { maxLen: 40 });
-  if (c.key === "answer") return `the answer \u201c${t}\u201d`;
+  if (c.key === "answer") return `the whole answer \u201c${t}\u201d (all its tokens)`;
   if (c.key === "versus") return `compare with \u201c${t}\u201d`;
   return `the next token ${t} after \u201c${lesson.input}\u201d`;
 }

@@ -227,7 +227,7 @@ def test_the_status_line_says_each_number_once(browser, vietnam):
     for L in range(k, -1, -1):
         guess = top5_text(result, OPENS_ON, L)[0]
         parts = [f"{'embeddings' if L == 0 else f'block {L}'}", f"the model's guess: {guess}"]
-        parts.append(f"the answer {pct(answer[L])}")
+        parts.append(f"the whole answer {pct(answer[L])}")
         if f"{token} {pct(lens[L])}" != guess:
             parts.append(f"{token} {pct(lens[L])}")
         assert readout.text_content() == " · ".join(parts), L
