@@ -9,6 +9,7 @@ its output. Blocks return a tensor in transformers 5 and a tuple in 4.x; both ar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
@@ -124,6 +125,114 @@ def padded_batch(
     return ids.to(device), mask.to(device)
 
 
+class _Recorder:
+    """The buffers one batched forward pass fills through its hooks, and which of their
+    rows it filled (so that an adapter that does not match the model is an error, not a
+    capture of uninitialised memory)."""
+
+    def __init__(
+        self,
+        adapter: ModelAdapter,
+        keep: Keep,
+        batch: int,
+        *,
+        device: torch.device,
+        dtype: torch.dtype,
+    ) -> None:
+        n = adapter.n_blocks
+        self.adapter, self.batch, self.device, self.dtype = adapter, batch, device, dtype
+        self.stride = 2 if keep.sublayers else 1
+        self.mids = adapter.require_sublayers() if keep.sublayers else ()
+        self.projections = adapter.require_heads() if keep.heads else ()
+        # allocated at the first store, once the widths are known
+        self.buffers: dict[str, torch.Tensor] = {}
+        self.seen = {"states": [False] * (self.stride * n + 1), "unembed_input": [False]}
+        if keep.heads:
+            self.seen["head_inputs"] = [False] * n
+            if adapter.mid_modules is None:  # parallel blocks: no h_L.attn to subtract
+                self.seen["attn_writes"] = [False] * n
+
+    def attach(self, hooks: Hooks, gather: torch.Tensor) -> None:
+        """Hook block 0's input (h_0), every block's output, each MLP's input (h_L.attn), each
+        output projection's input (and output, for parallel blocks), and the head's input;
+        the head then runs on the ``gather`` rows (``[B, k]``) only."""
+        adapter = self.adapter
+        hooks.before(adapter.blocks[0], self._block_input, with_kwargs=True)
+        for i, block in enumerate(adapter.blocks):
+            hooks.after(block, partial(self._block_output, self.stride * (i + 1)))
+        for i, mid in enumerate(self.mids):
+            hooks.before(mid, partial(self._mid_state, 2 * i + 1))
+        for i, proj in enumerate(self.projections):
+            hooks.after(proj, partial(self._projection, i))
+        hooks.before(adapter.head, partial(self._head_input, gather))
+
+    def store(self, index: int, tensor: torch.Tensor, what: str = "states") -> None:
+        """Copy ``tensor`` into row ``index`` of the ``what`` buffer."""
+        if what not in self.buffers:
+            self.buffers[what] = torch.empty(
+                (len(self.seen[what]), *tensor.shape), device=self.device, dtype=self.dtype
+            )
+        self.buffers[what][index].copy_(tensor)
+        self.seen[what][index] = True
+
+    def _block_input(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        self.store(0, block_input(args, kwargs))
+
+    def _block_output(self, index: int, module: nn.Module, args: tuple, output: Any) -> None:
+        self.store(index, block_output_states(output))
+
+    def _mid_state(self, index: int, module: nn.Module, args: tuple) -> None:
+        self.store(index, by_row(args[0], self.batch))
+
+    def _projection(self, index: int, module: nn.Module, args: tuple, output: Any) -> None:
+        self.store(index, by_row(args[0], self.batch), "head_inputs")
+        if "attn_writes" in self.seen:
+            self.store(index, by_row(output, self.batch), "attn_writes")
+
+    def _head_input(self, gather: torch.Tensor, module: nn.Module, args: tuple) -> tuple:
+        x = args[0]
+        self.buffers["unembed_input"] = x.detach().to(self.device)
+        self.seen["unembed_input"][0] = True
+        rows = torch.arange(x.shape[0], device=x.device)[:, None]
+        return (x[rows, gather.to(x.device)], *args[1:])
+
+    def check_filled(self) -> None:
+        """Raise where the pass left a row of a buffer unfilled: the adapter does not match
+        the model."""
+        for what, filled in self.seen.items():
+            missing = [i for i, ok in enumerate(filled) if not ok]
+            if missing:
+                raise RuntimeError(
+                    f"the forward pass did not fill {what} {missing} (of "
+                    f"{len(filled)}); the adapter for {self.adapter.family.name} does "
+                    f"not match this model"
+                )
+
+    def cut(self, what: str, b: int, T: int) -> torch.Tensor | None:
+        """Sequence ``b``'s first ``T`` positions of an optional buffer (None if not kept)."""
+        kept = self.buffers.get(what)
+        return None if kept is None else kept[:, b, :T]
+
+
+def _checked_rows(checked: list[torch.Tensor]) -> torch.Tensor:
+    """``[B, k]`` the rows the head runs on: each sequence's checked positions, a shorter
+    list repeating its last position (those logits are cut off)."""
+    k = max(c.numel() for c in checked)
+    return torch.stack([torch.cat([c, c[-1:].expand(k - c.numel())]) for c in checked])
+
+
+def _forward(model: nn.Module, sequences: list[torch.Tensor], past: Any, keep_cache: bool) -> Any:
+    """The model's output on ``sequences`` (right-padded), continuing ``past`` if given."""
+    with eval_mode(model):
+        ids, mask = padded_batch(sequences, input_device(model))
+        cached: dict[str, Any] = {}
+        if past is not None:  # the prefix's positions are attended to as well
+            cached[cache_keyword(model)] = past
+            mask = torch.cat([mask.new_ones(1, past.get_seq_length()), mask], dim=1)
+        use_cache = keep_cache or past is not None
+        return model(input_ids=ids, attention_mask=mask, use_cache=use_cache, **cached)
+
+
 @torch.no_grad()
 def capture_batch(
     model: nn.Module,
@@ -139,107 +248,27 @@ def capture_batch(
     an attention mask (see :func:`padded_batch`); one :class:`Capture` per sequence, cut to
     its own length. Equal to one pass per sequence up to the rounding of other kernel
     shapes. ``keep.cache`` and ``past`` (see :func:`capture_states`) take one sequence."""
-    sublayers, heads, keep_cache = keep.sublayers, keep.heads, keep.cache
-    if (keep_cache or past is not None) and len(sequences) != 1:
+    if (keep.cache or past is not None) and len(sequences) != 1:
         raise ValueError("keep_cache and past take one sequence")
-    n = adapter.n_blocks
-    B = len(sequences)
-    stride = 2 if sublayers else 1
-    mids = adapter.require_sublayers() if sublayers else ()
-    projections = adapter.require_heads() if heads else ()
-    buffers: dict[str, torch.Tensor] = {}  # allocated at the first hook, once widths are known
-    seen = {"states": [False] * (stride * n + 1), "unembed_input": [False]}
-    if heads:
-        seen["head_inputs"] = [False] * n
-        if adapter.mid_modules is None:  # parallel blocks: no h_L.attn to subtract
-            seen["attn_writes"] = [False] * n
-
-    def store(index: int, tensor: torch.Tensor, what: str = "states") -> None:
-        if what not in buffers:
-            buffers[what] = torch.empty(
-                (len(seen[what]), *tensor.shape), device=device, dtype=dtype
-            )
-        buffers[what][index].copy_(tensor)
-        seen[what][index] = True
-
-    def before_first(module, args, kwargs):
-        store(0, block_input(args, kwargs))
-
-    def after_block(index):
-        def hook(module, args, output):
-            store(index, block_output_states(output))
-
-        return hook
-
-    def before_mlp(index):
-        def hook(module, args):
-            store(index, by_row(args[0], B))
-
-        return hook
-
+    recorder = _Recorder(adapter, keep, len(sequences), device=device, dtype=dtype)
     checked = [checked_positions(s.numel()) for s in sequences]
-    k = max(c.numel() for c in checked)
-    # [B, k]: a shorter sequence repeats its last checked position (its logits are cut off).
-    gather = torch.stack([torch.cat([c, c[-1:].expand(k - c.numel())]) for c in checked])
-
-    def before_head(module, args):
-        x = args[0]
-        buffers["unembed_input"] = x.detach().to(device)
-        seen["unembed_input"][0] = True
-        rows = torch.arange(x.shape[0], device=x.device)[:, None]
-        return (x[rows, gather.to(x.device)], *args[1:])
-
-    def around_projection(index):
-        def hook(module, args, output):
-            store(index, by_row(args[0], B), "head_inputs")
-            if "attn_writes" in seen:
-                store(index, by_row(output, B), "attn_writes")
-
-        return hook
-
     with Hooks() as hooks:
-        hooks.before(adapter.blocks[0], before_first, with_kwargs=True)
-        for i, block in enumerate(adapter.blocks):
-            hooks.after(block, after_block(stride * (i + 1)))
-        for i, mid in enumerate(mids):
-            hooks.before(mid, before_mlp(2 * i + 1))
-        for i, proj in enumerate(projections):
-            hooks.after(proj, around_projection(i))
-        hooks.before(adapter.head, before_head)
-        with eval_mode(model):
-            ids, mask = padded_batch(sequences, input_device(model))
-            cached: dict[str, Any] = {}
-            if past is not None:  # the prefix's positions are attended to as well
-                cached[cache_keyword(model)] = past
-                mask = torch.cat([mask.new_ones(1, past.get_seq_length()), mask], dim=1)
-            use_cache = keep_cache or past is not None
-            out = model(input_ids=ids, attention_mask=mask, use_cache=use_cache, **cached)
-    for what, filled in seen.items():
-        missing = [i for i, ok in enumerate(filled) if not ok]
-        if missing:
-            raise RuntimeError(
-                f"the forward pass did not fill {what} {missing} (of "
-                f"{len(filled)}); the adapter for {adapter.family.name} does "
-                f"not match this model"
-            )
-
-    def cut(what: str, b: int, T: int) -> torch.Tensor | None:
-        kept = buffers.get(what)
-        return None if kept is None else kept[:, b, :T]
-
+        recorder.attach(hooks, _checked_rows(checked))
+        out = _forward(model, sequences, past, keep.cache)
+    recorder.check_filled()
+    cache = returned_cache(out) if keep.cache else None  # one sequence
     captures = []
     for b, sequence in enumerate(sequences):
         T = sequence.numel()
-        k_b = checked[b].numel()
         captures.append(
             Capture(
-                buffers["states"][:, b, :T],
-                buffers["unembed_input"][b, :T],
+                recorder.buffers["states"][:, b, :T],
+                recorder.buffers["unembed_input"][b, :T],
                 checked[b],
-                out.logits[b, :k_b],
-                cut("head_inputs", b, T),
-                cut("attn_writes", b, T),
-                returned_cache(out) if keep_cache else None,
+                out.logits[b, : checked[b].numel()],
+                recorder.cut("head_inputs", b, T),
+                recorder.cut("attn_writes", b, T),
+                cache,
             )
         )
     return captures
