@@ -552,76 +552,138 @@ class Readout:
         after the first tile almost no row pays for it.
         """
         n, width = z.shape
-        vocab = self.vocab_size
-        k = min(max(0, int(top_k)), vocab)
-        rows, cols = tile_plan(n, vocab, width, self.dtype, self.device, max_rows, max_columns)
-        device, dtype = self.device, self.dtype
-        lse = torch.empty(n, device=device, dtype=dtype)
-        top_values = torch.empty(n, k, device=device, dtype=dtype) if k else None
-        top_ids = torch.empty(n, k, device=device, dtype=torch.long) if k else None
-        weighted = torch.empty(n, width, device=device, dtype=dtype) if gradient else None
-        tile = torch.empty(min(rows, n) * min(cols, vocab), device=device, dtype=dtype)
-        slopes = torch.empty_like(tile) if gradient and self.softcap is not None else None
-        softcap = cast(float, self.softcap)  # (read only with slopes: there is a soft-cap)
-        vectors = torch.empty(4, min(rows, n), device=device, dtype=dtype)
-        filtered = self.device.type == "cpu"
+        k = min(max(0, int(top_k)), self.vocab_size)
+        rows, cols = tile_plan(
+            n, self.vocab_size, width, self.dtype, self.device, max_rows, max_columns
+        )
+        scanner = _VocabularyScan(self, z, k, (rows, cols), gradient=gradient)
         for r0 in range(0, n, rows):
-            z_rows = z[r0 : r0 + rows]
-            m = z_rows.shape[0]
-            block_max, shift, new_shift, total = (v[:m] for v in vectors)
-            acc = None if weighted is None else weighted[r0 : r0 + m]
-            run: tuple[torch.Tensor, torch.Tensor] | None = None  # top-k values and ids so far
-            for c0 in range(0, vocab, cols):
-                columns = slice(c0, min(vocab, c0 + cols))
-                w = columns.stop - c0
-                head = self.head_block(columns)
-                logits = self.logits_from_features(
-                    z_rows, columns, head, out=tile[: m * w].view(m, w)
-                )
-                torch.amax(logits, -1, out=block_max)
-                if k:
-                    run = _fold_top(logits, block_max, c0, k, run, filtered)
-                first = c0 == 0
-                if not online:  # torch.logsumexp of the tile, then logaddexp
-                    torch.nan_to_num(block_max, 0.0, 0.0, 0.0, out=shift)
-                    _exp_shifted_(logits, shift)
-                    part = torch.sum(logits, -1, out=new_shift).log_().add_(shift)
-                    if first:
-                        total.copy_(part)
-                    else:
-                        torch.logaddexp(total, part, out=total)
-                    continue
-                new_max = block_max if first else torch.maximum(shift, block_max, out=new_shift)
-                torch.nan_to_num(new_max, 0.0, 0.0, 0.0, out=new_shift)
-                slope = None
-                if slopes is not None:  # post'(u) = 1 − (l / cap)², from the logits
-                    slope = slopes[: m * w].view(m, w)
-                    torch.div(logits, softcap, out=slope).square_().neg_().add_(1.0)
-                e = _exp_shifted_(logits, new_shift)
-                if first:
-                    torch.sum(e, -1, out=total)
-                else:
-                    rescale = torch.sub(shift, new_shift, out=shift).exp_()
-                    total.mul_(rescale).add_(torch.sum(e, -1, out=block_max))
-                    if acc is not None:
-                        acc.mul_(rescale[:, None])
-                shift.copy_(new_shift)
-                if acc is not None:
-                    if slope is not None:
-                        e.mul_(slope)
-                    if first:
-                        torch.mm(e, head, out=acc)
-                    else:
-                        acc.addmm_(e, head)
+            scanner.row_block(z[r0 : r0 + rows], r0, online=online)
+        return scanner.result()
+
+
+class _RowVectors(NamedTuple):
+    """The running per-row vectors of one row block of a scan (views of one buffer)."""
+
+    block_max: torch.Tensor
+    """The tile's row maxima (then scratch for its row sums)."""
+    shift: torch.Tensor
+    """The running shift: the maximum so far (online), the tile's finite maximum (not)."""
+    new_shift: torch.Tensor
+    """The shift after this tile (online), scratch for the tile's sum (not)."""
+    total: torch.Tensor
+    """The sum of exp(logit − shift) so far (online), the logsumexp so far (not)."""
+
+
+class _VocabularyScan:
+    """One call of :meth:`Readout.scan`: its outputs, the work buffers allocated once for
+    the call (the logits tile, the soft-cap slopes, the per-row vectors), and the steps
+    each tile of logits goes through."""
+
+    def __init__(
+        self,
+        readout: Readout,
+        z: torch.Tensor,
+        k: int,
+        tile: tuple[int, int],
+        *,
+        gradient: bool,
+    ) -> None:
+        """The scan of features ``z[R, d']`` for the top ``k``, in tiles of ``tile`` rows
+        and columns (:func:`tile_plan`)."""
+        (n, width), (rows, cols) = z.shape, tile
+        device, dtype, vocab = readout.device, readout.dtype, readout.vocab_size
+        self.readout, self.k, self.cols = readout, k, cols
+        self.filtered = device.type == "cpu"
+        self.lse = torch.empty(n, device=device, dtype=dtype)
+        self.top_values = torch.empty(n, k, device=device, dtype=dtype) if k else None
+        self.top_ids = torch.empty(n, k, device=device, dtype=torch.long) if k else None
+        self.weighted = torch.empty(n, width, device=device, dtype=dtype) if gradient else None
+        self.tile = torch.empty(min(rows, n) * min(cols, vocab), device=device, dtype=dtype)
+        softcapped = gradient and readout.softcap is not None
+        self.slopes = torch.empty_like(self.tile) if softcapped else None
+        self.softcap = cast(float, readout.softcap)  # (read only with slopes: there is a cap)
+        self.vectors = torch.empty(4, min(rows, n), device=device, dtype=dtype)
+
+    def result(self) -> Scan:
+        """The scan's outputs, once every row block is done."""
+        return Scan(self.lse, self.top_values, self.top_ids, self.weighted)
+
+    def row_block(self, z_rows: torch.Tensor, r0: int, *, online: bool) -> None:
+        """Scan the whole vocabulary for the features ``z_rows`` (rows ``r0 …``), one tile of
+        columns at a time, and write their outputs."""
+        readout, vocab, m = self.readout, self.readout.vocab_size, z_rows.shape[0]
+        v = _RowVectors(*(vector[:m] for vector in self.vectors))
+        acc = None if self.weighted is None else self.weighted[r0 : r0 + m]
+        run: tuple[torch.Tensor, torch.Tensor] | None = None  # top-k values and ids so far
+        for c0 in range(0, vocab, self.cols):
+            columns = slice(c0, min(vocab, c0 + self.cols))
+            w = columns.stop - c0
+            head = readout.head_block(columns)
+            logits = readout.logits_from_features(
+                z_rows, columns, head, out=self.tile[: m * w].view(m, w)
+            )
+            torch.amax(logits, -1, out=v.block_max)
+            if self.k:
+                run = _fold_top(logits, v.block_max, c0, self.k, run, self.filtered)
             if online:
-                if acc is not None:
-                    acc.div_(total[:, None])
-                torch.add(shift, total.log_(), out=lse[r0 : r0 + m])
+                self._online_tile(logits, head, v, acc, first=c0 == 0)
             else:
-                lse[r0 : r0 + m] = total
-            if top_values is not None and top_ids is not None and run is not None:  # top-k
-                top_values[r0 : r0 + m], top_ids[r0 : r0 + m] = run
-        return Scan(lse, top_values, top_ids, weighted)
+                _logaddexp_tile(logits, v, first=c0 == 0)
+        if online:
+            if acc is not None:
+                acc.div_(v.total[:, None])
+            torch.add(v.shift, v.total.log_(), out=self.lse[r0 : r0 + m])
+        else:
+            self.lse[r0 : r0 + m] = v.total
+        if self.top_values is not None and self.top_ids is not None and run is not None:
+            self.top_values[r0 : r0 + m], self.top_ids[r0 : r0 + m] = run
+
+    def _online_tile(
+        self,
+        logits: torch.Tensor,
+        head: torch.Tensor,
+        v: _RowVectors,
+        acc: torch.Tensor | None,
+        *,
+        first: bool,
+    ) -> None:
+        """Online softmax: the tile's exponentials, shifted by the running maximum, added
+        to the sum rescaled to it, and (with ``acc``) ``Σ_v e_v · post'_v · W_v`` too."""
+        new_max = v.block_max if first else torch.maximum(v.shift, v.block_max, out=v.new_shift)
+        torch.nan_to_num(new_max, 0.0, 0.0, 0.0, out=v.new_shift)
+        slope = None
+        if self.slopes is not None:  # post'(u) = 1 − (l / cap)², from the logits
+            slope = self.slopes[: logits.numel()].view(logits.shape)
+            torch.div(logits, self.softcap, out=slope).square_().neg_().add_(1.0)
+        e = _exp_shifted_(logits, v.new_shift)
+        if first:
+            torch.sum(e, -1, out=v.total)
+        else:
+            rescale = torch.sub(v.shift, v.new_shift, out=v.shift).exp_()
+            v.total.mul_(rescale).add_(torch.sum(e, -1, out=v.block_max))
+            if acc is not None:
+                acc.mul_(rescale[:, None])
+        v.shift.copy_(v.new_shift)
+        if acc is not None:
+            if slope is not None:
+                e.mul_(slope)
+            if first:
+                torch.mm(e, head, out=acc)
+            else:
+                acc.addmm_(e, head)
+
+
+def _logaddexp_tile(logits: torch.Tensor, v: _RowVectors, *, first: bool) -> None:
+    """``torch.logsumexp``'s steps on the tile (shift by its finite maximum, exp, sum, log),
+    merged into the logsumexp so far with ``logaddexp``."""
+    torch.nan_to_num(v.block_max, 0.0, 0.0, 0.0, out=v.shift)
+    _exp_shifted_(logits, v.shift)
+    part = torch.sum(logits, -1, out=v.new_shift).log_().add_(v.shift)
+    if first:
+        v.total.copy_(part)
+    else:
+        torch.logaddexp(v.total, part, out=v.total)
 
 
 def _exp_shifted_(logits: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
