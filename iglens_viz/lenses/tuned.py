@@ -95,30 +95,139 @@ def kl_to_final(
     return (target_probs * (target - predicted)).sum(-1).mean()
 
 
-def _restore(
-    state: Mapping[str, Any],
-    weights: list[torch.Tensor],
-    biases: list[torch.Tensor],
-    opt: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LRScheduler,
-    generator: torch.Generator,
-    rows: int,
-) -> tuple[int, int, list[float]]:
-    """Put a checkpoint's translators, optimiser, schedule and generator back in place;
-    ``(step, cursor, losses)``. A checkpoint of another shape is refused."""
-    if (
-        len(state["weights"]) != len(weights)
-        or any(a.shape != b.shape for a, b in zip(state["weights"], weights, strict=True))
-        or state["order"].numel() != rows
-    ):
-        raise InvalidRequestError("the tuned-lens checkpoint is for another model or corpus")
-    with torch.no_grad():
-        for live, kept in zip([*weights, *biases], [*state["weights"], *state["biases"]]):
-            live.copy_(kept)
-    opt.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    generator.set_state(state["generator"])
-    return int(state["step"]), int(state["cursor"]), [float(x) for x in state["losses"]]
+class _TunedFit:
+    """A tuned-lens fit in progress: the corpus's states, the translators (W_L, b_L), the
+    optimiser and its schedule, and the draw of rows (the generator, the epoch's order, the
+    cursor in it); :meth:`state` is what a checkpoint keeps, :meth:`restore` puts it back."""
+
+    def __init__(
+        self,
+        states: torch.Tensor,
+        *,
+        steps: int,
+        seed: int,
+        lr: float,
+        momentum: float,
+        weight_decay: float,
+    ) -> None:
+        """W_L = 0 and b_L = 0 (the logit lens) for every depth of ``states`` ``[n+1, R, d]``,
+        the tuned-lens package's optimiser and schedule, and the first epoch's order."""
+        self.states = states
+        n, self.rows, d = states.shape[0] - 1, states.shape[1], states.shape[2]
+        device = states.device
+        self.weights = [torch.zeros(d, d, device=device, requires_grad=True) for _ in range(n)]
+        self.biases = [torch.zeros(d, device=device, requires_grad=True) for _ in range(n)]
+        self.params = [*self.weights, *self.biases]
+        self.opt = torch.optim.SGD(
+            self.params,
+            lr=lr * (1 - momentum),
+            momentum=momentum,
+            nesterov=True,
+            weight_decay=weight_decay,
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lambda step: max(0.0, (steps - step) / max(1, steps))
+        )
+        self.generator = torch.Generator().manual_seed(seed)
+        self.order = torch.randperm(self.rows, generator=self.generator)
+        self.cursor = 0
+        self.step = 0
+        self.losses: list[float] = []
+
+    def train_step(self, readout: Readout, batch_rows: int, clip: float) -> None:
+        """One step: the next ``batch_rows`` rows, their target read once, the KL of every
+        depth's translated states to it, all gradients clipped together, one SGD update."""
+        rows = self._draw(batch_rows)
+        n = len(self.weights)
+        target = final_log_probs(readout, self.states[n, rows])  # once per step, every depth
+        target_probs = target.exp()
+        self.opt.zero_grad(set_to_none=False)
+        total = 0.0
+        for L in range(n):
+            h = self.states[L, rows]
+            loss = kl_to_final(
+                readout,
+                None,
+                h + h @ self.weights[L].T + self.biases[L],
+                target=target,
+                target_probs=target_probs,
+            )
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(self.params, clip)
+        self.opt.step()
+        self.scheduler.step()
+        self.losses.append(total / n)
+        self.step += 1
+
+    def _draw(self, count: int) -> torch.Tensor:
+        """The next ``count`` rows of the epoch's order; a new epoch (a new order from the
+        generator) where fewer are left."""
+        if self.cursor + count > self.rows:
+            self.order, self.cursor = torch.randperm(self.rows, generator=self.generator), 0
+        rows = self.order[self.cursor : self.cursor + count].to(self.states.device)
+        self.cursor += count
+        return rows
+
+    def state(self) -> dict[str, Any]:
+        """The fit's state after its last step (see the module's text)."""
+        return {
+            "step": self.step,
+            "weights": [w.detach().cpu() for w in self.weights],
+            "biases": [b.detach().cpu() for b in self.biases],
+            "optimizer": self.opt.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "generator": self.generator.get_state(),
+            "order": self.order,
+            "cursor": self.cursor,
+            "losses": list(self.losses),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Put a checkpoint's translators, optimiser, schedule, generator and draw back in
+        place. A checkpoint of another shape is refused."""
+        if (
+            len(state["weights"]) != len(self.weights)
+            or any(a.shape != b.shape for a, b in zip(state["weights"], self.weights, strict=True))
+            or state["order"].numel() != self.rows
+        ):
+            raise InvalidRequestError("the tuned-lens checkpoint is for another model or corpus")
+        with torch.no_grad():
+            for live, kept in zip(self.params, [*state["weights"], *state["biases"]]):
+                live.copy_(kept)
+        self.opt.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.generator.set_state(state["generator"])
+        self.step, self.cursor = int(state["step"]), int(state["cursor"])
+        self.losses = [float(x) for x in state["losses"]]
+        self.order = state["order"].clone()
+
+    def translators(self) -> tuple[dict[int, torch.Tensor], dict[int, torch.Tensor]]:
+        """A_L = I + W_L and b_L of every depth, float32 on the CPU."""
+        eye = torch.eye(self.states.shape[2])
+        matrices = {L: (eye + w.detach().cpu()).contiguous() for L, w in enumerate(self.weights)}
+        offsets = {L: b.detach().cpu().clone() for L, b in enumerate(self.biases)}
+        return matrices, offsets
+
+
+def _corpus_states(
+    model: torch.nn.Module,
+    sequences: Sequence[torch.Tensor],
+    skip_first: int,
+    states_progress: Callable[[int, int], None] | None,
+) -> torch.Tensor:
+    """``[n+1, R, d]`` the states the fit trains on: every position of ``sequences`` after
+    the first ``skip_first``, read batch by batch (``states_progress`` after each)."""
+    parts = []
+    for batch in state_batches(model, sequences, skip_first=skip_first):
+        parts.append(batch)
+        if states_progress is not None:
+            states_progress(min(len(sequences), len(parts) * STATE_BATCH), len(sequences))
+    if not parts:
+        raise InvalidRequestError(
+            f"no text is longer than {skip_first + 1} tokens: nothing to train the tuned lens on"
+        )
+    return torch.cat(parts, dim=1)
 
 
 def fit_tuned(
@@ -158,85 +267,23 @@ def fit_tuned(
             f"{batch_rows} and {checkpoint_every}"
         )
     readout = Readout(adapter, torch.float32)
-    parts = []
-    for batch in state_batches(model, sequences, skip_first=skip_first):
-        parts.append(batch)
-        if states_progress is not None:
-            states_progress(min(len(sequences), len(parts) * STATE_BATCH), len(sequences))
-    if not parts:
-        raise InvalidRequestError(
-            f"no text is longer than {skip_first + 1} tokens: nothing to train the tuned lens on"
-        )
-    states = torch.cat(parts, dim=1)  # [n+1, R, d]
-    del parts
-    n, R, d = states.shape[0] - 1, states.shape[1], states.shape[2]
-    weights = [torch.zeros(d, d, device=states.device, requires_grad=True) for _ in range(n)]
-    biases = [torch.zeros(d, device=states.device, requires_grad=True) for _ in range(n)]
-    params = [*weights, *biases]
-    opt = torch.optim.SGD(
-        params, lr=lr * (1 - momentum), momentum=momentum, nesterov=True, weight_decay=weight_decay
+    states = _corpus_states(model, sequences, skip_first, states_progress)
+    fit = _TunedFit(
+        states, steps=steps, seed=seed, lr=lr, momentum=momentum, weight_decay=weight_decay
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: max(0.0, (steps - step) / max(1, steps))
-    )
-    generator = torch.Generator().manual_seed(seed)
-    order = torch.randperm(R, generator=generator)
-    cursor = 0
-    losses: list[float] = []
-    start = 0
     if resume is not None:
-        start, cursor, losses = _restore(resume, weights, biases, opt, scheduler, generator, R)
-        order = resume["order"].clone()
-    for step in range(start, steps):
-        if cursor + batch_rows > R:
-            order, cursor = torch.randperm(R, generator=generator), 0
-        rows = order[cursor : cursor + batch_rows].to(states.device)
-        cursor += batch_rows
-        target = final_log_probs(readout, states[n, rows])  # once per step, every depth
-        target_probs = target.exp()
-        opt.zero_grad(set_to_none=False)
-        total = 0.0
-        for L in range(n):
-            h = states[L, rows]
-            loss = kl_to_final(
-                readout,
-                None,
-                h + h @ weights[L].T + biases[L],
-                target=target,
-                target_probs=target_probs,
-            )
-            loss.backward()
-            total += float(loss.detach())
-        torch.nn.utils.clip_grad_norm_(params, clip)
-        opt.step()
-        scheduler.step()
-        losses.append(total / n)
-        done = step + 1
-
-        def state(done: int = done, order: torch.Tensor = order, cursor: int = cursor) -> dict:
-            return {
-                "step": done,
-                "weights": [w.detach().cpu() for w in weights],
-                "biases": [b.detach().cpu() for b in biases],
-                "optimizer": opt.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "generator": generator.get_state(),
-                "order": order,
-                "cursor": cursor,
-                "losses": list(losses),
-            }
-
-        kept = done % checkpoint_every == 0 or done == steps
+        fit.restore(resume)
+    while fit.step < steps:
+        fit.train_step(readout, batch_rows, clip)
+        kept = fit.step % checkpoint_every == 0 or fit.step == steps
         if checkpoint is not None and kept:
-            checkpoint(state())
+            checkpoint(fit.state())
         if progress is not None:
             try:
-                progress(done, steps, losses[-1])
+                progress(fit.step, steps, fit.losses[-1])
             except BaseException:  # stopped (a Cancel, Ctrl-C) after a whole step: keep it
                 if checkpoint is not None and not kept:
-                    checkpoint(state())
+                    checkpoint(fit.state())
                 raise
-    eye = torch.eye(d)
-    matrices = {L: (eye + weights[L].detach().cpu()).contiguous() for L in range(n)}
-    offsets = {L: biases[L].detach().cpu().clone() for L in range(n)}
-    return matrices, offsets, R, losses
+    matrices, offsets = fit.translators()
+    return matrices, offsets, fit.rows, fit.losses
