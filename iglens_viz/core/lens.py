@@ -346,7 +346,7 @@ class IGLens:
         for the arguments. Prompts are prepared as :meth:`attribute` prepares them."""
         return provider("gate_ledger")(self, prompt, corrupt, **options)
 
-    def attribute(
+    def attribute(  # noqa: PLR0913 (the public API's keywords)
         self,
         text_or_ids: PromptSpec,
         *,
@@ -647,7 +647,7 @@ class IGLens:
         )
 
 
-def attribute(
+def attribute(  # noqa: PLR0913 (the public API's keywords)
     model: nn.Module,
     tokenizer: PreTrainedTokenizerBase | None,
     text_or_ids: PromptSpec,
