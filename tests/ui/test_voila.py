@@ -266,9 +266,5 @@ def test_app_in_voila(voila_app, expected, page, tmp_path):
     for m in (memory, memory_after):  # the app, at its kernel's peak, fits in a Binder
         assert m["VmHWM"] + m["server_RSS"] < BINDER_LIMIT_MIB, m
     assert aborted == [] and recorder.network == [], (aborted, recorder.network)
-    ours = [
-        e
-        for e in recorder.console_errors
-        if not all(s in e for s in UPSTREAM_ERROR)
-    ]
+    ours = [e for e in recorder.console_errors if not all(s in e for s in UPSTREAM_ERROR)]
     assert ours == [] and recorder.page_errors == [], (ours, recorder.page_errors)
