@@ -1,13 +1,13 @@
 """The docs: the site builds (strict) with every shelf, its pages name what exists, and the
 figures the prose quotes come from the committed data, not from memory.
 
-* Lens quality: every "A–B× smaller/larger" KL range in the README and docs/lenses.md is the
+* Lens quality: every "A–B× smaller/larger" KL range in the findings and docs/lenses.md is the
   min and max over depths of a ratio of two lenses' KL columns in
   ``docs/data/lens_quality_<model>.json`` (at the precision written), and the claim it makes
   ("at every depth below the last") holds for every depth of the range. A KL range the tests
   do not know fails too, so a new one is checked, not typed.
 * The counterfactual study: the patching site, the strict top-1 and the ±2-window hit rates
-  the README and docs/study.md quote are recomputed from ``docs/study-pairs-*/table.parquet``.
+  the findings and docs/study.md quote are recomputed from ``docs/study-pairs-*/table.parquet``.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class KLRange:
 # the other's. Precision as written in the docs.
 KL_RANGES = [
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "default",
         "logit",
         "shortcut",
@@ -143,28 +143,28 @@ KL_RANGES = [
         "{hi:.1f}× (depth {dhi}) smaller than the logit lens's at every depth below the last",
     ),
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "gemma",
         "logit",
         "shortcut",
         "the shortcut's KL is {lo:.1f}–{hi:.0f}× smaller at every depth below the last",
     ),
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "default",
         "logit",
         "tuned",
         "reads better than the logit lens at every depth (KL {lo:.1f}–{hi:.1f}× smaller)",
     ),
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "default",
         "logit",
         "jacobian",
         "reads the output better than the logit lens by KL ({lo:.1f}–{hi:.0f}× smaller)",
     ),
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "gemma",
         "jacobian",
         "logit",
@@ -172,14 +172,14 @@ KL_RANGES = [
         first=2,
     ),
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "gemma",
         "logit",
         "tuned",
         "better than the logit lens at every depth (KL {lo:.1f}–{hi:.1f}× smaller, top-1 higher",
     ),
     KLRange(
-        "README.md",
+        "docs/findings/fitted-lenses.md",
         "gemma",
         "tuned",
         "shortcut",
@@ -331,33 +331,37 @@ def study_figures(folder: str) -> dict[str, float | int]:
 
 # (doc, study folder, sentence with the figures as written)
 STUDY_SENTENCES = [
-    ("README.md", "study-pairs-default", "block {site} for {site_n} of {n} pairs (median effect"),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
+        "study-pairs-default",
+        "block {site} for {site_n} of {n} pairs (median effect",
+    ),
+    (
+        "docs/findings/counterfactual-study.md",
         "study-pairs-default",
         "patching the block at *every* position instead puts it at block 1 for {all1} pairs",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-default",
         "**no**: {win_logit:.3f} against {const_win:.3f} (block {const_block}'s window), −0.99 "
         "[−1.00, −0.97]; strict top-1 (the onset *is* the site): {strict_logit:.3f} against "
         "block {site}'s {const_strict:.3f}",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-default",
         "**yes**: {win_shortcut:.3f} against {win_logit:.3f}, +0.47 [0.35, 0.59]; strict top-1 "
         "{strict_shortcut:.3f} against {strict_logit:.3f}",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-gemma",
         "**no**: {win_shortcut:.3f} against {win_logit:.3f}, −0.60 [−0.78, −0.41]; strict top-1 "
         "{strict_shortcut:.3f} against {strict_logit:.3f}",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-default",
         "tuned **no** ({win_tuned:.3f} against {win_logit:.3f}, +0.00 [−0.01, 0.01]; strict "
         "{strict_tuned:.3f} and {strict_logit:.3f}); Jacobian **yes** ({win_jacobian:.3f} "
@@ -365,7 +369,7 @@ STUDY_SENTENCES = [
         "{strict_logit:.3f})",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-default",
         "does not name that block ({win_logit:.1%} of pairs within ±2, {strict_logit:.1%} "
         "strictly). The site is block {site} for {site_n} of {n} pairs, so a constant block "
@@ -380,12 +384,12 @@ STUDY_SENTENCES = [
         "({win_tuned:.3f}, {strict_tuned:.3f} strictly",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-gemma",
         "the Jacobian lens's for {win_jacobian:.2f} ({strict_jacobian:.2f} strictly)",
     ),
     (
-        "README.md",
+        "docs/findings/counterfactual-study.md",
         "study-pairs-gemma-tuned",
         "tuned lens's onset is within ±2 blocks of it for {win_tuned:.2f} of pairs "
         "({strict_tuned:.2f} strictly)",
@@ -467,15 +471,16 @@ def _sci(value: float, times: str) -> str:
 
 
 def test_the_readout_checks_quoted_are_the_data_file():
-    """The README and docs/lens-onsets.md quote the largest model and readout gaps of
-    benchmarks/lens_onsets.py's run, as written in docs/data/lens_onsets_default.json."""
+    """docs/findings/fitted-lenses.md and docs/lens-onsets.md quote the largest model and
+    readout gaps of benchmarks/lens_onsets.py's run, as written in
+    docs/data/lens_onsets_default.json."""
     data = json.loads((ROOT / "docs/data/lens_onsets_default.json").read_text(encoding="utf-8"))
     rows, checks = data["rows"], data["summary"]["completeness"]
     for lens in ("logit", "shortcut"):  # the summary is the rows' own maximum
         for key in ("model_gap", "readout_gap"):
             assert checks[lens][f"max_{key}"] == pytest.approx(max(r[lens][key] for r in rows))
     model_gap = max(checks[lens]["max_model_gap"] for lens in ("logit", "shortcut"))
-    readme, onsets = flat("README.md"), flat("docs/lens-onsets.md")
+    readme, onsets = flat("docs/findings/fitted-lenses.md"), flat("docs/lens-onsets.md")
     assert f"within {_sci(model_gap, '·')} of the model's own softmax probability" in readme
     assert (
         f"within {_sci(checks['logit']['max_readout_gap'], '·')} (logit lens) and "

@@ -176,10 +176,11 @@ def test_paris_inside_the_block(default_model, lens, size):
     assert (top.block, top.component) == (30, "mlp")  # the README's figure: +0.672
 
 
-def test_readme_whole_answer_coordinate_parts(lens):
-    """The README's whole-answer section: under the shortcut, the differential log ledger of
-    "Hoi An" against "Hanoi" has its largest entries at blocks 13, 9 and 4, and the lens's
-    change of coordinates (the ``coordinate`` component) is most of blocks 9's and 4's."""
+def test_whole_answer_coordinate_parts_as_quoted(lens):
+    """The whole-answer findings (docs/findings/whole-answers.md): under the shortcut, the
+    differential log ledger of "Hoi An" against "Hanoi" has its largest entries at blocks
+    13, 9 and 4, and the lens's change of coordinates (the ``coordinate`` component) is most
+    of blocks 9's and 4's."""
     from pathlib import Path
 
     result = lens.attribute(
@@ -200,14 +201,15 @@ def test_readme_whole_answer_coordinate_parts(lens):
     np.testing.assert_allclose(both, entries, atol=1e-6 * np.abs(a.component_shares).sum())
     largest = [int(j) + 1 for j in np.argsort(-np.abs(entries))[:3]]
     assert largest == [13, 9, 4]
-    readme = Path(__file__).parents[1].joinpath("README.md").read_text(encoding="utf-8")
-    quoted = {13: 0.1, 9: 11.5, 4: 6.6}  # the README's sentence, to one decimal
+    page = Path(__file__).parents[1] / "docs" / "findings" / "whole-answers.md"
+    readme = page.read_text(encoding="utf-8")
+    quoted = {13: 0.1, 9: 11.5, 4: 6.6}  # the page's sentence, to one decimal
     sentence = (
         f"is +{quoted[9]} of block 9's entry and +{quoted[4]} of block 4's, against "
         f"+{quoted[13]} of block 13's"
     )
     assert sentence in " ".join(readme.split())
-    # 0.05: the README rounds to one decimal; 1e-3: float32 states on another CPU move these
+    # 0.05: the page rounds to one decimal; 1e-3: float32 states on another CPU move these
     # nats-sized entries by ~1e-5 (the ledger's float32 rounding times ~30 blocks), well below
     for block, figure in quoted.items():
         assert abs(coordinate[block - 1] - figure) < 0.05 + 1e-3, (block, coordinate[block - 1])
