@@ -204,7 +204,7 @@ def test_plain_result_widget_is_not_interactive(lens):
     result = lens.attribute(PROMPT)
     w = result.widget()
     assert isinstance(w, IGLensWidget)
-    assert w.interactive is False and w.lens is None
+    assert w.interactive is False and w.engine is None
     assert w.selected == 5  # no answer: the last position, as the exported page opens
     assert w.hovered == -1 and w.color_by == "p_final"
     assert w.running == {} and w.result_id == "r1"
@@ -238,7 +238,9 @@ def test_trait_validation(lens):
 
 def test_request_recomputes_without_rerunning_the_model(lens, forward_calls):
     w = show(lens, None, PROMPT)
-    assert w.interactive is True and w.lens is lens
+    assert w.interactive is True and w.engine is lens
+    with pytest.warns(DeprecationWarning, match="IGLensWidget.engine"):
+        assert w.lens is lens  # the old name still answers, with a warning
     assert len(forward_calls) == 1  # the attribution's pass (nothing is split unasked)
     before = decoded(w.result)
     running_seen = []

@@ -196,8 +196,8 @@ def validate_onset(
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
         raise InvalidRequestError("texts is empty: pass a list of prompts (e.g. load_prompts())")
-    lens = IGLens(model, tokenizer, top_k=1, cache_size=1)
-    bounds = parse_boundaries(boundaries, lens.n_blocks)
+    engine = IGLens(model, tokenizer, top_k=1, cache_size=1)
+    bounds = parse_boundaries(boundaries, engine.n_blocks)
     if len(bounds) < 3:
         raise InvalidRequestError("validation needs at least two segments to compare")
     plan = segment_parts(bounds)
@@ -206,7 +206,7 @@ def validate_onset(
     for index, text in enumerate(
         tqdm(texts, disable=not progress, desc="validate_onset", unit="prompt")
     ):
-        att = lens.attribute(text, target=target, boundaries=boundaries)
+        att = engine.attribute(text, target=target, boundaries=boundaries)
         clean, dropped = segment_drops(
             model, tokenizer, att.input_ids, att.target_ids, plan, mode=mode, batch_size=batch_size
         )

@@ -13,14 +13,13 @@ stderr. The flags become one
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import io
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,6 @@ import numpy as np
 
 from ..core.request import ESTIMATORS
 from ..errors import IGLensError
-from ..studies.run import STUDY_MODES
 from ..views.token_format import visible_text
 from .table import answer_table, attribution_table, gate_table, mode_line
 
@@ -229,198 +227,27 @@ def _validate_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _study_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="iglens study",
-        description="Does the IG-Lens onset name the block whose ablation hurts the target "
-        "most? IG-Lens and its baselines (logit-lens readings, constant and "
-        "random blocks) over many prompts, with bootstrap intervals over prompts.",
-    )
-    p.add_argument(
-        "prompts",
-        nargs="?",
-        default=None,
-        help="a built-in set (capitals, shipped, default), a .txt file "
-        "(one prompt per line), a .jsonl file (prompt, target) or "
-        "a .csv file with a header (prompt, optional target); or --pairs instead",
-    )
-    p.add_argument(
-        "--pairs",
-        default=None,
-        metavar="SET",
-        help="the counterfactual mode (docs/study.md): capital-pairs (built for the model) "
-        "or a .jsonl file of {clean, corrupt, target, contrast[, cluster]}; writes "
-        "table.parquet, one row per (pair, block), and metadata.json",
-    )
-    p.add_argument(
-        "--lenses",
-        default="logit,shortcut",
-        help="with --pairs: the lenses of the ig_<lens> columns, comma-separated (logit, "
-        "shortcut, tuned, jacobian or lens files; default logit,shortcut)",
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="DIR",
-        help="folder for table.parquet, summary.csv, differences.csv, report.md and its figures; "
-        "rerun with the same folder to resume",
-    )
-    p.add_argument("--model", default=None, help="causal LM id or local folder")
-    p.add_argument(
-        "--modes",
-        default=",".join(STUDY_MODES),
-        help=f"ablation modes, comma-separated: {', '.join(STUDY_MODES)}",
-    )
-    p.add_argument("--limit", type=_count(1), default=None, help="study the first N prompts")
-    p.add_argument(
-        "--reference",
-        type=_count(2),
-        default=32,
-        help="reference prompts per task for mean and resample ablation (default 32)",
-    )
-    p.add_argument("--seed", type=_count(0), default=0)
-    p.add_argument(
-        "--per-country",
-        type=_count(1),
-        default=None,
-        metavar="N",
-        help="with --pairs capital-pairs: at most N pairs per country as clean (and as "
-        "corrupt); default the pre-registered 6 (another cap is a declared deviation)",
-    )
-    p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
-    p.add_argument(
-        "--batch-size",
-        type=_count(1),
-        default=16,
-        help="prompts per batch: padded forward passes, one readout map, shared "
-        "ablation passes, one part file (default 16; larger on a GPU)",
-    )
-    p.epilog = (
-        "Several processes (CPUs, GPUs or nodes) share the prompts when launched with "
-        "`accelerate launch [--cpu] --num_processes N -m iglens_viz study …` or "
-        "`torchrun --nproc-per-node N -m iglens_viz study …`; rank 0 gathers the table "
-        "and writes the outputs. Each GPU process uses cuda:LOCAL_RANK."
-    )
-    _add_model_options(p)
-    return p
+COMMANDS_GROUP = "iglens_viz.commands"
+"""The entry-point group where a sibling package registers an ``iglens`` subcommand: a
+callable taking the arguments after the command's name and returning the exit status."""
+
+INSTALL_HINT = {
+    "study": "`iglens study` comes with the iglens_study package: install it with "
+    "`pip install ./iglens_study` from a checkout of this repository",
+}
+"""What to install for each command another package provides."""
 
 
-def run_study(argv: list[str]) -> int:
-    """``iglens study PROMPTS --out DIR``: the study, its summary and its report."""
-    parser = _study_parser()
-    args = parser.parse_args(argv)
-    if (args.pairs is None) == (args.prompts is None):
-        parser.error("give PROMPTS (the ablation study) or --pairs SET (the counterfactual mode)")
-    if args.pairs is not None:
-        return _run_pair_study(args)
-    from ..files import check_output_folder, write_atomic
-    from ..studies import load_study_prompts, study
-    from ..studies.run import OUTPUT_FILES, read_metadata, write_table
-    from ..studies.scoring import headline
+def plugin_command(name: str) -> Callable[[list[str]], int]:
+    """The ``iglens NAME`` command another package registers in :data:`COMMANDS_GROUP`;
+    a :class:`UserError` saying how to install it when no installed package does."""
+    from importlib.metadata import entry_points
 
-    # Everything a user can get wrong fails here, before the model loads.
-    load_study_prompts(args.prompts)
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
-    unknown = [m for m in modes if m not in STUDY_MODES]
-    if unknown or not modes:
-        raise UserError(
-            f"--modes {args.modes!r}: choose among {', '.join(STUDY_MODES)}, comma-separated"
-        )
-    check_output_folder(args.out, OUTPUT_FILES)
-    read_metadata(args.out / "metadata.json")  # a damaged one is named now, not after loading
-    device = args.device
-    local_rank = os.environ.get("LOCAL_RANK")  # under torchrun / accelerate launch
-    if device is None and local_rank is not None:
-        import torch
-
-        device = f"cuda:{local_rank}" if torch.cuda.is_available() else None
-    model, tokenizer = _load(args.model, args.dtype, device)
-    with _one_line_warnings():  # the study's warnings (a damaged part redone)
-        result = study(
-            model,
-            tokenizer,
-            args.prompts,
-            modes=modes,
-            reference=args.reference,
-            seed=args.seed,
-            out=args.out,
-            limit=args.limit,
-            batch_size=args.batch_size,
-        )
-    if result.metadata["rank"] != 0:  # rank 0 gathered the shards and writes the outputs
-        return 0
-    summary = result.summary(n_boot=args.boot, seed=args.seed)
-    write_table(args.out / "table.parquet", result.table)
-    write_atomic(args.out / "summary.csv", summary.to_csv(index=False))
-    differences = result.differences(n_boot=args.boot, seed=args.seed)
-    write_atomic(args.out / "differences.csv", differences.to_csv(index=False))
-    report = result.report(args.out, summary, differences)
-    rows = headline(summary)
-    rows = rows[(rows["mode"] == modes[0]) & (rows["token_class"] == "all")]
-    print(
-        rows[["label", "agreement", "agreement_lo", "agreement_hi", "rho", "n_tokens"]].to_string(
-            index=False
-        )
-    )
-    for name in ("table.parquet", "summary.csv", "differences.csv", report.name):
-        print(f"wrote {args.out / name}")
-    return 0
-
-
-def _run_pair_study(args: argparse.Namespace) -> int:
-    """``iglens study --pairs SET --out DIR``: the counterfactual study's table."""
-    from ..files import check_output_folder
-    from ..studies.counterfactual import PAIR_OUTPUT_FILES, pair_study
-    from ..studies.pairs import CAPITAL_PAIRS
-    from ..studies.run import read_metadata
-
-    lenses = tuple(name.strip() for name in args.lenses.split(",") if name.strip())
-    if not lenses:
-        raise UserError(f"--lenses {args.lenses!r}: name at least one lens, e.g. logit,shortcut")
-    if args.pairs != CAPITAL_PAIRS and not Path(args.pairs).is_file():
-        raise UserError(
-            f"--pairs {args.pairs!r} is neither {CAPITAL_PAIRS} nor a file; give a .jsonl file "
-            f"of {{clean, corrupt, target, contrast}} objects, one per line"
-        )
-    check_output_folder(args.out, PAIR_OUTPUT_FILES)
-    read_metadata(args.out / "metadata.json")  # a damaged one is named now, not after loading
-    model, tokenizer = _load(args.model, args.dtype, args.device)
-    with _one_line_warnings():
-        result = pair_study(
-            model,
-            tokenizer,
-            args.pairs,
-            lenses=lenses,
-            out=args.out,
-            limit=args.limit,
-            batch_size=args.batch_size,
-            seed=args.seed,
-            per_country=args.per_country,
-        )
-    meta = result.metadata
-    done = int(result.table["pair"].nunique()) if len(result.table) else 0
-    print(f"{done} pairs of {meta['n_pairs']} ({meta['pairs']}), {meta['seconds']:.1f} s")
-    if meta["pairs"] == CAPITAL_PAIRS and meta["n_pairs"] < 200:
-        print(f"note: only {meta['n_pairs']} capital pairs for this model (fewer than 200)")
-    print(f"wrote {args.out / 'table.parquet'}")
-    if done:
-        report = result.report(args.out, seed=args.seed)
-        answers = result.hypotheses(seed=args.seed)
-        for row in answers.itertuples():
-            print(f"{row.hypothesis} {row.verdict}: {visible_text(row.sentence, keep='')}")
-        print(f"wrote {report}")
-    return 0
-
-
-@contextlib.contextmanager
-def _one_line_warnings() -> Iterator[None]:
-    """Inside the block, a warning prints as one ``iglens: warning: …`` line on stderr."""
-    with warnings.catch_warnings():
-        warnings.showwarning = lambda message, *_, **__: print(
-            f"iglens: warning: {message}", file=sys.stderr
-        )
-        yield
+    found = list(entry_points(group=COMMANDS_GROUP, name=name))
+    if not found:
+        raise UserError(INSTALL_HINT.get(name, f"no installed package provides `iglens {name}`"))
+    command: Callable[[list[str]], int] = found[0].load()
+    return command
 
 
 def _load(name: str | None, dtype: str | None = None, device: str | None = None) -> tuple[Any, Any]:
@@ -442,11 +269,11 @@ def _check_outputs(*paths: Path | None) -> None:
 
 
 def _component_split(
-    lens: IGLens, result: AttributionResult, positions: list[int]
+    engine: IGLens, result: AttributionResult, positions: list[int]
 ) -> tuple[list[str], np.ndarray]:
     """The component names and the ``(P, n, C)`` shares at ``positions``, on the result's
     own component axis (a fitted lens adds ``coordinate``)."""
-    split = lens.with_components(result, positions)
+    split = engine.with_components(result, positions)
     names, shares = split.component_names, split.component_shares
     assert names is not None and shares is not None  # with_components always splits
     return names, shares[positions]
@@ -495,13 +322,13 @@ def run_attribute(argv: list[str]) -> int:
     if args.lens is not None:
         request = _with_lens(request, args.lens)
     model, tokenizer = _load(args.model, args.dtype, args.device)
-    lens = IGLens(model, tokenizer, name=args.name)
+    engine = IGLens(model, tokenizer, name=args.name)
     from ..lenses.fit import fit_progress
 
     with fit_progress(_fit_printer()):  # a lens fitted on first use shows its progress
-        result = lens.run(request)
+        result = engine.run(request)
     positions = _positions(result, args)
-    split = _component_split(lens, result, positions) if args.components else None
+    split = _component_split(engine, result, positions) if args.components else None
 
     # Piped output (files, CI logs) gets a fixed comfortable width instead of rich's 80.
     console = Console(width=None if sys.stdout.isatty() else 110, highlight=False)
@@ -524,7 +351,7 @@ def run_attribute(argv: list[str]) -> int:
     )
     if result.answer is not None:
         console.print(answer_table(result, args.top_k))
-    gates = _gate_ledger(lens, result, args) if args.counterfactual is not None else None
+    gates = _gate_ledger(engine, result, args) if args.counterfactual is not None else None
     if gates is not None:
         console.print(gate_table(gates, args.counterfactual))
     written = []
@@ -551,7 +378,7 @@ def run_attribute(argv: list[str]) -> int:
     return 0
 
 
-def _gate_ledger(lens: IGLens, result: AttributionResult, args: argparse.Namespace) -> Any:
+def _gate_ledger(engine: IGLens, result: AttributionResult, args: argparse.Namespace) -> Any:
     """The block-gate game of ``--counterfactual`` at ``--gate-position`` (default: the
     position the widget opens on), the result's prompt and answer as they were attributed."""
     from ..protocol.opening import opening_position
@@ -565,7 +392,7 @@ def _gate_ledger(lens: IGLens, result: AttributionResult, args: argparse.Namespa
     else:
         raise UserError(f"--gate-position {args.gate_position} is outside the {T} positions")
     answer = result.input_ids[result.prompt_length or T :].tolist()
-    return lens.gate_ledger(
+    return engine.gate_ledger(
         args.prompt,
         args.counterfactual,
         chat=result.request.chat,
@@ -730,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["validate"]:
             return run_validate(argv[1:])
         if argv[:1] == ["study"]:
-            return run_study(argv[1:])
+            return plugin_command("study")(argv[1:])
         if argv[:1] == ["fit-lens"]:
             return run_fit_lens(argv[1:])
         return run_attribute(argv)

@@ -9,7 +9,7 @@ as custom messages — recompute, cancel, the causal check, the interior path, t
 — and :meth:`IGLensWidget.dispatch` runs them (:mod:`iglens_viz.protocol.commands`),
 answering each with one envelope. A recompute replays the shown result's
 :class:`~iglens_viz.core.request.AttributionRequest` with the fields the controls changed
-(:meth:`AttributionRequest.with_controls`): the lens finds its cached forward pass, so
+(:meth:`AttributionRequest.with_controls`): the engine finds its cached forward pass, so
 nothing is re-derived here. The causal check sets beside the segment contributions the
 drop of the lens value when each segment is zero-ablated (:func:`segment_ablation`): the
 total effect of a segment in the real forward pass next to IG-Lens's conditional marginal.
@@ -27,6 +27,7 @@ import re
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,7 +133,7 @@ class IGLensWidget(anywidget.AnyWidget):
     iglens:
         The :class:`~iglens_viz.core.lens.IGLens` that produced ``result``. With it the
         widget is *interactive*: its controls (target, contrast, boundaries, estimator,
-        steps) recompute on the same token ids, reusing the lens's cached forward pass.
+        steps) recompute on the same token ids, reusing the engine's cached forward pass.
     text_or_ids:
         The input, only needed when ``result`` is None.
     selected:
@@ -333,7 +334,7 @@ class IGLensWidget(anywidget.AnyWidget):
                 f"was computed on {result.n_blocks}: pass the IGLens that "
                 f"produced it"
             )
-        self._lens = iglens
+        self._engine = iglens
         self._attribution = result
         self._shown = itertools.count(1)  # the n of the result id "r<n>"
         # Held by page updates (kernel thread) and the background worker's updates and
@@ -390,9 +391,20 @@ class IGLensWidget(anywidget.AnyWidget):
         return self._attribution
 
     @property
-    def lens(self) -> IGLens | None:
+    def engine(self) -> IGLens | None:
         """The :class:`IGLens` that recomputes requests (None when not interactive)."""
-        return self._lens
+        return self._engine
+
+    @property
+    def lens(self) -> IGLens | None:
+        """Deprecated name of :attr:`engine` ("lens" names a fitted
+        :class:`~iglens_viz.core.coordinates.Lens`; the :class:`IGLens` is the engine)."""
+        warnings.warn(
+            "IGLensWidget.lens is now IGLensWidget.engine (a 'lens' is a Lens)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._engine
 
     @property
     def result_id(self) -> str:
@@ -411,13 +423,13 @@ class IGLensWidget(anywidget.AnyWidget):
     def _next_result_id(self) -> str:
         return f"r{next(self._shown)}"
 
-    def _require_lens(self, what: str) -> IGLens:
-        if self._lens is None:
+    def _require_engine(self, what: str) -> IGLens:
+        if self._engine is None:
             raise IGLensError(
                 f"{what} needs the model: this widget has no IGLens; build it with "
                 f"IGLensWidget(result, iglens) or iglens_viz.widget.show(...)"
             )
-        return self._lens
+        return self._engine
 
     # ------------------------------------------------------------------ commands
 
@@ -530,32 +542,32 @@ class IGLensWidget(anywidget.AnyWidget):
         self._cancel.set()
 
     def _command_recompute(self, command: Command) -> None:
-        lens = self._require_lens("recomputing")
+        engine = self._require_engine("recomputing")
         self._shown_result(command)
         request = self._attribution.request.with_controls(command.fields["controls"])
         if "versus" in command.fields:  # the student view's "compare with…" box
             request = request.replace(versus=command.fields["versus"])
-        with progress_hook(self._report), self._cancellable(lens), self._lens_fits():
-            new = lens.run(request)
+        with progress_hook(self._report), self._cancellable(engine), self._lens_fits():
+            new = engine.run(request)
         self._show(new)
 
     def _command_ask(self, command: Command) -> None:
-        lens = self._require_lens("asking a new question")
+        engine = self._require_engine("asking a new question")
         self._shown_result(command)
         asked = command.fields
         request = self.ask_request(
             asked["prompt"], versus=asked.get("versus"), max_new_tokens=asked.get("max_new_tokens")
         )
-        self._run_ask(lens, request)
+        self._run_ask(engine, request)
 
-    def _run_ask(self, lens: IGLens, request: AttributionRequest) -> AttributionResult:
+    def _run_ask(self, engine: IGLens, request: AttributionRequest) -> AttributionResult:
         """Run a new question's request with its progress published (the forward passes,
         generation included, block by block; then the interior points, if any) and
         cancellable at every block and every chunk of points."""
         points = request.estimator == "riemann" or request.steps > 1
         share = 0.5 if points else 1.0  # of the bar: the forward passes' part
         passes = request.max_new_tokens + 1 + (request.versus is not None)
-        expected = max(1, passes * int(lens.n_blocks))
+        expected = max(1, passes * int(engine.n_blocks))
 
         def forward(done: int) -> None:
             self._publish(share * min(done / expected, 1.0))
@@ -564,8 +576,8 @@ class IGLensWidget(anywidget.AnyWidget):
             self._check_cancelled()
             self._publish(share + (1 - share) * (done / total if total else 0.0))
 
-        with progress_hook(report), self._cancellable(lens, forward), self._lens_fits():
-            new = lens.run(request)
+        with progress_hook(report), self._cancellable(engine, forward), self._lens_fits():
+            new = engine.run(request)
         self._show(new)
         return new
 
@@ -583,8 +595,8 @@ class IGLensWidget(anywidget.AnyWidget):
     def _command_gates(self, command: Command) -> None:
         self._shown_result(command)
         fields = command.fields
-        lens = self._require_lens("the gate game")
-        with progress_hook(self._report), self._cancellable(lens):
+        engine = self._require_engine("the gate game")
+        with progress_hook(self._report), self._cancellable(engine):
             self.gate_game(
                 fields["position"],
                 fields["counterfactual"],
@@ -666,10 +678,10 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def _show_cached_lenses(self) -> None:
         """Tell the page which fitted lenses are cached for the model (see the trait)."""
-        if self._lens is None:
+        if self._engine is None:
             return
         try:
-            kinds = cached_fitted_kinds(self._lens.model)
+            kinds = cached_fitted_kinds(self._engine.model)
         except Exception as err:  # a hint for the page: never what stops the widget
             self.log.warning("IGLensWidget: cannot tell which lenses are cached (%r)", err)
             return
@@ -685,7 +697,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     @contextlib.contextmanager
     def _cancellable(
-        self, lens: IGLens, forward: Callable[[int], None] | None = None
+        self, engine: IGLens, forward: Callable[[int], None] | None = None
     ) -> Iterator[None]:
         """Within the block: every decoder block the model runs in this thread (the
         generation's steps, the trace, a versus continuation) first checks for a Cancel and
@@ -702,7 +714,7 @@ class IGLensWidget(anywidget.AnyWidget):
             if forward is not None:
                 forward(done)
 
-        handles = [b.register_forward_pre_hook(before_block) for b in lens.adapter.blocks]
+        handles = [b.register_forward_pre_hook(before_block) for b in engine.adapter.blocks]
         try:
             yield
         finally:
@@ -753,7 +765,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
         >>> w.ask("What is the capital of France?")     # doctest: +SKIP
         """
-        lens = self._require_lens("asking a new question")
+        engine = self._require_engine("asking a new question")
         if self.running:
             raise IGLensError(
                 f"{self.running.get('command')} {self.running.get('id')!r} is running: "
@@ -762,7 +774,7 @@ class IGLensWidget(anywidget.AnyWidget):
         self._cancel.clear()
         try:
             request = self.ask_request(prompt, versus=versus, max_new_tokens=max_new_tokens)
-            return self._run_ask(lens, request)
+            return self._run_ask(engine, request)
         finally:
             with self._sync_lock:
                 self.progress = -1.0
@@ -775,8 +787,8 @@ class IGLensWidget(anywidget.AnyWidget):
         Returns the new :class:`AttributionResult`. Errors propagate (the page's
         ``recompute`` command gets them in its answer instead).
         """
-        lens = self._require_lens("recomputing")
-        new = lens.run(self._attribution.request.replace(**changes))
+        engine = self._require_engine("recomputing")
+        new = engine.run(self._attribution.request.replace(**changes))
         self._show(new)
         return new
 
@@ -838,11 +850,11 @@ class IGLensWidget(anywidget.AnyWidget):
         beside the contributions) and returns it. Errors propagate (the page's ``ablation``
         command gets them in its answer instead).
         """
-        lens = self._require_lens("the causal check")
+        engine = self._require_engine("the causal check")
         position = self.selected if token is None else token
         payload = self._answered(
             segment_ablation(
-                lens,
+                engine,
                 self._attribution,
                 position,
                 positions=positions,
@@ -872,10 +884,10 @@ class IGLensWidget(anywidget.AnyWidget):
         Sets :attr:`gates` and returns it. Errors propagate (the page's ``gates`` command
         gets them in its answer instead).
         """
-        lens = self._require_lens("the gate game")
+        engine = self._require_engine("the gate game")
         position = self.selected if token is None else token
         payload = self._answered(
-            gate_game_payload(lens, self._attribution, position, counterfactual, steps=steps),
+            gate_game_payload(engine, self._attribution, position, counterfactual, steps=steps),
             request_id,
         )
         with self._sync_lock:
@@ -891,10 +903,10 @@ class IGLensWidget(anywidget.AnyWidget):
         Sets :attr:`path` and returns it (see :func:`position_path`). Errors propagate (the
         page's ``path`` command gets them in its answer instead).
         """
-        lens = self._require_lens("the interior path")
+        engine = self._require_engine("the interior path")
         position = self.selected if position is None else position
         payload = self._answered(
-            position_path(lens, self._attribution, position, steps), request_id
+            position_path(engine, self._attribution, position, steps), request_id
         )
         with self._sync_lock:
             self.path = payload
@@ -906,11 +918,11 @@ class IGLensWidget(anywidget.AnyWidget):
         """Split one position's contributions (default: the selected one) over heads, MLPs
         and the remainder, and show it in the detail panel's heads section.
 
-        Milliseconds once the lens holds the head outputs; the first call on a prompt runs
+        Milliseconds once the engine holds the head outputs; the first call on a prompt runs
         the model once. Sets :attr:`components` and returns it (``{}`` when the result
         carries its own split). Errors propagate (the page's ``components`` command gets
         them in its answer instead)."""
-        lens = self._require_lens("the head split")
+        engine = self._require_engine("the head split")
         result = self._attribution
         position = self.selected if position is None else position
         if result.component_shares is not None:
@@ -923,7 +935,7 @@ class IGLensWidget(anywidget.AnyWidget):
         if result.target_ids[position] < 0:
             raise InvalidRequestError(f"position {position} has no target to split")
         row = int(position) % len(result.input_ids)
-        split = lens.with_components(result, [row])  # its names: `coordinate` under a lens
+        split = engine.with_components(result, [row])  # its names: `coordinate` under a lens
         shares, names = split.component_shares, split.component_names or []
         assert shares is not None  # with_components always splits: (T, n, C), NaN but at row
         payload = self._answered(
@@ -965,7 +977,7 @@ class InvalidTraitError(InvalidRequestError, traitlets.TraitError):
 
 
 def segment_ablation(
-    lens: IGLens,
+    engine: IGLens,
     result: AttributionResult,
     position: int,
     *,
@@ -986,8 +998,8 @@ def segment_ablation(
     if isinstance(contrast, str) and _DIGITS.fullmatch(contrast):
         contrast = int(contrast)  # typed digits are an id, as in the controls
     done = provider("check_segments")(
-        lens.model,
-        lens.tokenizer,
+        engine.model,
+        engine.tokenizer,
         result,
         position,
         positions=positions,
@@ -1007,7 +1019,7 @@ def segment_ablation(
         seconds=done.seconds,
     )
     cf = done.counterfactual
-    text = {} if cf is None else token_texts(lens.tokenizer, cf.prompt_ids, [cf.contrast_id])
+    text = {} if cf is None else token_texts(engine.tokenizer, cf.prompt_ids, [cf.contrast_id])
     return {
         **payload,
         "positions": done.positions,
@@ -1055,7 +1067,7 @@ class RecomputeCancelled(IGLensError):
 
 
 def gate_game_payload(
-    lens: IGLens,
+    engine: IGLens,
     result: AttributionResult,
     position: int,
     counterfactual: str | None,
@@ -1082,7 +1094,7 @@ def gate_game_payload(
         )
     start = time.perf_counter()
     length = result.prompt_length or T
-    ledger = lens.gate_ledger(
+    ledger = engine.gate_ledger(
         result.request.prompt,
         counterfactual,
         chat=result.request.chat,
@@ -1094,7 +1106,7 @@ def gate_game_payload(
     # the counterfactual answer's opening up to the position, as the tokenizer writes it
     opening = [int(i) for i in (ledger.corrupt_ids if ledger.corrupt_ids is not None else [])]
     opening = opening[ledger.prompt_length : ledger.position + 1]
-    decode = getattr(lens.tokenizer, "decode", None)
+    decode = getattr(engine.tokenizer, "decode", None)
     answer_text = (
         decode(opening, clean_up_tokenization_spaces=False)
         if decode is not None
@@ -1109,7 +1121,7 @@ def gate_game_payload(
 
 
 def position_path(
-    lens: IGLens, result: AttributionResult, position: int, steps: int = 8
+    engine: IGLens, result: AttributionResult, position: int, steps: int = 8
 ) -> dict[str, Any]:
     """The interior path of ``result`` at ``position`` as the protocol's ``path`` dict
     (:func:`iglens_viz.protocol.payload.path_payload`): f along each segment at ``steps``
@@ -1117,7 +1129,7 @@ def position_path(
     ``riemann``; see :meth:`IGLens.interior_path`."""
     start = time.perf_counter()
     riemann = result.request.estimator == "riemann"
-    out = lens.interior_path(result, position, steps=steps, terms=riemann)
+    out = engine.interior_path(result, position, steps=steps, terms=riemann)
     path, terms = out if riemann else (out, None)
     return path_payload(
         int(position) % len(result.input_ids),
@@ -1131,7 +1143,7 @@ def position_path(
 
 
 def show(
-    model_or_lens: Any,
+    model_or_engine: Any,
     tokenizer: Any = None,
     text_or_ids: PromptSpec | None = None,
     *,
@@ -1142,12 +1154,12 @@ def show(
 ) -> IGLensWidget:
     """Attribute ``text_or_ids`` and return an interactive :class:`IGLensWidget`.
 
-    ``model_or_lens`` is a model (an :class:`IGLens` is built over it with ``tokenizer``)
+    ``model_or_engine`` is a model (an :class:`IGLens` is built over it with ``tokenizer``)
     or an existing :class:`IGLens` (its cached forward passes are reused). The remaining
     keyword arguments go to :meth:`IGLens.attribute` (``target``, ``contrast``,
     ``boundaries`` — a list or a spec such as ``"every:5"`` —, ``steps``, ``estimator``,
     ``chat``, ``max_new_tokens``). ``name`` is the model's name in the header and the
-    exported page and figures (see :class:`IGLens`; give it to the lens you pass instead).
+    exported page and figures (see :class:`IGLens`; give it to the IGLens you pass instead).
 
     >>> w = show(*iglens_viz.load_model(), "What is the capital of Vietnam?",
     ...          chat=True, max_new_tokens=12)          # doctest: +SKIP
@@ -1157,9 +1169,9 @@ def show(
 
     if text_or_ids is None:
         raise TypeError("show() needs the text (or token ids) to attribute")
-    if isinstance(model_or_lens, IGLens):
-        lens = model_or_lens
-        if tokenizer is not None and tokenizer is not lens.tokenizer:
+    if isinstance(model_or_engine, IGLens):
+        engine = model_or_engine
+        if tokenizer is not None and tokenizer is not engine.tokenizer:
             raise IGLensError(
                 "pass either an IGLens or a model and its tokenizer, not an "
                 "IGLens with another tokenizer"
@@ -1169,7 +1181,7 @@ def show(
                 "this IGLens already has its name: pass name= to IGLens(model, tokenizer, name=...)"
             )
     else:
-        lens = IGLens(model_or_lens, tokenizer, name=name)
+        engine = IGLens(model_or_engine, tokenizer, name=name)
     return IGLensWidget(
-        None, lens, text_or_ids, selected=selected, color_by=color_by, **attribute_kwargs
+        None, engine, text_or_ids, selected=selected, color_by=color_by, **attribute_kwargs
     )
