@@ -283,7 +283,7 @@ class _Coordinates:
 
 
 def _kept(tensor: torch.Tensor | None, what: str) -> torch.Tensor:
-    """``tensor``, which the lens captured for the split (ValueError if it did not)."""
+    """``tensor``, which the trace captured for the split (ValueError if it did not)."""
     if tensor is None:
         raise ValueError(f"the component split needs the trace's {what}, which it does not hold")
     return tensor

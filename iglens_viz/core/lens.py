@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 class _Readings:
     """What the readout gives for every position of a request."""
 
-    lens: torch.Tensor  # [T, k+1] f at the boundaries (float64)
+    f: torch.Tensor  # [T, k+1] f at the boundaries (float64)
     contributions: torch.Tensor  # [T, k]
     path: torch.Tensor | None  # [T, k, m+1] f inside the segments (m > 1)
     shares: torch.Tensor | None  # [T, n, C] the component split
@@ -82,7 +82,10 @@ class _Readings:
 
 
 class IGLens:
-    """IG-Lens over one model, caching the forward pass of recently seen inputs.
+    """The IG-Lens engine over one model, caching the forward pass of recently seen inputs.
+
+    Examples call an instance ``engine``: a *lens* is a
+    :class:`~iglens_viz.core.coordinates.Lens`, the coordinates a request reads states in.
 
     Parameters
     ----------
@@ -451,7 +454,7 @@ class IGLens:
         """Run an :class:`AttributionRequest` (see :meth:`attribute` for its fields).
 
         A recompute replays a result's request with changes:
-        ``lens.run(result.request.replace(target="next"))``.
+        ``engine.run(result.request.replace(target="next"))``.
         """
         if not isinstance(request, AttributionRequest):
             raise InvalidRequestError(
@@ -488,9 +491,9 @@ class IGLens:
         """The lens values, contributions, interior path and component split of every
         position (the question's)."""
         trace, bounds, y, c = question.trace, list(question.bounds), question.ids, question.contrast
-        lens = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
+        f = trace.lens_probs(self.readout, bounds, y, c).T.double()  # [T, k+1]
         logprobs = None if c is not None else trace.lens_logprobs(self.readout, bounds, y).T
-        T, k, steps = lens.shape[0], lens.shape[1] - 1, question.steps
+        T, k, steps = f.shape[0], f.shape[1] - 1, question.steps
         # Points inside segments are needed only by the Riemann sum and the interior path.
         riemann = question.estimator == "riemann"
         pairs = question.pairs() if riemann or steps > 1 else None
@@ -498,12 +501,12 @@ class IGLens:
             contributions = riemann_totals(self.readout, pairs, steps, self.memory_budget)
             contributions = contributions.reshape(T, k).double()
         else:
-            contributions = lens[:, 1:] - lens[:, :-1]
-        path = path_along(self.readout, pairs, lens, steps, self.memory_budget)
+            contributions = f[:, 1:] - f[:, :-1]
+        path = path_along(self.readout, pairs, f, steps, self.memory_budget)
         shares = None
         if request.components:
-            shares = question_shares(self, question, path_or_ends(path, lens))
-        return _Readings(lens, contributions, path, shares, logprobs)
+            shares = question_shares(self, question, path_or_ends(path, f))
+        return _Readings(f, contributions, path, shares, logprobs)
 
     def template_positions(self, request: AttributionRequest) -> np.ndarray | None:
         """The prompt positions of ``request`` that are its chat template's tokens, not the
@@ -588,7 +591,7 @@ class IGLens:
     def widget(self, text_or_ids: PromptSpec, **attribute_kwargs: Any) -> AnyWidget:
         """An interactive notebook widget for ``text_or_ids``; see :func:`iglens_viz.widget.show`.
 
-        Its controls recompute through this lens, reusing the cached forward pass.
+        Its controls recompute through this engine, reusing the cached forward pass.
         """
         return provider("show")(self, None, text_or_ids, **attribute_kwargs)
 
@@ -609,9 +612,9 @@ class IGLens:
             out[targets.missing] = np.nan
             return out
 
-        lens, shares, logprobs = readings.lens, readings.shares, readings.logprobs
+        f, shares, logprobs = readings.f, readings.shares, readings.logprobs
         path = None if question.steps == 1 else readings.path
-        lens_np, contrib_np = numpy(lens), numpy(readings.contributions)
+        f_np, contrib_np = numpy(f), numpy(readings.contributions)
         segment = onset_segments(contrib_np)
         end_blocks = np.asarray([block_of_depth(b) for b in bounds[1:]])
         onset = np.where(segment >= 0, end_blocks[segment], -1)
@@ -627,9 +630,9 @@ class IGLens:
             target_ids=target_ids,
             target_tokens=[token_text.get(int(i), "") for i in target_ids],
             boundaries=bounds,
-            lens_probs=lens_np,
+            lens_probs=f_np,
             contributions=contrib_np,
-            delta_p=lens_np[:, -1] - lens_np[:, 0],
+            delta_p=f_np[:, -1] - f_np[:, 0],
             onset=onset.astype(np.int64),
             top_ids=top_ids,
             top_probs=top_probs,
@@ -675,8 +678,8 @@ def attribute(  # noqa: PLR0913 (the public API's keywords)
     For repeated questions about the same prompt (new targets, boundaries, estimators), build
     an :class:`IGLens` once: it caches the forward pass.
     """
-    ig = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
-    return ig.attribute(
+    engine = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
+    return engine.attribute(
         text_or_ids,
         target=target,
         contrast=contrast,

@@ -202,7 +202,7 @@ def _copy_param(
 
     ``.to()`` returns the same storage when nothing changes: no copy for a parameter that
     already has the device and dtype. A copy is made outside inference mode (a normal
-    tensor, even when the lens is built inside ``torch.inference_mode()``), so the Riemann
+    tensor, even when the engine is built inside ``torch.inference_mode()``), so the Riemann
     gradients can use it in autograd.
     """
     if module is None:

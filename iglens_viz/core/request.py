@@ -2,15 +2,15 @@
 
 Every front end builds one :class:`AttributionRequest` — :func:`iglens_viz.attribute` and
 :meth:`IGLens.attribute` from keyword arguments, the ``iglens`` command from its flags, the
-widget from its controls (:meth:`AttributionRequest.with_controls`) — and the lens runs it
+widget from its controls (:meth:`AttributionRequest.with_controls`) — and the engine runs it
 (:meth:`IGLens.run`). The result keeps it (``result.request``), a recompute replays it with
 the changed fields, and the widget payload and the exported page carry its JSON form
 (:meth:`AttributionRequest.to_dict`).
 
 Validation here is everything that does not need the model: types, forms, ranges that hold
 for any model. What needs the model (a boundary list ending at its number of blocks, a token
-string that must be one token, ids below its vocabulary size) is checked when the lens runs
-the request, with the same error class, :class:`~iglens_viz.errors.InvalidRequestError`.
+string that must be one token, ids below its vocabulary size) is checked when the engine
+runs the request, with the same error class, :class:`~iglens_viz.errors.InvalidRequestError`.
 """
 
 from __future__ import annotations
@@ -320,7 +320,7 @@ class AttributionRequest:
     lens: LensSpec = "logit"
     """The coordinates each state is read in (see :data:`LensSpec`): ``"logit"`` reads h_L as
     it is; a fitted lens reads T_L(h_L). Kept as given (a :class:`Lens`, a kind name or a
-    path); the lens resolves it when it runs the request."""
+    path); the engine (:meth:`IGLens.resolve_lens`) resolves it when it runs the request."""
     answer: AnswerSpec | None = None
     """A whole answer (see :data:`AnswerSpec`) appended to the prompt (after the chat
     template's assistant turn when ``chat`` is on) and teacher-forced; its ledgers are

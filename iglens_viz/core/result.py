@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
@@ -275,7 +276,7 @@ class AttributionResult:
         if self.component_shares is None or self.component_names is None:
             raise AttributeError(
                 "this result has no component split: attribute with "
-                "components=True, or use lens.components(result, positions) "
+                "components=True, or use engine.components(result, positions) "
                 "for a few positions"
             )
         return self.component_shares, self.component_names
@@ -317,13 +318,24 @@ class AttributionResult:
         """One row per (position, segment); see :func:`iglens_viz.views.to_dataframe`."""
         return provider("to_dataframe")(self, **kwargs)
 
-    def widget(self, lens: IGLens | None = None, **kwargs: Any) -> AnyWidget:
+    def widget(self, engine: IGLens | None = None, **kwargs: Any) -> AnyWidget:
         """Linked notebook views (needs ``anywidget``); see :class:`iglens_viz.widget.IGLensWidget`.
 
-        Pass the :class:`IGLens` that produced this result to enable the recompute
-        controls; without it the widget only explores this result.
+        Pass the :class:`IGLens` that produced this result (``engine``) to enable the
+        recompute controls; without it the widget only explores this result. The old
+        keyword ``lens=`` still works, with a :class:`DeprecationWarning` (a *lens* is a
+        :class:`~iglens_viz.core.coordinates.Lens`).
         """
-        return provider("widget")(self, lens, **kwargs)
+        if "lens" in kwargs:
+            if engine is not None:
+                raise TypeError("widget() got both engine and its old name lens: pass engine")
+            warnings.warn(
+                "result.widget(lens=...) is now result.widget(engine=...) (a 'lens' is a Lens)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            engine = kwargs.pop("lens")
+        return provider("widget")(self, engine, **kwargs)
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **kwargs: Any) -> str:
         """A self-contained offline HTML page of the linked views, written to ``path`` if

@@ -98,7 +98,7 @@ LAMBDA = 4.0
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 # The self-check's logit comparison streams the vocabulary at least this many columns at a
-# time where the budget allows (fewer rows per block instead); the lens's smallest budget
+# time where the budget allows (fewer rows per block instead); the engine's smallest budget
 # (memory.min_memory_budget) fits one row of this width.
 _SPREAD_COLUMNS = 512
 

@@ -81,13 +81,13 @@ def component_split(
         lens=engine.resolve_lens(request.lens),
     )
     if trace.input_ids.tolist() != list(result.input_ids):  # pragma: no cover - guard
-        raise InvalidRequestError("the result is of another prompt than this lens saw")
+        raise InvalidRequestError("the result is of another prompt than this engine saw")
 
     def ids_at(ids: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(np.where(np.asarray(ids)[picked] < 0, 0, np.asarray(ids)[picked]))
 
     steps = request.steps if steps is None else request.replace(steps=steps).steps
-    lens = torch.as_tensor(result.lens_probs[picked], device=engine.readout.device)
+    f = torch.as_tensor(result.lens_probs[picked], device=engine.readout.device)
     y = ids_at(result.target_ids)
     c = None if result.contrast_ids is None else ids_at(result.contrast_ids)
     path: torch.Tensor | None
@@ -95,13 +95,11 @@ def component_split(
         path = torch.as_tensor(result.path_probs[picked])
     else:
         pairs = segment_pairs(trace, result.boundaries, y, c, picked)
-        path = path_along(
-            engine.readout, pairs, torch.nan_to_num(lens), steps, engine.memory_budget
-        )
+        path = path_along(engine.readout, pairs, torch.nan_to_num(f), steps, engine.memory_budget)
     question = Question(
         trace, result.boundaries, torch.as_tensor(picked), y, c, request.estimator, steps
     )
-    shares = question_shares(engine, question, path_or_ends(path, lens))
+    shares = question_shares(engine, question, path_or_ends(path, f))
     out = shares.detach().cpu().numpy().astype(np.float64)
     out[np.asarray(result.target_ids)[picked] < 0] = np.nan
     return out
@@ -134,7 +132,7 @@ def interior_path(
     """f along every segment of ``result`` at one ``position``: ``(k, m+1)`` float64,
     at α = 0, 1/m, …, 1 (the ends are ``result.lens_probs[position]``).
 
-    The same values as ``lens.run(result.request.replace(steps=m)).path_probs[position]``
+    The same values as ``engine.run(result.request.replace(steps=m)).path_probs[position]``
     for a few milliseconds: only this position's k·(m−1) interior points go through the
     readout (no model run; the cached forward pass is reused). ``steps`` defaults to the
     result's m (at least 2 — with m = 1 there is no interior).
@@ -172,10 +170,10 @@ def interior_path(
         else torch.as_tensor(np.asarray(result.contrast_ids)[picked])
     )
     pairs = segment_pairs(trace, result.boundaries, y, c, picked)
-    lens = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
-    k = lens.shape[1] - 1
-    interior = path_along(engine.readout, pairs, lens, steps, engine.memory_budget)
-    path = path_or_ends(interior, lens)[0].detach().cpu().numpy().astype(np.float64)
+    f = torch.as_tensor(result.lens_probs[picked], dtype=torch.float64)
+    k = f.shape[1] - 1
+    interior = path_along(engine.readout, pairs, f, steps, engine.memory_budget)
+    path = path_or_ends(interior, f)[0].detach().cpu().numpy().astype(np.float64)
     if not terms:
         return path
     out = torch.zeros(k * steps, dtype=torch.float64)

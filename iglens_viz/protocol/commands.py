@@ -62,7 +62,7 @@ class CommandSpec:
     doc: str
     while_running: bool = False
     """Answered while a background command runs (the others are refused then: they would
-    read the lens the background command uses, or a result about to be replaced)."""
+    read the engine the background command uses, or a result about to be replaced)."""
     optional: tuple[str, ...] = ()
     """Fields it may carry beside :attr:`fields` (absent: the command's default)."""
 

@@ -341,11 +341,11 @@ def _shade(ax: Axes, result: AttributionResult, flags: NonMonotone, label: bool)
 
 def _draw_curve(ax: Axes, result: AttributionResult, i: int, flags: NonMonotone) -> Line2D:
     b = np.asarray(result.boundaries, dtype=np.float64)
-    lens = np.asarray(result.lens_probs[i], dtype=np.float64)
-    ax.axhline(lens[0], color="#bdbdbd", linewidth=0.8, linestyle=":", zorder=1)
+    f = np.asarray(result.lens_probs[i], dtype=np.float64)
+    ax.axhline(f[0], color="#bdbdbd", linewidth=0.8, linestyle=":", zorder=1)
     (curve,) = ax.plot(
         b,
-        lens,
+        f,
         color=CURVE_COLOR,
         marker="o",
         markersize=4,
@@ -415,10 +415,10 @@ def _draw_top1(ax: Axes, result: AttributionResult, i: int, max_label_len: int) 
         zorder=4,
         label="top-1 is another token",
     )
-    lens = np.asarray(result.lens_probs[i], dtype=np.float64)
+    f = np.asarray(result.lens_probs[i], dtype=np.float64)
     ax.plot(
         b,
-        lens,
+        f,
         color=CURVE_COLOR,
         linewidth=0.8,
         alpha=0.5,
@@ -615,7 +615,7 @@ def plot_components(
     Rows are the blocks of ``segment`` (every block when None), columns the components
     (``result.component_names``), cells the signed share on a diverging scale centred at 0.
     The ``top`` largest |shares| are written in their cells and named in the title. Needs a
-    result attributed with ``components=True`` (or shares from ``lens.components``).
+    result attributed with ``components=True`` (or shares from ``engine.components``).
     Returns the matplotlib Figure (built without pyplot).
     """
     i = _check_position(result, i)
@@ -729,7 +729,7 @@ def to_dataframe(
     contrib = np.asarray(result.contributions, dtype=np.float64)
     T, k = contrib.shape
     b = np.asarray(result.boundaries, dtype=np.float64)
-    lens = np.asarray(result.lens_probs, dtype=np.float64)
+    f = np.asarray(result.lens_probs, dtype=np.float64)
     onset_seg = result.onset_segment
     position = np.repeat(np.arange(T), k)
     segment = np.tile(np.arange(k), T)
@@ -744,8 +744,8 @@ def to_dataframe(
             "block_start": np.floor(b[:-1]).astype(np.int64)[segment] + 1,
             "block_end": np.ceil(b[1:]).astype(np.int64)[segment],
             "contribution": contrib.ravel(),
-            "lens_prob_start": lens[:, :-1].ravel(),
-            "lens_prob_end": lens[:, 1:].ravel(),
+            "lens_prob_start": f[:, :-1].ravel(),
+            "lens_prob_end": f[:, 1:].ravel(),
             "onset": onset_seg[position] == segment,
             "non_monotone": against_segments(contrib, result.delta_p, threshold).ravel(),
             "delta_p": np.asarray(result.delta_p, dtype=np.float64)[position],
