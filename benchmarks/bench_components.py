@@ -8,9 +8,9 @@ each with a fresh ``IGLens`` (forward pass included):
 * the sub-layer map — ``boundaries="sublayer"`` (2n + 1 boundaries instead of n + 1);
 * the whole-prompt component split — ``components=True`` with block and with sub-layer
   boundaries (m = 1 and m = 8);
-* one token, as the widget's click asks for it — ``lens.components(result, [p])`` on a lens
+* one token, as the widget's click asks for it — ``engine.components(result, [p])`` on an engine
   that has just attributed the prompt without components (the first click runs the model once
-  more to keep the head outputs) and on a lens that already holds them (every later click).
+  more to keep the head outputs) and on an engine that already holds them (every later click).
 
 The contenders run interleaved, one round each in turn, after a warm-up round; each ratio is
 the median of per-round ratios (see ``bench_attribute.py``), printed with the share of the
@@ -51,7 +51,7 @@ PROMPT = "What is the capital of Vietnam?"
 QUICK_PROMPT = "The capital of France is"
 
 
-def prepared_ids(lens: iglens_viz.IGLens, quick: bool) -> tuple[torch.Tensor, int]:
+def prepared_ids(engine: iglens_viz.IGLens, quick: bool) -> tuple[torch.Tensor, int]:
     """The token ids the README's example attributes (chat template + generated answer), and
     the first answer position."""
     request = (
@@ -59,12 +59,12 @@ def prepared_ids(lens: iglens_viz.IGLens, quick: bool) -> tuple[torch.Tensor, in
         if quick
         else AttributionRequest(PROMPT, chat=True, max_new_tokens=16)
     )
-    ids, prompt_length = lens.prepare(request)
+    ids, prompt_length = engine.prepare(request)
     return ids, max(prompt_length - 1, 0)
 
 
 def contenders(model, tokenizer, ids, position) -> dict:
-    """Name → a function that does the work once, from a fresh lens."""
+    """Name → a function that does the work once, from a fresh engine."""
 
     def fresh():
         return iglens_viz.IGLens(model, tokenizer)
@@ -73,19 +73,19 @@ def contenders(model, tokenizer, ids, position) -> dict:
         return lambda: fresh().attribute(ids, **kw)
 
     def click(warm: bool):
-        lens = fresh()
-        result = lens.attribute(ids)
+        engine = fresh()
+        result = engine.attribute(ids)
         if warm:
-            lens.components(result, [position])
-        return lambda: lens.components(result, [position])
+            engine.components(result, [position])
+        return lambda: engine.components(result, [position])
 
-    # A click's lens is prepared once (outside the timing) and kept across rounds: the first
-    # click's lens is rebuilt every round so its extra forward pass is always timed.
+    # A click's engine is prepared once (outside the timing) and kept across rounds: the first
+    # click's engine is rebuilt every round so its extra forward pass is always timed.
     def first_click():
-        lens = fresh()
-        result = lens.attribute(ids)
+        engine = fresh()
+        result = engine.attribute(ids)
         start = time.perf_counter()
-        lens.components(result, [position])
+        engine.components(result, [position])
         first_click.seconds = time.perf_counter() - start
 
     return {
@@ -107,8 +107,8 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     model, tokenizer = iglens_viz.load_model()
-    lens = iglens_viz.IGLens(model, tokenizer)
-    ids, position = prepared_ids(lens, args.quick)
+    engine = iglens_viz.IGLens(model, tokenizer)
+    ids, position = prepared_ids(engine, args.quick)
     say(
         f"default model, T = {ids.numel()} tokens, token timed for a click: position "
         f"{position}; {args.repeats} interleaved rounds after a warm-up"

@@ -59,24 +59,24 @@ def _setup():
     from iglens_viz.protocol.opening import opening_position
 
     model, tokenizer = ig.load_model()
-    lens = ig.IGLens(model, tokenizer)
-    result = lens.attribute(QUESTION, chat=True, max_new_tokens=12)
+    engine = ig.IGLens(model, tokenizer)
+    result = engine.attribute(QUESTION, chat=True, max_new_tokens=12)
     position = opening_position(result.tokens, result.target_tokens, result.prompt_length - 1)
     answer = result.input_ids[result.prompt_length :].tolist()
     ids = torch.as_tensor(result.input_ids)[None]
-    return model, lens, answer, position, ids
+    return model, engine, answer, position, ids
 
 
 def _speed(rounds: int) -> dict:
-    model, lens, answer, position, ids = _setup()
-    n = lens.n_blocks
+    model, engine, answer, position, ids = _setup()
+    n = engine.n_blocks
 
     def forward():
         with torch.no_grad():
             model(input_ids=ids, use_cache=False)
 
     def ledger(path):
-        return lens.gate_ledger(
+        return engine.gate_ledger(
             QUESTION, OTHER, chat=True, answer=answer, position=position, path=path, steps=16
         )
 
@@ -110,7 +110,7 @@ def _peak_memory(T: int) -> dict:
     import iglens_viz as ig
 
     model, tokenizer = ig.load_model()
-    lens = ig.IGLens(model, tokenizer)
+    engine = ig.IGLens(model, tokenizer)
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(100, 40_000, (T,), generator=generator)
     other = ids.clone()
@@ -127,7 +127,7 @@ def _peak_memory(T: int) -> dict:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current RSS
     start = time.perf_counter()
-    lens.gate_ledger(ids.tolist(), other.tolist(), steps=16)
+    engine.gate_ledger(ids.tolist(), other.tolist(), steps=16)
     seconds = time.perf_counter() - start
     return {"T": T, "seconds": seconds, "extra_peak_MiB": (status("VmHWM") - before) / 2**20}
 

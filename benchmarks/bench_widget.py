@@ -251,25 +251,25 @@ def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> d
     from iglens_viz import IGLens
     from iglens_viz.widget import IGLensWidget
 
-    name, lens = model, None
+    name, engine = model, None
     if model == "default":
         try:
             from iglens_viz import load_model
 
-            lens = IGLens(*load_model())
+            engine = IGLens(*load_model())
             name = "SmolLM2-135M (embedded default)"
         except Exception as err:  # noqa: BLE001 - a benchmark: say so and go on
             print(f"  (the default model did not load: {err}; using a tiny random Llama)")
-    if lens is None:
+    if engine is None:
         from tiny_models import tiny_model, tiny_tokenizer
 
         model = tiny_model("llama", num_hidden_layers=30, max_position_embeddings=max(64, T))
-        lens = IGLens(model, tiny_tokenizer())
+        engine = IGLens(model, tiny_tokenizer())
         name = "tiny random Llama, 30 blocks"
     rng = np.random.default_rng(0)
-    ids = [int(i) for i in rng.integers(0, min(int(lens.readout.vocab_size), 30000), T)]
-    result = lens.attribute(ids)  # steps = 1: no path in the result
-    w = IGLensWidget(result, lens)
+    ids = [int(i) for i in rng.integers(0, min(int(engine.readout.vocab_size), 30000), T)]
+    result = engine.attribute(ids)  # steps = 1: no path in the result
+    w = IGLensWidget(result, engine)
     positions = [
         int(p)
         for p in rng.choice(np.flatnonzero(result.target_ids >= 0), repeats + 1, replace=False)
@@ -286,7 +286,7 @@ def run_lazy_path(T: int, steps: int, repeats: int, model: str = "default") -> d
             times.append(elapsed)
     return dict(
         lazy_T=T,
-        lazy_blocks=int(lens.n_blocks),
+        lazy_blocks=int(engine.n_blocks),
         lazy_steps=steps,
         lazy_model=name,
         lazy_repeats=repeats,

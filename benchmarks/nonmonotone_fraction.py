@@ -36,11 +36,11 @@ def main() -> None:
     from iglens_viz.studies.prompts import builtin_set
 
     model, tokenizer = iglens_viz.load_model()
-    lens = IGLens(model, tokenizer)
-    demo = lens.run(
+    engine = IGLens(model, tokenizer)
+    demo = engine.run(
         AttributionRequest("What is the capital of Vietnam?", chat="auto", max_new_tokens=16)
     )
-    shipped = [lens.run(AttributionRequest(p.text)) for p in builtin_set("shipped")]
+    shipped = [engine.run(AttributionRequest(p.text)) for p in builtin_set("shipped")]
 
     def flags(result, t):
         ok = np.isfinite(result.delta_p)

@@ -19,11 +19,11 @@ OUT = Path(__file__).with_name("gates-vietnam.png")
 
 def main() -> None:
     model, tokenizer = ig.load_model()
-    lens = ig.IGLens(model, tokenizer)
+    engine = ig.IGLens(model, tokenizer)
     question = "What is the capital of Vietnam?"
-    result = lens.attribute(question, chat=True, max_new_tokens=12)
+    result = engine.attribute(question, chat=True, max_new_tokens=12)
     position = opening_position(result.tokens, result.target_tokens, result.prompt_length - 1)
-    ledger = lens.gate_ledger(
+    ledger = engine.gate_ledger(
         question,
         "What is the capital of Italy?",
         chat=True,
