@@ -16,6 +16,8 @@ piles up in pyplot's global state: return one from a notebook cell to show it, o
 
 from __future__ import annotations
 
+import functools
+import io
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -119,10 +121,26 @@ def symmetric_limit(values: ArrayLike) -> float:
     return vmax if vmax > 0 else 1.0
 
 
-def new_figure(width: float, height: float) -> Figure:
+@functools.cache
+def _notebook_figure() -> type[Figure]:
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    class NotebookFigure(Figure):
+        """A ``Figure`` with its own PNG representation for IPython."""
+
+        def _repr_png_(self) -> bytes:
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", bbox_inches="tight")
+            return buffer.getvalue()
+
+    return NotebookFigure
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure outside pyplot (nothing global, nothing left open) that shows itself in a
+    notebook: IPython displays a bare ``Figure`` as ``<Figure size …>`` text unless pyplot's
+    inline backend was loaded first, so it carries its own PNG representation."""
+    return _notebook_figure()(figsize=(width, height), layout="constrained")
 
 
 def figure_of(ax: Axes) -> Figure:
