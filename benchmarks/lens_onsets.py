@@ -2,9 +2,9 @@
 
 Not a test: nothing here asserts. On the default model (``iglens_viz.load_model()``,
 SmolLM2-135M-Instruct) it attributes, for every prompt of the built-in ``capitals`` study set
-(``iglens_viz.studies.prompts``: "The capital of {country} is" and "The capital city of
+(``iglens_study.prompts``: "The capital of {country} is" and "The capital city of
 {country} is", raw text, no chat template), the answer's first token at the prompt's last
-position, exactly as the study does (``iglens_viz.studies.run._targets``), once under each
+position, exactly as the study does (``iglens_study.run._targets``), once under each
 lens (default: the raw logit lens and the linear shortcut), and records per prompt and lens:
 
 * ``onset`` — ``result.onset`` at the last position, the block (1 … n) of the segment with
@@ -70,7 +70,7 @@ def block_ranges(n_blocks: int) -> tuple[tuple[int, int], ...]:
 
 def _countries(prompts: list) -> list[str]:
     """The country each prompt asks about, from the study's own templates."""
-    from iglens_viz.studies.prompts import CAPITAL_TEMPLATES
+    from iglens_study.prompts import CAPITAL_TEMPLATES
 
     out = []
     for p in prompts:
@@ -85,7 +85,7 @@ def _countries(prompts: list) -> list[str]:
 
 
 def _template_index(text: str) -> int:
-    from iglens_viz.studies.prompts import CAPITAL_TEMPLATES
+    from iglens_study.prompts import CAPITAL_TEMPLATES
 
     for i, template in enumerate(CAPITAL_TEMPLATES):
         head, tail = template.split("{country}")
@@ -97,7 +97,7 @@ def _template_index(text: str) -> int:
 def select(limit: int | None, seed: int) -> list:
     """The capitals prompts of ``limit`` countries drawn with ``seed`` (all without it), in
     the set's order."""
-    from iglens_viz.studies.prompts import builtin_set
+    from iglens_study.prompts import builtin_set
 
     prompts = builtin_set("capitals")
     countries = _countries(prompts)
@@ -114,7 +114,7 @@ def select(limit: int | None, seed: int) -> list:
 def measure(model, tokenizer, items: list, lenses: list[str], progress: bool = True) -> list:
     """One row per prompt: the target and the model's output, then one entry per lens."""
     import iglens_viz
-    from iglens_viz.studies.run import _targets
+    from iglens_study.run import _targets
 
     ig = iglens_viz.IGLens(model, tokenizer)
     fitted = {lens: ig.resolve_lens(lens) for lens in lenses}  # fitted or read once, first

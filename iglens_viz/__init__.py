@@ -35,7 +35,6 @@ from .errors import (
 )
 from .lenses import Lens, evaluate_lens, fit_lens, load_lens, save_lens
 from .loading import load_model
-from .studies import PairStudy, Study, capital_pairs, load_pairs, pair_study, study
 
 if TYPE_CHECKING:  # at run time compare is imported on first use (see __getattr__ below)
     from .widget.compare import compare
@@ -67,30 +66,29 @@ __all__ = [
     "Lens",
     "ModelLoadError",
     "ModelOutputError",
-    "PairStudy",
     "PatchResult",
     "ReadoutMismatchError",
-    "Study",
     "UnsupportedModelError",
     "ablate",
     "attribute",
     "attribution_patch",
-    "capital_pairs",
     "compare",
     "evaluate_lens",
     "fit_lens",
     "gate_ledger",
     "load_lens",
     "load_model",
-    "load_pairs",
-    "pair_study",
     "patch",
     "save_lens",
-    "study",
     "supported_families",
     "validate_onset",
 ]
 
+
+_MOVED_TO_IGLENS_STUDY = frozenset(
+    {"PairStudy", "Study", "capital_pairs", "load_pairs", "pair_study", "study"}
+)
+"""The study names this façade exported until the studies became their own package."""
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would type every unknown name by it
 
@@ -99,4 +97,9 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would type every unkno
             from .widget.compare import compare
 
             return compare
+        if name in _MOVED_TO_IGLENS_STUDY:
+            raise AttributeError(
+                f"iglens_viz.{name} moved to the iglens_study package: `from iglens_study "
+                f"import {name}` (install it with `pip install ./iglens_study` from a checkout)"
+            )
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 __all__ = [
     "IGLensError",
     "InvalidRequestError",
+    "MissingPackageError",
     "ModelLoadError",
     "ModelOutputError",
     "ReadoutMismatchError",
@@ -50,3 +51,8 @@ class ModelOutputError(IGLensError, RuntimeError):
 
 class ModelLoadError(IGLensError, RuntimeError):
     """A model or tokenizer could not be loaded; the message says what to do about it."""
+
+
+class MissingPackageError(IGLensError, ImportError):
+    """A feature lives in a sibling package that is not installed (the studies: iglens_study);
+    the message names the package and how to install it."""

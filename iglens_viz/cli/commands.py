@@ -16,9 +16,7 @@ import argparse
 import functools
 import io
 import json
-import os
 import sys
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any

@@ -1,45 +1,60 @@
-"""The IG-Lens study: does the onset predict the block whose ablation hurts most?
+"""Deprecated: the studies moved to the ``iglens_study`` package (this shim stays one release).
 
-:func:`study` runs IG-Lens, logit-lens readings and block ablations (zero, reference mean,
-resample) over many prompts into one tidy table; :mod:`.scoring` scores IG-Lens and its
-baselines (other methods, constant and random blocks) on it, with bootstrap intervals over
-prompts; :mod:`.prompts` holds the built-in prompt sets with known answers.
-
-The counterfactual mode (``docs/study.md``): :func:`pair_study` patches clean/corrupt pairs
-(:mod:`.pairs`: the built-in ``capital-pairs`` or a JSONL file) into one table,
-:mod:`.pair_scoring` answers the pre-registered hypotheses H1–H4 on it
-(:func:`hypotheses`), :mod:`.pair_report` writes its report.
-
->>> s = iglens_viz.study(model, tokenizer, "default", out="study/")   # doctest: +SKIP
->>> s.summary()                                                        # doctest: +SKIP
+``import iglens_viz.studies`` warns (:class:`DeprecationWarning`) and re-exports
+:mod:`iglens_study`; its submodules (``iglens_viz.studies.scoring`` …) are iglens_study's.
+Without iglens_study installed it raises :class:`~iglens_viz.errors.MissingPackageError`
+saying how to install it (``pip install ./iglens_study`` from a checkout). Import
+``iglens_study`` instead.
 """
 
 from __future__ import annotations
 
-from .counterfactual import PairStudy, pair_study
-from .pair_report import write_pair_report
-from .pair_scoring import PairSummary, hypotheses, pair_scores, pair_summary
-from .pairs import capital_pairs, load_pairs
-from .prompts import BUILTIN_SETS, StudyPrompt, builtin_set, load_study_prompts
-from .run import STUDY_MODES, Study, StudyFolderError, StudyMode, study
+import importlib
+import sys
+import warnings
+from types import ModuleType
 
-__all__ = [
-    "BUILTIN_SETS",
-    "STUDY_MODES",
-    "PairStudy",
-    "PairSummary",
-    "Study",
-    "StudyFolderError",
-    "StudyMode",
-    "StudyPrompt",
-    "builtin_set",
-    "capital_pairs",
-    "hypotheses",
-    "load_pairs",
-    "load_study_prompts",
-    "pair_scores",
-    "pair_study",
-    "pair_summary",
-    "study",
-    "write_pair_report",
-]
+from ..errors import MissingPackageError
+
+SUBMODULES = (
+    "cli",
+    "counterfactual",
+    "gate_study",
+    "pair_report",
+    "pair_scoring",
+    "pairs",
+    "prompts",
+    "report",
+    "run",
+    "scoring",
+)
+"""iglens_study's modules, reachable under their old names for this release."""
+
+warnings.warn(
+    "iglens_viz.studies is deprecated: the studies moved to the iglens_study package "
+    "(import iglens_study instead)",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+_study: ModuleType | None
+try:
+    _study = importlib.import_module("iglens_study")
+except ModuleNotFoundError as err:
+    if err.name != "iglens_study":
+        raise
+    _study = None
+if getattr(_study, "__file__", None) is None:  # absent, or a checkout's bare folder on the path
+    raise MissingPackageError(
+        "iglens_viz.studies moved to the iglens_study package, which is not installed: "
+        "install it with `pip install ./iglens_study` from a checkout of this repository, "
+        "then import iglens_study"
+    )
+
+for _name in SUBMODULES:
+    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(f"iglens_study.{_name}")
+    globals()[_name] = sys.modules[f"{__name__}.{_name}"]
+
+assert _study is not None
+__all__ = list(_study.__all__)
+globals().update({name: getattr(_study, name) for name in __all__})

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.result import display_name
-from ..files import write_atomic
-from ..views.token_format import format_token, visible_text
+from iglens_viz.core.result import display_name
+from iglens_viz.files import write_atomic
+from iglens_viz.views.token_format import format_token, visible_text
+
 from .pair_scoring import (
     BEST_CONSTANT,
     CRITERIA,

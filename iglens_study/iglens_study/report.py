@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.result import display_name
-from ..files import OutputFileError, write_atomic
-from ..views.token_format import visible_text
+from iglens_viz.core.result import display_name
+from iglens_viz.files import OutputFileError, write_atomic
+from iglens_viz.views.token_format import visible_text
+
 from .scoring import CLASSES, TokenClass, headline
 
 if TYPE_CHECKING:

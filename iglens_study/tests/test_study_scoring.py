@@ -1,4 +1,4 @@
-"""Scoring of the study (iglens_viz.studies.scoring): predictors, metrics, classes, bootstrap.
+"""Scoring of the study (iglens_study.scoring): predictors, metrics, classes, bootstrap.
 
 No model: hand-built trajectories with known answers and synthetic tables.
 """
@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iglens_viz.errors import InvalidRequestError
-from iglens_viz.studies.scoring import (
+from iglens_study.scoring import (
     CLASSES,
     CONSTANT_PREFIX,
     DIFFERENCE_COLUMNS,
@@ -25,6 +24,7 @@ from iglens_viz.studies.scoring import (
     spearman_rows,
     summarize,
 )
+from iglens_viz.errors import InvalidRequestError
 
 # --------------------------------------------------------------------------- helpers
 
@@ -569,7 +569,7 @@ def test_paired_differences_match_per_token_differences():
 def test_the_verdict_is_worded_from_the_paired_difference():
     # Two methods that differ on few tokens, always in IG-Lens's favour: their marginal
     # intervals overlap, the paired difference does not hold 0.
-    from iglens_viz.studies.report import _verdict
+    from iglens_study.report import _verdict
 
     rng = np.random.default_rng(0)
     n = 200

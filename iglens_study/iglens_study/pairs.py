@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..adapters import adapter_for
-from ..core.capture import input_device, padded_batch
-from ..core.inputs import to_input_ids
-from ..core.model_mode import eval_mode
-from ..errors import InvalidRequestError
+from iglens_viz.adapters import adapter_for
+from iglens_viz.core.capture import input_device, padded_batch
+from iglens_viz.core.inputs import to_input_ids
+from iglens_viz.core.model_mode import eval_mode
+from iglens_viz.errors import InvalidRequestError
+
 from . import prompts as _prompts
 from .run import _answer_id
 

@@ -47,13 +47,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 import numpy as np
 import torch
 
-from ..causal.batched import AblationJob, ablated_probabilities
-from ..core.lens import IGLens
-from ..core.readout import target_probability
-from ..core.trace import Trace, block_plan
-from ..core.trajectory import is_monotone
-from ..errors import IGLensError, InvalidRequestError
-from ..files import OutputFileError, check_output_folder, write_atomic
+from iglens_viz.causal.batched import AblationJob, ablated_probabilities
+from iglens_viz.core.lens import IGLens
+from iglens_viz.core.readout import target_probability
+from iglens_viz.core.trace import Trace, block_plan
+from iglens_viz.core.trajectory import is_monotone
+from iglens_viz.errors import IGLensError, InvalidRequestError
+from iglens_viz.files import OutputFileError, check_output_folder, write_atomic
+
 from .prompts import CAPITAL_TEMPLATES, PromptsSpec, StudyPrompt, load_study_prompts
 from .scoring import CLUSTER_COLUMN
 
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from tqdm.auto import tqdm
     from transformers import PreTrainedTokenizerBase
 
-    from ..core.result import AttributionResult
+    from iglens_viz.core.result import AttributionResult
 
 __all__ = ["OUTPUT_FILES", "STUDY_MODES", "Study", "StudyFolderError", "StudyMode", "study"]
 
@@ -606,7 +607,7 @@ def study(
     """
     import pandas as pd
 
-    from .._version import __version__
+    from iglens_viz import __version__
 
     unknown = [m for m in modes if m not in STUDY_MODES]
     if unknown or not modes:

@@ -54,11 +54,11 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
-from ..core.result import onset_segments
-from ..core.stats import argmax_rows as _argmax_rows
-from ..core.stats import spearman_rows
-from ..core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
-from ..errors import InvalidRequestError
+from iglens_viz.core.result import onset_segments
+from iglens_viz.core.stats import argmax_rows as _argmax_rows
+from iglens_viz.core.stats import spearman_rows
+from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
+from iglens_viz.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

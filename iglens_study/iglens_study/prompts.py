@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidRequestError
+from iglens_viz.errors import InvalidRequestError
 
 __all__ = ["BUILTIN_SETS", "StudyPrompt", "builtin_set", "load_study_prompts"]
 
@@ -72,7 +72,7 @@ def _capitals() -> list[StudyPrompt]:
 
 
 def _shipped() -> list[StudyPrompt]:
-    from ..causal import load_prompts, prompt_categories
+    from iglens_viz.causal import load_prompts, prompt_categories
 
     return [
         StudyPrompt(text, None, f"shipped:{category}")

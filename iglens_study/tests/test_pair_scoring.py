@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iglens_viz.errors import InvalidRequestError
-from iglens_viz.studies.pair_scoring import (
+from iglens_study.pair_scoring import (
     comparison,
     hypotheses,
     pair_scores,
     pair_summary,
 )
-from iglens_viz.studies.scoring import _cluster_weights
+from iglens_study.scoring import _cluster_weights
+from iglens_viz.errors import InvalidRequestError
 
 CRITERIA = ("patch_total", "patch_total_all", "patch_direct")
 
@@ -277,7 +277,7 @@ def test_two_phrasings_of_one_country_are_one_cluster():
 
 
 def test_median_interval_resamples_countries_like_the_mean():
-    from iglens_viz.studies.pair_scoring import _median_interval
+    from iglens_study.pair_scoring import _median_interval
 
     rng = np.random.default_rng(0)
     values = rng.normal(size=17)
@@ -423,7 +423,7 @@ def test_a_hypothesis_whose_lens_is_absent_is_not_run():
 
 
 def test_markdown_text_escapes_untrusted_strings():
-    from iglens_viz.studies.pair_report import markdown_text
+    from iglens_study.pair_report import markdown_text
 
     assert markdown_text(" a|b") == " a\\|b"
     assert markdown_text(" a|b", token=True) == "␣a\\|b"
@@ -434,7 +434,7 @@ def test_markdown_text_escapes_untrusted_strings():
 
 
 def test_write_pair_report(tmp_path):
-    from iglens_viz.studies.pair_report import write_pair_report
+    from iglens_study.pair_report import write_pair_report
 
     table, _ = _sites_table(p=12, countries=6)
     table.loc[table["pair"] == 0, "target"] = " a|b"
@@ -455,7 +455,7 @@ def test_write_pair_report(tmp_path):
 
 
 def test_token_classes_top1_and_source_kind():
-    from iglens_viz.studies.pair_scoring import source_kind
+    from iglens_study.pair_scoring import source_kind
 
     assert source_kind("capital-pairs") == "capital-pairs"
     assert source_kind("my:pairs.jsonl:12") == "my:pairs.jsonl"

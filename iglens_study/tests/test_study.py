@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
 
+from iglens_study import run as study_run
+from iglens_study.prompts import StudyPrompt, builtin_set, load_study_prompts
+from iglens_study.run import Study, study
 from iglens_viz import IGLens, InvalidRequestError, ablate
-from iglens_viz.studies import run as study_run
-from iglens_viz.studies.prompts import StudyPrompt, builtin_set, load_study_prompts
-from iglens_viz.studies.run import Study, study
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.support.tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
 
 PROMPTS = [
     f"w{i} w{(3 * i) % 97} w{(5 * i + 2) % 97} w{(7 * i + 1) % 97}" + (" w9" if i % 2 else "")
@@ -296,7 +296,7 @@ SHARDED = """
 import sys
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from iglens_viz import study
+from iglens_study import study
 folder = sys.argv[1]
 model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64)
 tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
-from ..causal import attribution_patch, patch, spearman
-from ..causal.gates import ledger_for
-from ..core.lens import IGLens
-from ..loading import load_model
+from iglens_viz.causal import attribution_patch, patch, spearman
+from iglens_viz.causal.gates import ledger_for
+from iglens_viz.core.lens import IGLens
+from iglens_viz.loading import load_model
+
 from .scoring import bootstrap_interval
 
 if TYPE_CHECKING:

@@ -11,13 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tiny_models import tiny_model, tiny_tokenizer
 
-from iglens_viz import IGLensError, study
+from iglens_study import cli as study_cli
+from iglens_study import study
+from iglens_study.prompts import load_study_prompts
+from iglens_study.run import Study, StudyFolderError
+from iglens_viz import IGLensError
 from iglens_viz.cli import commands, main
 from iglens_viz.files import OutputFileError, write_atomic
-from iglens_viz.studies.prompts import load_study_prompts
-from iglens_viz.studies.run import Study, StudyFolderError
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
 PROMPTS = ["w5 w9 w11 w2", "w3 w5 w7 w9", "w2 w4 w6"]
 
@@ -36,13 +38,14 @@ def tokenizer():
 def loads(monkeypatch):
     """The list of models the CLI loads during the test (each call appended)."""
     calls = []
-    real = commands._load
+    for module in (commands, study_cli):  # iglens (attribute) and iglens study
+        real = module._load
 
-    def spy(*args, **kwargs):
-        calls.append(args)
-        return real(*args, **kwargs)
+        def spy(*args, real=real, **kwargs):
+            calls.append(args)
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(commands, "_load", spy)
+        monkeypatch.setattr(module, "_load", spy)
     return calls
 
 

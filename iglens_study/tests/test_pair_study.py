@@ -10,15 +10,15 @@ import math
 import numpy as np
 import pytest
 import torch
-from tiny_models import reference_readout_logits, tiny_model, tiny_tokenizer
-from tolerances import forward_dtype, forward_tol, readout_size
 
+from iglens_study import counterfactual, load_pairs, pair_study
+from iglens_study import prompts as study_prompts
+from iglens_study.counterfactual import pair_columns
+from iglens_study.pairs import Pair, capital_pairs
 from iglens_viz import InvalidRequestError
 from iglens_viz.core.coordinates import Lens
-from iglens_viz.studies import counterfactual, load_pairs, pair_study
-from iglens_viz.studies import prompts as study_prompts
-from iglens_viz.studies.counterfactual import pair_columns
-from iglens_viz.studies.pairs import Pair, capital_pairs
+from tests.support.tiny_models import reference_readout_logits, tiny_model, tiny_tokenizer
+from tests.support.tolerances import forward_dtype, forward_tol, readout_size
 
 CLEAN = "w1 w5 w7 w9 w11 w5 w7 w9 w3"
 CORRUPT = "w1 w5 w8 w9 w11 w5 w7 w9 w3"  # one word differs: the same template and length
@@ -429,7 +429,7 @@ def test_cli_study_pairs(tiny_model_dir, tmp_path, capsys):
     assert table["pair"].unique().tolist() == [0] and "ig_logit" in table.columns
     assert math.isfinite(table["patch_total"].sum())
     # the report and the four answers, each the verdict of its pre-registered rule
-    from iglens_viz.studies import PairStudy
+    from iglens_study import PairStudy
 
     answers = PairStudy.load(out).hypotheses()
     for row in answers.itertuples():

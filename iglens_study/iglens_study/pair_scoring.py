@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.stats import argmax_rows, spearman_rows
-from ..errors import InvalidRequestError
+from iglens_viz.core.stats import argmax_rows, spearman_rows
+from iglens_viz.errors import InvalidRequestError
+
 from .counterfactual import PER_PAIR_COLUMNS
 from .scoring import _check_level, _cluster_weights, bootstrap_interval
 

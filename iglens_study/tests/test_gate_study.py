@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iglens_viz.studies import gate_study
+from iglens_study import gate_study
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 FOLDER = DOCS / "study-gates-default"
 
 
@@ -59,7 +59,7 @@ def test_three_pairs_rerun_give_the_committed_rows(table):
     import iglens_viz as ig
 
     default_model = ig.load_model()
-    pairs = pd.read_parquet(Path(__file__).parents[1] / "docs/study-pairs-default/table.parquet")
+    pairs = pd.read_parquet(Path(__file__).parents[2] / "docs/study-pairs-default/table.parquet")
     rerun, checks = gate_study.run(*default_model, pairs[pairs["pair"] < 3], progress=False)
     committed = table[table["pair"] < 3].reset_index(drop=True)
     # float32 forward passes on another CPU round apart by ~1e-6 in probability (the

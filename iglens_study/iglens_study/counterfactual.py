@@ -37,11 +37,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..causal.patching import PatchResult, patch
-from ..core.coordinates import FIT_REPORT_SETTINGS, Lens, defining_settings, model_fingerprint
-from ..core.lens import IGLens
-from ..errors import InvalidRequestError
-from ..files import OutputFileError, check_output_folder, write_atomic
+from iglens_viz.causal.patching import PatchResult, patch
+from iglens_viz.core.coordinates import (
+    FIT_REPORT_SETTINGS,
+    Lens,
+    defining_settings,
+    model_fingerprint,
+)
+from iglens_viz.core.lens import IGLens
+from iglens_viz.errors import InvalidRequestError
+from iglens_viz.files import OutputFileError, check_output_folder, write_atomic
+
 from .pairs import CAPITAL_PAIRS, Pair, _pairs_of, answered_capitals, load_pairs
 from .run import StudyFolderError, read_metadata, write_table
 
@@ -480,7 +486,7 @@ def pair_study(
     import pandas as pd
     from tqdm.auto import tqdm
 
-    from .._version import __version__
+    from iglens_viz import __version__
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")

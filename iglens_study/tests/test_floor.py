@@ -1,0 +1,64 @@
+"""The study package stands on iglens_viz's public API only: no module of iglens_study imports
+a private iglens_viz module (a ``_``-prefixed part of the dotted path) or a private name (a
+``_``-prefixed name imported from iglens_viz), at module level or inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "iglens_study"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(source: str) -> list[str]:
+    """The iglens_viz imports of ``source`` that reach a private module or name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [(node.module, [alias.name for alias in node.names])]
+        else:
+            continue
+        for module, names in modules:
+            parts = module.split(".")
+            if parts[0] != "iglens_viz":
+                continue
+            if any(_private(part) for part in parts[1:]):
+                found.append(f"line {node.lineno}: {module}")
+            found += [f"line {node.lineno}: {module}.{n}" for n in names if _private(n)]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from iglens_viz import IGLens, attribute", []),
+        ("import iglens_viz.core.stats", []),
+        ("from iglens_viz._version import __version__", ["line 1: iglens_viz._version"]),
+        ("import iglens_viz.core._x", ["line 1: iglens_viz.core._x"]),
+        ("def f():\n    from iglens_viz.files import _tmp", ["line 2: iglens_viz.files._tmp"]),
+        ("from .run import _answer_id", []),  # the package's own private names are its own
+        ("from pandas import _libs", []),
+        ("from iglens_viz import __version__", []),
+    ],
+)
+def test_the_check_finds_private_imports(source, expected):
+    assert private_imports(source) == expected
+
+
+def test_iglens_study_imports_only_public_iglens_viz_names():
+    modules = sorted(PACKAGE.rglob("*.py"))
+    assert len(modules) >= 10  # the package's modules are where this test looks
+    found = {
+        path.name: private
+        for path in modules
+        if (private := private_imports(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
