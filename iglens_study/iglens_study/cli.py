@@ -150,7 +150,8 @@ def run_study(argv: list[str]) -> int:
     from iglens_viz.files import check_output_folder, write_atomic
 
     from . import load_study_prompts, study
-    from .run import OUTPUT_FILES, read_metadata, write_table
+    from .folder import read_metadata, write_table
+    from .run import OUTPUT_FILES
     from .scoring import headline
 
     # Everything a user can get wrong fails here, before the model loads.
@@ -207,8 +208,8 @@ def _run_pair_study(args: argparse.Namespace) -> int:
     from iglens_viz.files import check_output_folder
 
     from .counterfactual import PAIR_OUTPUT_FILES, pair_study
+    from .folder import read_metadata
     from .pairs import CAPITAL_PAIRS
-    from .run import read_metadata
 
     lenses = tuple(name.strip() for name in args.lenses.split(",") if name.strip())
     if not lenses:

@@ -28,8 +28,7 @@ import hashlib
 import json
 import os
 import time
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,10 +45,19 @@ from iglens_viz.core.coordinates import (
 )
 from iglens_viz.core.lens import IGLens
 from iglens_viz.errors import InvalidRequestError
-from iglens_viz.files import OutputFileError, check_output_folder, write_atomic
+from iglens_viz.files import check_output_folder, write_atomic
 
+from .folder import (
+    FolderKind,
+    StudyFolderError,
+    concat,
+    prepare,
+    read_metadata,
+    read_table,
+    write_part,
+    write_table,
+)
 from .pairs import CAPITAL_PAIRS, Pair, _pairs_of, answered_capitals, load_pairs
-from .run import StudyFolderError, read_metadata, write_table
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -156,15 +164,9 @@ class PairStudy:
         metadata = read_metadata(folder / "metadata.json")
         if metadata is None or metadata.get("study") != STUDY_KIND:
             raise StudyFolderError(f"{folder} holds no counterfactual study")
-        tables, damaged = _read_parts(folder)
-        if damaged:
-            path, reason = damaged[0]
-            raise StudyFolderError(
-                f"the part {path} is damaged ({reason}); rerun the study with "
-                f"out={str(folder)!r} to redo it"
-            )
+        hint = f"; rerun the study with out={str(folder)!r} to redo it"
         pairs = [Pair(**p) for p in metadata.get("pair_list", [])]
-        return cls(_sorted(_concat(tables)), pairs, metadata)
+        return cls(_sorted(read_table(folder, PAIR_FOLDER, hint)), pairs, metadata)
 
 
 # --- the pairs -------------------------------------------------------------------------------
@@ -327,103 +329,47 @@ def _dtype(name: str) -> Any:
 
 # --- the folder ------------------------------------------------------------------------------
 
-_SETTINGS = (
-    "study",
-    "model",
-    "model_fingerprint",
-    "dtype",
-    "readout_dtype",
-    "lenses",
-    "pairs",
-    "pair_settings",
-    "pairs_digest",
+PAIR_FOLDER = FolderKind(
+    name="counterfactual study",
+    unit="pair",
+    units="pairs",
+    columns=("pair", "block"),
+    settings=(
+        "study",
+        "model",
+        "model_fingerprint",
+        "dtype",
+        "readout_dtype",
+        "lenses",
+        "pairs",
+        "pair_settings",
+        "pairs_digest",
+    ),
 )
-"""What must match for a folder to resume a counterfactual study (``limit`` need not, nor
-``lens_fits``: a lens fitted again with the same settings is the same lens)."""
+"""The counterfactual study's folder; its settings must match for a folder to resume it
+(``limit`` need not, nor ``lens_fits``: a lens fitted again with the same settings is the
+same lens)."""
 
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _part_files(folder: Path) -> list[Path]:
-    return sorted((folder / "parts").glob("part-*.parquet"))
-
-
-def _read_parts(folder: Path) -> tuple[list[DataFrame], list[tuple[Path, str]]]:
-    """The readable parts' tables, and ``(path, reason)`` of each damaged one."""
-    import pandas as pd
-
-    tables, damaged = [], []
-    for path in _part_files(folder):
-        try:
-            table = pd.read_parquet(path)
-        except Exception as err:  # pyarrow raises several types for a bad file
-            first = (str(err).splitlines() or [""])[0][:120]
-            damaged.append((path, f"{type(err).__name__}: {first}"))
-            continue
-        if not {"pair", "block"} <= set(table.columns):
-            damaged.append((path, "not a part of a counterfactual study: no pair/block columns"))
-            continue
-        tables.append(table)
-    return tables, damaged
-
-
-def _concat(tables: list[DataFrame]) -> DataFrame:
-    import pandas as pd
-
-    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-
-
 def _sorted(table: DataFrame) -> DataFrame:
     return table.sort_values(["pair", "block"], ignore_index=True) if len(table) else table
 
 
-def _prepare_folder(folder: Path, metadata: dict[str, Any]) -> set[int]:
-    """Create ``folder`` (or check it holds this study) and return the pairs done; a
-    damaged part is moved aside (``.damaged``) and its pairs redone, with a warning."""
-    try:
-        (folder / "parts").mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise OutputFileError(
-            f"cannot create the study folder {folder}: {err.strerror or err}"
-        ) from None
-    meta_path = folder / "metadata.json"
-    old = read_metadata(meta_path)
-    if old is not None:
+def _check_kind(folder: Path) -> Callable[..., None]:
+    """Refuse a folder of the ablation study."""
+
+    def check(old: dict[str, Any], changed: list[str]) -> None:
         if old.get("study") != STUDY_KIND:
             raise InvalidRequestError(
                 f"{folder} holds another study (the all-position ablation study, "
                 f"`iglens study PROMPTS`), not a counterfactual one; use a new folder"
             )
-        changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
-        if changed:
-            raise InvalidRequestError(
-                f"{folder} holds another counterfactual study (it differs in "
-                f"{', '.join(changed)}); use a new folder"
-            )
-    elif _part_files(folder):
-        raise StudyFolderError(
-            f"{folder} holds parts of a study but no metadata.json, so they cannot be "
-            f"checked against this one; use a new folder"
-        )
-    write_atomic(meta_path, json.dumps(metadata, indent=1, ensure_ascii=False))
-    tables, damaged = _read_parts(folder)
-    for path, reason in damaged:
-        aside = path.with_name(path.name + ".damaged")
-        try:
-            path.replace(aside)
-        except OSError as err:
-            raise StudyFolderError(
-                f"the part {path} is damaged ({reason}) and cannot be moved aside "
-                f"({err.strerror or err}); delete it to redo its pairs"
-            ) from None
-        warnings.warn(
-            f"the part {path} is damaged ({reason}); moved to {aside.name}, its pairs are redone",
-            stacklevel=3,
-        )
-    table = _concat(tables)
-    return set() if not len(table) else {int(i) for i in table["pair"].unique()}
+
+    return check
 
 
 # --- the study -------------------------------------------------------------------------------
@@ -544,7 +490,7 @@ def pair_study(
         "pair_list": [p.to_dict() for p in pair_list],
     }
     folder = None if out is None else Path(out)
-    done = set() if folder is None else _prepare_folder(folder, metadata)
+    done = set() if folder is None else prepare(folder, metadata, PAIR_FOLDER, _check_kind(folder))
     todo = [i for i in todo_all if i not in done]
     bar = tqdm(
         total=len(todo_all),
@@ -559,21 +505,18 @@ def pair_study(
         batch = todo[first : first + batch_size]
         part = pd.DataFrame(_batch_table(model, tokenizer, lens, resolved, names, batch, pair_list))
         if folder is not None:
-            write_table(folder / "parts" / f"part-{batch[0]:06d}.parquet", part)
+            write_part(folder, batch[0], part)
         tables.append(part)
         bar.update(len(batch))
     bar.close()
     metadata["seconds"] = round(time.perf_counter() - started, 3)
     metadata["pairs_run"] = len(todo)
     if folder is not None:
-        parts, damaged = _read_parts(folder)
-        if damaged:
-            raise StudyFolderError(f"the part {damaged[0][0]} is damaged ({damaged[0][1]})")
-        table = _concat(parts)
+        table = read_table(folder, PAIR_FOLDER)
         table = table[table["pair"].isin(todo_all)] if len(table) else table
         table = _sorted(table)
         write_table(folder / "table.parquet", table)
         write_atomic(folder / "metadata.json", json.dumps(metadata, indent=1, ensure_ascii=False))
     else:
-        table = _sorted(_concat(tables))
+        table = _sorted(concat(tables))
     return PairStudy(table, pair_list, metadata)

@@ -34,11 +34,9 @@ row per (prompt, position, segment). With ``out=`` each batch is written as a pa
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,9 +50,17 @@ from iglens_viz.core.lens import IGLens
 from iglens_viz.core.readout import target_probability
 from iglens_viz.core.trace import Trace, block_plan
 from iglens_viz.core.trajectory import is_monotone
-from iglens_viz.errors import IGLensError, InvalidRequestError
-from iglens_viz.files import OutputFileError, check_output_folder, write_atomic
+from iglens_viz.errors import InvalidRequestError
+from iglens_viz.files import check_output_folder
 
+from .folder import (
+    FolderKind,
+    StudyFolderError,
+    prepare,
+    read_metadata,
+    read_table,
+    write_part,
+)
 from .prompts import CAPITAL_TEMPLATES, PromptsSpec, StudyPrompt, load_study_prompts
 from .scoring import CLUSTER_COLUMN
 
@@ -83,10 +89,6 @@ OUTPUT_FILES = (
     "report.md",
 )
 """What a study writes into its ``out`` folder (besides the report's figures)."""
-
-
-class StudyFolderError(IGLensError, RuntimeError):
-    """A study folder cannot be read or resumed: a damaged ``metadata.json`` or part file."""
 
 
 @dataclass
@@ -159,77 +161,8 @@ class Study:
         metadata = read_metadata(folder / "metadata.json")
         if metadata is None:
             raise StudyFolderError(f"{folder} holds no study (no metadata.json)")
-        tables, damaged = _read_part_files(folder)
-        if damaged:
-            path, reason = damaged[0]
-            raise StudyFolderError(
-                f"the part {path} is damaged ({reason}); rerun the study "
-                f"with out={str(folder)!r} to redo it"
-            )
-        return cls(_concat(tables), metadata)
-
-
-def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """A study folder's ``metadata.json`` at ``path`` as a dict, None where there is none;
-    :class:`StudyFolderError` where it cannot be read or is not a JSON object."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    try:
-        metadata = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        reason = getattr(err, "strerror", None) or type(err).__name__
-        if isinstance(err, json.JSONDecodeError):
-            reason = f"not valid JSON: {err.msg} at line {err.lineno}"
-        raise StudyFolderError(
-            f"{path} is damaged ({reason}); delete the folder {path.parent} or choose another one"
-        ) from None
-    if not isinstance(metadata, dict):
-        raise StudyFolderError(
-            f"{path} is damaged (not a JSON object); delete the folder "
-            f"{path.parent} or choose another one"
-        )
-    return metadata
-
-
-def _part_files(folder: Path) -> list[Path]:
-    return sorted((folder / "parts").glob("part-*.parquet"))
-
-
-def _read_part_files(folder: Path) -> tuple[list[DataFrame], list[tuple[Path, str]]]:
-    """The tables of the readable parts, and ``(path, reason)`` of each damaged one. A part
-    is written whole or not at all, so a damaged one was damaged afterwards: truncated by a
-    full disk or a copy, or not a part at all."""
-    import pandas as pd
-
-    tables: list[DataFrame] = []
-    damaged: list[tuple[Path, str]] = []
-    for path in _part_files(folder):
-        try:
-            table = pd.read_parquet(path)
-        except Exception as err:  # pyarrow raises several types for a bad file
-            first = (str(err).splitlines() or [""])[0][:120]
-            damaged.append((path, f"{type(err).__name__}: {first}"))
-            continue
-        if not {"prompt", "position", "segment"} <= set(table.columns):
-            damaged.append((path, "not a part of a study: no prompt/position/segment columns"))
-            continue
-        tables.append(table)
-    return tables, damaged
-
-
-def _concat(tables: list[DataFrame]) -> DataFrame:
-    import pandas as pd
-
-    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
-
-
-def _read_parts(folder: Path) -> DataFrame:
-    tables, damaged = _read_part_files(folder)
-    if damaged:
-        path, reason = damaged[0]
-        raise StudyFolderError(f"the part {path} is damaged ({reason})")
-    return _concat(tables)
+        hint = f"; rerun the study with out={str(folder)!r} to redo it"
+        return cls(read_table(folder, STUDY_FOLDER, hint), metadata)
 
 
 REFERENCE_RULE = "per-task-v2"
@@ -650,7 +583,8 @@ def study(
     metadata["rank"] = shard.rank
     done: set[int] = set()
     if folder is not None:
-        done = shard.on_rank_0(lambda: _prepare_folder(folder, metadata))
+        check = _check_references(folder, metadata)
+        done = shard.on_rank_0(lambda: prepare(folder, metadata, STUDY_FOLDER, check))
     references = _References(lens, ids, ref_indices, items, seed) if needs_references else None
     todo = [i for i in range(len(items)) if i not in done and i % shard.world == shard.rank]
     bar = _progress(len(items), len(done), progress and shard.rank == 0)
@@ -661,14 +595,14 @@ def study(
         rows = _batch_rows(lens, model, tokenizer, batch, items, ids, modes, references)
         part = pd.DataFrame({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
         if folder is not None:
-            _write_part(folder, part)
+            write_part(folder, int(part["prompt"].min()), part)
         tables.append(part)
         bar.update(len(batch))
     bar.close()
     metadata["seconds"] = round(time.perf_counter() - started, 3)
     if folder is not None:
         shard.barrier()  # every shard's parts are on disk
-        table = _read_parts(folder) if shard.rank == 0 else tables
+        table = read_table(folder, STUDY_FOLDER) if shard.rank == 0 else tables
     else:
         table = shard.gather(tables)
     table = (
@@ -757,36 +691,31 @@ def _progress(total: int, done: int, show: bool) -> tqdm:
     return tqdm(total=total, initial=done, disable=not show, unit="prompt", desc="iglens study")
 
 
-_SETTINGS = (
-    "model",
-    "dtype",
-    "readout_dtype",
-    "modes",
-    "reference",
-    "references",
-    "seed",
-    "n_prompts",
-    "prompts",
+STUDY_FOLDER = FolderKind(
+    name="study",
+    unit="prompt",
+    units="prompts",
+    columns=("prompt", "position", "segment"),
+    settings=(
+        "model",
+        "dtype",
+        "readout_dtype",
+        "modes",
+        "reference",
+        "references",
+        "seed",
+        "n_prompts",
+        "prompts",
+    ),
 )
-"""What must match for a folder to resume a study (the number of processes need not)."""
+"""The ablation study's folder; its settings must match for a folder to resume a study
+(the number of processes need not)."""
 
 
-def _prepare_folder(folder: Path, metadata: dict[str, Any]) -> set[int]:
-    """Create ``folder`` (or check it holds the same study) and return the prompts done.
+def _check_references(folder: Path, metadata: dict[str, Any]) -> Callable[..., None]:
+    """Refuse a folder whose mean and resample references follow another rule."""
 
-    A damaged part (one that cannot be read back) is renamed ``<part>.damaged`` and its
-    prompts are redone, as those of a missing part are; a warning names it."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "parts").mkdir(exist_ok=True)
-    except OSError as err:
-        raise OutputFileError(
-            f"cannot create the study folder {folder}: {err.strerror or err}"
-        ) from None
-    meta_path = folder / "metadata.json"
-    old = read_metadata(meta_path)
-    if old is not None:
-        changed = [k for k in _SETTINGS if old.get(k) != metadata.get(k)]
+    def check(old: dict[str, Any], changed: list[str]) -> None:
         referenced = {"mean", "resample"} & set(old.get("modes") or ())
         if "references" in changed and referenced and "references" in metadata:
             made = old.get(
@@ -798,47 +727,5 @@ def _prepare_folder(folder: Path, metadata: dict[str, Any]) -> set[int]:
                 f"{made}, not {metadata.get('references')}; its drops would not be "
                 f"comparable, so it is not resumed: use a new folder"
             )
-        if changed:
-            raise InvalidRequestError(
-                f"{folder} holds another study (it differs in "
-                f"{', '.join(changed)}); use a new folder"
-            )
-    else:
-        if _part_files(folder):
-            raise StudyFolderError(
-                f"{folder} holds parts of a study but no metadata.json, "
-                f"so they cannot be checked against this one; use a new "
-                f"folder"
-            )
-        write_atomic(meta_path, json.dumps(metadata, indent=1))
-    tables, damaged = _read_part_files(folder)
-    for path, reason in damaged:
-        aside = path.with_name(path.name + ".damaged")
-        try:
-            path.replace(aside)
-        except OSError as err:
-            raise StudyFolderError(
-                f"the part {path} is damaged ({reason}) and cannot be "
-                f"moved aside ({err.strerror or err}); delete it to redo "
-                f"its prompts"
-            ) from None
-        warnings.warn(
-            f"the part {path} is damaged ({reason}); moved to {aside.name}, its prompts are redone",
-            stacklevel=2,
-        )
-    table = _concat(tables)
-    return set() if not len(table) else set(int(i) for i in table["prompt"].unique())
 
-
-def write_table(path: str | os.PathLike[str], table: DataFrame) -> Path:
-    """``table`` as Parquet at ``path``, written whole or not at all."""
-    import io
-
-    data = io.BytesIO()
-    table.to_parquet(data, index=False)
-    return write_atomic(path, data.getvalue())
-
-
-def _write_part(folder: Path, part: DataFrame) -> None:
-    """One part file of prompts, named after its first prompt."""
-    write_table(folder / "parts" / f"part-{int(part['prompt'].min()):06d}.parquet", part)
+    return check
