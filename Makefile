@@ -38,10 +38,11 @@ wheel: $(STAMP) js
 demo: $(STAMP)
 	$(BIN)/iglens "$(PROMPT)"
 
-# JS unit tests, then the whole Python suite (browser and real-model tests included).
+# JS unit tests, then the whole Python suite (browser, real-model and gallery tests included),
+# with the 25 slowest tests listed at the end (where the time goes, run by run).
 test: $(STAMP) js
 	npm test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The fast tier: tiny random models of every family; no real model, no browser, no wheel build.
 test-fast: $(STAMP)

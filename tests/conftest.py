@@ -1,39 +1,28 @@
-import sys
-from pathlib import Path
+"""Fixtures shared by the whole suite; the helpers behind them live in :mod:`tests.support`."""
 
 import pytest
 
-# The tests share helpers (tiny_models.py) that live beside them.
-sys.path.insert(0, str(Path(__file__).parent))
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A tiny random Llama and its word-level tokenizer saved as a local model folder."""
-    from tiny_models import tiny_model, tiny_tokenizer
-
     folder = tmp_path_factory.mktemp("tiny-llama")
     tiny_model("llama").save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)
     return str(folder)
 
 
-# The widget tests' model, lens and forward-pass counter (test_widget, test_lazy_path).
-
-
 @pytest.fixture(scope="module")
 def llama():
     """A tiny random Llama, shared by a module's tests."""
-    from tiny_models import tiny_model
-
     return tiny_model("llama")
 
 
 @pytest.fixture
 def lens(llama):
-    """A fresh lens per test (its cache starts empty) on ``llama``."""
-    from tiny_models import tiny_tokenizer
-
+    """A fresh engine per test (its cache starts empty) on ``llama``."""
     from iglens_viz import IGLens
 
     return IGLens(llama, tiny_tokenizer())
@@ -46,3 +35,43 @@ def forward_calls(llama):
     handle = llama.register_forward_hook(lambda *args: calls.append(1))
     yield calls
     handle.remove()
+
+
+@pytest.fixture(scope="session")
+def default_model():
+    """The embedded default model and its tokenizer, loaded once per run (real_model tests)."""
+    from tests.support.real_model import default_model
+
+    return default_model()
+
+
+@pytest.fixture
+def kernel():
+    """A started ipykernel (:class:`tests.support.kernel.Kernel`), shut down after the test."""
+    pytest.importorskip("jupyter_client")
+    pytest.importorskip("ipykernel")
+    from tests.support.kernel import Kernel
+
+    k = Kernel()
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+@pytest.fixture
+def fake_default(monkeypatch, tmp_path):
+    """The embedded default faked (:func:`tests.support.model_files.fake_default_model`):
+    ``(conversions, folder)``."""
+    from tests.support.model_files import fake_default_model
+
+    return fake_default_model(monkeypatch, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def dists(tmp_path_factory):
+    """The wheel and sdist built from the checkout, npm hidden, once per run
+    (:func:`tests.support.packaging.build_dists`): ``{"wheel": path, "sdist": path}``."""
+    from tests.support.packaging import build_dists
+
+    return build_dists(tmp_path_factory.mktemp("dist"))

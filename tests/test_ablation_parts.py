@@ -16,14 +16,14 @@ import functools
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_NAMES, tiny_model
-from tolerances import forward_tol, readout_size
 from torch import nn
 
 from iglens_viz import InvalidRequestError, UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.causal import ABLATION_PARTS, AblationPart, ablate
 from iglens_viz.causal import ablation as ablation_module
+from tests.support.tiny_models import FAMILY_NAMES, tiny_model
+from tests.support.tolerances import forward_tol, readout_size
 
 IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 SEQUENTIAL_NEOX = "gpt_neox/sequential"  # GPT-NeoX with use_parallel_residual=False

@@ -18,7 +18,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from tiny_models import (
+
+import iglens_viz
+from iglens_viz import IGLens, InvalidRequestError
+from iglens_viz.protocol.payload import result_payload
+from tests.support.tiny_models import (
     FAMILY_NAMES,
     model_logits,
     random_ids,
@@ -26,7 +30,7 @@ from tiny_models import (
     tiny_model,
     tiny_tokenizer,
 )
-from tolerances import (
+from tests.support.tolerances import (
     eps,
     forward_dtype,
     forward_tol,
@@ -35,10 +39,6 @@ from tolerances import (
     readout_tol,
     sum_tol,
 )
-
-import iglens_viz
-from iglens_viz import IGLens, InvalidRequestError
-from iglens_viz.protocol.payload import result_payload
 
 IDS = random_ids(12)
 PROMPT, ANSWER, OTHER = IDS[:7], IDS[7:10].tolist(), IDS[9:12].tolist()[::-1] + [5]
@@ -135,7 +135,7 @@ def test_the_answer_token_rows_keep_the_per_token_ledgers():
 
 
 def test_sublayer_boundaries_fitted_lens_and_components():
-    from test_lens_coordinates import random_lens
+    from tests.support.tiny_models import random_lens
 
     model = tiny_model("llama")
     lens = IGLens(model)
@@ -308,7 +308,7 @@ def test_a_continued_trace_is_the_trace_of_the_whole_sequence(name):
     """The continuation from the prefix's key/value cache against a pass over the whole
     sequence, in float64: the same computation with attention kernels of another shape, so
     within two forward passes' rounding (tolerances.forward_tol, as test_batching)."""
-    from test_lens_coordinates import random_lens
+    from tests.support.tiny_models import random_lens
 
     model = tiny_model(name, dtype=torch.float64)
     lens = IGLens(model, dtype=torch.float64)

@@ -7,7 +7,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tiny_models import (
+
+import iglens_viz
+from iglens_viz import IGLens, InvalidRequestError
+from tests.support.tiny_models import (
     VOCAB,
     model_logits,
     random_ids,
@@ -15,10 +18,13 @@ from tiny_models import (
     tiny_model,
     tiny_tokenizer,
 )
-from tolerances import half_readout_tol, midpoint_tol, readout_size, readout_tol, sum_tol
-
-import iglens_viz
-from iglens_viz import IGLens, InvalidRequestError
+from tests.support.tolerances import (
+    half_readout_tol,
+    midpoint_tol,
+    readout_size,
+    readout_tol,
+    sum_tol,
+)
 
 IDS = random_ids(10, seed=3)
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import (
+
+import iglens_viz
+from iglens_viz import IGLens
+from tests.support.tiny_models import (
     FAMILY_NAMES,
     model_logits,
     random_ids,
@@ -13,10 +16,7 @@ from tiny_models import (
     reference_readout_logits,
     tiny_model,
 )
-from tolerances import readout_size, readout_tol, sum_tol
-
-import iglens_viz
-from iglens_viz import IGLens
+from tests.support.tolerances import readout_size, readout_tol, sum_tol
 
 IDS = random_ids(12)
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_NAMES, random_ids, tiny_model
-from tolerances import forward_dtype, forward_tol, readout_size
 
 from iglens_viz import IGLens, ablate
 from iglens_viz.causal.batched import AblationJob, ablated_probabilities
+from tests.support.tiny_models import FAMILY_NAMES, random_ids, tiny_model
+from tests.support.tolerances import forward_dtype, forward_tol, readout_size
 
 # Three lengths, so two of the three prompts are padded in a batch.
 PROMPTS = [random_ids(7, seed=2), random_ids(12, seed=3), random_ids(4, seed=4)]

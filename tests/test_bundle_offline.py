@@ -75,9 +75,8 @@ def test_styles_load_nothing():
 
 
 def test_widget_sends_the_bundle_text_not_an_address():
-    from ui.helpers import synthetic_result
-
     from iglens_viz.widget import IGLensWidget
+    from tests.ui.helpers import synthetic_result
 
     state = IGLensWidget(synthetic_result(T=4, n=3)).get_state()
     assert state["_esm"] == (STATIC / "widget.js").read_text(encoding="utf-8")

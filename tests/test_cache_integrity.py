@@ -23,15 +23,13 @@ import time
 from pathlib import Path
 
 import pytest
-import test_loading
 import torch
-from test_loading import _hide_module, _save_tiny, _write_tiny_gguf
 
 from iglens_viz import files, loading
 from iglens_viz.errors import IGLensError, InvalidRequestError
 from iglens_viz.loading import ModelLoadError, cache, default_model, load_model
-
-fake_default = test_loading.fake_default  # the fixture, shared with test_loading.py
+from tests.support import ROOT
+from tests.support.model_files import hide_module, save_tiny, write_tiny_gguf
 
 _TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
 
@@ -49,7 +47,7 @@ def gguf_default(monkeypatch, tmp_path):
     pytest.importorskip("gguf")
     gguf_path = tmp_path / "pkg" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     gguf_path.parent.mkdir()
-    reference = _write_tiny_gguf(gguf_path, chat_template=_TEMPLATE, n_layers=30)
+    reference = write_tiny_gguf(gguf_path, chat_template=_TEMPLATE, n_layers=30)
     monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(default_model, "default_gguf_path", lambda: gguf_path)
     conversions = []
@@ -141,7 +139,7 @@ def test_same_size_damage_that_cannot_be_converted_names_the_folder(fake_default
     conversions, folder = fake_default
     load_model()
     _damage(folder, "zeroed weights")
-    _hide_module(monkeypatch, "gguf")  # conversion impossible
+    hide_module(monkeypatch, "gguf")  # conversion impossible
     with pytest.raises(ModelLoadError) as info:
         load_model()
     message = str(info.value)
@@ -307,15 +305,15 @@ _KILL_WHILE_HASHING = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
-    from test_loading import _tiny_llama, _tiny_tokenizer
+    from tests.support.model_files import nine_word_tokenizer, small_llama
     from iglens_viz.loading import cache, default_model, load_model
 
     gguf = Path(sys.argv[2])
     default_model.default_gguf_path = lambda: gguf
 
     def convert(tmp, source):
-        _tiny_llama(n_layers=30).save_pretrained(tmp)
-        _tiny_tokenizer().save_pretrained(tmp)
+        small_llama(n_layers=30).save_pretrained(tmp)
+        nine_word_tokenizer().save_pretrained(tmp)
 
     def killed(path):
         os.kill(os.getpid(), signal.SIGKILL)     # no finally, no cleanup: as kill -9
@@ -331,7 +329,7 @@ def test_conversion_killed_while_recording_leaves_nothing_behind(fake_default, t
     calls, folder = fake_default
     gguf = default_model.default_gguf_path()
     proc = subprocess.run(
-        [sys.executable, "-c", _KILL_WHILE_HASHING, str(Path(__file__).parent), str(gguf)],
+        [sys.executable, "-c", _KILL_WHILE_HASHING, str(ROOT), str(gguf)],
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         capture_output=True,
         text=True,
@@ -382,7 +380,7 @@ def test_finished_conversion_leaves_no_owner_file(fake_default):
 
 
 def test_broken_chat_template_file_in_a_folder_is_named(tmp_path):
-    _save_tiny(tmp_path)
+    save_tiny(tmp_path)
     (tmp_path / "chat_template.jinja").write_text("{% for m in messages %}{{ m['content'] }}")
     with pytest.raises(ModelLoadError) as info:
         load_model(tmp_path)
@@ -394,7 +392,7 @@ def test_broken_chat_template_file_in_a_folder_is_named(tmp_path):
 def test_chat_template_failing_at_use_is_an_iglens_error(tmp_path):
     from iglens_viz.core.prompting import chat_prompt_ids
 
-    _save_tiny(tmp_path)
+    save_tiny(tmp_path)
     (tmp_path / "chat_template.jinja").write_text("{{ messages[0].no_such.deeper }}")
     _, tokenizer = load_model(tmp_path)
     with pytest.raises(InvalidRequestError) as info:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from tolerances import forward_tol, readout_size, readout_tol, sum_tol
 
 from iglens_viz import IGLens, InvalidRequestError
 from iglens_viz.causal import (
@@ -27,6 +26,7 @@ from iglens_viz.causal import (
 )
 from iglens_viz.causal.ablation import _replace_first
 from iglens_viz.core.trajectory import against_segments
+from tests.support.tolerances import forward_tol, readout_size, readout_tol, sum_tol
 
 IDS = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 # Mean ablation's reference set: prompts of IDS's length (the same "template", other tokens).

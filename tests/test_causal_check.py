@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
-from widget_page import Page, error_of
 
 from iglens_viz import IGLens
 from iglens_viz.causal import ablate, patch
 from iglens_viz.widget import show
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.support.tolerances import eps, forward_dtype, forward_tol, readout_size, readout_tol
+from tests.support.widget_page import Page, error_of
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 CORRUPT = "w3 w5 w8 w9 w11 w13"  # one subject token changed, same length

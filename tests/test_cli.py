@@ -7,10 +7,10 @@ import re
 
 import numpy as np
 import pytest
-from tiny_models import random_ids, tiny_model, tiny_tokenizer
 
 from iglens_viz import IGLens
 from iglens_viz.cli import main
+from tests.support.tiny_models import random_ids, tiny_model, tiny_tokenizer
 
 PROMPT = "w3 w5 w7 w9 w11"
 

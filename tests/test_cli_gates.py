@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from tiny_models import tiny_model, tiny_tokenizer
 
 import iglens_viz as ig
 from iglens_viz.cli import main
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
 PROMPT, OTHER = "w3 w5 w7 w9 w11", "w3 w6 w7 w9 w11"
 

@@ -18,11 +18,12 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from test_packaging import _env, _run, dists  # noqa: F401 (dists: the wheel, a shared fixture)
+
+from tests.support import ROOT
+from tests.support.packaging import no_node_env, run
 
 pytestmark = [pytest.mark.packaging, pytest.mark.real_model]
 
-ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "gallery" / "colab.ipynb"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -33,13 +34,15 @@ def fresh_kernel(dists, tmp_path_factory) -> dict:  # noqa: F811 (the imported f
     interpreter's packages after its own, with the wheel's path and no package index."""
     work = tmp_path_factory.mktemp("colab")
     venv = work / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=work, env=_env())  # ensurepip: offline
+    run(
+        [sys.executable, "-m", "venv", str(venv)], cwd=work, env=no_node_env()
+    )  # ensurepip: offline
     python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
     fresh_site = Path(
-        _run(
+        run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             cwd=work,
-            env=_env(),
+            env=no_node_env(),
         ).strip()
     )
     ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
@@ -66,7 +69,8 @@ def fresh_kernel(dists, tmp_path_factory) -> dict:  # noqa: F811 (the imported f
 
 def test_the_colab_notebook_runs_from_the_wheel(fresh_kernel, monkeypatch, tmp_path):
     import nbformat
-    from nbclient import NotebookClient
+
+    from tests.support.notebooks import run_notebook
 
     monkeypatch.setenv("JUPYTER_PATH", fresh_kernel["jupyter_path"])
     nb = nbformat.read(NOTEBOOK, as_version=4)
@@ -76,9 +80,7 @@ def test_the_colab_notebook_runs_from_the_wheel(fresh_kernel, monkeypatch, tmp_p
         "print(iglens_viz.__file__)\nprint(m.distribution('iglens_viz').locate_file(''))"
     )
     nb.cells.append(where)
-    NotebookClient(
-        nb, kernel_name=fresh_kernel["name"], resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+    run_notebook(nb, tmp_path, kernel_name=fresh_kernel["name"])
     shown = [o for o in nb.cells[-2].outputs if o.output_type == "execute_result"]
     assert len(shown) == 1 and {WIDGET_VIEW, "image/png"} <= set(shown[0].data), shown
     install = "".join(o.get("text", "") for o in nb.cells[1].outputs)

@@ -9,8 +9,6 @@ import re
 
 import numpy as np
 import pytest
-from tiny_models import tiny_model, tiny_tokenizer
-from ui.helpers import synthetic_result
 
 import iglens_viz
 from iglens_viz import IGLens, InvalidRequestError
@@ -18,6 +16,8 @@ from iglens_viz.export.html import page_state
 from iglens_viz.protocol import DEFAULT_STATE, array_from_payload
 from iglens_viz.widget import IGLensWidget
 from iglens_viz.widget.compare import comparison_payload, default_labels, default_pins, shared_limit
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.ui.helpers import synthetic_result
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 

@@ -11,68 +11,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_CONFIGS, random_ids, reference_readout_logits, tiny_model
-from tolerances import eps, readout_size, readout_tol
 
 from iglens_viz import IGLens, InvalidRequestError, UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.core.components import component_segments
+from tests.support.tiny_models import (
+    FAMILY_CONFIGS,
+    PARALLEL,
+    SEQUENTIAL,
+    hooked_mid_states,
+    random_ids,
+    reference_readout_logits,
+    sublayer_model,
+    tiny_model,
+)
+from tests.support.tolerances import eps, readout_size, readout_tol
 
-PARALLEL = ("gptj", "phi")  # and GPT-NeoX with its default parallel residual
-SEQUENTIAL = sorted(set(FAMILY_CONFIGS) - set(PARALLEL) - {"gpt_neox"})
 NOT_HEAD_SPLIT = ("gemma2", "gemma3_text")  # a norm after the attention's output projection
-
-# The module whose output is the attention's write as it enters the stream (the test's own
-# reading of each family's block code, independent of the library's family table).
-ATTN_WRITE = {
-    "gpt2": "attn",
-    "gpt_neo": "attn",
-    "opt": "self_attn",
-    "gpt_neox": "attention",
-    "gemma2": "post_attention_layernorm",
-    "gemma3_text": "post_attention_layernorm",
-}
-
-
-def _first(x):
-    return x[0] if isinstance(x, (tuple, list)) else x
-
-
-@torch.no_grad()
-def hooked_mid_states(model, ids) -> torch.Tensor:
-    """``[n, T, d]`` h_{L−1} + the attention's write of every block, read with hooks."""
-    blocks = adapter_for(model).blocks
-    name = ATTN_WRITE.get(model.config.model_type, "self_attn")
-    inputs, writes = {}, {}
-    handles = []
-    for i, block in enumerate(blocks):
-        handles.append(
-            block.register_forward_pre_hook(
-                lambda m, args, kwargs, i=i: inputs.__setitem__(
-                    i, args[0] if args else kwargs["hidden_states"]
-                ),
-                with_kwargs=True,
-            )
-        )
-        handles.append(
-            block.get_submodule(name).register_forward_hook(
-                lambda m, args, out, i=i: writes.__setitem__(i, _first(out))
-            )
-        )
-    try:
-        model(input_ids=ids[None])
-    finally:
-        for handle in handles:
-            handle.remove()
-    return torch.stack(
-        [(inputs[i] + writes[i].reshape(inputs[i].shape))[0] for i in range(len(blocks))]
-    )
-
-
-def sublayer_model(name, **kw):
-    extra = {"use_parallel_residual": False} if name == "gpt_neox" else {}
-    return tiny_model(name, **extra, **kw)
-
 
 # ----------------------------------------------------------------------------- sub-layers
 

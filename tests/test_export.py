@@ -14,13 +14,13 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
-from ui.helpers import synthetic_result
 
 import iglens_viz.protocol.bundle as bundle
 from iglens_viz import IGLensError
 from iglens_viz.export import to_html
 from iglens_viz.export.html import CSP, page_state, script_json
 from iglens_viz.protocol import array_from_payload
+from tests.ui.helpers import synthetic_result
 
 HOSTILE = [
     "Hello",

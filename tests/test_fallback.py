@@ -17,13 +17,13 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.text import Text
 from PIL import Image
-from tiny_models import tiny_tokenizer
-from ui.helpers import synthetic_result
 
 from iglens_viz import IGLens
 from iglens_viz.protocol.state import VIEWS
 from iglens_viz.widget import IGLensWidget, fallback
 from iglens_viz.widget.fallback import PNG_SIZE, fallback_figure, render_png
+from tests.support.tiny_models import tiny_tokenizer
+from tests.ui.helpers import synthetic_result
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 HOSTILE = [

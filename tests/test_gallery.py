@@ -1,11 +1,18 @@
 """The gallery notebooks run top to bottom on the default model, and running them leaves
-the checkout (the committed thumbnails above all) as it was."""
+the checkout (the committed thumbnails above all) as it was.
+
+The notebooks run (marker ``gallery``, also ``real_model``) on a model converted and lenses
+fitted once per test run, before the first notebook and outside any cell's time limit
+(:func:`tests.support.real_model.fit_gallery_lenses`): no cell converts or fits. Their
+committed form (no outputs, thumbnails, links) is checked in the fast tier.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -13,10 +20,13 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+from tests.support import ROOT
+from tests.support.real_model import GALLERY_LENSES
 
-GALLERY = Path(__file__).resolve().parents[1] / "gallery"
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+
+GALLERY = ROOT / "gallery"
 NOTEBOOKS = sorted(GALLERY.glob("[0-9][0-9]_*.ipynb"))
 REPO_PLACEHOLDER = "OWNER/iglens_viz"
 
@@ -110,29 +120,58 @@ def test_notebook_writes_thumbnails_only_on_purpose(path, tmp_path, monkeypatch)
         assert expected.is_dir()
 
 
+FITTED = re.compile(r"[\"'](shortcut|tuned|jacobian)[\"']")
+"""A fitted lens kind named in a notebook's code."""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_fits_no_lens_the_test_run_has_not(path):
+    """Every fitted kind a notebook names is one the gallery fixture fits beforehand, or one
+    it only reads from the cache (``cached_fitted_lens``, which never fits): no cell fits."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    named = set(FITTED.findall(code)) - set(GALLERY_LENSES)
+    assert "fit_lens(" not in code
+    assert not named or "cached_fitted_lens(" in code, named
+    for kind in named:  # such a kind appears only in the loop that reads the cache
+        lines = [line for line in code.splitlines() if f'"{kind}"' in line]
+        assert all(line.lstrip().startswith("for kind in") for line in lines), lines
+
+
+@pytest.fixture(scope="session")
+def gallery_cache():
+    """The cache folder holding the converted default model and the gallery's lenses,
+    made once per run before the first notebook runs (outside any cell's time limit)."""
+    from tests.support.real_model import fit_gallery_lenses
+
+    return fit_gallery_lenses()
+
+
 def test_make_thumbnails_is_the_one_that_refreshes():
     text = (GALLERY / "make_thumbnails.py").read_text(encoding="utf-8")
     assert 'os.environ["IGLENS_WRITE_THUMBNAILS"] = "1"' in text
     assert "IGLENS_WRITE_THUMBNAILS=1" in (GALLERY / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.gallery
 @pytest.mark.real_model
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path, tmp_path, monkeypatch):
+def test_notebook_runs(path, tmp_path, monkeypatch, gallery_cache):
     """Execute with nbclient (python3 kernel, cwd = gallery/) as a reader would, with no
-    output folder set: any error fails the test, the figure lands in the scratch folder
-    (here under TMPDIR = tmp_path), and the checkout's gallery/ is left byte for byte as it
-    was — its committed thumbnails above all."""
+    output folder set, on the cache the gallery fixture filled: any error fails the test,
+    the figure lands in the scratch folder (here under TMPDIR = tmp_path), and the
+    checkout's gallery/ is left byte for byte as it was — its committed thumbnails above all.
+    The limits (:mod:`tests.support.notebooks`) only catch a hung kernel."""
+    from tests.support.notebooks import run_notebook
+
     for name in ("IGLENS_GALLERY_OUT", "IGLENS_WRITE_THUMBNAILS"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("IGLENS_CACHE", str(gallery_cache))  # the kernel's cache: model, lenses
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's tempfile.gettempdir()
     monkeypatch.setenv("MPLBACKEND", "Agg")
     before, status = gallery_files(), git_status(GALLERY / "thumbnails")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(GALLERY)}}
-    )
-    client.execute()
+    run_notebook(nb, GALLERY)
     errors = [
         o
         for c in nb.cells

@@ -22,12 +22,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_NAMES, random_ids, tiny_model
-from tolerances import eps, forward_dtype, forward_tol, readout_size, sum_tol
 
 import iglens_viz as ig
 from iglens_viz import IGLensError
 from iglens_viz.causal.gates import GATE_PATHS
+from tests.support.tiny_models import FAMILY_NAMES, random_ids, tiny_model
+from tests.support.tolerances import eps, forward_dtype, forward_tol, readout_size, sum_tol
 
 CLEAN = random_ids(12, seed=1)
 CORRUPT = CLEAN.clone()

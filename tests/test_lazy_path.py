@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from widget_page import Page, error_of
 
 from iglens_viz import InvalidRequestError
 from iglens_viz.widget import IGLensWidget
+from tests.support.widget_page import Page, error_of
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import tiny_tokenizer
 
 from iglens_viz import files
 from iglens_viz.core.coordinates import Lens
@@ -30,6 +29,7 @@ from iglens_viz.lenses.cache import (
     lens_cache_dir,
     store_lens,
 )
+from tests.support.tiny_models import tiny_tokenizer
 
 MIB = 1 << 20
 

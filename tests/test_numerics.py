@@ -11,8 +11,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_NAMES, model_logits, random_ids, tiny_model
-from tolerances import eps, readout_size, readout_tol, softmax_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens, ModelOutputError, ReadoutMismatchError
@@ -21,6 +19,8 @@ from iglens_viz.causal.ablation import _target_probs
 from iglens_viz.core import estimators
 from iglens_viz.core.capture import capture_states, checked_positions
 from iglens_viz.core.readout import Readout
+from tests.support.tiny_models import FAMILY_NAMES, model_logits, random_ids, tiny_model
+from tests.support.tolerances import eps, readout_size, readout_tol, softmax_tol, sum_tol
 
 IDS = random_ids(10, seed=5)
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import sysconfig
 import tarfile
@@ -27,73 +25,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import ROOT
+from tests.support.packaging import BUNDLE, no_node_env, run, unavailable
+
 pytestmark = pytest.mark.packaging
 
-ROOT = Path(__file__).resolve().parents[1]
-BUNDLE = ("iglens_viz/static/widget.js", "iglens_viz/static/widget.css")
 PROMPT = "w3 w5 w7 w9 w11"  # words of the tiny word-level tokenizer
-TIMEOUT = 300
-
-
-def _unavailable(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(f"the packaging tests need {reason}")
-    pytest.skip(f"the packaging tests need {reason}")
-
-
-def _path_without_node() -> str:
-    """This process's PATH without the directories that hold npm or node."""
-    keep = [
-        d
-        for d in os.environ.get("PATH", "").split(os.pathsep)
-        if d and not any(Path(d, exe).exists() for exe in ("npm", "node"))
-    ]
-    return os.pathsep.join(keep)
-
-
-def _env(extra_path: Path | None = None) -> dict[str, str]:
-    path = _path_without_node()
-    if extra_path is not None:
-        path = os.pathsep.join([str(extra_path), path])
-    assert shutil.which("npm", path=path) is None and shutil.which("node", path=path) is None
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP"}
-    }
-    env.update(PATH=path, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
-    return env
-
-
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 0, (
-        f"{args} exited {proc.returncode}\n--- stdout\n"
-        f"{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
-    )
-    return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def dists(tmp_path_factory) -> dict[str, Path]:
-    """``python -m build`` of the checkout (sdist, then the wheel from the sdist), npm hidden."""
-    missing = [p for p in BUNDLE if not (ROOT / p).is_file()]
-    if missing:
-        _unavailable(f"the built bundle ({', '.join(missing)}: run `make js`)")
-    for module in ("build", "hatchling", "hatch_jupyter_builder"):
-        try:
-            __import__(module)
-        except ImportError:
-            _unavailable(f"{module} (pip install -e '.[test]')")
-    out = tmp_path_factory.mktemp("dist")
-    _run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
-        cwd=out,
-        env=_env(),
-    )
-    wheels, sdists = sorted(out.glob("*.whl")), sorted(out.glob("*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in out.iterdir())
-    return {"wheel": wheels[0], "sdist": sdists[0]}
 
 
 def test_wheel_and_sdist_carry_the_bundle(dists):
@@ -150,16 +87,16 @@ def page(dists, tiny_model_dir, tmp_path_factory) -> Path:
     """The wheel in a fresh venv without npm: ``iglens … --html`` on a tiny model folder."""
     work = tmp_path_factory.mktemp("fresh")
     venv = work / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=work, env=_env())
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=work, env=no_node_env())
     python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
     fresh_site = Path(
-        _run(
+        run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             cwd=work,
-            env=_env(),
+            env=no_node_env(),
         ).strip()
     )
-    _run(
+    run(
         [
             sys.executable,
             "-m",
@@ -173,15 +110,15 @@ def page(dists, tiny_model_dir, tmp_path_factory) -> Path:
             str(dists["wheel"]),
         ],
         cwd=work,
-        env=_env(),
+        env=no_node_env(),
     )
     # The dependencies from this interpreter, after the venv's own site-packages.
     ours = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
     (fresh_site / "zz_test_dependencies.pth").write_text("\n".join(ours) + "\n")
-    env = _env(python.parent)
+    env = no_node_env(python.parent)
     # Where `import iglens_viz` and its metadata resolve (find_spec runs no package code).
     where = json.loads(
-        _run(
+        run(
             [
                 str(python),
                 "-c",
@@ -196,7 +133,7 @@ def page(dists, tiny_model_dir, tmp_path_factory) -> Path:
     for path in where:
         assert Path(path).resolve().is_relative_to(fresh_site.resolve()), where
     out = work / "page.html"
-    _run(
+    run(
         [
             str(python.parent / "iglens"),
             PROMPT,
@@ -230,18 +167,19 @@ def test_the_page_from_the_wheel_shows_the_views(page):
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("the playwright package (pip install -e '.[test]')")
-    from ui.helpers import PageRecorder, chromium_path, launch_chromium
+        unavailable("the playwright package (pip install -e '.[test]')")
+    from tests.ui.helpers import PageRecorder, chromium_path, launch_chromium
 
     if chromium_path() is None:
-        _unavailable("Chromium (apt-get install chromium)")
+        unavailable("Chromium (apt-get install chromium)")
     with sync_playwright() as p:
         browser = launch_chromium(p)
         try:
             tab = browser.new_page(viewport={"width": 1280, "height": 900})
             recorder = PageRecorder().attach(tab)
             tab.goto(page.as_uri())
-            tab.wait_for_selector("[data-token-index]", timeout=30_000)
+            # the strip draws in about a second idle; 5 minutes bounds a hang, not a speed
+            tab.wait_for_selector("[data-token-index]", timeout=300_000)
             assert tab.locator("[data-token-index]").count() > 0
         finally:
             browser.close()

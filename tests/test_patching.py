@@ -23,12 +23,12 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_NAMES, reference_readout_logits, tiny_model
-from tolerances import eps, forward_dtype, forward_tol, readout_size
 
 from iglens_viz import InvalidRequestError
 from iglens_viz.causal import PatchResult, ablate, attribution_patch, patch
 from iglens_viz.causal.positions import resolve_positions
+from tests.support.tiny_models import FAMILY_NAMES, reference_readout_logits, tiny_model
+from tests.support.tolerances import eps, forward_dtype, forward_tol, readout_size
 
 CLEAN = [1, 5, 7, 9, 11, 5, 7, 9, 3]
 CORRUPT = [1, 5, 8, 9, 11, 5, 7, 9, 3]  # one token differs (position 2): same template

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tolerances import readout_size, readout_tol, softmax_tol, sum_tol
 
 import iglens_viz
 from iglens_viz import IGLens
+from tests.support.tolerances import readout_size, readout_tol, softmax_tol, sum_tol
 
 pytestmark = pytest.mark.real_model
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
-from tolerances import sum_tol
 
 from iglens_viz import AttributionRequest, IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core import parse_boundaries, segment_label
 from iglens_viz.core.request import MAX_STEPS, PER_POSITION
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.support.tolerances import sum_tol
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 PACKAGE = Path(__file__).resolve().parent.parent / "iglens_viz"

@@ -18,12 +18,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model
-from tolerances import eps, softmax_tol
 
 import iglens_viz.core.readout as readout_module
 from iglens_viz.adapters import adapter_for
 from iglens_viz.core.readout import Readout, cache_sizes, tile_plan
+from tests.support.tiny_models import tiny_model
+from tests.support.tolerances import eps, softmax_tol
 
 VOCAB = 5003  # prime: every tile width leaves a ragged last block
 

@@ -14,7 +14,6 @@ import json
 
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
 
 from iglens_viz.core.coordinates import model_fingerprint
 from iglens_viz.lenses import corpus as corpus_module
@@ -23,6 +22,7 @@ from iglens_viz.lenses import shipped
 from iglens_viz.lenses.cache import lens_cache_dir
 from iglens_viz.lenses.corpus import EVAL_OPENINGS, FIT_OPENINGS, corpus_digest, default_corpus
 from iglens_viz.lenses.fit import model_corpus
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
 
 @pytest.fixture(autouse=True)

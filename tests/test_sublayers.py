@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tiny_models import FAMILY_CONFIGS, random_ids, tiny_model
 
 from iglens_viz import UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.core.capture import Keep, capture_states
+from tests.support.tiny_models import FAMILY_CONFIGS, random_ids, tiny_model
 
 PARALLEL = {"gptj", "phi"}  # GPT-NeoX is parallel by default too: see the test below
 

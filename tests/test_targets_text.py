@@ -13,14 +13,14 @@ import json
 import numpy as np
 import pytest
 import transformers as tf
-from tiny_models import VOCAB, tiny_model
 from tokenizers import Tokenizer, models, pre_tokenizers
-from widget_page import Page, error_of
 
 import iglens_viz
 from iglens_viz import IGLens, IGLensError
 from iglens_viz.cli import main
 from iglens_viz.widget.widget import show
+from tests.support.tiny_models import VOCAB, tiny_model
+from tests.support.widget_page import Page, error_of
 
 PROMPT = "w3 w5 w7 w9 w11"
 FOUR, ARABIC_THREE, NEXT = 50, 60, 70  # the ids of the words "4", "٣" and "next"

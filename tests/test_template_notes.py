@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 
 import pytest
-from tiny_models import tiny_tokenizer
 
 from iglens_viz.core.prompting import chat_prompt_ids, chat_template_positions
 from iglens_viz.errors import InvalidRequestError
@@ -25,6 +24,7 @@ from iglens_viz.protocol import DEFAULT_STATE, result_payload
 from iglens_viz.protocol.notes import MAX_NOTE_CHARS, MAX_NOTES, check_notes
 from iglens_viz.widget import IGLensWidget
 from iglens_viz.widget.widget import InvalidTraitError
+from tests.support.tiny_models import tiny_tokenizer
 
 TEMPLATE = "{% for m in messages %}w1 w2 {{ m['content'] }} w3{% endfor %} w4 w6"
 SMOLLM = Path.home() / ".cache/iglens_viz/models/SmolLM2-135M-Instruct.Q4_1"

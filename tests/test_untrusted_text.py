@@ -14,7 +14,6 @@ import shutil
 
 import pytest
 import transformers as tf
-from tiny_models import VOCAB, tiny_model, tiny_tokenizer
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 import iglens_viz
@@ -23,6 +22,7 @@ from iglens_viz.cli import main
 from iglens_viz.export.html import page_state
 from iglens_viz.views.token_format import visible_text
 from iglens_viz.widget.widget import show
+from tests.support.tiny_models import VOCAB, tiny_model, tiny_tokenizer
 
 # What a hostile token or name carries: set the window title (OSC 0, BEL-terminated), an
 # OSC 8 link, clear the screen (CSI 2J), the 8-bit CSI (U+009B), a right-to-left override.

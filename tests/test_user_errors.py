@@ -10,13 +10,13 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILY_CONFIGS, VOCAB, random_ids, tiny_model, tiny_tokenizer
-from tolerances import readout_size, readout_tol
 
 import iglens_viz
 from iglens_viz import IGLens, IGLensError, InvalidRequestError, ModelLoadError, ModelOutputError
 from iglens_viz.core.memory import min_memory_budget
 from iglens_viz.core.readout import Readout
+from tests.support.tiny_models import FAMILY_CONFIGS, VOCAB, random_ids, tiny_model, tiny_tokenizer
+from tests.support.tolerances import readout_size, readout_tol
 
 IDS = random_ids(8, seed=5)
 

@@ -14,7 +14,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import QuadMesh  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from tiny_models import random_ids, tiny_model, tiny_tokenizer  # noqa: E402
 
 import iglens_viz  # noqa: E402
 from iglens_viz.core import segment_labels  # noqa: E402
@@ -29,6 +28,7 @@ from iglens_viz.views import (  # noqa: E402
     static,
     to_dataframe,
 )
+from tests.support.tiny_models import random_ids, tiny_model, tiny_tokenizer  # noqa: E402
 
 STEPS = 4
 

@@ -7,12 +7,9 @@ import base64
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny_models import tiny_model, tiny_tokenizer
-from widget_page import Page, error_of
 
 from iglens_viz import IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD
@@ -24,6 +21,9 @@ from iglens_viz.protocol import (
 )
 from iglens_viz.widget import IGLensWidget, show
 from iglens_viz.widget.widget import PAGE_WRITABLE
+from tests.support import ROOT
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.support.widget_page import Page, error_of
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 
@@ -464,8 +464,8 @@ def test_core_runs_without_anywidget():
         sys.modules["anywidget"] = None  # any import of it fails
         sys.modules["ipywidgets"] = None
         import iglens_viz
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from tiny_models import tiny_model, tiny_tokenizer
+        sys.path.insert(0, {str(ROOT)!r})  # the tests package
+        from tests.support.tiny_models import tiny_model, tiny_tokenizer
         result = iglens_viz.attribute(tiny_model("llama"), tiny_tokenizer(), "w1 w2 w3")
         from iglens_viz.protocol import result_payload
         assert result_payload(result)["tokens"] == ["w1", "w2", "w3"]
@@ -482,9 +482,8 @@ def test_core_runs_without_anywidget():
 
 
 def test_lens_widget_is_interactive_and_reuses_the_lens():
-    from tiny_models import random_ids, tiny_model
-
     from iglens_viz import IGLens
+    from tests.support.tiny_models import random_ids, tiny_model
 
     lens = IGLens(tiny_model("llama"))
     w = lens.widget(random_ids(6), target="next", boundaries="every:2")

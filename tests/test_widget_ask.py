@@ -14,14 +14,14 @@ import types
 
 import numpy as np
 import pytest
-from tiny_models import tiny_model, tiny_tokenizer
-from widget_page import Page, error_of
 
 from iglens_viz import IGLens
 from iglens_viz.errors import InvalidRequestError
 from iglens_viz.protocol.commands import MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH, parse_command
 from iglens_viz.widget import IGLensWidget
 from iglens_viz.widget.widget import ASK_NEW_TOKENS, RecomputeCancelled
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
+from tests.support.widget_page import Page, error_of
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tiny_models import tiny_tokenizer
-from widget_page import Page, error_of
 
 import iglens_viz as ig
 from iglens_viz.export.html import page_state
 from iglens_viz.widget import show
+from tests.support.tiny_models import tiny_tokenizer
+from tests.support.widget_page import Page, error_of
 
 PROMPT, OTHER = "w3 w5 w7 w9 w11 w13", "w3 w6 w7 w9 w11 w13"
 

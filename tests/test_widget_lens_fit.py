@@ -7,13 +7,13 @@ naming the checkpoint kept. tests/test_kernel_fit_cancel.py does the same in a r
 from __future__ import annotations
 
 import pytest
-from tiny_models import tiny_tokenizer
-from widget_page import Page, error_of
 
 from iglens_viz import IGLens
 from iglens_viz.lenses import fit_lens
 from iglens_viz.widget import show
 from iglens_viz.widget import widget as widget_module
+from tests.support.tiny_models import tiny_tokenizer
+from tests.support.widget_page import Page, error_of
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
 CONTROLS = {

@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_model, tiny_tokenizer
 
 import iglens_viz
 from iglens_viz.core.wrappers import unwrap_model, wrapper_name
 from iglens_viz.errors import InvalidRequestError, ModelLoadError
+from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
 PROMPT = "w5 w17 w3 w40 w8 w61 w2"  # tiny_tokenizer's words: 7 tokens
 TARGET = "w9"

@@ -144,7 +144,6 @@ def shoot(
     pages: dict[str, Path], out: Path, selected: int, opens: int, only: str | None = None
 ) -> list[Path]:
     from playwright.sync_api import sync_playwright
-
     from ui.helpers import PageRecorder, launch_chromium
 
     written = []
