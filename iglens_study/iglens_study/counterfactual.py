@@ -58,6 +58,7 @@ from .folder import (
     write_table,
 )
 from .pairs import CAPITAL_PAIRS, Pair, _pairs_of, answered_capitals, load_pairs
+from .schemas import PER_PAIR_COLUMNS, column_dtype, pair_columns
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -72,41 +73,6 @@ PAIR_OUTPUT_FILES = ("metadata.json", "parts/", "table.parquet")
 
 STUDY_KIND = "counterfactual"
 """``metadata.json``'s ``study``: tells a counterfactual study's folder from others."""
-
-PER_PAIR_COLUMNS = (
-    "pair",
-    "cluster",
-    "clean",
-    "corrupt",
-    "target",
-    "contrast",
-    "target_id",
-    "contrast_id",
-    "template",
-    "source",
-    "n_tokens",
-    "p_target",
-    "target_top1",
-    "m_clean",
-    "m_corrupt",
-)
-"""The table's columns that hold one value per pair (repeated on each of its block rows)."""
-_HEAD = (
-    *PER_PAIR_COLUMNS,
-    "block",
-    "patch_total",
-    "patch_total_all",
-    "patch_direct",
-    "restore_state",
-    "attribution",
-)
-_TAIL = ("dla", "ld_jump")
-
-
-def pair_columns(lenses: Sequence[str]) -> list[str]:
-    """The table's columns, in order, for the lens names ``lenses``."""
-    return [*_HEAD, *(f"ig_{name}" for name in lenses), *_TAIL]
-
 
 CAPITAL_SETTINGS = {"max_pairs": 240, "per_country": 6, "min_p": 0.1}
 """The pre-registered settings of the built-in ``capital-pairs`` set (``seed`` apart)."""
@@ -313,18 +279,7 @@ def _batch_table(
             rows[f"ig_{name}"].extend(result.contributions[T - 1].tolist())
         rows["dla"].extend(dla.tolist())
         rows["ld_jump"].extend(ld_jump.tolist())
-    return {name: np.asarray(values, dtype=_dtype(name)) for name, values in rows.items()}
-
-
-_TEXT = {"cluster", "clean", "corrupt", "target", "contrast", "template", "source"}
-
-
-def _dtype(name: str) -> Any:
-    if name in _TEXT:
-        return object
-    if name in ("pair", "target_id", "contrast_id", "n_tokens", "block"):
-        return np.int64
-    return bool if name == "target_top1" else np.float64
+    return {name: np.asarray(values, dtype=column_dtype(name)) for name, values in rows.items()}
 
 
 # --- the folder ------------------------------------------------------------------------------

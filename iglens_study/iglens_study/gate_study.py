@@ -31,7 +31,7 @@ from iglens_viz.causal.gates import ledger_for
 from iglens_viz.core.lens import IGLens
 from iglens_viz.loading import load_model
 
-from .scoring import bootstrap_interval
+from .bootstrap import bootstrap_interval
 
 if TYPE_CHECKING:
     from pandas import DataFrame

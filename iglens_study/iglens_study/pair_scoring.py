@@ -31,7 +31,7 @@ criterion's maximum), ``tol_<criterion>`` (its effect is ≥ max − 0.1·|max|)
 direct reading and the effect coincide by construction) and ``restore`` (``restore_state``
 at the named block). Intervals are percentile cluster-bootstrap intervals over the clean
 prompt's country (``cluster``), drawn with the same resamples for every method
-(:func:`iglens_viz.studies.scoring.bootstrap_interval`), and every comparison is a paired
+(:func:`iglens_study.bootstrap.bootstrap_interval`), and every comparison is a paired
 difference IG-Lens (logit lens) − method on the same pairs; the words of a comparison come
 from its interval (:func:`comparison`).
 """
@@ -45,11 +45,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iglens_viz.core.coordinates import LENS_KINDS
 from iglens_viz.core.stats import argmax_rows, spearman_rows
 from iglens_viz.errors import InvalidRequestError
 
-from .counterfactual import PER_PAIR_COLUMNS
-from .scoring import _check_level, _cluster_weights, bootstrap_interval
+from .bootstrap import bootstrap_interval, check_level, median_interval
+from .schemas import (
+    CRITERIA,
+    HYPOTHESIS_COLUMNS,
+    PAIR_META,
+    PAIR_METRICS,
+    PAIR_SCORE_COLUMNS,
+    PAIR_SUMMARY_COLUMNS,
+    PAIR_TABLE_COLUMNS,
+)
 
 if TYPE_CHECKING:
     from pandas import DataFrame
@@ -70,11 +79,9 @@ __all__ = [
     "source_kind",
 ]
 
-CRITERIA = ("patch_total", "patch_total_all", "patch_direct")
-"""The patching effects a method's named block is scored against (noising, normalised)."""
-
-LENSES = ("logit", "shortcut", "tuned", "jacobian")
-"""The lenses whose ``ig_<lens>`` column may be present, in report order."""
+LENSES: tuple[str, ...] = LENS_KINDS
+"""The lenses whose ``ig_<lens>`` column may be present, in report order (the core's kinds:
+:data:`iglens_viz.core.coordinates.LENS_KINDS`)."""
 
 IG = "ig_logit"
 """The reference method of every paired difference: IG-Lens under the logit lens."""
@@ -93,80 +100,6 @@ SUFFICIENT = 0.5
 """H3's bar, and the sufficiency depth's: ``restore_state`` ≥ SUFFICIENT."""
 LATE_FROM = 3
 """Agreement is also reported over the pairs whose named block is ≥ LATE_FROM."""
-
-PAIR_TABLE_COLUMNS = ("pair", "cluster", "block", *CRITERIA, "restore_state")
-"""Columns the scored table must have: ``pair`` (int), ``cluster`` (the clean prompt's
-country), ``block`` (1 … n, each once per pair), the patching effects and ``restore_state``.
-Method columns (``ig_<lens>``, ``attribution``, ``dla``, ``ld_jump``) are scored where
-present (an ``ig_<lens>`` column of NaN only counts as absent); ``target_top1`` and
-``source`` give the token classes; the runner's other columns (``clean``, ``corrupt``,
-``target``, ``contrast``, …) are carried per pair."""
-
-_PAIR_META = tuple(c for c in PER_PAIR_COLUMNS if c not in ("target_id", "contrast_id"))
-"""The runner's per-pair columns carried into the scores."""
-
-_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("window", "patch_total", "window"),
-    *((f"strict_{c}", c, "strict_top1") for c in CRITERIA),
-    *((f"tol_{c}", c, "tol_top1") for c in CRITERIA),
-    *((f"rho_{c}", c, "rho") for c in CRITERIA),
-    *((f"rho_{c}_nolast", c, "rho_no_last") for c in CRITERIA),
-    ("restore", "restore_state", "restore"),
-)
-"""(score column, criterion, metric) of every per-pair metric, in the summary's order."""
-
-PAIR_SCORE_COLUMNS = (
-    "pair",
-    "cluster",
-    "source",
-    "target_top1",
-    "method",
-    "named",
-    *(m[0] for m in _METRICS),
-    "patch_argmax",
-    "saturated",
-    "sufficiency_depth",
-)
-"""Columns of :func:`pair_scores`, one row per (pair, method): ``named`` (1-based block),
-the metrics (bools for hits, floats for ρ and ``restore``), and per pair ``patch_argmax``
-(the ``patch_total`` argmax, 1-based), ``saturated`` and ``sufficiency_depth`` (the first
-block with ``restore_state`` ≥ 0.5; NaN if none)."""
-
-PAIR_SUMMARY_COLUMNS = (
-    "token_class",
-    "method",
-    "criterion",
-    "metric",
-    "value",
-    "lo",
-    "hi",
-    "diff",
-    "diff_lo",
-    "diff_hi",
-    "n_values",
-    "n_pairs",
-    "n_clusters",
-    "constant_block",
-)
-"""Columns of :attr:`PairSummary.methods`: ``diff`` is IG-Lens (logit) − method, paired."""
-
-HYPOTHESIS_COLUMNS = (
-    "hypothesis",
-    "question",
-    "statistic",
-    "comparator",
-    "value",
-    "lo",
-    "hi",
-    "rule",
-    "verdict",
-    "sentence",
-    "detail",
-    "n_pairs",
-    "n_clusters",
-)
-"""Columns of :func:`hypotheses`, one row per hypothesis (H4's fitted lenses besides the
-shortcut as secondary rows ``H4 (tuned)``, ``H4 (jacobian)``)."""
 
 _LABELS = {
     "ig_logit": "IG-Lens (logit lens)",
@@ -255,7 +188,7 @@ def _prepare(table: DataFrame, seed: int) -> _Pairs:
     keep = np.ones(p, dtype=bool)
     for v in arrays.values():
         keep &= np.isfinite(v).all(axis=1)
-    meta = t.iloc[::n][[c for c in _PAIR_META if c in t.columns]].reset_index(drop=True)
+    meta = t.iloc[::n][[c for c in PAIR_META if c in t.columns]].reset_index(drop=True)
     dropped = tuple(int(x) for x in meta["pair"].to_numpy()[~keep])
     if not keep.any():
         raise InvalidRequestError(
@@ -422,38 +355,6 @@ def _mean_intervals(
     return point, np.asarray(lo), np.asarray(hi)
 
 
-def _median_interval(
-    values: np.ndarray, clusters: np.ndarray, n_boot: int, seed: int, level: float
-) -> tuple[float, float, float]:
-    """The median of ``values`` and its percentile cluster-bootstrap interval.
-
-    A replicate draws the clusters with replacement (the same draws as
-    :func:`~iglens_viz.studies.scoring.bootstrap_interval` for the same seed and clusters)
-    and takes the median of the pooled values of the drawn clusters, a cluster drawn twice
-    counting twice (as :func:`numpy.median` of the repeated values)."""
-    ok = np.isfinite(values)
-    v, g = values[ok], np.asarray(clusters)[ok]
-    if not len(v):
-        return np.nan, np.nan, np.nan
-    point = float(np.median(v))
-    _, inverse = np.unique(g, return_inverse=True)
-    n_clusters = int(inverse.max()) + 1
-    if n_clusters < 2 or n_boot < 1:
-        return point, np.nan, np.nan
-    weights = _cluster_weights(n_clusters, n_boot, np.random.default_rng(seed))[:, inverse]
-    order = np.argsort(v, kind="stable")
-    sv = v[order]
-    cum = np.cumsum(weights[:, order], axis=1)
-    total = cum[:, -1]
-    picks = []
-    for rank in ((total - 1) // 2, total // 2):
-        picks.append(sv[(cum <= rank[:, None]).sum(axis=1)])
-    medians = (picks[0] + picks[1]) / 2.0
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(medians, [alpha, 1.0 - alpha])
-    return point, float(lo), float(hi)
-
-
 # --------------------------------------------------------------------------- summary
 
 
@@ -531,10 +432,10 @@ def pair_summary(
     """
     import pandas as pd
 
-    level = _check_level(level)
+    level = check_level(level)
     pairs = _prepare(table, seed)
     methods = [*pairs.methods, RANDOM, BEST_CONSTANT]
-    keys = [m[0] for m in _METRICS]
+    keys = [m[0] for m in PAIR_METRICS]
     rows, sat_rows, late_rows, const_rows = [], [], [], []
     named_all = None
     for cls, mask in _classes(pairs.meta).items():
@@ -563,7 +464,7 @@ def pair_summary(
         point, lo, hi = _mean_intervals(allv, clusters, n_boot, seed, level)
         kv = len(keys) * mm
         n_values = np.isfinite(value).sum(axis=0)
-        for i, (key, criterion, metric) in enumerate(_METRICS):
+        for i, (key, criterion, metric) in enumerate(PAIR_METRICS):
             for j, m in enumerate(methods):
                 c = i * mm + j
                 rows.append(
@@ -733,7 +634,7 @@ def hypotheses(
     """
     import pandas as pd
 
-    level = _check_level(level)
+    level = check_level(level)
     pairs = _prepare(table, seed)
     scores, constants = _score(pairs)
     methods = list(pd.unique(scores["method"]))
@@ -838,10 +739,10 @@ def hypotheses(
         rows.append(_not_run("H3", q3, s3, f"no column {IG}", r3))
     else:
         restore = col(IG, "restore")
-        med, lo, hi = _median_interval(restore, clusters, n_boot, seed, level)
+        med, lo, hi = median_interval(restore, clusters, n_boot, seed, level)
         depth = col(IG, "sufficiency_depth")
         onset = col(IG, "named")
-        dmed, dlo, dhi = _median_interval(depth, clusters, n_boot, seed, level)
+        dmed, dlo, dhi = median_interval(depth, clusters, n_boot, seed, level)
         gap, glo, ghi = _mean_intervals((onset - depth)[:, None], clusters, n_boot, seed, level)
         yes = bool(np.isfinite(lo) and lo >= SUFFICIENT)
         detail = (

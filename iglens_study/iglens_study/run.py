@@ -62,7 +62,7 @@ from .folder import (
     write_part,
 )
 from .prompts import CAPITAL_TEMPLATES, PromptsSpec, StudyPrompt, load_study_prompts
-from .scoring import CLUSTER_COLUMN
+from .schemas import CLUSTER_COLUMN
 
 if TYPE_CHECKING:
     from pandas import DataFrame

@@ -60,8 +60,16 @@ from iglens_viz.core.stats import spearman_rows
 from iglens_viz.core.trajectory import NONMONOTONE_THRESHOLD, is_monotone
 from iglens_viz.errors import InvalidRequestError
 
+from .bootstrap import bootstrap_interval, bootstrap_means, check_level
+from .schemas import (
+    CLUSTER_COLUMN,
+    DIFFERENCE_COLUMNS,
+    SCORE_COLUMNS,
+    SUMMARY_COLUMNS,
+    TABLE_COLUMNS,
+)
+
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
     from pandas import DataFrame
 
 __all__ = [
@@ -95,28 +103,6 @@ CONSTANT_PREFIX = "block_"
 DROP_PREFIX = "drop_"
 """Prefix of the ablation-drop columns of the table: ``drop_<mode>``."""
 
-TABLE_COLUMNS = (
-    "prompt",
-    "position",
-    "segment",
-    "contribution",
-    "lens_prob_start",
-    "lens_prob_end",
-    "lens_logit_start",
-    "lens_logit_end",
-    "top1_end",
-    "frozen_prob_start",
-    "frozen_prob_end",
-)
-"""Columns the scored table must have (besides at least one ``drop_<mode>``): ``prompt``
-(int), ``position`` (int), ``segment`` (0..k−1; segment j covers block j+1),
-``contribution`` (IG-Lens contribution of the segment), ``lens_prob_start``/``_end``
-(logit-lens probability of the target before/after the segment), ``lens_logit_start``/``_end``
-(the target's lens logit before/after), ``top1_end`` (bool: the target is the lens's top-1
-after the segment), ``frozen_prob_start``/``_end`` (lens probability with the final norm's
-scale frozen at the last state's). Methods only read the columns they need (see
-:class:`Predictor`), so a table for a subset of ``methods`` may lack the others."""
-
 METRICS = ("agreement", "hit_at_3", "rho")
 """The per-token metrics, in the order of the summary's columns."""
 
@@ -126,47 +112,6 @@ CLASSES: tuple[TokenClass, ...] = get_args(TokenClass)
 """Token classes of the summary: every token; tokens whose trajectory is (non-)monotone
 (:func:`iglens_viz.core.trajectory.is_monotone`); tokens whose IG-Lens onset is (not) the last
 block."""
-
-SCORE_COLUMNS = (
-    "mode",
-    "prompt",
-    "position",
-    "method",
-    "predicted",
-    "agreement",
-    "hit_at_3",
-    "rho",
-    "monotone",
-    "onset_last",
-    "cluster",
-)
-"""Columns of :func:`score`'s output, one row per (mode, prompt, position, method)."""
-
-CLUSTER_COLUMN = "cluster"
-"""The table's optional column naming each prompt's cluster, the unit of the bootstrap: a
-capital prompt's country (its two phrasings ask the same fact), else the prompt itself. A
-table without it clusters by prompt."""
-
-SUMMARY_COLUMNS = (
-    "mode",
-    "method",
-    "token_class",
-    "agreement",
-    "agreement_lo",
-    "agreement_hi",
-    "hit_at_3",
-    "hit_at_3_lo",
-    "hit_at_3_hi",
-    "rho",
-    "rho_lo",
-    "rho_hi",
-    "n_tokens",
-    "n_prompts",
-    "n_clusters",
-    "n_rho",
-    "best_constant",
-)
-"""Columns of :func:`summarize`'s output, one row per (mode, method, token class)."""
 
 _TOKEN = ("prompt", "position")
 
@@ -583,126 +528,6 @@ def score(
     )[list(SCORE_COLUMNS)]
 
 
-# --------------------------------------------------------------------------- bootstrap
-
-
-def _cluster_weights(n_clusters: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n_boot, n_clusters)`` counts: how often each cluster is drawn in each replicate
-    (n_clusters draws with replacement per replicate)."""
-    idx = rng.integers(0, n_clusters, size=(n_boot, n_clusters))
-    flat = idx + (np.arange(n_boot) * n_clusters)[:, None]
-    return (
-        np.bincount(flat.ravel(), minlength=n_boot * n_clusters)
-        .reshape(n_boot, n_clusters)
-        .astype(np.float64)
-    )
-
-
-def _bootstrap(
-    values: np.ndarray,
-    clusters: np.ndarray,
-    n_boot: int,
-    rng: np.random.Generator,
-    level: float,
-    center: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised cluster bootstrap of nan-means of the columns of ``values`` ``(N, M)``.
-
-    A replicate mean is the estimate's mean summed in another order, so a bound can pass
-    the estimate ``center`` (default: the columns' nan-means) by rounding: every replicate of
-    identical prompts is the estimate, give or take an ulp. A bound past ``center`` by no
-    more than that rounding is set to it, so the interval holds its estimate."""
-    m = values.shape[1]
-    nan = np.full(m, np.nan)
-    _, inverse = np.unique(clusters, return_inverse=True)
-    n_clusters = int(inverse.max()) + 1 if len(inverse) else 0
-    if n_clusters < 2 or n_boot < 1:
-        return nan, nan.copy()
-    finite = np.isfinite(values)
-    sums = np.zeros((n_clusters, m))
-    counts = np.zeros((n_clusters, m))
-    np.add.at(sums, inverse, np.where(finite, values, 0.0))
-    np.add.at(counts, inverse, finite.astype(np.float64))
-    weights = _cluster_weights(n_clusters, n_boot, rng)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = (weights @ sums) / (weights @ counts)  # (n_boot, m); 0/0 -> NaN
-    alpha = (1.0 - level) / 2.0
-    lo, hi = nan.copy(), nan.copy()
-    # a column needs at least two clusters with a finite value to vary
-    ok = (counts > 0).sum(axis=0) >= 2
-    if ok.any():
-        q = np.nanquantile(means[:, ok], [alpha, 1.0 - alpha], axis=0)
-        lo[ok], hi[ok] = q[0], q[1]
-        # Sums of N terms in float64 (numerator and denominator of each mean) are within
-        # N·eps of the sum of the terms' magnitudes.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column
-            masked = np.where(finite, values, np.nan)
-            center = np.nanmean(masked, axis=0) if center is None else center
-            size = np.nanmax(np.abs(masked), axis=0)
-        rounding = 4 * len(values) * np.finfo(np.float64).eps * np.nan_to_num(size)
-        lo = np.where(ok & (lo > center) & (lo - center <= rounding), center, lo)
-        hi = np.where(ok & (hi < center) & (center - hi <= rounding), center, hi)
-    return lo, hi
-
-
-def _check_level(level: float) -> float:
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise InvalidRequestError(f"level must be in (0, 1), got {level}")
-    return level
-
-
-def bootstrap_interval(
-    values: ArrayLike,
-    clusters: ArrayLike,
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
-    """Percentile cluster-bootstrap interval of the mean of ``values``.
-
-    The tokens of one prompt share the prompt's context, so they are not independent; the
-    unit of resampling is therefore the cluster (the prompt): each of ``n_boot`` replicates
-    draws as many clusters as there are, with replacement, and recomputes the mean over all
-    tokens of the drawn clusters (a cluster drawn twice counts twice). The interval is the
-    ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of the replicate means (a bound that
-    passes the mean of ``values`` by float rounding only is set to it). NaN values are
-    left out of the means (as ``numpy.nanmean``); vectorised as one ``(n_boot, clusters)``
-    matrix of draw counts.
-
-    Parameters
-    ----------
-    values:
-        ``(N,)`` per-token values (bools count as 0/1), or ``(N, M)`` for M quantities over
-        the same tokens (drawn with the same resamples, so they can be compared).
-    clusters:
-        ``(N,)`` cluster id of each value (the prompt).
-    n_boot:
-        Number of bootstrap replicates.
-    seed:
-        Seed of the resampling: the same seed gives the same interval.
-    level:
-        Coverage of the interval, in (0, 1).
-
-    Returns
-    -------
-    ``(lo, hi)``: floats for 1-D ``values``, ``(M,)`` arrays for 2-D; NaN when fewer than two
-    clusters hold a finite value (one prompt says nothing about prompt-to-prompt variation).
-    """
-    level = _check_level(level)
-    v = np.asarray(values, dtype=np.float64)
-    one = v.ndim == 1
-    v2 = v.reshape(len(v), -1)
-    clusters = np.asarray(clusters).reshape(-1)
-    if len(clusters) != len(v2):
-        raise InvalidRequestError(
-            f"values and clusters differ in length: {len(v2)} vs {len(clusters)}"
-        )
-    lo, hi = _bootstrap(v2, clusters, int(n_boot), np.random.default_rng(seed), level)
-    return (float(lo[0]), float(hi[0])) if one else (lo, hi)
-
-
 # --------------------------------------------------------------------------- summary
 
 
@@ -750,7 +575,7 @@ def _means(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # mean of an all-NaN column
         point = np.nanmean(values, axis=0) if len(values) else np.full(values.shape[1], np.nan)
-    lo, hi = _bootstrap(
+    lo, hi = bootstrap_means(
         values, clusters, int(n_boot), np.random.default_rng(seed), level, center=point
     )
     return point, lo, hi
@@ -791,7 +616,7 @@ def summarize(
     """
     import pandas as pd
 
-    level = _check_level(level)
+    level = check_level(level)
     _check_scores(scores)
     rows = []
     for mode in pd.unique(scores["mode"]):
@@ -842,20 +667,6 @@ def summarize(
     )[list(SUMMARY_COLUMNS)]
 
 
-DIFFERENCE_COLUMNS = (
-    "mode",
-    "token_class",
-    "method",
-    "metric",
-    "difference",
-    "lo",
-    "hi",
-    "n_tokens",
-    "n_clusters",
-)
-"""Columns of :func:`paired_differences`'s output, one row per (mode, class, method, metric)."""
-
-
 def paired_differences(
     scores: DataFrame,
     against: str = "ig_lens",
@@ -889,7 +700,7 @@ def paired_differences(
     """
     import pandas as pd
 
-    level = _check_level(level)
+    level = check_level(level)
     _check_scores(scores)
     if against not in set(scores["method"]):
         raise InvalidRequestError(

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from iglens_study.bootstrap import cluster_weights, median_interval
 from iglens_study.pair_scoring import (
     comparison,
     hypotheses,
     pair_scores,
     pair_summary,
 )
-from iglens_study.scoring import _cluster_weights
 from iglens_viz.errors import InvalidRequestError
 
 CRITERIA = ("patch_total", "patch_total_all", "patch_direct")
@@ -277,14 +277,13 @@ def test_two_phrasings_of_one_country_are_one_cluster():
 
 
 def test_median_interval_resamples_countries_like_the_mean():
-    from iglens_study.pair_scoring import _median_interval
 
     rng = np.random.default_rng(0)
     values = rng.normal(size=17)
     clusters = np.array([f"k{i % 6}" for i in range(17)])
-    point, lo, hi = _median_interval(values, clusters, 300, 7, 0.95)
+    point, lo, hi = median_interval(values, clusters, 300, 7, 0.95)
     uniq, inverse = np.unique(clusters, return_inverse=True)
-    weights = _cluster_weights(len(uniq), 300, np.random.default_rng(7)).astype(int)
+    weights = cluster_weights(len(uniq), 300, np.random.default_rng(7)).astype(int)
     medians = [np.median(np.repeat(values, w[inverse])) for w in weights]
     assert point == np.median(values)
     np.testing.assert_allclose([lo, hi], np.quantile(medians, [0.025, 0.975]), rtol=0, atol=0)
