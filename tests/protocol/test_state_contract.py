@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import anywidget
 import pytest
@@ -18,8 +17,8 @@ import traitlets
 from iglens_viz.protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE, STATE_KEYS
 from iglens_viz.widget import IGLensWidget
 from iglens_viz.widget import widget as widget_module
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 TRAIT_TYPES = {
     "int": traitlets.Int,
     "float": traitlets.Float,

@@ -7,7 +7,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,11 +15,12 @@ import torch
 from iglens_viz import AttributionRequest, IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core import parse_boundaries, segment_label
 from iglens_viz.core.request import MAX_STEPS, PER_POSITION
+from tests.support import ROOT
 from tests.support.tiny_models import tiny_model, tiny_tokenizer
 from tests.support.tolerances import sum_tol
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
-PACKAGE = Path(__file__).resolve().parent.parent / "iglens_viz"
+PACKAGE = ROOT / "iglens_viz"
 
 
 @pytest.fixture(scope="module")

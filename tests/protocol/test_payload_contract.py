@@ -12,12 +12,12 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT
+
 SCRIPT = ROOT / "js" / "testing" / "make_payload.py"
 REGENERATE = "regenerate it: .venv/bin/python js/testing/make_payload.py"
 

@@ -20,6 +20,7 @@ from iglens_viz.errors import InvalidRequestError
 from iglens_viz.protocol.commands import MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH, parse_command
 from iglens_viz.widget import IGLensWidget
 from iglens_viz.widget.widget import ASK_NEW_TOKENS, RecomputeCancelled
+from tests.support import ROOT
 from tests.support.tiny_models import tiny_model, tiny_tokenizer
 from tests.support.widget_page import Page, error_of
 
@@ -108,9 +109,8 @@ def test_parse_ok():
 def test_the_page_checks_the_same_limits():
     """js/views/prompt.js refuses in the page what Python refuses: its copies of the limits."""
     import re
-    from pathlib import Path
 
-    source = (Path(__file__).parents[1] / "js" / "views" / "prompt.js").read_text()
+    source = (ROOT / "js" / "views" / "prompt.js").read_text()
     mirrored = dict(re.findall(r"export const (MAX_\w+) = (\d+);", source))
     want = {"MAX_PROMPT_LENGTH": MAX_PROMPT_LENGTH, "MAX_ASK_NEW_TOKENS": MAX_ASK_NEW_TOKENS}
     assert {k: int(v) for k, v in mirrored.items()} == want

@@ -1,0 +1,1 @@
+"""The gallery's notebooks (gallery/): their committed form, and each run top to bottom."""

@@ -1,0 +1,1 @@
+"""Tests of iglens_viz.loading."""
