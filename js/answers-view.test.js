@@ -273,7 +273,7 @@ describe("answer vs answer", () => {
 });
 
 describe("a probability ledger at zero (a long answer's joint probability underflows)", () => {
-  /** What Python sends then (tests/test_answers.py): onset −1, F = 0 and Δ = 0 at every depth. @param {any} ledger */
+  /** What Python sends then (tests/core/test_answers.py): onset −1, F = 0 and Δ = 0 at every depth. @param {any} ledger */
   const underflow = (ledger) => {
     const k1 = ledger.lens_probs.shape[0];
     ledger.onset = -1;

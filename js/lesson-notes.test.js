@@ -2,7 +2,7 @@
 // Issue 23's template switch and teacher notes on the Python payload (js/testing/payload.json:
 // a tiny Llama, prompt "w5 w17 w3 w42 w8", answer " w9 w11"). The payload has no chat
 // template, so the template tests give it `template_positions` here (the Python side's
-// computation is tested in tests/test_template_notes.py); the fold must hide exactly those
+// computation is tested in tests/protocol/test_template_positions_and_notes.py); the fold must hide exactly those
 // chips, keep every position's number, and unfold on a click. Notes: written as a trait or
 // with the lesson's editor, shown as callouts (text only), marked in the strip.
 import { describe, it, expect, beforeAll, afterEach } from "vitest";

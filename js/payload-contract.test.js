@@ -2,7 +2,7 @@
 // The contract between the Python payload and the front end: js/testing/payload.json is made
 // by js/testing/make_payload.py (a tiny random Llama, the same functions the widget calls);
 // here the real codec decodes it and the real app renders it. A payload change on the Python
-// side that the JS cannot read fails here; tests/test_payload_contract.py fails when the
+// side that the JS cannot read fails here; tests/protocol/test_payload_contract.py fails when the
 // committed file is not regenerated after one.
 import { describe, it, expect, beforeAll, afterEach } from "vitest";
 import { readFileSync } from "node:fs";

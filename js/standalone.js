@@ -11,7 +11,7 @@ import { decodeBase64Buffers } from "./codec.js";
 import { render } from "./app.js";
 
 // Every trait but `result`, as iglens_viz.protocol.state.STATE declares it (the one
-// declaration): tests/test_state_contract.py checks that these values agree with it.
+// declaration): tests/protocol/test_state_contract.py checks that these values agree with it.
 const DEFAULTS = {
   selected: -1,
   hovered: -1,

@@ -6,7 +6,7 @@
   with the built-in exception it also is and its docstring (what raises it, what to do), so
   a new error class appears on the page without anyone remembering to add it;
 * ``gallery/``: the gallery's notebooks and their thumbnails, rendered by mkdocs-jupyter
-  (not executed: the test suite runs them, tests/test_gallery.py).
+  (not executed: the test suite runs them, tests/gallery/test_notebooks.py).
 """
 
 from __future__ import annotations

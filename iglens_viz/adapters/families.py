@@ -7,7 +7,7 @@ the table is refused (see :func:`iglens_viz.adapters.adapter_for`), and every fo
 checks numerically that the readout reproduces the model's own probabilities.
 
 Adding a family is one :class:`Family` entry; the tiny-model tests in
-``tests/test_architectures.py`` then show whether it is right.
+``tests/adapters/test_families.py`` then show whether it is right.
 """
 
 from __future__ import annotations

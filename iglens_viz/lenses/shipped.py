@@ -15,7 +15,7 @@ with its opening as the model's tokenizer writes it, and the ids match the recor
 checksum (:func:`~.corpus.corpus_digest`, the one a lens's settings record); otherwise the
 corpus is sampled as before. Regenerate it with ``python -m iglens_viz.lenses.shipped``
 (it samples both splits with the default model and rewrites the file; ``--check`` compares
-instead); tests/test_shipped_corpus.py checks it against a fresh sampling.
+instead); tests/lenses/test_shipped_corpus.py checks it against a fresh sampling.
 
 The file: JSON ``{"about", "corpus_version", "new_tokens", "model", "fingerprint",
 "encoding", "splits": {split: {"sha256", "lengths", "ids"}}}`` — ``ids`` all the texts'

@@ -2,7 +2,7 @@
 
 Run from the repository root with the project's Python: ``.venv/bin/python
 js/testing/make_payload.py``. It attributes a short prompt on a tiny random Llama
-(tests/tiny_models.py, fixed seed) with a teacher-forced answer and a second answer to compare
+(tests/support/tiny_models.py, fixed seed) with a teacher-forced answer and a second answer to compare
 it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``, ``comparison`` and
 ``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it the page's commands through its
 dispatcher (``hello``, ``components``, ``ablation``, ``path``, a ``path`` with a bad position,
@@ -13,7 +13,7 @@ envelopes (``answers``, one an error), and a few values computed here with numpy
 positions summed here from the float32 ``lens_logprobs`` the page gets).
 
 The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
-renders it; tests/test_payload_contract.py rebuilds it in memory and compares it with the
+renders it; tests/protocol/test_payload_contract.py rebuilds it in memory and compares it with the
 committed file, so a change of the Python payload that is not regenerated fails pytest, and
 a regenerated one that the JS cannot read fails ``npm test``.
 """

@@ -4,7 +4,7 @@ each column against a plain forward pass with a hook written here.
 The references are independent of the library's family table where the model allows it:
 Gemma-2/3's attention write is removed here by zeroing the attention module's output (their
 RMS post-norm maps 0 to 0) while the library hooks the post-norm. (Mean ablation against a
-reference set is tested in tests/test_patching.py.) All models run in
+reference set is tested in tests/causal/test_patching.py.) All models run in
 float64: the library's batched passes and the single-row references may use other kernels,
 whose rounding is bounded by tolerances.forward_tol and lies far below any ablation effect.
 """

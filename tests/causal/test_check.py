@@ -1,4 +1,4 @@
-"""The widget's causal check through the page's message path (tests/widget_page.py): the
+"""The widget's causal check through the page's message path (tests/support/widget_page.py): the
 total effect at the answer position or at every position, the direct effect (later blocks
 frozen) and the counterfactual patching effects, each checked against an independent
 computation (``ablate()``, plain hooks on the model, ``patch()``)."""

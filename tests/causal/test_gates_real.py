@@ -6,7 +6,7 @@ Tolerance: the gated runs continue a key/value cache with one token while ``attr
 passes' worth (tolerances.forward_tol at float32, the model's dtype: each of the 30 blocks
 re-rounds the stream as much as one readout of the same width and magnitude). That worst case
 is 3.7e-2 here, loose beside the 1e-6 the two sides measure apart (printed): the tight checks
-are the tiny families' in float64 (tests/test_gates.py); these add the real model's named
+are the tiny families' in float64 (tests/causal/test_gates.py); these add the real model's named
 blocks and exact sums, which rounding cannot move.
 """
 

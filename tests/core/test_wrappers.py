@@ -3,7 +3,7 @@ an nnsight ``NNsight`` / ``LanguageModel``, an nnterp ``StandardizedTransformer`
 dispatched by accelerate (``device_map`` with disk offload).
 
 Every wrapper is the real package, built offline around a tiny model from a config
-(tests/tiny_models.py): TransformerLens through ``boot_transformers(name, hf_model=...,
+(tests/support/tiny_models.py): TransformerLens through ``boot_transformers(name, hf_model=...,
 tokenizer=...)``, nnsight and nnterp around the module itself, and nnsight's lazy path from a
 folder written by ``save_pretrained`` (what a Hub id would download). Nothing is fetched.
 
@@ -239,7 +239,7 @@ def test_nnterp_standardized_transformer_gives_the_bare_models_numbers():
 def test_device_map_with_disk_offload_gives_the_bare_models_numbers(tmp_path):
     """``from_pretrained(..., device_map=...)`` of a saved tiny model, half its blocks and its
     head offloaded to disk (accelerate's hooks load them for each forward). The other
-    accelerate path, ``cpu_offload``, is tests/test_api.py's."""
+    accelerate path, ``cpu_offload``, is tests/core/test_api.py's."""
     model = offloaded_llama(tmp_path)
     assert model.hf_device_map["lm_head"] == "disk"
     assert model.lm_head.weight.device.type == "meta"  # really offloaded

@@ -9,7 +9,7 @@ when it *is* one. So the widget needs no network when (a) the traits are the fil
 a URL, and (b) the files name no remote module, stylesheet or font and open no connection.
 The browser tests check the rest where a browser runs here: no request leaves the page in
 JupyterLab, Notebook 7, marimo (tests/ui/test_{jupyterlab,notebook7,marimo}.py) and the
-exported page, the same bundle inline (tests/ui/test_export_page.py; tests/test_export.py
+exported page, the same bundle inline (tests/ui/test_export_page.py; tests/export/test_html.py
 reads that copy's URLs).
 """
 

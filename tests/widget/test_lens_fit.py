@@ -1,7 +1,7 @@
 """The widget and a lens fitted on its first use, in process (issue 32, item 1): the page
 learns which fitted lenses are cached (``cached_lenses``, for the note before Apply), sees a
 fit's phases in ``running["fit"]``, and a Cancel during the fit answers ``RecomputeCancelled``
-naming the checkpoint kept. tests/test_kernel_fit_cancel.py does the same in a real kernel.
+naming the checkpoint kept. tests/widget/test_kernel_fit_cancel.py does the same in a real kernel.
 """
 
 from __future__ import annotations
