@@ -2,8 +2,8 @@
 
 Run from the repository root with the project's Python: ``.venv/bin/python
 js/testing/make_payload.py``. It attributes a short prompt on a tiny random Llama
-(tests/support/tiny_models.py, fixed seed) with a teacher-forced answer and a second answer to compare
-it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``, ``comparison`` and
+(tests/support/tiny_models.py, fixed seed) with a teacher-forced answer and a second answer to
+compare it with (``answer=``, ``versus=``: the payload's ``answer``, ``versus``, ``comparison`` and
 ``lens_logprobs``), shows it in an ``IGLensWidget`` and sends it the page's commands through its
 dispatcher (``hello``, ``components``, ``ablation``, ``path``, a ``path`` with a bad position,
 and ``gates``): it keeps the model state (buffers as base64 as in the exported page), the

@@ -1,10 +1,10 @@
 """The prompt box's ``ask`` command and the compare box's ``versus``, in process.
 
-The page's messages go through the widget's comm entry (tests/support/widget_page.py), so the parsing,
-the dispatch and the answers are the ones a browser gets. Every new result is checked against
-an independent ``IGLens(...).attribute(...)`` of the same request on a fresh lens over a model
-built from the same seed; Cancel is checked inside generation (no chunk of points runs there)
-and inside a plain forward pass.
+The page's messages go through the widget's comm entry (tests/support/widget_page.py), so the
+parsing, the dispatch and the answers are the ones a browser gets. Every new result is checked
+against an independent ``IGLens(...).attribute(...)`` of the same request on a fresh lens over a
+model built from the same seed; Cancel is checked inside generation (no chunk of points runs
+there) and inside a plain forward pass.
 """
 
 from __future__ import annotations
