@@ -41,7 +41,13 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from pandas import DataFrame
 
-__all__ = ["markdown_text", "plot_effects_by_block", "plot_hit_rates", "write_pair_report"]
+__all__ = [
+    "csv_text",
+    "markdown_text",
+    "plot_effects_by_block",
+    "plot_hit_rates",
+    "write_pair_report",
+]
 
 _MARKDOWN_SPECIAL = set("\\`*_[]<>|~$&")
 
@@ -392,12 +398,13 @@ def write_pair_report(
         *_pairs_lines(table, scores, shown),
         "",
     ]
-    write_atomic(folder / "summary.csv", _csv(summary.methods))
-    write_atomic(folder / "hypotheses.csv", _csv(h))
+    write_atomic(folder / "summary.csv", csv_text(summary.methods))
+    write_atomic(folder / "hypotheses.csv", csv_text(h))
     return write_atomic(folder / "report.md", "\n".join(lines))
 
 
-def _csv(frame: DataFrame) -> str:
+def csv_text(frame: DataFrame) -> str:
+    """``frame`` as the report writes its CSV files (no index, 6 significant digits)."""
     data = io.StringIO()
     frame.to_csv(data, index=False, float_format="%.6g")
     return data.getvalue()

@@ -66,12 +66,17 @@ if TYPE_CHECKING:
 __all__ = [
     "CRITERIA",
     "HYPOTHESIS_COLUMNS",
+    "Evidence",
     "LENSES",
     "PAIR_SCORE_COLUMNS",
     "PAIR_SUMMARY_COLUMNS",
     "PAIR_TABLE_COLUMNS",
     "PairSummary",
     "comparison",
+    "h1_direct",
+    "h2_total",
+    "h3_sufficiency",
+    "h4_lenses",
     "hypotheses",
     "method_label",
     "pair_scores",
@@ -607,203 +612,235 @@ def _not_run(hypothesis: str, question: str, statistic: str, why: str, rule: str
     }
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What every hypothesis is decided on: the per-(pair, method) scores of one table, the
+    best constants chosen on it, its clusters (countries) and the bootstrap's settings (the
+    same resamples for every comparison: one ``seed``)."""
+
+    scores: DataFrame
+    constants: dict[str, int]
+    clusters: np.ndarray
+    n_boot: int
+    seed: int
+    level: float
+
+    @property
+    def methods(self) -> list[str]:
+        return list(dict.fromkeys(self.scores["method"]))
+
+    def column(self, method: str, key: str) -> np.ndarray:
+        """The score ``key`` of ``method``, one value per pair."""
+        rows = self.scores["method"] == method
+        return self.scores.loc[rows, key].to_numpy(dtype=np.float64)
+
+    def paired(self, a: str, b: str, key: str) -> tuple[float, float, float]:
+        """The mean over pairs of ``key`` of ``a`` − of ``b``, with its interval."""
+        d = (self.column(a, key) - self.column(b, key))[:, None]
+        p, lo, hi = _mean_intervals(d, self.clusters, self.n_boot, self.seed, self.level)
+        return float(p[0]), float(lo[0]), float(hi[0])
+
+
+def _answer(
+    hypothesis: str, question: str, statistic: str, rule: str, **fields: object
+) -> dict[str, object]:
+    return {
+        "hypothesis": hypothesis,
+        "question": question,
+        "statistic": statistic,
+        "rule": rule,
+        **fields,
+    }
+
+
+def h1_direct(e: Evidence) -> dict[str, object]:
+    """**H1 (direct)**, ``docs/study.md`` "Hypotheses and decision rules": over blocks,
+    IG-Lens contrast contributions rank the direct patching effect better than frozen-norm
+    DLA, the logit-difference jump, a random block and the best constant. Statistic: per
+    pair, Spearman ρ over blocks 1 … n between the method's scores and ``patch_direct``; the
+    mean over pairs of ρ(IG-Lens) − ρ(method) (the best constant: leave-one-country-out
+    mean). **Yes** when the lower bound is above 0 against each of the four; otherwise no,
+    naming the methods IG-Lens does not beat. The row's value is the comparison with the
+    smallest lower bound; ``detail`` gives all four."""
+    q = "IG-Lens contributions rank the direct patching effect better than each baseline"
+    s = "mean over pairs of ρ(ig_logit, patch_direct) − ρ(method, patch_direct)"
+    r = "yes when every lower bound > 0"
+    comparators = ["dla", "ld_jump", RANDOM, BEST_CONSTANT]
+    absent = [m for m in (IG, "dla", "ld_jump") if m not in e.methods]
+    if absent:
+        return _not_run("H1", q, s, f"no column {', '.join(absent)}", r)
+    parts, beaten, stats = [], [], []
+    for m in comparators:
+        d, lo, hi = e.paired(IG, m, "rho_patch_direct")
+        other = method_label(m) if m != BEST_CONSTANT else "the best constant (LOO mean)"
+        parts.append(comparison(method_label(IG), "ranks the direct effect", other, d, lo, hi))
+        beaten.append(bool(np.isfinite(lo) and lo > 0))
+        stats.append((d, lo, hi))
+    # the row shows the binding comparison: the smallest lower bound (none: the first)
+    binding = int(np.argmin([lo if np.isfinite(lo) else -np.inf for _, lo, _ in stats]))
+    worst = stats[binding]
+    yes = all(beaten)
+    not_beaten = [method_label(m) for m, b in zip(comparators, beaten) if not b]
+    sentence = (
+        f"Yes: {parts[binding]}, the closest of the four."
+        if yes
+        else f"No: IG-Lens does not beat {', '.join(not_beaten)}: "
+        + "; ".join(p for p, b in zip(parts, beaten) if not b)
+        + "."
+    )
+    return _answer(
+        "H1",
+        q,
+        s,
+        r,
+        comparator=", ".join(comparators),
+        value=worst[0],
+        lo=worst[1],
+        hi=worst[2],
+        verdict="yes" if yes else "no",
+        sentence=sentence,
+        detail="; ".join(parts),
+    )
+
+
+def h2_total(e: Evidence) -> dict[str, object]:
+    """**H2 (total at the answer position)**, ``docs/study.md`` "Hypotheses and decision
+    rules": the onset lies within ±2 blocks of the argmax of ``patch_total`` more often than
+    the best constant block does. Statistic: the ±2-window hit rate of the IG-Lens (logit)
+    onset minus the best constant's (the block whose window hits most often, chosen on the
+    same data). **Yes** when the lower bound is above 0."""
+    q = "the onset lies within ±2 blocks of the patch_total argmax more often than a constant"
+    s = "±2 hit rate of the ig_logit onset − the best constant's"
+    r = "yes when the lower bound > 0"
+    if IG not in e.methods:
+        return _not_run("H2", q, s, f"no column {IG}", r)
+    d, lo, hi = e.paired(IG, BEST_CONSTANT, "window")
+    constant = f"the best constant (block {e.constants['window']})"
+    subject = f"The {method_label(IG)} onset"
+    text = comparison(subject, "is within ±2 blocks", constant, d, lo, hi, _OFTEN)
+    yes = bool(np.isfinite(lo) and lo > 0)
+    return _answer(
+        "H2",
+        q,
+        s,
+        r,
+        comparator=f"best constant (block {e.constants['window']})",
+        value=d,
+        lo=lo,
+        hi=hi,
+        verdict="yes" if yes else "no",
+        sentence=f"{'Yes' if yes else 'No'}: {text}.",
+        detail=f"onset hit rate {e.column(IG, 'window').mean():.3f}, best constant "
+        f"{e.column(BEST_CONSTANT, 'window').mean():.3f}",
+    )
+
+
+def h3_sufficiency(e: Evidence) -> dict[str, object]:
+    """**H3 (sufficiency)**, ``docs/study.md`` "Hypotheses and decision rules": restoring
+    the clean state at the answer position at the onset depth recovers ≥ 50% of the logit
+    difference. Statistic: the median over pairs of ``restore_state`` at the IG-Lens (logit)
+    onset. **Yes** when the lower bound is at least 0.5 (:data:`SUFFICIENT`). The test is
+    easier the later the onset, so ``detail`` gives the sufficiency depth (the first block
+    with ``restore_state`` ≥ 0.5; median) and the paired onset − depth (mean)."""
+    q = "restoring the clean state at the onset recovers ≥ 50% of the logit difference"
+    s = "median over pairs of restore_state at the ig_logit onset"
+    r = "yes when the lower bound ≥ 0.5"
+    if IG not in e.methods:
+        return _not_run("H3", q, s, f"no column {IG}", r)
+    boot = (e.clusters, e.n_boot, e.seed, e.level)
+    med, lo, hi = median_interval(e.column(IG, "restore"), *boot)
+    depth = e.column(IG, "sufficiency_depth")
+    dmed, dlo, dhi = median_interval(depth, *boot)
+    gap, glo, ghi = _mean_intervals((e.column(IG, "named") - depth)[:, None], *boot)
+    yes = bool(np.isfinite(lo) and lo >= SUFFICIENT)
+    detail = (
+        f"sufficiency depth (first block with restore_state ≥ {SUFFICIENT}): median "
+        f"{_num(dmed, 1)} [{_num(dlo, 1)}, {_num(dhi, 1)}] ({int(np.isfinite(depth).sum())} "
+        f"pairs reach it); onset − sufficiency depth: mean {_num(gap[0], 2, True)} "
+        f"[{_num(glo[0], 2, True)}, {_num(ghi[0], 2, True)}] blocks"
+    )
+    bar = "at least" if yes else "not shown to be at least"
+    return _answer(
+        "H3",
+        q,
+        s,
+        r,
+        comparator=f"the bar {SUFFICIENT}",
+        value=med,
+        lo=lo,
+        hi=hi,
+        verdict="yes" if yes else "no",
+        sentence=f"{'Yes' if yes else 'No'}: restoring the clean state at the onset "
+        f"recovers a median {_num(med)} [{_num(lo)}, {_num(hi)}] of the logit "
+        f"difference, {bar} {SUFFICIENT}.",
+        detail=detail,
+    )
+
+
+def h4_lenses(e: Evidence) -> list[dict[str, object]]:
+    """**H4 (lenses)**, ``docs/study.md`` "Hypotheses and decision rules": under a fitted
+    lens the onset finds the patching site more often than under the logit lens. Statistic:
+    the ±2-window hit rate (of the ``patch_total`` argmax) under the shortcut lens minus
+    under the logit lens. **Yes** when the lower bound is above 0. The tuned and Jacobian
+    lenses, where their columns are present, are secondary rows (``H4 (tuned)``,
+    ``H4 (jacobian)``) under the same rule; H4 itself without its columns is "not run"."""
+    q = "under a fitted lens the onset finds the patching site more often than the logit lens"
+    r = "yes when the lower bound > 0"
+    rows: list[dict[str, object]] = []
+    for lens, name in (("shortcut", "H4"), ("tuned", "H4 (tuned)"), ("jacobian", "H4 (jacobian)")):
+        m = f"ig_{lens}"
+        s = f"±2 hit rate of the {m} onset − the ig_logit onset's"
+        if m not in e.methods or IG not in e.methods:
+            if lens == "shortcut":
+                absent = [c for c in (m, IG) if c not in e.methods]
+                rows.append(_not_run(name, q, s, f"no column {', '.join(absent)}", r))
+            continue
+        d, lo, hi = e.paired(m, IG, "window")
+        subject = f"The {method_label(m)} onset"
+        text = comparison(subject, "is within ±2 blocks", method_label(IG), d, lo, hi, _OFTEN)
+        yes = bool(np.isfinite(lo) and lo > 0)
+        rows.append(
+            _answer(
+                name,
+                q if lens == "shortcut" else q + " (secondary)",
+                s,
+                r,
+                comparator=IG,
+                value=d,
+                lo=lo,
+                hi=hi,
+                verdict="yes" if yes else "no",
+                sentence=f"{'Yes' if yes else 'No'}: {text}.",
+                detail=f"hit rates {e.column(m, 'window').mean():.3f} ({lens}) and "
+                f"{e.column(IG, 'window').mean():.3f} (logit)",
+            )
+        )
+    return rows
+
+
 def hypotheses(
     table: DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95
 ) -> DataFrame:
-    """H1–H4 of the pre-registration, each answered "yes" or "no" by its decision rule.
-
-    - **H1** (direct): per pair, Spearman ρ over blocks 1 … n between the method's scores
-      and ``patch_direct``; the mean over pairs of ρ(``ig_logit``) − ρ(method) against
-      ``dla``, ``ld_jump``, ``random`` and the best constant (leave-one-country-out mean).
-      Yes when every lower bound is above 0; the row's value is the comparison with the
-      smallest lower bound, ``detail`` gives all four.
-    - **H2** (total at the answer position): ±2-window hit rate of the ``ig_logit`` onset
-      minus the best constant's (the block whose window hits most often on these pairs).
-      Yes when the lower bound is above 0.
-    - **H3** (sufficiency): the median over pairs of ``restore_state`` at the onset; yes when
-      the lower bound is at least 0.5. ``detail`` gives the sufficiency depth (the first
-      block with ``restore_state`` ≥ 0.5; median) and the paired onset − depth (mean).
-    - **H4** (lenses): ±2-window hit rate under ``ig_shortcut`` minus under ``ig_logit``;
-      yes when the lower bound is above 0; ``ig_tuned`` and ``ig_jacobian``, where present,
-      as secondary rows.
+    """H1–H4 of the pre-registration (``docs/study.md``, "Hypotheses and decision rules"),
+    each answered "yes" or "no" by its decision rule: :func:`h1_direct`, :func:`h2_total`,
+    :func:`h3_sufficiency`, :func:`h4_lenses` (whose docstrings give the rules).
 
     A hypothesis whose lens column (or a comparator's column) is absent is "not run", never
     "no". Intervals: 95% percentile cluster bootstrap over countries, ``n_boot`` resamples
     from ``seed``, the same resamples for every comparison. Returns a ``pandas.DataFrame``
-    with :data:`HYPOTHESIS_COLUMNS`.
+    with :data:`HYPOTHESIS_COLUMNS`, one row per hypothesis (H4's secondary lenses after it).
     """
     import pandas as pd
 
     level = check_level(level)
     pairs = _prepare(table, seed)
     scores, constants = _score(pairs)
-    methods = list(pd.unique(scores["method"]))
-    clusters = scores.loc[scores["method"] == methods[0], "cluster"].to_numpy()
-    n_pairs, n_clusters = len(clusters), len(np.unique(clusters))
-    rows: list[dict] = []
-    ig_name = method_label(IG)
-
-    def col(method: str, key: str) -> np.ndarray:
-        return scores.loc[scores["method"] == method, key].to_numpy(dtype=np.float64)
-
-    def paired(method: str, key: str) -> tuple[float, float, float]:
-        return paired_of(IG, method, key)
-
-    def paired_of(a: str, b: str, key: str) -> tuple[float, float, float]:
-        d = (col(a, key) - col(b, key))[:, None]
-        p, lo, hi = _mean_intervals(d, clusters, n_boot, seed, level)
-        return float(p[0]), float(lo[0]), float(hi[0])
-
-    def const_label(key: str) -> str:
-        return f"the best constant (block {constants[key]})"
-
-    # H1
-    q1 = "IG-Lens contributions rank the direct patching effect better than each baseline"
-    s1 = "mean over pairs of ρ(ig_logit, patch_direct) − ρ(method, patch_direct)"
-    r1 = "yes when every lower bound > 0"
-    comparators = ["dla", "ld_jump", RANDOM, BEST_CONSTANT]
-    absent = [m for m in (IG, "dla", "ld_jump") if m not in methods]
-    if absent:
-        rows.append(_not_run("H1", q1, s1, f"no column {', '.join(absent)}", r1))
-    else:
-        parts, beaten, stats = [], [], []
-        for m in comparators:
-            d, lo, hi = paired(m, "rho_patch_direct")
-            other = method_label(m) if m != BEST_CONSTANT else "the best constant (LOO mean)"
-            parts.append(comparison(ig_name, "ranks the direct effect", other, d, lo, hi))
-            beaten.append(bool(np.isfinite(lo) and lo > 0))
-            stats.append((d, lo, hi))
-        # the row shows the binding comparison: the smallest lower bound (none: the first)
-        binding = int(np.argmin([lo if np.isfinite(lo) else -np.inf for _, lo, _ in stats]))
-        worst = stats[binding]
-        yes = all(beaten)
-        not_beaten = [method_label(m) for m, b in zip(comparators, beaten) if not b]
-        sentence = (
-            f"Yes: {parts[binding]}, the closest of the four."
-            if yes
-            else f"No: IG-Lens does not beat {', '.join(not_beaten)}: "
-            + "; ".join(p for p, b in zip(parts, beaten) if not b)
-            + "."
-        )
-        rows.append(
-            {
-                "hypothesis": "H1",
-                "question": q1,
-                "statistic": s1,
-                "comparator": ", ".join(comparators),
-                "value": worst[0],
-                "lo": worst[1],
-                "hi": worst[2],
-                "rule": r1,
-                "verdict": "yes" if yes else "no",
-                "sentence": sentence,
-                "detail": "; ".join(parts),
-            }
-        )
-
-    # H2
-    q2 = "the onset lies within ±2 blocks of the patch_total argmax more often than a constant"
-    s2 = "±2 hit rate of the ig_logit onset − the best constant's"
-    r2 = "yes when the lower bound > 0"
-    if IG not in methods:
-        rows.append(_not_run("H2", q2, s2, f"no column {IG}", r2))
-    else:
-        d, lo, hi = paired(BEST_CONSTANT, "window")
-        text = comparison(
-            f"The {ig_name} onset", "is within ±2 blocks", const_label("window"), d, lo, hi, _OFTEN
-        )
-        yes = bool(np.isfinite(lo) and lo > 0)
-        rate = col(IG, "window").mean()
-        rows.append(
-            {
-                "hypothesis": "H2",
-                "question": q2,
-                "statistic": s2,
-                "comparator": f"best constant (block {constants['window']})",
-                "value": d,
-                "lo": lo,
-                "hi": hi,
-                "rule": r2,
-                "verdict": "yes" if yes else "no",
-                "sentence": f"{'Yes' if yes else 'No'}: {text}.",
-                "detail": f"onset hit rate {rate:.3f}, best constant "
-                f"{col(BEST_CONSTANT, 'window').mean():.3f}",
-            }
-        )
-
-    # H3
-    q3 = "restoring the clean state at the onset recovers ≥ 50% of the logit difference"
-    s3 = "median over pairs of restore_state at the ig_logit onset"
-    r3 = "yes when the lower bound ≥ 0.5"
-    if IG not in methods:
-        rows.append(_not_run("H3", q3, s3, f"no column {IG}", r3))
-    else:
-        restore = col(IG, "restore")
-        med, lo, hi = median_interval(restore, clusters, n_boot, seed, level)
-        depth = col(IG, "sufficiency_depth")
-        onset = col(IG, "named")
-        dmed, dlo, dhi = median_interval(depth, clusters, n_boot, seed, level)
-        gap, glo, ghi = _mean_intervals((onset - depth)[:, None], clusters, n_boot, seed, level)
-        yes = bool(np.isfinite(lo) and lo >= SUFFICIENT)
-        detail = (
-            f"sufficiency depth (first block with restore_state ≥ {SUFFICIENT}): median "
-            f"{_num(dmed, 1)} [{_num(dlo, 1)}, {_num(dhi, 1)}] ({int(np.isfinite(depth).sum())} "
-            f"pairs reach it); onset − sufficiency depth: mean {_num(gap[0], 2, True)} "
-            f"[{_num(glo[0], 2, True)}, {_num(ghi[0], 2, True)}] blocks"
-        )
-        bar = "at least" if yes else "not shown to be at least"
-        rows.append(
-            {
-                "hypothesis": "H3",
-                "question": q3,
-                "statistic": s3,
-                "comparator": f"the bar {SUFFICIENT}",
-                "value": med,
-                "lo": lo,
-                "hi": hi,
-                "rule": r3,
-                "verdict": "yes" if yes else "no",
-                "sentence": f"{'Yes' if yes else 'No'}: restoring the clean state at the onset "
-                f"recovers a median {_num(med)} [{_num(lo)}, {_num(hi)}] of the logit "
-                f"difference, {bar} {SUFFICIENT}.",
-                "detail": detail,
-            }
-        )
-
-    # H4
-    q4 = "under a fitted lens the onset finds the patching site more often than the logit lens"
-    r4 = "yes when the lower bound > 0"
-    for lens, name in (("shortcut", "H4"), ("tuned", "H4 (tuned)"), ("jacobian", "H4 (jacobian)")):
-        m = f"ig_{lens}"
-        s4 = f"±2 hit rate of the {m} onset − the ig_logit onset's"
-        if m not in methods or IG not in methods:
-            if lens == "shortcut":
-                absent4 = [c for c in (m, IG) if c not in methods]
-                rows.append(_not_run(name, q4, s4, f"no column {', '.join(absent4)}", r4))
-            continue
-        d, lo, hi = paired_of(m, IG, "window")
-        text = comparison(
-            f"The {method_label(m)} onset", "is within ±2 blocks", ig_name, d, lo, hi, _OFTEN
-        )
-        yes = bool(np.isfinite(lo) and lo > 0)
-        rows.append(
-            {
-                "hypothesis": name,
-                "question": q4 if lens == "shortcut" else q4 + " (secondary)",
-                "statistic": s4,
-                "comparator": IG,
-                "value": d,
-                "lo": lo,
-                "hi": hi,
-                "rule": r4,
-                "verdict": "yes" if yes else "no",
-                "sentence": f"{'Yes' if yes else 'No'}: {text}.",
-                "detail": f"hit rates {col(m, 'window').mean():.3f} ({lens}) and "
-                f"{col(IG, 'window').mean():.3f} (logit)",
-            }
-        )
-    out = pd.DataFrame(rows)
-    out["n_pairs"] = n_pairs
-    out["n_clusters"] = n_clusters
+    first = scores["method"].iloc[0] if len(scores) else None
+    clusters = scores.loc[scores["method"] == first, "cluster"].to_numpy()
+    evidence = Evidence(scores, constants, clusters, n_boot, seed, level)
+    rows = [h1_direct(evidence), h2_total(evidence), h3_sufficiency(evidence)]
+    out = pd.DataFrame([*rows, *h4_lenses(evidence)])
+    out["n_pairs"] = len(clusters)
+    out["n_clusters"] = len(np.unique(clusters))
     out.attrs.update(n_dropped=len(pairs.dropped), best_constant=constants)
     return out[list(HYPOTHESIS_COLUMNS)]
