@@ -480,6 +480,64 @@ def _prompt_rows(
     return rows
 
 
+def _checked_arguments(
+    prompts: PromptsSpec,
+    modes: Sequence[StudyMode],
+    limit: int | None,
+    batch_size: int,
+    out: str | os.PathLike[str] | None,
+) -> list[StudyPrompt]:
+    """The prompts to study, once every argument a user can get wrong is checked (before
+    any work: the modes, the prompts, the batch size, the output folder)."""
+    unknown = [m for m in modes if m not in STUDY_MODES]
+    if unknown or not modes:
+        raise InvalidRequestError(
+            f"unknown ablation modes {unknown}; choose among {', '.join(STUDY_MODES)}"
+        )
+    items = load_study_prompts(prompts)
+    if limit is not None:
+        items = items[: int(limit)]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if out is not None:
+        check_output_folder(out, OUTPUT_FILES)
+    return list(items)
+
+
+def _metadata(
+    model: torch.nn.Module,
+    dtype: torch.dtype,
+    modes: Sequence[StudyMode],
+    ref_indices: list[int],
+    needs_references: bool,
+    seed: int,
+    items: Sequence[StudyPrompt],
+    prompts: PromptsSpec,
+) -> dict[str, Any]:
+    """What a study's ``metadata.json`` records before it runs (its settings among them)."""
+    from iglens_viz import __version__
+
+    return {
+        "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
+        "dtype": str(next(model.parameters()).dtype),
+        "readout_dtype": str(dtype),
+        "modes": list(modes),
+        "reference": ref_indices,
+        **({"references": REFERENCE_RULE} if needs_references else {}),
+        "seed": int(seed),
+        "n_prompts": len(items),
+        "prompts": prompts if isinstance(prompts, str) else "(given)",
+        "version": __version__,
+        "request": {
+            "boundaries": "all",
+            "estimator": "prediction_aware",
+            "steps": 1,
+            "chat": False,
+            "target": "the answer's first token, or predicted",
+        },
+    }
+
+
 def study(
     model: torch.nn.Module,
     tokenizer: PreTrainedTokenizerBase,
@@ -540,43 +598,12 @@ def study(
     """
     import pandas as pd
 
-    from iglens_viz import __version__
-
-    unknown = [m for m in modes if m not in STUDY_MODES]
-    if unknown or not modes:
-        raise InvalidRequestError(
-            f"unknown ablation modes {unknown}; choose among {', '.join(STUDY_MODES)}"
-        )
-    items = load_study_prompts(prompts)
-    if limit is not None:
-        items = items[: int(limit)]
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if out is not None:
-        check_output_folder(out, OUTPUT_FILES)
+    items = _checked_arguments(prompts, modes, limit, batch_size, out)
     lens = IGLens(model, tokenizer, cache_size=batch_size, dtype=dtype)
     ids = [lens.input_ids(p.text) for p in items]
     needs_references = any(m in ("mean", "resample") for m in modes)
     ref_indices = _draw_references(items, int(reference), seed) if needs_references else []
-    metadata: dict[str, Any] = {
-        "model": str(getattr(model.config, "name_or_path", "") or type(model).__name__),
-        "dtype": str(next(model.parameters()).dtype),
-        "readout_dtype": str(dtype),
-        "modes": list(modes),
-        "reference": ref_indices,
-        **({"references": REFERENCE_RULE} if needs_references else {}),
-        "seed": int(seed),
-        "n_prompts": len(items),
-        "prompts": prompts if isinstance(prompts, str) else "(given)",
-        "version": __version__,
-        "request": {
-            "boundaries": "all",
-            "estimator": "prediction_aware",
-            "steps": 1,
-            "chat": False,
-            "target": "the answer's first token, or predicted",
-        },
-    }
+    metadata = _metadata(model, dtype, modes, ref_indices, needs_references, seed, items, prompts)
     folder = None if out is None else Path(out)
     shard = _Shard.from_launcher()
     metadata["processes"] = shard.world
