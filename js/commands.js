@@ -11,11 +11,13 @@
 /** How long the page waits for the answer to `hello` before it says there is no kernel. */
 export const HELLO_TIMEOUT_MS = 4000;
 
-/** The longest request id Python accepts. */
-export const MAX_ID_LENGTH = 64;
+import { MAX_ID_LENGTH } from "./protocol.js";
+
+/** The longest request id Python accepts (iglens_viz.protocol.commands, via js/protocol.js). */
+export { MAX_ID_LENGTH };
 
 /**
- * @typedef {"hello"|"recompute"|"ask"|"cancel"|"ablation"|"gates"|"path"|"components"} CommandKind
+ * @typedef {import("./protocol.js").CommandKind} CommandKind
  * @typedef {"unknown"|"live"|"none"} KernelState
  *
  * @typedef {object} AnswerError

@@ -13,9 +13,10 @@
  */
 import { decodeResult } from "./result.js";
 import { traitIds } from "./commands.js";
+import { VIEWS } from "./protocol.js";
 
-/** The view names, in the switcher's order ("lesson": the student view). */
-export const VIEWS = /** @type {const} */ (["heatmap", "grid", "compare", "lesson"]);
+/** The view names, in the switcher's order ("lesson": the student view; iglens_viz.protocol.state.VIEWS). */
+export { VIEWS };
 
 /** The most pins the compare view keeps (one colour each). */
 export const MAX_PINS = 8;

@@ -6,17 +6,17 @@
  * @module lens-name
  */
 import { formatToken } from "./tokens.js";
+import { FITTED_KINDS, LENS_KINDS, LENS_LABELS } from "./protocol.js";
 
 /** The raw logit lens: the model's own final norm and head, on the states as they are. */
-export const LOGIT = "logit";
+export const LOGIT = LENS_KINDS[0];
 
-/** The lenses the controls offer: [value sent in `controls.lens`, label]. */
-export const LENS_OPTIONS = /** @type {const} */ ([
-  ["logit", "logit lens (raw)"],
-  ["shortcut", "linear shortcut (fitted)"],
-  ["tuned", "tuned lens (fitted)"],
-  ["jacobian", "Jacobian lens (fitted)"],
-]);
+/**
+ * The lenses the controls offer: [value sent in `controls.lens`, label] (Python's lens kinds
+ * and labels, iglens_viz.core.coordinates).
+ * @type {ReadonlyArray<readonly [import("./protocol.js").LensKind, string]>}
+ */
+export const LENS_OPTIONS = LENS_KINDS.map((kind) => /** @type {const} */ ([kind, LENS_LABELS[kind]]));
 
 /** The lens select's tooltip: what a fitted lens is and what its first use costs. */
 export const LENS_TIP =
@@ -53,8 +53,8 @@ export const lensFact = (name) => (isLogitLens(name) ? null : `lens: ${lensLabel
 /** The lens grid's name: "logit-lens grid", "shortcut-lens grid" … @param {string} name */
 export const lensGridName = (name) => `${lensLabel(name)}-lens grid`;
 
-/** The lenses fitted on their first use (the rest of LENS_OPTIONS needs no fit). */
-export const FITTED_LENSES = /** @type {const} */ (["shortcut", "tuned", "jacobian"]);
+/** The lenses fitted on their first use (the rest of LENS_OPTIONS needs no fit; iglens_viz.lenses.FITTED_KINDS). */
+export const FITTED_LENSES = FITTED_KINDS;
 
 /**
  * The controls' note before Apply when the lens chosen is a fitted one that is not cached for

@@ -7,10 +7,10 @@
  * @module notes
  */
 
-/** The longest note text (iglens_viz.protocol.notes.MAX_NOTE_CHARS). */
-export const MAX_NOTE_CHARS = 500;
-/** The most notes a widget keeps (iglens_viz.protocol.notes.MAX_NOTES). */
-export const MAX_NOTES = 50;
+import { MAX_NOTE_CHARS, MAX_NOTES } from "./protocol.js";
+
+/** The longest note text and the most notes a widget keeps (iglens_viz.protocol.notes). */
+export { MAX_NOTE_CHARS, MAX_NOTES };
 
 /**
  * @typedef {object} Note

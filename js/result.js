@@ -7,6 +7,7 @@ import { decodeArray, isPayload } from "./codec.js";
 import { decodeComponents, componentsMismatch } from "./components.js";
 import { tokenFlags } from "./nonmonotone.js";
 import { readAnswers } from "./answers.js";
+import { checkArrays } from "./payload-schema.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -142,6 +143,7 @@ export function symmetricLimit(values) {
 export function decodeResult(raw) {
   if (!raw || typeof raw !== "object" || !raw.contributions) return null;
   if (raw.id !== undefined && typeof raw.id !== "string") throw new TypeError(`result.id must be a string, got ${JSON.stringify(raw.id)}`);
+  checkArrays(raw); // every array's rank, dtype kind and sizes, as Python's schema declares them
   const contributions = /** @type {import("./codec.js").NDArray} */ (arr(raw.contributions, "contributions"));
   const [T, k] = contributions.shape;
   const lens = arr(raw.lens_probs, "lens_probs");
@@ -216,9 +218,7 @@ export function decodeResult(raw) {
   const tids = targetIds?.data ?? new Int32Array(T).fill(0);
   const hasTarget = new Array(T);
   let signed = false;
-  for (let i = 0; i < T; i++) {
-    hasTarget[i] = tids[i] >= 0 && Number.isFinite(deltaP[i]);
-  }
+  for (let i = 0; i < T; i++) hasTarget[i] = tids[i] >= 0 && Number.isFinite(deltaP[i]);
   for (let n = 0; n < lensProbs.length; n++)
     if (lensProbs[n] < 0) {
       signed = true;

@@ -9,26 +9,13 @@
  */
 import { decodeBase64Buffers } from "./codec.js";
 import { render } from "./app.js";
+import { stateDefaults } from "./protocol.js";
 
-// Every trait but `result`, as iglens_viz.protocol.state.STATE declares it (the one
-// declaration): tests/protocol/test_state_contract.py checks that these values agree with it.
-const DEFAULTS = {
-  selected: -1,
-  hovered: -1,
-  color_by: "p_final",
-  interactive: false,
-  running: {},
-  cached_lenses: [],
-  components: {},
-  ablation: {},
-  gates: {},
-  path: {},
-  view: "heatmap",
-  pinned: [],
-  template: "auto",
-  notes: [],
-  comparison: {},
-  progress: -1,
+// Every trait but `result` starts at its default (iglens_viz.protocol.state.STATE, mirrored in
+// the generated js/protocol.js); a fresh copy per model, so no list or dict is shared.
+const defaults = () => {
+  const { result: _result, ...rest } = stateDefaults();
+  return rest;
 };
 
 /**
@@ -40,7 +27,7 @@ const DEFAULTS = {
  */
 export function createModel(state = {}) {
   /** @type {Record<string, any>} */
-  const values = { ...DEFAULTS, ...state };
+  const values = { ...defaults(), ...state };
   /** @type {Map<string, Set<Function>>} */
   const listeners = new Map();
   const model = {

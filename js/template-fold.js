@@ -8,8 +8,10 @@
  * @module template-fold
  */
 import { h } from "./dom.js";
+import { TEMPLATE_MODES } from "./protocol.js";
 
-export const TEMPLATE_MODES = /** @type {const} */ (["auto", "folded", "shown"]);
+/** The `template` switch's values (iglens_viz.protocol.state.TEMPLATE_MODES). */
+export { TEMPLATE_MODES };
 
 /**
  * The protocol's `template_positions` as a per-position mask (null: the prompt was not

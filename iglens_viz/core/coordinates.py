@@ -39,6 +39,7 @@ from .extensions import provider
 __all__ = [
     "FIT_REPORT_SETTINGS",
     "LENS_KINDS",
+    "LENS_LABELS",
     "LOGIT",
     "Lens",
     "LensKind",
@@ -51,6 +52,14 @@ LensKind = Literal["logit", "shortcut", "tuned", "jacobian"]
 """How a lens was made; see :data:`LENS_KINDS`."""
 LENS_KINDS: tuple[LensKind, ...] = get_args(LensKind)
 """The lens kinds: the identity (raw logit lens) and the three fitted affine lenses."""
+
+LENS_LABELS: dict[LensKind, str] = {
+    "logit": "logit lens (raw)",
+    "shortcut": "linear shortcut (fitted)",
+    "tuned": "tuned lens (fitted)",
+    "jacobian": "Jacobian lens (fitted)",
+}
+"""Each lens kind in words, as the widget's lens select offers it (``js/protocol.js``)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,11 +20,10 @@
 import { h, listen } from "../dom.js";
 import { kernelNote, requestError, latestRequestSeq } from "./kernel.js";
 
-/** The longest prompt Python takes (iglens_viz.protocol.commands.MAX_PROMPT_LENGTH). */
-export const MAX_PROMPT_LENGTH = 20000;
+import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "../protocol.js";
 
-/** The longest answer an ask may ask for (iglens_viz.protocol.commands.MAX_ASK_NEW_TOKENS). */
-export const MAX_ASK_NEW_TOKENS = 256;
+/** The longest prompt Python takes and the longest answer an ask may ask for (iglens_viz.protocol.commands). */
+export { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH };
 
 /**
  * Check a prompt before sending: "" when it can go, else what is wrong (the same rules as

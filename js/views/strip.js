@@ -6,6 +6,7 @@
  * @module views/strip
  */
 import { h, clear, listen, onResize, showWholeLines, uniqueId } from "../dom.js";
+import { COLOR_BY } from "../protocol.js";
 import { formatTokenParts, formatToken, quoteToken } from "../tokens.js";
 import { divergingScale, sequentialScale, ordinalScale, oppositionScale, luminance } from "../colorscale.js";
 import { ruleText, stepRuleText } from "../nonmonotone.js";
@@ -15,7 +16,8 @@ import { createLegend, drawLegend } from "./legend.js";
 import { stripSpan } from "./strip/span.js";
 import { stripMarks } from "./strip/marks.js";
 
-export const COLOR_BY = /** @type {const} */ (["p_final", "delta_p", "onset", "nonmonotone"]);
+/** The token-strip colourings (iglens_viz.protocol.state.COLOR_BY). */
+export { COLOR_BY };
 
 /**
  * The colour-by choices' labels; the lens value is named by the result (`target_name`).

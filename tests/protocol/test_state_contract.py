@@ -1,8 +1,9 @@
 """The model's state is declared once (issue 19): ``iglens_viz.protocol.state.STATE``.
 
-The widget's traits, ``DEFAULT_STATE``, ``PAGE_WRITABLE``, the standalone page's
-``DEFAULTS`` (js/standalone.js) and the trait table of docs/widget-protocol.md must agree
-with it: a trait added in widget.py only, a JS default only or a doc row only fails here.
+The widget's traits, ``DEFAULT_STATE``, ``PAGE_WRITABLE``, the page's defaults
+(``STATE_DEFAULTS`` of the generated js/protocol.js, which js/standalone.js starts from) and
+the trait table of docs/widget-protocol.md must agree with it: a trait added in widget.py
+only, a JS default only or a doc row only fails here.
 """
 
 from __future__ import annotations
@@ -103,21 +104,21 @@ def test_default_state_and_page_writable_derive_from_state():
 
 
 def js_defaults(text: str) -> dict[str, object]:
-    """``const DEFAULTS = {...};`` of js/standalone.js as a dict (its values are JSON)."""
-    found = re.search(r"^const DEFAULTS = \{\n(.*?)^\};", text, flags=re.M | re.S)
-    assert found, "js/standalone.js has no `const DEFAULTS = {...};`"
+    """``export const STATE_DEFAULTS = {...};`` of js/protocol.js as a dict (its values are
+    JSON)."""
+    found = re.search(r"^export const STATE_DEFAULTS = \{\n(.*?)^\};", text, flags=re.M | re.S)
+    assert found, "js/protocol.js has no `export const STATE_DEFAULTS = {...};`"
     body = re.sub(r"^\s*(\w+):", r'"\1":', found.group(1), flags=re.M)
     return json.loads("{" + re.sub(r",\s*$", "", body.strip()) + "}")
 
 
-def test_standalone_defaults_are_the_state():
-    defaults = js_defaults((ROOT / "js" / "standalone.js").read_text(encoding="utf-8"))
-    expected = {k.name: k.default for k in STATE if k.name != "result"}
-    assert defaults == expected
+def test_page_defaults_are_the_state():
+    defaults = js_defaults((ROOT / "js" / "protocol.js").read_text(encoding="utf-8"))
+    assert defaults == {k.name: k.default for k in STATE}
 
 
 def test_js_defaults_parser_catches_a_stray_key():
-    text = "const DEFAULTS = {\n  selected: -1,\n  stray: {},\n};\n"
+    text = "export const STATE_DEFAULTS = {\n  selected: -1,\n  stray: {},\n};\n"
     assert js_defaults(text) == {"selected": -1, "stray": {}}
     with pytest.raises(AssertionError):
         js_defaults("const OTHER = {};\n")

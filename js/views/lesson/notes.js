@@ -9,7 +9,7 @@
  */
 import { h, clear, listen } from "../../dom.js";
 import { formatToken } from "../../tokens.js";
-import { readNotes, notesAt, newNote, withNote, withoutNote, pinText, MAX_NOTE_CHARS } from "../../notes.js";
+import { readNotes, notesAt, newNote, withNote, withoutNote, pinText, MAX_NOTE_CHARS, MAX_NOTES } from "../../notes.js";
 
 /**
  * The boundary index the walk goes to for a note's block: the boundary at that depth, else
@@ -113,7 +113,7 @@ export function lessonNotes(ctx, lesson, cursor) {
     }
     const list = withNote(ctx.model.get("notes"), note);
     if (!list) {
-      ed.status.textContent = "the widget holds 50 notes: remove one first";
+      ed.status.textContent = `the widget holds ${MAX_NOTES} notes: remove one first`;
       return;
     }
     ed.text.value = "";
