@@ -31,9 +31,9 @@ def main() -> None:
     torch.set_num_threads(1)  # light: the CPU is shared
 
     import iglens_viz
+    from iglens_study.prompts import builtin_set
     from iglens_viz.core import AttributionRequest, IGLens
     from iglens_viz.core.trajectory import against_segments
-    from iglens_viz.studies.prompts import builtin_set
 
     model, tokenizer = iglens_viz.load_model()
     engine = IGLens(model, tokenizer)
