@@ -14,3 +14,11 @@ def tiny_model_dir(tmp_path_factory):
     tiny_model("llama").save_pretrained(folder)
     tiny_tokenizer().save_pretrained(folder)
     return str(folder)
+
+
+@pytest.fixture(scope="session")
+def default_model():
+    """The embedded default model and its tokenizer, loaded once per run (real_model tests)."""
+    from tests.support.real_model import default_model
+
+    return default_model()
