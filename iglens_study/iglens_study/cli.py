@@ -51,7 +51,7 @@ def _load(name: str | None, dtype: str | None = None, device: str | None = None)
     """The model and tokenizer, without transformers' weight-loading progress bars."""
     from transformers.utils import logging as hf_logging
 
-    from iglens_viz import load_model
+    from iglens_viz.loading import load_model
 
     hf_logging.disable_progress_bar()  # the table is the output
     return load_model(name, dtype=dtype, device=device)

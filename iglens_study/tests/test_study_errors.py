@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iglens_study import cli as study_cli
 from iglens_study import study
 from iglens_study.prompts import load_study_prompts
 from iglens_study.run import Study, StudyFolderError
-from iglens_viz import IGLensError
-from iglens_viz.cli import commands, main
+from iglens_viz import IGLensError, loading
+from iglens_viz.cli import main
 from iglens_viz.files import OutputFileError, write_atomic
 from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
@@ -38,14 +37,13 @@ def tokenizer():
 def loads(monkeypatch):
     """The list of models the CLI loads during the test (each call appended)."""
     calls = []
-    for module in (commands, study_cli):  # iglens (attribute) and iglens study
-        real = module._load
+    real = loading.load_model  # what `iglens` and `iglens study` load with, at call time
 
-        def spy(*args, real=real, **kwargs):
-            calls.append(args)
-            return real(*args, **kwargs)
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
 
-        monkeypatch.setattr(module, "_load", spy)
+    monkeypatch.setattr(loading, "load_model", spy)
     return calls
 
 
