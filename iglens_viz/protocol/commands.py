@@ -65,6 +65,8 @@ class CommandSpec:
     read the engine the background command uses, or a result about to be replaced)."""
     optional: tuple[str, ...] = ()
     """Fields it may carry beside :attr:`fields` (absent: the command's default)."""
+    answer: str = "the envelope only"
+    """Where the answer's data goes: a trait, or the envelope only."""
 
 
 COMMANDS: dict[CommandKind, CommandSpec] = {
@@ -77,57 +79,76 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
     "recompute": CommandSpec(
         ("result_id", "controls"),
         True,
-        """Recompute the shown result's request with the controls' fields replaced
-        (``AttributionRequest.with_controls``); answered by a new ``result``. Optional:
-        ``versus`` (an answer to compare the shown answer with, as text; null or "" drops
-        the comparison; absent keeps the request's).""",
+        """Recompute the shown result's request with the controls' fields replaced:
+        ``controls`` is ``{target, contrast, boundaries, estimator, steps, lens}`` as typed
+        (``AttributionRequest.with_controls``); ``lens`` is ``"logit"`` (or ``""``) for the
+        raw logit lens, ``"shortcut"``, ``"tuned"``, ``"jacobian"``, or the shown result's
+        ``controls.lens`` to keep its lens; absent keeps it. ``versus``: an answer to compare
+        the shown answer with, as text (the student view's compare box; null or ``""`` drops
+        the comparison; absent keeps the request's). Runs in the background thread;
+        ``running`` names it meanwhile, with progress in ``progress``.""",
         optional=("versus",),
+        answer="a new ``result`` (a new ``id``)",
     ),
     "ask": CommandSpec(
         ("result_id", "prompt"),
         True,
-        """A new question in the same widget: the shown result's request with ``prompt``
-        replaced (and its answer generated as the request does: ``chat``,
-        ``max_new_tokens``; see :meth:`IGLensWidget.ask`), with progress, cancellable;
-        answered by a new ``result``. Optional: ``versus`` (an answer to compare the new
-        answer with, or null) and ``max_new_tokens`` (the answer's length, 1 …
-        :data:`MAX_ASK_NEW_TOKENS` tokens; absent or null: as the shown request).""",
+        f"""A new question in the same widget (the prompt box): ``prompt`` is the question as
+        text, 1 … {MAX_PROMPT_LENGTH:,} characters, not blank. The shown request with
+        ``prompt`` replaced (``IGLensWidget.ask_request``: ``chat``, ``max_new_tokens`` unless
+        the command gives one, the boundaries, estimator, steps and lens kept; a token target
+        becomes ``predicted``; the contrast, ``answer`` and ``versus`` dropped, and a request
+        that had a teacher-forced ``answer`` generates up to 24 tokens instead). ``versus``:
+        an answer to compare the new one with, or null; ``max_new_tokens``: the answer's
+        length, an integer 1 … {MAX_ASK_NEW_TOKENS} (``MAX_ASK_NEW_TOKENS``; absent or null:
+        as the shown request; the box's ``input[name=max_new_tokens]``). In the background
+        thread like a recompute, cancellable: ``running`` names it, ``progress`` climbs with
+        the forward passes' blocks (generation included) and the interior points.""",
         optional=("versus", "max_new_tokens"),
+        answer="a new ``result`` (a new ``id``)",
     ),
     "cancel": CommandSpec(
         ("request_id",),
         False,
-        """Stop the running ``recompute`` or ``ask`` ``request_id`` at its next block of a
-        forward pass (generation included) or chunk of points; the old result stays.""",
+        """Stop the running command ``request_id`` (a ``recompute``, an ``ask`` or a
+        ``gates``) at its next block of a forward pass (each generation step included) or
+        chunk of points; the old result stays and the cancelled command's envelope is an
+        error of type ``RecomputeCancelled``.""",
         while_running=True,
     ),
     "ablation": CommandSpec(
         ("result_id", "position"),
         True,
-        """The causal check of one token; answered through the ``ablation`` trait. Optional:
-        ``positions`` (``"target"``, the default: the answer position only; ``"all"``),
-        ``counterfactual`` (a corrupt prompt of the same token length, or null) and
-        ``contrast`` (its answer token, or null: the model's top-1 there).""",
+        """The causal check of one token, in the background thread like a recompute.
+        ``positions``: ``"target"`` (the default: the answer position only) or ``"all"``;
+        ``counterfactual``: a corrupt prompt of the same token length, or null; ``contrast``:
+        its answer token as typed, or null (the model's top-1 there).""",
         optional=("positions", "counterfactual", "contrast"),
+        answer="``ablation``",
     ),
     "gates": CommandSpec(
         ("result_id", "position", "counterfactual"),
         True,
-        """The block-gate game of one token against a counterfactual question (text, formed
-        as the shown prompt is, the answer's subject swapped); answered through the
-        ``gates`` trait, with progress, cancellable. Optional: ``steps`` (the diagonal's
-        steps, 1 … :data:`MAX_GATE_STEPS`; absent or null: 16).""",
+        f"""The block-gate game of one token (``IGLensWidget.gate_game``) against
+        ``counterfactual``, the same question about another subject as text (formed as the
+        shown prompt is, the answer's subject swapped); in the background thread like a
+        recompute, ``progress`` climbing with its runs; a ``cancel`` stops it at its next
+        block. ``steps``: the diagonal's steps, 1 … {MAX_GATE_STEPS} (``MAX_GATE_STEPS``;
+        absent or null: 16).""",
         optional=("steps",),
+        answer="``gates``",
     ),
     "path": CommandSpec(
         ("result_id", "position", "steps"),
         False,
-        "The interior path of one token; answered through the ``path`` trait.",
+        "The interior path of one token (milliseconds, no model run).",
+        answer="``path``",
     ),
     "components": CommandSpec(
         ("result_id", "position"),
         False,
-        "The head split of one token; answered through the ``components`` trait.",
+        "The head split of one token (the first on a prompt runs the model once).",
+        answer="``components``",
     ),
 }
 """Every command, by kind (the order of ``docs/widget-protocol.md``'s table)."""

@@ -1,4 +1,5 @@
-"""Write ``js/protocol.js``: the front end's copy of the constants Python declares.
+"""Write ``js/protocol.js`` (the front end's copy of the constants Python declares) and the
+trait and command tables of ``docs/widget-protocol.md``.
 
 The page needs the state's defaults, the commands, their fields and limits, the lens kinds
 and their labels and the result payload's fields; each is declared once in Python and only
@@ -7,8 +8,8 @@ one of them::
 
     .venv/bin/python -m iglens_viz.protocol.mirror
 
-tests/test_protocol_mirror.py regenerates the text in memory and fails when the committed
-file differs (a change on one side only).
+tests/protocol/test_protocol_mirror.py regenerates both in memory and fails when a committed
+file differs (a change on one side only); ``--check`` says the same without writing.
 
 Sources: :data:`.state.STATE` (with ``COLOR_BY``, ``VIEWS``, ``TEMPLATE_MODES``),
 :data:`.commands.COMMANDS` and its limits, :mod:`.notes`' limits,
@@ -30,10 +31,16 @@ from ..lenses.fit import FITTED_KINDS
 from . import commands, notes, state
 from .schema import SCHEMAS, PayloadField
 
-__all__ = ["OUT", "main", "render"]
+__all__ = ["DOC", "OUT", "main", "render", "render_doc"]
 
-OUT = Path(__file__).resolve().parents[2] / "js" / "protocol.js"
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "js" / "protocol.js"
 """The generated module, in the repository's ``js/`` folder."""
+DOC = ROOT / "docs" / "widget-protocol.md"
+"""The protocol doc, whose trait and command tables are generated between markers."""
+
+DIRECTION_WORDS = {"to_page": "Python → JS", "to_kernel": "JS → Python", "both": "JS ↔ Python"}
+"""A :class:`.state.StateKey`'s direction as the doc's table says it."""
 
 COMMAND = "python -m iglens_viz.protocol.mirror"
 
@@ -191,6 +198,54 @@ def _schemas() -> str:
     )
 
 
+def _md(text: str) -> str:
+    """A docstring as one Markdown table cell: reST roles and literals as code spans, one
+    line, ``|`` escaped."""
+    text = re.sub(r":[a-z]+:`[~.]*([^`]+)`", r"`\1`", text).replace("``", "`")
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _trait_table() -> str:
+    head = "| trait | type | direction | default | meaning |\n|---|---|---|---|---|\n"
+    return head + "".join(
+        f"| `{key.name}` | {key.kind} | {DIRECTION_WORDS[key.direction]} | "
+        f"`{json.dumps(key.default)}` | {_md(key.doc)} |\n"
+        for key in state.STATE
+    )
+
+
+def _command_table() -> str:
+    def names(fields: tuple[str, ...]) -> str:
+        return ", ".join(f"`{name}`" for name in fields) or "—"
+
+    head = (
+        "| `kind` | fields | optional | what Python does | where the answer's data goes |\n"
+        "|---|---|---|---|---|\n"
+    )
+    return head + "".join(
+        f"| `{kind}` | {names(spec.fields)} | {names(spec.optional)} | {_md(spec.doc)} | "
+        f"{_md(spec.answer)} |\n"
+        for kind, spec in commands.COMMANDS.items()
+    )
+
+
+TABLES = {"traits": _trait_table, "commands": _command_table}
+"""The doc's generated tables, by their marker's name."""
+
+
+def render_doc(text: str) -> str:
+    """``text`` (the protocol doc) with every table of :data:`TABLES` regenerated between
+    its markers, ``<!-- mirror:NAME -->`` and ``<!-- /mirror:NAME -->``."""
+    for name, table in TABLES.items():
+        start, end = f"<!-- mirror:{name} -->\n", f"<!-- /mirror:{name} -->"
+        if text.count(start) != 1 or text.count(end) != 1:
+            raise ValueError(f"{DOC.name} needs one {start.strip()} … {end} pair")
+        before, rest = text.split(start)
+        after = rest.split(end)[1]
+        text = before + start + "\n" + table() + "\n" + end + after  # blank lines: Markdown
+    return text
+
+
 def render() -> str:
     """The text of ``js/protocol.js`` from the Python declarations."""
     head = (
@@ -205,16 +260,18 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write :data:`OUT`; with ``--check``, only say whether it is up to date (status 1
-    when stale)."""
+    """Write :data:`OUT` and the generated tables of :data:`DOC`; with ``--check``, only say
+    whether both are up to date (status 1 when one is stale)."""
     args = sys.argv[1:] if argv is None else argv
-    text = render()
+    doc = DOC.read_text(encoding="utf-8")
+    fresh = {OUT: render(), DOC: render_doc(doc)}
     if "--check" in args:
-        fresh = OUT.exists() and OUT.read_text(encoding="utf-8") == text
-        print(f"{OUT.name} is {'up to date' if fresh else f'stale: run {COMMAND}'}")
-        return 0 if fresh else 1
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
+        stale = [p.name for p, text in fresh.items() if p.read_text(encoding="utf-8") != text]
+        print(f"stale: {', '.join(stale)}; run {COMMAND}" if stale else "up to date")
+        return 1 if stale else 0
+    for path, text in fresh.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 

@@ -124,7 +124,8 @@ STATE: tuple[StateKey, ...] = (
         False,
         "to_page",
         """True when this kernel can recompute (the widget was given its ``IGLens``): the
-    controls are enabled. False for a plain result and in static exports.""",
+    controls are enabled. False for a plain result and in static exports. The page also needs a
+    live kernel: it asks ``hello`` first.""",
         initial=True,
     ),
     StateKey(
@@ -158,8 +159,9 @@ STATE: tuple[StateKey, ...] = (
         """The component split (heads, MLP, remainder) of the selected position, computed by
     Python when the selection changes in an interactive widget whose result has none:
     ``{names, segments, positions, shares}`` as in the result's ``components``, plus the
-    ``result_id`` and ``request_id`` it answers; ``{}`` before (the page's ``components``
-    command asks for it; an error is in the command's answer).""",
+    ``result_id`` and ``request_id`` it answers; ``{}`` before and after every new result
+    (the page's ``components`` command asks for it; an error is in the command's answer).
+    Exported pages carry it when it belongs to the shown result.""",
     ),
     StateKey(
         "ablation",
@@ -198,8 +200,11 @@ STATE: tuple[StateKey, ...] = (
         "to_page",
         """The interior path of one position (``IGLens.interior_path``): ``{position, steps,
     path, terms, labels, target_id, estimator, seconds}`` (``path`` ``(k, m+1)`` lists,
-    ``terms`` the ``(k, m)`` midpoint Riemann terms) plus ``result_id`` and ``request_id``,
-    ``{}`` before the first ``path`` command and after every new result.""",
+    ``terms`` the ``(k, m)`` midpoint Riemann terms when the result's estimator is
+    ``riemann``, else null; null stands for a non-finite value) plus ``result_id`` and
+    ``request_id``, ``{}`` before the first ``path`` command and after every new result.
+    Computed lazily (milliseconds, no model run); the page draws it in the detail's chart
+    (b) when the result has no ``path_probs``, for its result and ``position`` only.""",
     ),
     StateKey(
         "view",
@@ -210,7 +215,8 @@ STATE: tuple[StateKey, ...] = (
     token per block and position), ``"compare"`` (pinned curves, results side by side) or
     the student view ``"lesson"`` (the answer's probability in percent after each block, the
     selected position's lens column and the output's top 5, a walk through the blocks). Set
-    by the browser's tabs and settable from Python.""",
+    by the browser's tabs and settable from Python; ``iglens_viz.compare`` opens on
+    ``"compare"``; exported pages keep it.""",
         choices=VIEWS,
         initial=True,
     ),
@@ -221,7 +227,10 @@ STATE: tuple[StateKey, ...] = (
         "both",
         """The compare view's pins: ``[r, i]`` pairs (result r — 0 for ``result``, r ≥ 1 for
     ``comparison["results"][r - 1]`` — and position i) whose cumulative curves are overlaid.
-    Set by the browser (pin buttons, clicks in the compare view) and settable from Python.""",
+    Set by the browser (pin buttons, clicks in the compare view) and settable from Python.
+    The page ignores pairs that name no result, a position out of range or one without a
+    target (leftovers of another result), keeps the first 8 and reads a bare int i as
+    ``[0, i]``.""",
         initial=True,
     ),
     StateKey(
@@ -232,8 +241,11 @@ STATE: tuple[StateKey, ...] = (
         """Whether the token strip folds the chat template's positions (the result's
     ``template_positions``: system prompt, role markers, the assistant's header) into one
     chip per run: ``"auto"`` folds them in the student view only, ``"folded"`` in every
-    view, ``"shown"`` in none. Positions and numbers are unchanged. Set by the strip's
-    switch (and a click on a folded chip) and settable from Python.""",
+    view, ``"shown"`` in none. Positions and numbers are unchanged (the arrow keys step over
+    a folded run), and positions from ``answer_start`` on never fold. Set by the strip's
+    switch (shown when the result has template positions; the folded chips are
+    ``.iglens-template-fold`` with ``data-fold-start``/``data-fold-end``) and a click on a
+    folded chip, and settable from Python; exported pages keep it.""",
         choices=TEMPLATE_MODES,
         initial=True,
     ),
@@ -244,9 +256,13 @@ STATE: tuple[StateKey, ...] = (
         "both",
         """Teacher notes: ``{"text", "position"}``, ``{"text", "block"}`` or all three keys
     (``position`` 0 … T − 1, ``block`` a depth 0 … n; text at most 500 characters, at most
-    50 notes; see ``iglens_viz.protocol.notes``). The student view shows them as callouts
-    and its editor adds and removes them; the strip marks noted positions. Settable from
-    Python (``IGLensWidget.add_note``); exported by ``to_html``.""",
+    50 notes). Python checks every write (``iglens_viz.protocol.notes.check_notes``: an
+    ``InvalidTraitError`` naming the bad entry; the page's bad write is refused) and clears
+    them when a new result has other tokens. The student view shows the notes of its
+    position (and the position-free block notes) as callouts (``[data-note-index]``, text
+    only) with an editor to add and remove them; the strip marks noted positions
+    (``.iglens-token-noted``). Settable from Python (``IGLensWidget.add_note(text,
+    position=, block=)``, ``remove_note(i)``); exported by ``to_html``.""",
         initial=True,
     ),
     StateKey(

@@ -40,13 +40,49 @@ def test_a_constant_changed_in_python_only_makes_it_stale(monkeypatch):
 
 
 def test_check_mode_says_stale_without_writing(monkeypatch, tmp_path, capsys):
-    out = tmp_path / "protocol.js"
+    out, doc = tmp_path / "protocol.js", tmp_path / "widget-protocol.md"
     monkeypatch.setattr(mirror, "OUT", out)
+    monkeypatch.setattr(mirror, "DOC", doc)
     out.write_text(mirror.render().replace("MAX_NOTES = 50", "MAX_NOTES = 51"), encoding="utf-8")
+    doc.write_text(
+        "# doc\n<!-- mirror:traits -->\n<!-- /mirror:traits -->\n"
+        "<!-- mirror:commands -->\nSTALE-ROW\n<!-- /mirror:commands -->\n",
+        encoding="utf-8",
+    )
     assert mirror.main(["--check"]) == 1
-    assert "stale" in capsys.readouterr().out
+    assert "stale: protocol.js, widget-protocol.md" in capsys.readouterr().out
     assert "MAX_NOTES = 51" in out.read_text(encoding="utf-8")  # --check writes nothing
     assert mirror.main([]) == 0 and mirror.main(["--check"]) == 0
+    written = doc.read_text(encoding="utf-8")
+    assert "STALE-ROW" not in written
+    assert "| `gates` | `result_id`, `position`, `counterfactual` |" in written
+
+
+def test_protocol_doc_tables_are_generated_and_fresh():
+    committed = mirror.DOC.read_text(encoding="utf-8")
+    assert committed == mirror.render_doc(committed), (
+        f"docs/widget-protocol.md is stale; {REGENERATE}"
+    )
+    for name in mirror.TABLES:
+        assert committed.count(f"<!-- mirror:{name} -->") == 1, name
+    for kind, spec in commands.COMMANDS.items():
+        optional = ", ".join(f"`{f}`" for f in spec.optional) or "—"
+        assert f"| `{kind}` | " in committed and f" | {optional} | " in committed, kind
+    # the limits in the commands' prose are the constants, not a copy
+    assert f"1 … {commands.MAX_ASK_NEW_TOKENS} (`MAX_ASK_NEW_TOKENS`" in committed
+    assert f"1 … {commands.MAX_PROMPT_LENGTH:,} characters" in committed
+
+
+def test_a_command_changed_in_python_only_makes_the_doc_stale(monkeypatch):
+    committed = mirror.DOC.read_text(encoding="utf-8")
+    spec = commands.COMMANDS["path"]
+    changed = {**commands.COMMANDS, "path": commands.CommandSpec(spec.fields, False, "Other.")}
+    monkeypatch.setattr(commands, "COMMANDS", changed)
+    assert "| `path` | `result_id`, `position`, `steps` | — | Other. |" in mirror.render_doc(
+        committed
+    )
+    with pytest.raises(ValueError, match="mirror:traits"):
+        mirror.render_doc("no markers here")
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
