@@ -343,10 +343,6 @@ def _part_modules(adapter: ModelAdapter, part: str) -> tuple[nn.Module, ...]:
     return modules
 
 
-# The hook helpers' former names here (core.hooks is their home).
-_replace_first, _projection_input = replace_block_output, projection_input
-
-
 class _AblationHooks:
     """Hooks that, for the current chunk, ablate module i in the rows listed for it.
 
@@ -477,7 +473,7 @@ def _given_updates(updates: torch.Tensor | np.ndarray, part: str, n: int, T: int
     return updates
 
 
-def _target_probs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+def target_probs(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """``[B, T]`` softmax probability of ``ids`` (``[T]``) from logits ``[B, T, V]``, float64.
 
     ``exp(l_y − logsumexp(l))`` as the readout forms it
@@ -578,7 +574,7 @@ class _Columns:
             chunk = self.groups[start : start + batch_size]
             hooks.rows = self._rows(chunk, start)
             logits = _forward(model, batch_ids.expand(len(chunk), -1))
-            probs = _target_probs(logits, y)  # [rows, T]
+            probs = target_probs(logits, y)  # [rows, T]
             ablated[:, start : start + len(chunk)] = probs.T.double().cpu().numpy()
             del logits, probs
         return ablated
@@ -799,7 +795,7 @@ def ablate(
         target_ids = resolve_targets(target, ids, predicted, tokenizer, clean_logits.shape[-1])
         missing = target_ids == NO_TARGET
         y = torch.as_tensor(np.where(missing, 0, target_ids))
-        clean = _target_probs(clean_logits, y)[0].double().cpu().numpy()
+        clean = target_probs(clean_logits, y)[0].double().cpu().numpy()
         del clean_logits
 
         batch_size = int(

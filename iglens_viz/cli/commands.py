@@ -323,7 +323,7 @@ def run_attribute(argv: list[str]) -> int:
     engine = IGLens(model, tokenizer, name=args.name)
     from ..lenses.fit import fit_progress
 
-    with fit_progress(_fit_printer()):  # a lens fitted on first use shows its progress
+    with fit_progress(fit_printer()):  # a lens fitted on first use shows its progress
         result = engine.run(request)
     positions = _positions(result, args)
     split = _component_split(engine, result, positions) if args.components else None
@@ -472,7 +472,7 @@ def run_fit_lens(argv: list[str]) -> int:
             options[name] = value
     _check_outputs(args.out)
     model, tokenizer = _load(args.model, args.dtype, args.device)
-    lens = fit_lens(model, tokenizer, args.kind, texts, progress=_fit_printer(), **options)
+    lens = fit_lens(model, tokenizer, args.kind, texts, progress=fit_printer(), **options)
     save_lens(lens, args.out)
     if args.evaluate:
         print(evaluate_lens(lens, model, tokenizer).to_frame().to_string(index=False))
@@ -512,7 +512,7 @@ def run_validate(argv: list[str]) -> int:
 
 
 @functools.lru_cache(maxsize=1)
-def _fit_printer() -> ProgressPrinter:
+def fit_printer() -> ProgressPrinter:
     """The one printer of this process's lens-fit progress lines (stderr)."""
     from ..lenses.fit import ProgressPrinter
 
@@ -523,7 +523,7 @@ def _interrupted(err: KeyboardInterrupt) -> int:
     """Ctrl-C: one line, naming the checkpoint a lens fit kept, and status 130."""
     from ..lenses.fit import kept_checkpoint
 
-    _fit_printer().end_line()
+    fit_printer().end_line()
     kept = kept_checkpoint(err)
     line = "iglens: interrupted"
     if kept is not None:
@@ -560,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_fit_lens(argv[1:])
         return run_attribute(argv)
     except IGLensError as err:  # messages may quote a model name or a token: made visible
-        _fit_printer().end_line()
+        fit_printer().end_line()
         print(f"iglens: error: {visible_text(str(err))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as err:

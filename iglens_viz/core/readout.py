@@ -33,15 +33,15 @@ from ..adapters.families import NORM_LAYERNORM, NORM_RMS, NORM_RMS_PLUS_ONE
 from ..errors import InvalidRequestError
 from .memory import rows_within
 
-_FALLBACK_L2 = 512 * 2**10
-_FALLBACK_L3 = 8 * 2**20
+FALLBACK_L2 = 512 * 2**10
+FALLBACK_L3 = 8 * 2**20
 # A vocabulary block narrower than this wastes the matmul and pays the per-block operations
 # too often; rows give way first.
 _MIN_TILE_COLUMNS = 512
 _MIN_TILE_BYTES = 2**20
 # Wider than this, a tile of few rows gains nothing and its first (unfiltered) top-k costs.
 _MAX_TILE_COLUMNS = 4096
-_MAX_TILE_BYTES = 32 * 2**20
+MAX_TILE_BYTES = 32 * 2**20
 # Column counts are rounded down to a multiple of this (a few cache lines of float32).
 _TILE_COLUMN_STEP = 64
 _LOG2_E = 1.0 / math.log(2.0)
@@ -86,8 +86,8 @@ def cache_sizes() -> tuple[int, int]:
                 value = 0
             if value > 0:
                 sizes[level] = int(value)
-    l2 = sizes.get(2) or _FALLBACK_L2
-    l3 = sizes.get(3) or (l2 if 2 in sizes else _FALLBACK_L3)
+    l2 = sizes.get(2) or FALLBACK_L2
+    l3 = sizes.get(3) or (l2 if 2 in sizes else FALLBACK_L3)
     return l2, l3
 
 
@@ -123,7 +123,7 @@ def tile_plan(
     if torch.device(device).type != "cpu":
         return max(1, max_rows), max_columns
     itemsize = torch.finfo(dtype).bits // 8
-    tile_bytes = min(_MAX_TILE_BYTES, max(_MIN_TILE_BYTES, cache_sizes()[1] // 2))
+    tile_bytes = min(MAX_TILE_BYTES, max(_MIN_TILE_BYTES, cache_sizes()[1] // 2))
     tile = tile_bytes // itemsize
     min_cols = min(max_columns, _MIN_TILE_COLUMNS)
     rows = rows_within(tile, max(min_cols, width), max_rows)
@@ -625,7 +625,7 @@ class _VocabularyScan:
             )
             torch.amax(logits, -1, out=v.block_max)
             if self.k:
-                run = _fold_top(logits, v.block_max, c0, self.k, run, self.filtered)
+                run = fold_top(logits, v.block_max, c0, self.k, run, self.filtered)
             if online:
                 self._online_tile(logits, head, v, acc, first=c0 == 0)
             else:
@@ -700,7 +700,7 @@ def _exp_shifted_(logits: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
     return logits.sub_(shift[:, None]).mul_(_LOG2_E).exp2_()
 
 
-def _fold_top(
+def fold_top(
     logits: torch.Tensor,
     block_max: torch.Tensor,
     c0: int,

@@ -43,8 +43,14 @@ from typing import Any
 import torch
 
 from ..core.coordinates import Lens
-from ..files import OutputFileError, checksum_problem, record_verified, sha256_file, stat_key
-from ..files import write_atomic as _write_atomic
+from ..files import (
+    OutputFileError,
+    checksum_problem,
+    record_verified,
+    sha256_file,
+    stat_key,
+    write_atomic,
+)
 from ..loading.cache import cache_dir
 
 __all__ = [
@@ -78,7 +84,7 @@ def _record_path(path: Path) -> Path:
 def _seal(path: Path, digest: str) -> None:
     """Record ``digest`` as the checksum of the cached file ``path`` (just written), beside
     it and in its folder's record of proven checksums."""
-    _write_atomic(_record_path(path), json.dumps({"file": path.name, "sha256": digest}))
+    write_atomic(_record_path(path), json.dumps({"file": path.name, "sha256": digest}))
     record_verified(path.parent, {path.name: {"stat": stat_key(path.stat()), "sha256": digest}})
 
 
@@ -87,7 +93,7 @@ def _write_cached(path: Path, data: bytes) -> bool:
     (and no error) when the cache cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, data)
+        write_atomic(path, data)
         _seal(path, hashlib.sha256(data).hexdigest())
     except (OSError, OutputFileError):
         return False
@@ -138,12 +144,12 @@ def cache_path(kind: str, fingerprint: str, key: Mapping[str, Any]) -> Path:
 def cached_lens(path: Path) -> Lens | None:
     """The lens cached at ``path``, or None when there is none, or it is damaged or cannot
     be read (then it is fitted again and replaced; a warning says so)."""
-    from .io import LensFileError, _read_own
+    from .io import LensFileError, read_own
 
     if not path.is_file() or not _intact(path, "lens", "fitting the lens again replaces it"):
         return None
     try:
-        return _read_own(path)
+        return read_own(path)
     except (LensFileError, OSError):
         return None
 

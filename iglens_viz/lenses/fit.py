@@ -271,7 +271,8 @@ def _default_corpus_key(kind: str, max_length: int) -> str:
     return corpus + (f":first{JACOBIAN_DEFAULT_TEXTS}" if kind == "jacobian" else "")
 
 
-def _fit_key(kind: str, options: dict[str, Any], corpus: str) -> dict[str, Any]:
+def fit_key(kind: str, options: dict[str, Any], corpus: str) -> dict[str, Any]:
+    """The settings that decide a fit (its cache key): ``kind``, the corpus's name, the options."""
     return {"kind": kind, "corpus": corpus, **options}
 
 
@@ -284,7 +285,7 @@ def cached_fitted_lens(
     if kind not in FITTED_KINDS:
         raise InvalidRequestError(f"lens kind {kind!r} is not fitted: choose one of {FITTED_KINDS}")
     fingerprint = model_fingerprint(model)
-    key = _fit_key(kind, _options(kind, options), _default_corpus_key(kind, max_length))
+    key = fit_key(kind, fit_options(kind, options), _default_corpus_key(kind, max_length))
     found = cached_lens(cache_path(kind, fingerprint, key))
     return found if found is not None and found.fingerprint == fingerprint else None
 
@@ -299,12 +300,12 @@ def cached_fitted_kinds(model: nn.Module, *, max_length: int = DEFAULT_MAX_LENGT
         if cache_path(
             kind,
             fingerprint,
-            _fit_key(kind, _options(kind, {}), _default_corpus_key(kind, max_length)),
+            fit_key(kind, fit_options(kind, {}), _default_corpus_key(kind, max_length)),
         ).is_file()
     ]
 
 
-def _options(kind: str, given: dict[str, Any]) -> dict[str, Any]:
+def fit_options(kind: str, given: dict[str, Any]) -> dict[str, Any]:
     """The fitting options of ``kind``, defaults filled in; an unknown one is an error."""
     table: dict[str, dict[str, Any]] = {
         "shortcut": {"ridge": 0.0, "skip_first": 1},
@@ -368,7 +369,7 @@ def fit_lens(
             f"lens kind {kind!r} is not fitted: choose one of {', '.join(FITTED_KINDS)} "
             f"('logit', the raw logit lens, needs no fit)"
         )
-    opts = _options(kind, options)
+    opts = fit_options(kind, options)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
         raise InvalidRequestError(f"checkpoint_every must be an integer, got {checkpoint_every!r}")
     if checkpoint_every < 1:
@@ -381,7 +382,7 @@ def fit_lens(
     key: dict[str, Any] = {}
     if texts is None:
         corpus = _default_corpus_key(kind, max_length)
-        key = _fit_key(kind, opts, corpus)
+        key = fit_key(kind, opts, corpus)
         where = cache_path(kind, fingerprint, key)
         if cache:
             found = cached_lens(where)

@@ -152,7 +152,9 @@ def read_bytes(path: Path, size: int = -1) -> bytes:
         raise LensFileError(f"{path} cannot be read: {err.strerror or err}") from None
 
 
-def _read_own(path: Path) -> Lens:
+def read_own(path: Path) -> Lens:
+    """The lens in an iglens_viz lens file at ``path`` (safetensors with our metadata); a
+    damaged or foreign file raises a :class:`LensFileError` naming it."""
     contents = FileContents(path)
     try:
         tensors, metadata = load(read_bytes(path))
@@ -241,7 +243,7 @@ def load_lens(path: str | os.PathLike[str], model: nn.Module | None = None) -> L
         if saved_by_torch and not is_safetensors(head, path.stat().st_size):
             lens = read_jlens(path, shape)
         else:
-            lens = _read_own(path)
+            lens = read_own(path)
     if model is not None and shape is not None:
         try:
             lens.check(model, *shape)

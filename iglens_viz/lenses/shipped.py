@@ -61,7 +61,9 @@ _SPLITS: tuple[Split, ...] = ("fit", "eval")
 
 
 @functools.lru_cache(maxsize=4)
-def _read(path: Path) -> dict[str, Any] | None:
+def read_shipped(path: Path) -> dict[str, Any] | None:
+    """The shipped corpora's JSON record at ``path`` (read once per path), or None when it
+    cannot be read or is not an object."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -69,7 +71,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _decode(entry: Any) -> list[torch.Tensor] | None:
+def decode_split(entry: Any) -> list[torch.Tensor] | None:
     """The texts of one split's entry, or None when it is malformed or does not match its
     checksum."""
     try:
@@ -110,7 +112,7 @@ def shipped_corpus(
     """The shipped corpus ``split`` for the model ``fingerprint`` (``[T]`` int64 token ids
     per text, what :func:`~.corpus.default_corpus` samples for it), or None when none is
     shipped for that model or it does not pass the checks of the module's text."""
-    record = _read(path or SHIPPED_PATH)
+    record = read_shipped(path or SHIPPED_PATH)
     if (
         record is None
         or record.get("fingerprint") != fingerprint
@@ -120,7 +122,7 @@ def shipped_corpus(
     ):
         return None
     splits = record.get("splits")
-    texts = _decode(splits.get(split)) if isinstance(splits, dict) else None
+    texts = decode_split(splits.get(split)) if isinstance(splits, dict) else None
     if texts is None or not _starts_with_openings(texts, tokenizer, split):
         return None
     return texts
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     fingerprint = model_fingerprint(model)
     record = corpus_record(model, tokenizer, fingerprint, "SmolLM2-135M-Instruct (float32)")
     if args.check:
-        shipped = _read(args.out) or {}
+        shipped = read_shipped(args.out) or {}
         same = {s: shipped.get("splits", {}).get(s) == e for s, e in record["splits"].items()}
         print(json.dumps({"fingerprint": shipped.get("fingerprint") == fingerprint, **same}))
         return 0 if all(same.values()) and shipped.get("fingerprint") == fingerprint else 1

@@ -46,7 +46,7 @@ _DTYPE_ALIASES = {
 # --------------------------------------------------------------------------- argument handling
 
 
-def _resolve_dtype(dtype: Any) -> torch.dtype | str | None:
+def resolve_dtype(dtype: Any) -> torch.dtype | str | None:
     """Map ``None``, ``"auto"``, a torch dtype, or a name like ``"bfloat16"`` to what
     transformers takes."""
     if isinstance(dtype, torch.dtype):
@@ -119,7 +119,7 @@ def _dtype_kwarg_name() -> str:
 def _model_kwargs(dtype: Any, device: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """from_pretrained keyword arguments for the model: user kwargs plus dtype and device_map."""
     out = dict(kwargs)
-    resolved = _resolve_dtype(dtype)
+    resolved = resolve_dtype(dtype)
     if resolved is not None:
         out[_dtype_kwarg_name()] = resolved
     device_map = _resolve_device(device)

@@ -31,21 +31,19 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
-from ..files import VERIFIED_RECORD, checksum_problem, record_verified, stat_key
-from ..files import sha256_file as _sha256
+from ..files import VERIFIED_RECORD, checksum_problem, record_verified, sha256_file, stat_key
 
-_MARKER = "iglens_source.json"  # written last inside the cache folder: proof it is complete
+MARKER = "iglens_source.json"  # written last inside the cache folder: proof it is complete
 _MARKER_FORMAT = 2  # 2: the marker lists every file with its size and sha256
-_OWNER = ".iglens_owner.json"  # inside a temporary conversion folder: the process writing it
-_VERIFIED = VERIFIED_RECORD  # the stat of each file when its sha256 last matched
-_OWN_FILES = (_MARKER, _OWNER, _VERIFIED)  # iglens_viz's bookkeeping, not listed in the marker
+OWNER = ".iglens_owner.json"  # inside a temporary conversion folder: the process writing it
+OWN_FILES = (MARKER, OWNER, VERIFIED_RECORD)  # iglens_viz's bookkeeping, not listed in the marker
 _STALE_TMP_S = 3600  # a temporary conversion folder unchanged this long is abandoned
 # A conversion writes its owner file right after creating its folder, so a folder without one
 # that has not changed for this long was left by a killed process (or an older iglens_viz).
 _NO_OWNER_STALE_S = 120
 
 _Checksums = Literal["changed", "all", "sizes"]
-"""Which checksums a cache check compares (see :func:`_cache_problem`)."""
+"""Which checksums a cache check compares (see :func:`cache_problem`)."""
 
 
 # --------------------------------------------------------------------------- cache location
@@ -82,10 +80,10 @@ def _write_marker(folder: Path, gguf_path: Path) -> None:
     """
     files, verified = {}, {}
     for path in sorted(folder.iterdir()):
-        if path.name in _OWN_FILES or not path.is_file():
+        if path.name in OWN_FILES or not path.is_file():
             continue
         path.chmod(0o644)
-        digest = _sha256(path)
+        digest = sha256_file(path)
         files[path.name] = {"bytes": path.stat().st_size, "sha256": digest}
         verified[path.name] = {"stat": stat_key(path.stat()), "sha256": digest}
     marker = {
@@ -96,10 +94,10 @@ def _write_marker(folder: Path, gguf_path: Path) -> None:
         "files": files,
     }
     record_verified(folder, verified)
-    (folder / _MARKER).write_text(json.dumps(marker, indent=2))
+    (folder / MARKER).write_text(json.dumps(marker, indent=2))
 
 
-def _cache_problem(
+def cache_problem(
     folder: Path, gguf_path: Path, *, checksums: _Checksums = "changed"
 ) -> str | None:
     """Why ``folder`` is not a finished, intact conversion of ``gguf_path``; ``None`` if it is.
@@ -109,25 +107,25 @@ def _cache_problem(
     their checksum last matched), ``"all"`` (reads every byte) or ``"sizes"`` (no checksum).
     """
     try:
-        marker = json.loads((folder / _MARKER).read_text())
+        marker = json.loads((folder / MARKER).read_text())
     except (FileNotFoundError, NotADirectoryError):
         return (
-            f"it has no {_MARKER}: a conversion that did not finish"
+            f"it has no {MARKER}: a conversion that did not finish"
             if os.path.isdir(folder)
             else "there is no folder"
         )
     except (OSError, ValueError) as err:
-        return f"its {_MARKER} cannot be read ({err})"
+        return f"its {MARKER} cannot be read ({err})"
     files = marker.get("files") if isinstance(marker, dict) else None
     if not isinstance(files, dict) or not files:
-        return f"its {_MARKER} lists no file sizes (written by an older iglens_viz)"
+        return f"its {MARKER} lists no file sizes (written by an older iglens_viz)"
     names = set(files)
     if not (
         "config.json" in names
         and "tokenizer_config.json" in names
         and any(n.endswith(".safetensors") for n in names)
     ):
-        return f"its {_MARKER} does not list config.json, the weights and the tokenizer"
+        return f"its {MARKER} does not list config.json, the weights and the tokenizer"
     try:
         if marker.get("source_bytes") != gguf_path.stat().st_size:
             return f"it was converted from another version of {gguf_path.name}"
@@ -136,12 +134,12 @@ def _cache_problem(
     for name, record in sorted(files.items()):
         if (
             Path(name).name != name
-            or name in _OWN_FILES
+            or name in OWN_FILES
             or not isinstance(record, dict)
             or not isinstance(record.get("bytes"), int)
             or not isinstance(record.get("sha256"), str)
         ):
-            return f"its {_MARKER} is malformed"
+            return f"its {MARKER} is malformed"
         try:
             size = (folder / name).stat().st_size
         except OSError:
@@ -183,7 +181,7 @@ def _is_abandoned(tmp: Path, now: float) -> bool:
     if now - newest > _STALE_TMP_S:
         return True
     try:
-        owner = json.loads((tmp / _OWNER).read_text())
+        owner = json.loads((tmp / OWNER).read_text())
     except FileNotFoundError:  # just made, or its writer was killed long ago
         return now - newest > _NO_OWNER_STALE_S
     except (OSError, ValueError):
@@ -194,7 +192,7 @@ def _is_abandoned(tmp: Path, now: float) -> bool:
         return False
 
 
-def _remove_stale_tmp(target: Path) -> list[Path]:
+def remove_stale_tmp(target: Path) -> list[Path]:
     """Remove abandoned ``.<name>.tmp-*`` folders beside ``target``; return those removed.
 
     The names are compared as plain strings (no glob), so brackets in paths mean nothing.

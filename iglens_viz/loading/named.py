@@ -268,14 +268,14 @@ def _load_named(
     if gguf_file is not None and not getattr(tokenizer, "chat_template", None):
         gguf_path = _named_gguf_path(name, local, gguf_file, kwargs)
         if gguf_path is not None:
-            _restore_chat_template(tokenizer, gguf_path)
+            restore_chat_template(tokenizer, gguf_path)
     return model, tokenizer
 
 
 # --------------------------------------------------------------------------- GGUF chat template
 
 
-def _restore_chat_template(tokenizer: Any, gguf_path: Path) -> None:
+def restore_chat_template(tokenizer: Any, gguf_path: Path) -> None:
     """Copy ``tokenizer.chat_template`` from the GGUF metadata when the tokenizer lost it.
 
     Transformers 4.x drops the template when it builds a tokenizer from a GGUF file. Without

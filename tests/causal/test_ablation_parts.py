@@ -22,6 +22,7 @@ from iglens_viz import InvalidRequestError, UnsupportedModelError
 from iglens_viz.adapters import adapter_for
 from iglens_viz.causal import ABLATION_PARTS, AblationPart, ablate
 from iglens_viz.causal import ablation as ablation_module
+from iglens_viz.core.hooks import projection_input
 from tests.support.tiny_models import FAMILY_NAMES, tiny_model
 from tests.support.tolerances import forward_tol, readout_size
 
@@ -371,11 +372,11 @@ def test_head_hook_finds_a_keyword_input():
     """The output projection may be called with its input as a keyword (``input`` / ``x``)."""
     x, new = torch.zeros(1, 2, 4), torch.ones(1, 2, 4)
     for key in ("input", "x", "hidden_states"):
-        got, put = ablation_module._projection_input((), {key: x, "other": 1})
+        got, put = projection_input((), {key: x, "other": 1})
         assert got is x
         args, kwargs = put(new)
         assert args == () and kwargs[key] is new and kwargs["other"] == 1
-    got, put = ablation_module._projection_input((x, 5), {})
+    got, put = projection_input((x, 5), {})
     assert got is x and put(new) == ((new, 5), {})
     with pytest.raises(TypeError, match="output projection"):
-        ablation_module._projection_input((), {"y": x})
+        projection_input((), {"y": x})

@@ -24,7 +24,7 @@ from iglens_viz.causal import (
     spearman,
     validate_onset,
 )
-from iglens_viz.causal.ablation import _replace_first
+from iglens_viz.core.hooks import replace_block_output
 from iglens_viz.core.trajectory import against_segments
 from tests.support.tolerances import forward_tol, readout_size, readout_tol, sum_tol
 
@@ -265,13 +265,13 @@ def test_bad_arguments(llama):
 
 def test_replace_first_keeps_the_return_structure():
     old, new, extra = torch.zeros(1, 2, 3), torch.ones(1, 2, 3), torch.full((2,), 5.0)
-    assert _replace_first(old, new) is new
-    out = _replace_first((old, extra), new)
+    assert replace_block_output(old, new) is new
+    out = replace_block_output((old, extra), new)
     assert isinstance(out, tuple) and out[0] is new and out[1] is extra
-    out = _replace_first([old, extra], new)
+    out = replace_block_output([old, extra], new)
     assert isinstance(out, list) and out[0] is new and out[1] is extra
     with pytest.raises(TypeError):
-        _replace_first({"hidden_states": old}, new)
+        replace_block_output({"hidden_states": old}, new)
 
 
 def test_tuple_returning_blocks_are_ablated_too(llama):

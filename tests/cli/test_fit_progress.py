@@ -52,12 +52,12 @@ def test_a_first_lens_fit_prints_every_phase_with_the_time_left(
 
     argv = ["--model", tiny_model_dir, "--lens", "tuned", "--no-chat", PROMPT]
     monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "cache"))
-    commands._fit_printer.cache_clear()
-    commands._fit_printer().every = 0  # every report (a log gets one line per 10 s)
+    commands.fit_printer.cache_clear()
+    commands.fit_printer().every = 0  # every report (a log gets one line per 10 s)
     try:
         assert commands.main(argv) == 0
     finally:
-        commands._fit_printer.cache_clear()
+        commands.fit_printer.cache_clear()
     err = capsys.readouterr().err.splitlines()
     fit_lines = [line for line in err if line.startswith("iglens: the tuned lens: ")]
     for phase in ("sampling its fit corpus", "reading the corpus's states", "fitting"):

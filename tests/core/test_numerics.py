@@ -15,7 +15,7 @@ import torch
 import iglens_viz
 from iglens_viz import IGLens, ModelOutputError, ReadoutMismatchError
 from iglens_viz.adapters import adapter_for
-from iglens_viz.causal.ablation import _target_probs
+from iglens_viz.causal.ablation import target_probs
 from iglens_viz.core import estimators
 from iglens_viz.core.capture import capture_states, checked_positions
 from iglens_viz.core.readout import Readout
@@ -40,7 +40,7 @@ def test_ablation_target_probs_are_accurate_for_every_token(dtype):
     exact = torch.log_softmax(logits.double(), -1)[0]  # of the same (rounded) logits
     tol = softmax_tol(torch.float32, logits.shape[-1], float(logits.abs().max()))
     for target in (exact.argmax(-1), exact.argmin(-1), torch.arange(exact.shape[0]) * 7):
-        got = _target_probs(logits, target)[0].double()
+        got = target_probs(logits, target)[0].double()
         want = exact.gather(-1, target[:, None])[:, 0]
         # |Δ log p| <= softmax_tol; log of the float64 result recovers log p.
         np.testing.assert_allclose(got.log().numpy(), want.numpy(), rtol=0, atol=tol)

@@ -312,8 +312,9 @@ def test_one_version_source():
     import tomllib
 
     import iglens_viz
-    from iglens_viz._version import __version__
 
+    source = (PACKAGE / "_version.py").read_text(encoding="utf-8")
+    (__version__,) = re.findall(r'^__version__ = "([^"]+)"$', source, flags=re.M)
     root = PACKAGE.parent
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     assert "version" not in project["project"]

@@ -103,8 +103,8 @@ def test_filtered_topk_equals_the_tile_by_tile_merge(monkeypatch):
     readout = _readout()
     z = _features(readout, rows=200)
     filtered = readout.scan(z, 7, max_rows=50, max_columns=256)
-    real = readout_module._fold_top
-    monkeypatch.setattr(readout_module, "_fold_top", lambda *args: real(*args[:-1], False))
+    real = readout_module.fold_top
+    monkeypatch.setattr(readout_module, "fold_top", lambda *args: real(*args[:-1], False))
     merged = readout.scan(z, 7, max_rows=50, max_columns=256)
     assert torch.equal(filtered.top_values, merged.top_values)
     assert torch.equal(filtered.top_ids, merged.top_ids)
@@ -147,7 +147,7 @@ def test_tile_plan_stays_within_its_bounds_and_one_cache_sized_tile():
             rows, cols = tile_plan(n, vocab, width, dtype)
             itemsize = torch.finfo(dtype).bits // 8
             assert 1 <= rows <= n and 1 <= cols <= vocab
-            assert rows * cols * itemsize <= readout_module._MAX_TILE_BYTES
+            assert rows * cols * itemsize <= readout_module.MAX_TILE_BYTES
             rows, cols = tile_plan(n, vocab, width, dtype, max_rows=3, max_columns=5)
             assert rows <= 3 and cols <= 5
     # other devices: the memory plan's bounds are the tile
@@ -162,7 +162,7 @@ def test_cache_sizes_fall_back_when_the_machine_does_not_say(monkeypatch):
     monkeypatch.setattr(readout_module.os, "sysconf", lambda name: -1)
     cache_sizes.cache_clear()
     try:
-        assert cache_sizes() == (readout_module._FALLBACK_L2, readout_module._FALLBACK_L3)
+        assert cache_sizes() == (readout_module.FALLBACK_L2, readout_module.FALLBACK_L3)
     finally:
         cache_sizes.cache_clear()
     l2, l3 = cache_sizes()

@@ -98,9 +98,9 @@ def test_a_zeroed_mib_inside_a_cached_lens_is_found(tmp_path, keep_times):
     assert path.stat().st_size >= start + MIB
     _zero(path, start, MIB, keep_times=keep_times)
     # the file still parses as a lens, only with zeros where numbers were
-    from iglens_viz.lenses.io import _read_own
+    from iglens_viz.lenses.io import read_own
 
-    damaged = _read_own(path)
+    damaged = read_own(path)
     assert not torch.equal(damaged.matrices[0], lens.matrices[0])
     with pytest.warns(RuntimeWarning) as caught:
         assert cached_lens(path) is None  # not used

@@ -410,9 +410,9 @@ def test_a_fit_stops_where_its_progress_callback_raises(llama, tokenizer):
 
 
 def test_the_default_fit_keys_are_unchanged():
-    from iglens_viz.lenses.fit import _fit_key, _options
+    from iglens_viz.lenses.fit import fit_key, fit_options
 
-    key = _fit_key("tuned", _options("tuned", {}), "openings-v1:64:128")
+    key = fit_key("tuned", fit_options("tuned", {}), "openings-v1:64:128")
     assert key == {
         "kind": "tuned",
         "corpus": "openings-v1:64:128",

@@ -89,7 +89,7 @@ def test_a_shipped_corpus_that_does_not_fit_is_not_used(tiny, shipped_for_tiny, 
     elif damage == "version":
         record["corpus_version"] = "openings-v0"
     path.write_text(json.dumps(record))
-    shipped._read.cache_clear()
+    shipped.read_shipped.cache_clear()
     fingerprint = model_fingerprint(model)
     if damage == "tokenizer":  # openings tokenized otherwise: not this model's corpus
 
@@ -108,7 +108,7 @@ def test_the_package_ships_both_splits_with_their_checksums():
     assert record["new_tokens"] == corpus_module.NEW_TOKENS
     assert set(record["splits"]) == {"fit", "eval"}
     for split, openings in (("fit", FIT_OPENINGS), ("eval", EVAL_OPENINGS)):
-        texts = shipped._decode(record["splits"][split])
+        texts = shipped.decode_split(record["splits"][split])
         assert texts is not None and len(texts) == len(openings)
         assert corpus_digest(texts) == record["splits"][split]["sha256"]
         assert all(0 < t.numel() <= 64 + 16 for t in texts)

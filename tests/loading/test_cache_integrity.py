@@ -1,7 +1,7 @@
 """The converted default model's cache: damage of any kind is found on load, a full disk and a
 killed conversion are reported or tidied, a broken chat template is named.
 
-Most tests run the real conversion path (``_convert_into``: transformers reads a GGUF file,
+Most tests run the real conversion path (``convert_into``: transformers reads a GGUF file,
 ``save_pretrained`` writes the folder) on a tiny 30-block GGUF file written here, so the files
 damaged are the ones a real conversion writes. ``real_model`` tests copy the real converted
 cache into a temporary folder first: the shared cache is never changed.
@@ -51,13 +51,13 @@ def gguf_default(monkeypatch, tmp_path):
     monkeypatch.setenv("IGLENS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(default_model, "default_gguf_path", lambda: gguf_path)
     conversions = []
-    real = default_model._convert_into
+    real = default_model.convert_into
 
     def counted(tmp: Path, source: Path) -> None:
         conversions.append(source)
         real(tmp, source)
 
-    monkeypatch.setattr(default_model, "_convert_into", counted)
+    monkeypatch.setattr(default_model, "convert_into", counted)
     return conversions, tmp_path / "cache" / "models" / gguf_path.stem, reference
 
 
@@ -131,7 +131,7 @@ def test_same_size_damage_is_found_on_load_and_converted_again(gguf_default, cap
     torch.testing.assert_close(_logits(model), expected)  # the right numbers again
     assert model.config.rms_norm_eps == eps
     assert tokenizer.chat_template == _TEMPLATE
-    assert cache._cache_problem(folder, conversions[0], checksums="all") is None
+    assert cache.cache_problem(folder, conversions[0], checksums="all") is None
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left aside
 
 
@@ -185,7 +185,7 @@ def test_unchanged_files_are_not_hashed_again(fake_default, monkeypatch, tmp_pat
     shutil.copytree(tmp_path / "cache", moved)
     monkeypatch.setenv("IGLENS_CACHE", str(moved))
     load_model()
-    listed = sorted(json.loads((folder / cache._MARKER).read_text())["files"])
+    listed = sorted(json.loads((folder / cache.MARKER).read_text())["files"])
     assert sorted(hashed) == listed  # each file once, then trusted
     hashed.clear()
     load_model()
@@ -217,7 +217,7 @@ def test_damage_found_even_when_the_time_stamps_are_put_back(fake_default):
 def test_cache_that_cannot_record_its_checks_still_verifies(fake_default, monkeypatch):
     calls, folder = fake_default
     load_model()
-    (folder / cache._VERIFIED).unlink()
+    (folder / cache.VERIFIED_RECORD).unlink()
 
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
@@ -235,7 +235,7 @@ def test_cache_that_cannot_record_its_checks_still_verifies(fake_default, monkey
 def test_damaged_record_of_checks_means_hash_again(fake_default, monkeypatch):
     calls, folder = fake_default
     load_model()
-    (folder / cache._VERIFIED).write_text("{garbage")
+    (folder / cache.VERIFIED_RECORD).write_text("{garbage")
     hashed = _count_hashing(monkeypatch)
     load_model()
     assert "model.safetensors" in hashed and len(calls) == 1
@@ -278,7 +278,7 @@ def test_full_disk_from_python_writer_says_disk_full(fake_default, monkeypatch):
         (tmp / "config.json").write_text("{}")
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "tokenizer.json"))
 
-    monkeypatch.setattr(default_model, "_convert_into", no_space)
+    monkeypatch.setattr(default_model, "convert_into", no_space)
     with pytest.raises(ModelLoadError, match="The disk is full") as info:
         load_model()
     assert str(folder.parent) in str(info.value) and "reinstall" not in str(info.value)
@@ -318,8 +318,8 @@ _KILL_WHILE_HASHING = textwrap.dedent("""
     def killed(path):
         os.kill(os.getpid(), signal.SIGKILL)     # no finally, no cleanup: as kill -9
 
-    default_model._convert_into = convert
-    cache._sha256 = killed
+    default_model.convert_into = convert
+    cache.sha256_file = killed
     load_model()
 """)
 
@@ -338,7 +338,7 @@ def test_conversion_killed_while_recording_leaves_nothing_behind(fake_default, t
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     left = list(folder.parent.iterdir())
     assert len(left) == 1 and left[0].name.startswith(f".{folder.name}.tmp-")
-    owner = json.loads((left[0] / cache._OWNER).read_text())  # still says who wrote it
+    owner = json.loads((left[0] / cache.OWNER).read_text())  # still says who wrote it
     assert owner["host"] == socket.gethostname()
     model, _ = load_model()  # the writer is dead: removed
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]
@@ -351,7 +351,7 @@ def _leftover(folder: Path, suffix: str, age_s: float, marker: bool = True) -> P
     tmp.mkdir(parents=True)
     (tmp / "model.safetensors").write_bytes(b"x" * 100)
     if marker:
-        (tmp / cache._MARKER).write_text("{}")
+        (tmp / cache.MARKER).write_text("{}")
     old = time.time() - age_s
     for p in [*tmp.iterdir(), tmp]:
         os.utime(p, (old, old))
@@ -372,8 +372,8 @@ def test_finished_conversion_leaves_no_owner_file(fake_default):
     calls, folder = fake_default
     load_model()
     names = {p.name for p in folder.iterdir()}
-    assert cache._OWNER not in names and cache._MARKER in names
-    assert cache._VERIFIED not in json.loads((folder / cache._MARKER).read_text())["files"]
+    assert cache.OWNER not in names and cache.MARKER in names
+    assert cache.VERIFIED_RECORD not in json.loads((folder / cache.MARKER).read_text())["files"]
 
 
 # --------------------------------------------------------------------------- chat templates
@@ -430,7 +430,7 @@ def test_real_cache_with_zeroed_weights_is_found(real_cache_copy, monkeypatch):
     folder = real_cache_copy
     weights = folder / "model.safetensors"
     _overwrite(weights, weights.stat().st_size // 2, bytes(8 << 20))  # 8 MiB of zeros
-    problem = cache._cache_problem(folder, loading.default_gguf_path())  # the load's check
+    problem = cache.cache_problem(folder, loading.default_gguf_path())  # the load's check
     assert (
         problem == "model.safetensors does not match the sha256 checksum recorded when "
         "it was written"
@@ -443,8 +443,8 @@ def test_real_cache_with_zeroed_weights_is_found(real_cache_copy, monkeypatch):
 def test_real_cache_copy_is_hashed_once_then_trusted(real_cache_copy, monkeypatch):
     folder = real_cache_copy
     hashed = _count_hashing(monkeypatch)
-    assert cache._cache_problem(folder, loading.default_gguf_path()) is None
+    assert cache.cache_problem(folder, loading.default_gguf_path()) is None
     assert "model.safetensors" in hashed  # a copy: new inodes, checked
     hashed.clear()
-    assert cache._cache_problem(folder, loading.default_gguf_path()) is None
+    assert cache.cache_problem(folder, loading.default_gguf_path()) is None
     assert hashed == []

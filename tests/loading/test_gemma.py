@@ -24,7 +24,7 @@ import torch
 from iglens_viz import IGLens
 from iglens_viz.errors import ModelLoadError
 from iglens_viz.loading import default_model, gemma, load_model
-from iglens_viz.loading.cache import _cache_problem
+from iglens_viz.loading.cache import cache_problem
 from tests.support.tolerances import readout_size, readout_tol, sum_tol
 
 PROMPT = "The capital of France is"
@@ -93,7 +93,7 @@ def fake_gemma(monkeypatch, tmp_path):
         tiny_model("gemma3_text", num_hidden_layers=18).save_pretrained(tmp)
         tiny_tokenizer().save_pretrained(tmp)
 
-    monkeypatch.setattr(default_model, "_convert_into", fake_convert)
+    monkeypatch.setattr(default_model, "convert_into", fake_convert)
     package = importlib.import_module(gemma.GEMMA_PACKAGE)
     assert Path(package.__file__).is_relative_to(site)
     yield package, conversions
@@ -116,7 +116,7 @@ def test_joins_converts_once_and_loads_from_the_cache(fake_gemma, tmp_path):
     assert model.config.name_or_path == "gemma-3-270m" and not model.training
     assert conversions == [joined] and joined.is_file()
     assert len(package.CALLS) == 1 and Path(package.CALLS[0]).parent.parent == joined.parent
-    assert _cache_problem(folder, joined, checksums="all") is None  # stamped
+    assert cache_problem(folder, joined, checksums="all") is None  # stamped
     assert not (tmp_path / "home").exists()  # the package's default folder is not written
     assert [p.name for p in joined.parent.iterdir()] == [joined.name]  # no temporary left
 
@@ -135,7 +135,7 @@ def test_joins_converts_once_and_loads_from_the_cache(fake_gemma, tmp_path):
     weights.write_bytes(bytes(data))
     load_model("gemma-3-270m")  # found by its checksum, joined and converted again
     assert len(conversions) == 2 and len(package.CALLS) == 2
-    assert _cache_problem(folder, joined, checksums="all") is None
+    assert cache_problem(folder, joined, checksums="all") is None
 
 
 def test_a_damaged_joined_file_is_joined_again(fake_gemma):
@@ -176,7 +176,7 @@ def gguf_path():
     """The joined GGUF file of the installed package (the real one), joined if needed."""
     pytest.importorskip(gemma.GEMMA_PACKAGE, reason=f"needs the gemma extra: {_EXTRA_PIP}")
     path = gemma.gemma_gguf_path()
-    gemma._assemble(path)
+    gemma.assemble_file(path)
     return path
 
 
@@ -331,13 +331,13 @@ def test_readout_self_check_and_decomposition(gemma_model):
 def test_second_load_is_the_cached_folder_unchanged(gemma_model, gguf_path, monkeypatch):
     model, _ = gemma_model
     folder = gemma.gemma_model_dir()
-    assert _cache_problem(folder, gguf_path, checksums="all") is None  # the stamps match
+    assert cache_problem(folder, gguf_path, checksums="all") is None  # the stamps match
 
     def no_conversion(*args, **kwargs):
         raise AssertionError("a cached, intact folder was converted again")
 
-    monkeypatch.setattr(default_model, "_convert_or_explain", no_conversion)
-    monkeypatch.setattr(default_model, "_convert_default", no_conversion)
+    monkeypatch.setattr(default_model, "convert_or_explain", no_conversion)
+    monkeypatch.setattr(default_model, "convert_default", no_conversion)
     again, _ = load_model("gemma-3-270m")
     first, second = model.state_dict(), again.state_dict()
     assert first.keys() == second.keys()

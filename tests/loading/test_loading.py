@@ -179,7 +179,7 @@ def test_cuda_without_cuda_is_clear(tiny_folder):
     ],
 )
 def test_dtype_names(name, expected):
-    assert arguments._resolve_dtype(name) == expected
+    assert arguments.resolve_dtype(name) == expected
 
 
 # --------------------------------------------------------------------------- loading a local folder
@@ -259,7 +259,7 @@ def test_interrupted_conversion_leaves_no_folder(fake_default, monkeypatch):
         (tmp / "config.json").write_text("{}")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(default_model, "_convert_into", broken_convert)
+    monkeypatch.setattr(default_model, "convert_into", broken_convert)
     with pytest.raises(KeyboardInterrupt):
         load_model()
     assert not folder.exists()
@@ -280,7 +280,7 @@ def test_default_with_wrong_shape_is_rejected(fake_default, monkeypatch):
     def convert_small(tmp: Path, source: Path) -> None:
         save_tiny(tmp, n_layers=2)
 
-    monkeypatch.setattr(default_model, "_convert_into", convert_small)
+    monkeypatch.setattr(default_model, "convert_into", convert_small)
     with pytest.raises(ModelLoadError, match="Delete that folder"):
         load_model()
 
@@ -296,7 +296,7 @@ def test_chat_template_restored_from_gguf_metadata(tmp_path):
     writer.close()
     tokenizer = nine_word_tokenizer()
     assert not tokenizer.chat_template
-    named._restore_chat_template(tokenizer, path)
+    named.restore_chat_template(tokenizer, path)
     assert tokenizer.chat_template == "{{ messages[0]['content'] }}!"
 
 
@@ -443,19 +443,19 @@ def test_name_too_long_for_the_file_system_is_clear(name, offline):
 
 
 def _marker(folder: Path) -> dict:
-    return json.loads((folder / cache._MARKER).read_text())
+    return json.loads((folder / cache.MARKER).read_text())
 
 
 def test_marker_records_size_and_sha256_of_every_file(fake_default):
     calls, folder = fake_default
     load_model()
     files = _marker(folder)["files"]
-    on_disk = sorted(p.name for p in folder.iterdir() if p.name not in cache._OWN_FILES)
+    on_disk = sorted(p.name for p in folder.iterdir() if p.name not in cache.OWN_FILES)
     assert sorted(files) == on_disk and "model.safetensors" in on_disk
     for name, record in files.items():
         data = (folder / name).read_bytes()
         assert record == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    assert not (folder / cache._OWNER).exists()
+    assert not (folder / cache.OWNER).exists()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
@@ -491,7 +491,7 @@ def test_damaged_cache_file_is_converted_again(fake_default, capsys, name, damag
     assert len(calls) == 2
     assert "converting it again" in err and name in err and str(folder) in err
     assert model.config.num_hidden_layers == 30 and tokenizer.chat_template
-    assert cache._cache_problem(folder, calls[0], checksums="all") is None
+    assert cache.cache_problem(folder, calls[0], checksums="all") is None
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # nothing left aside
 
 
@@ -520,7 +520,7 @@ def test_intact_cache_that_fails_to_load_is_not_converted_again(fake_default):
 def test_marker_without_sizes_is_converted_again(fake_default, capsys):
     calls, folder = fake_default
     load_model()
-    (folder / cache._MARKER).write_text(json.dumps({"source": "old", "source_bytes": 15}))
+    (folder / cache.MARKER).write_text(json.dumps({"source": "old", "source_bytes": 15}))
     capsys.readouterr()
     load_model()
     assert len(calls) == 2 and "older iglens_viz" in capsys.readouterr().err
@@ -557,7 +557,7 @@ def test_default_model_dir_is_the_folder_used(fake_default, monkeypatch, tmp_pat
     elsewhere = tmp_path / "elsewhere" / "smol"
     monkeypatch.setattr(default_model, "default_model_dir", lambda: elsewhere)
     load_model()
-    assert (elsewhere / cache._MARKER).is_file() and not folder.exists()
+    assert (elsewhere / cache.MARKER).is_file() and not folder.exists()
 
 
 def _dead_pid() -> int:
@@ -571,7 +571,7 @@ def _make_tmp(folder: Path, suffix: str, owner: dict | None = None, age_s: float
     tmp.mkdir(parents=True)
     (tmp / "model.safetensors").write_bytes(b"x" * 100)
     if owner is not None:
-        (tmp / cache._OWNER).write_text(json.dumps(owner))
+        (tmp / cache.OWNER).write_text(json.dumps(owner))
     if age_s:
         old = time.time() - age_s
         for p in [*tmp.iterdir(), tmp]:
@@ -608,15 +608,15 @@ def test_abandoned_temporary_folders_are_removed(
 def test_conversion_in_progress_elsewhere_is_left_alone(fake_default, monkeypatch):
     calls, folder = fake_default
     seen = []
-    real = default_model._convert_into
+    real = default_model.convert_into
 
     def convert_and_look(tmp: Path, source: Path) -> None:
-        owner = json.loads((tmp / cache._OWNER).read_text())
+        owner = json.loads((tmp / cache.OWNER).read_text())
         seen.append(owner)
-        assert cache._remove_stale_tmp(folder) == []  # our own folder is not abandoned
+        assert cache.remove_stale_tmp(folder) == []  # our own folder is not abandoned
         real(tmp, source)
 
-    monkeypatch.setattr(default_model, "_convert_into", convert_and_look)
+    monkeypatch.setattr(default_model, "convert_into", convert_and_look)
     load_model()
     assert seen == [{"pid": os.getpid(), "host": socket.gethostname()}]
 
@@ -682,7 +682,7 @@ def test_full_disk_during_conversion_is_clear(fake_default, monkeypatch):
         (tmp / "config.json").write_text("{}")
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp / "model.safetensors"))
 
-    monkeypatch.setattr(default_model, "_convert_into", no_space)
+    monkeypatch.setattr(default_model, "convert_into", no_space)
     with pytest.raises(ModelLoadError, match="No space left on device") as info:
         load_model()
     assert "IGLENS_CACHE" in str(info.value)
@@ -693,7 +693,7 @@ def test_unreadable_gguf_is_clear(fake_default, monkeypatch):
     def bad_file(tmp: Path, source: Path) -> None:
         raise ValueError(f"{source} does not start with the GGUF magic bytes")
 
-    monkeypatch.setattr(default_model, "_convert_into", bad_file)
+    monkeypatch.setattr(default_model, "convert_into", bad_file)
     with pytest.raises(ModelLoadError, match="magic bytes") as info:
         load_model()
     assert "pip install --force-reinstall" in str(info.value)
@@ -753,7 +753,7 @@ def test_second_load_uses_cache_folder(smollm2, monkeypatch):
     def no_conversion(*args, **kwargs):
         raise AssertionError("the cached folder should have been used")
 
-    monkeypatch.setattr(default_model, "_convert_default", no_conversion)
+    monkeypatch.setattr(default_model, "convert_default", no_conversion)
     model, tokenizer = load_model(dtype="bfloat16")
     assert model.dtype == torch.bfloat16 and model.config.num_hidden_layers == 30
     assert tokenizer.chat_template

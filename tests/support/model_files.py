@@ -152,7 +152,7 @@ def fake_default_model(monkeypatch, tmp_path):
         tokenizer = nine_word_tokenizer()
         tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
         small_llama(n_layers=30).save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)  # the marker is written by _convert_default
+        tokenizer.save_pretrained(tmp)  # the marker is written by convert_default
 
-    monkeypatch.setattr(default_model, "_convert_into", fake_convert)
+    monkeypatch.setattr(default_model, "convert_into", fake_convert)
     return calls, tmp_path / "cache" / "models" / gguf_path.stem
