@@ -97,28 +97,28 @@ class PairStudy:
 
     def scores(self, seed: int = 0) -> DataFrame:
         """Per (pair, method): the named block and its hits, ρ and restore value; see
-        :func:`iglens_viz.studies.pair_scoring.pair_scores`."""
+        :func:`iglens_study.pair_scoring.pair_scores`."""
         from .pair_scoring import pair_scores
 
         return pair_scores(self.table, seed=seed)
 
     def summary(self, n_boot: int = 2000, seed: int = 0) -> PairSummary:
         """Every method's figures with cluster-bootstrap intervals and paired differences;
-        see :func:`iglens_viz.studies.pair_scoring.pair_summary`."""
+        see :func:`iglens_study.pair_scoring.pair_summary`."""
         from .pair_scoring import pair_summary
 
         return pair_summary(self.table, n_boot=n_boot, seed=seed)
 
     def hypotheses(self, n_boot: int = 2000, seed: int = 0) -> DataFrame:
         """H1–H4 of ``docs/study.md``, each answered by its pre-registered rule; see
-        :func:`iglens_viz.studies.pair_scoring.hypotheses`."""
+        :func:`iglens_study.pair_scoring.hypotheses`."""
         from .pair_scoring import hypotheses
 
         return hypotheses(self.table, n_boot=n_boot, seed=seed)
 
     def report(self, folder: str | os.PathLike[str], n_boot: int = 2000, seed: int = 0) -> Path:
         """Write ``report.md``, ``summary.csv``, ``hypotheses.csv`` and the figures into
-        ``folder``; see :func:`iglens_viz.studies.pair_report.write_pair_report`."""
+        ``folder``; see :func:`iglens_study.pair_report.write_pair_report`."""
         from .pair_report import write_pair_report
 
         return write_pair_report(self.table, folder, self.metadata, n_boot=n_boot, seed=seed)
@@ -351,10 +351,10 @@ def pair_study(
     model, tokenizer:
         A supported causal LM and its tokenizer.
     pairs:
-        ``"capital-pairs"`` (built for this model: :func:`~iglens_viz.studies.pairs.
+        ``"capital-pairs"`` (built for this model: :func:`~iglens_study.pairs.
         capital_pairs` with the pre-registered settings and ``seed``), a JSONL file
-        (:func:`~iglens_viz.studies.pairs.load_pairs`), or a list of
-        :class:`~iglens_viz.studies.pairs.Pair`.
+        (:func:`~iglens_study.pairs.load_pairs`), or a list of
+        :class:`~iglens_study.pairs.Pair`.
     lenses:
         The lenses of the ``ig_<lens>`` columns: ``"logit"``, ``"shortcut"``, ``"tuned"``,
         ``"jacobian"`` (fitted on first use and cached), a lens file, or a

@@ -9,7 +9,7 @@ reference, block-update patching's total effect (recomputed and checked against 
 Per pair and method: the strict top-1 hit and Spearman ρ against the reference; paired
 differences with cluster-bootstrap intervals over clean countries.
 
-    python -m iglens_viz.studies.gate_study docs/study-pairs-default/table.parquet \\
+    python -m iglens_study.gate_study docs/study-pairs-default/table.parquet \\
         --out docs/study-gates-default
 """
 
@@ -250,9 +250,9 @@ def write_summary(folder: Path, checks: dict[str, Any] | None = None) -> dict[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m iglens_viz.studies.gate_study TABLE --out DIR [--model NAME]`` runs the
+    """``python -m iglens_study.gate_study TABLE --out DIR [--model NAME]`` runs the
     study; ``--summarise DIR`` recomputes a run's summary from its table."""
-    parser = argparse.ArgumentParser(prog="python -m iglens_viz.studies.gate_study")
+    parser = argparse.ArgumentParser(prog="python -m iglens_study.gate_study")
     parser.add_argument("table", nargs="?", help="a counterfactual study's table.parquet")
     parser.add_argument("--out", help="folder for table.csv.gz, summary.csv, results.json")
     parser.add_argument("--summarise", metavar="DIR", help="summarise DIR/table.csv.gz again")

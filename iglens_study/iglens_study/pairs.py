@@ -3,7 +3,7 @@
 A pair is two prompts of the same template and token length that differ in their subject
 ("The capital of France is" / "The capital of Italy is"), the clean prompt's answer (the
 *target*, " Paris") and the corrupt prompt's (the *contrast*, " Rome"). The study patches
-between them (see :mod:`iglens_viz.studies.counterfactual` and ``docs/study.md``, section
+between them (see :mod:`iglens_study.counterfactual` and ``docs/study.md``, section
 "Counterfactual mode: pre-registered hypotheses", which defines both sets).
 
 * :func:`capital_pairs` — the built-in ``capital-pairs`` set, made per model from the
@@ -13,7 +13,7 @@ between them (see :mod:`iglens_viz.studies.counterfactual` and ``docs/study.md``
   "contrast"}`` object per line, optional ``"cluster"``.
 
 Target and contrast are the first tokens of the answers (the study's target rule,
-:func:`iglens_viz.studies.run._answer_id`): an answer of several tokens is fine, its first
+:func:`iglens_study.run._answer_id`): an answer of several tokens is fine, its first
 token is taken.
 """
 

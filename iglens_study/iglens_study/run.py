@@ -107,14 +107,14 @@ class Study:
 
     def scores(self, seed: int = 0) -> DataFrame:
         """Per (mode, prompt, position, method) metrics; see
-        :func:`iglens_viz.studies.scoring.score`."""
+        :func:`iglens_study.scoring.score`."""
         from .scoring import score
 
         return score(self.table, seed=seed)
 
     def summary(self, n_boot: int = 1000, seed: int = 0) -> DataFrame:
         """One row per (mode, method, token class) with bootstrap intervals over prompts;
-        see :func:`iglens_viz.studies.scoring.summarize`."""
+        see :func:`iglens_study.scoring.summarize`."""
         from .scoring import summarize
 
         return summarize(self.scores(seed), n_boot=n_boot, seed=seed)
@@ -122,7 +122,7 @@ class Study:
     def differences(self, n_boot: int = 1000, seed: int = 0) -> DataFrame:
         """IG-Lens's onset against every other method on the same tokens: paired differences
         with bootstrap intervals over clusters; see
-        :func:`iglens_viz.studies.scoring.paired_differences`."""
+        :func:`iglens_study.scoring.paired_differences`."""
         from .scoring import paired_differences
 
         return paired_differences(self.scores(seed), n_boot=n_boot, seed=seed)
@@ -134,7 +134,7 @@ class Study:
         differences: DataFrame | None = None,
     ) -> Path:
         """Write ``report.md`` with tables and seaborn figures into ``folder``; see
-        :func:`iglens_viz.studies.report.write_report`. Returns its path."""
+        :func:`iglens_study.report.write_report`. Returns its path."""
         from .report import write_report
 
         return write_report(self, folder, summary, differences)
@@ -561,7 +561,7 @@ def study(
     prompts:
         A built-in set name (``"capitals"``, ``"shipped"``, ``"default"``), a ``.txt`` /
         ``.jsonl`` file, or a list of strings / ``{"prompt", "target"}`` dicts (see
-        :mod:`iglens_viz.studies.prompts`).
+        :mod:`iglens_study.prompts`).
     modes:
         Ablation modes among :data:`STUDY_MODES`.
     reference:
