@@ -97,8 +97,8 @@ export const LENS_LABELS = {
  * @property {string} name
  * @property {"array"|"str"|"int"|"float"|"list"|"dict"|"object"} kind
  * @property {"float32"|"int32"} [dtype] an array's dtype as sent
- * @property {string[]} [shape] an array's shape: T positions, k segments, K top tokens, m steps,
- *   A answer tokens, n blocks, C components, P positions (`k+1`: one more than k)
+ * @property {string[]} [shape] an array's shape (a list's length): T positions, k segments, K top
+ *   tokens, m steps, A answer tokens, n blocks, C components, P positions (`k+1`: one more than k)
  * @property {boolean} [nullable] the value may be null
  * @property {string} [schema] an object's table in PAYLOAD_SCHEMAS
  */
@@ -109,8 +109,8 @@ export const LENS_LABELS = {
 export const PAYLOAD_SCHEMAS = {
   result: [
     { name: "id", kind: "str" },
-    { name: "tokens", kind: "list" },
-    { name: "target_tokens", kind: "list" },
+    { name: "tokens", kind: "list", shape: ["T"] },
+    { name: "target_tokens", kind: "list", shape: ["T"] },
     { name: "input_ids", kind: "array", dtype: "int32", shape: ["T"] },
     { name: "target_ids", kind: "array", dtype: "int32", shape: ["T"] },
     { name: "onset", kind: "array", dtype: "int32", shape: ["T"] },
@@ -121,9 +121,9 @@ export const PAYLOAD_SCHEMAS = {
     { name: "top_probs", kind: "array", dtype: "float32", shape: ["T", "k+1", "K"] },
     { name: "path_probs", kind: "array", dtype: "float32", shape: ["T", "k", "m+1"], nullable: true },
     { name: "token_text", kind: "dict" },
-    { name: "boundaries", kind: "list" },
+    { name: "boundaries", kind: "list", shape: ["k+1"] },
     { name: "onset_segment", kind: "array", dtype: "int32", shape: ["T"] },
-    { name: "segment_labels", kind: "list" },
+    { name: "segment_labels", kind: "list", shape: ["k"] },
     { name: "prompt_length", kind: "int" },
     { name: "answer_start", kind: "int" },
     { name: "target_name", kind: "str" },
@@ -137,7 +137,7 @@ export const PAYLOAD_SCHEMAS = {
     { name: "n_blocks", kind: "int" },
     { name: "request", kind: "dict" },
     { name: "controls", kind: "dict" },
-    { name: "contrast_tokens", kind: "list", nullable: true },
+    { name: "contrast_tokens", kind: "list", shape: ["T"], nullable: true },
     { name: "components", kind: "object", nullable: true, schema: "components" },
     { name: "lens_logprobs", kind: "array", dtype: "float32", shape: ["T", "k+1"], nullable: true },
     { name: "answer", kind: "object", nullable: true, schema: "ledger" },

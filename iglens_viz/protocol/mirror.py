@@ -1,5 +1,5 @@
 """Write ``js/protocol.js`` (the front end's copy of the constants Python declares) and the
-trait and command tables of ``docs/widget-protocol.md``.
+trait, command and ``result`` tables of ``docs/widget-protocol.md``.
 
 The page needs the state's defaults, the commands, their fields and limits, the lens kinds
 and their labels and the result payload's fields; each is declared once in Python and only
@@ -29,7 +29,7 @@ from typing import Any
 from ..core.coordinates import LENS_KINDS, LENS_LABELS
 from ..lenses.fit import FITTED_KINDS
 from . import commands, notes, state
-from .schema import SCHEMAS, PayloadField
+from .schema import RESULT_FIELDS, SCHEMAS, PayloadField
 
 __all__ = ["DOC", "OUT", "main", "render", "render_doc"]
 
@@ -168,8 +168,10 @@ def _lenses() -> str:
 
 def _field(f: PayloadField) -> str:
     entry: dict[str, Any] = {"name": f.name, "kind": f.kind}
-    if f.kind == "array":
-        entry.update(dtype=f.dtype, shape=list(f.shape))
+    if f.dtype:
+        entry["dtype"] = f.dtype
+    if f.shape:
+        entry["shape"] = list(f.shape)
     if f.nullable:
         entry["nullable"] = True
     if f.schema:
@@ -187,9 +189,9 @@ def _schemas() -> str:
         " * @property {string} name\n"
         ' * @property {"array"|"str"|"int"|"float"|"list"|"dict"|"object"} kind\n'
         ' * @property {"float32"|"int32"} [dtype] an array\'s dtype as sent\n'
-        " * @property {string[]} [shape] an array's shape: T positions, k segments, K top "
-        "tokens, m steps,\n *   A answer tokens, n blocks, C components, P positions "
-        "(`k+1`: one more than k)\n"
+        " * @property {string[]} [shape] an array's shape (a list's length): T positions, k "
+        "segments, K top\n *   tokens, m steps, A answer tokens, n blocks, C components, P "
+        "positions (`k+1`: one more than k)\n"
         " * @property {boolean} [nullable] the value may be null\n"
         " * @property {string} [schema] an object's table in PAYLOAD_SCHEMAS\n */\n"
         "/**\n * The payload tables (schema.SCHEMAS): `result` (the result trait) and the "
@@ -229,7 +231,19 @@ def _command_table() -> str:
     )
 
 
-TABLES = {"traits": _trait_table, "commands": _command_table}
+def _result_table() -> str:
+    def shape(f: PayloadField) -> str:
+        if f.kind == "array":
+            return "(" + ", ".join(f.shape) + ("," if len(f.shape) == 1 else "") + ")"
+        return f.shape[0] if f.shape else ""
+
+    head = "| key | payload | shape | meaning |\n|---|---|---|---|\n"
+    return head + "".join(
+        f"| `{f.name}` | {f.form} | {shape(f)} | {_md(f.doc)} |\n" for f in RESULT_FIELDS
+    )
+
+
+TABLES = {"traits": _trait_table, "commands": _command_table, "result": _result_table}
 """The doc's generated tables, by their marker's name."""
 
 

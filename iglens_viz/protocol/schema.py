@@ -43,56 +43,224 @@ class PayloadField:
     dtype: Literal["float32", "int32", ""] = ""
     """An array's dtype as sent (``array_to_payload``: floats as float32, ints as int32)."""
     shape: tuple[str, ...] = ()
-    """An array's shape in the module's symbols, one entry per axis."""
+    """An array's shape in the module's symbols, one entry per axis (a list's: its
+    length, when it has one)."""
     nullable: bool = False
     """The value may be null (the part is absent from this result)."""
     schema: str = ""
     """An ``object``'s table in :data:`SCHEMAS`."""
+    items: str = ""
+    """What a ``list`` holds (``"str"``, ``"number"``, ``"int"``) or a ``dict`` maps."""
+    doc: str = ""
+    """What the value means (the protocol doc's table shows it)."""
+
+    @property
+    def form(self) -> str:
+        """The payload's form in words: ``float32``, ``list[str] or null``, …"""
+        base = {"array": self.dtype, "object": "dict"}.get(self.kind, self.kind)
+        if self.items:
+            base += f"[{self.items}]"
+        return base + (" or null" if self.nullable else "")
 
 
 def _array(
-    name: str, dtype: Literal["float32", "int32"], *shape: str, nullable: bool = False
+    name: str,
+    dtype: Literal["float32", "int32"],
+    *shape: str,
+    nullable: bool = False,
+    doc: str = "",
 ) -> PayloadField:
-    return PayloadField(name, "array", dtype, tuple(shape), nullable)
+    return PayloadField(name, "array", dtype, tuple(shape), nullable, doc=doc)
+
+
+def _list(
+    name: str, items: str, *length: str, nullable: bool = False, doc: str = ""
+) -> PayloadField:
+    return PayloadField(name, "list", shape=tuple(length), nullable=nullable, items=items, doc=doc)
 
 
 RESULT_FIELDS: tuple[PayloadField, ...] = (
-    PayloadField("id", "str"),
-    PayloadField("tokens", "list"),
-    PayloadField("target_tokens", "list"),
-    _array("input_ids", "int32", "T"),
-    _array("target_ids", "int32", "T"),
-    _array("onset", "int32", "T"),
-    _array("contributions", "float32", "T", "k"),
-    _array("lens_probs", "float32", "T", "k+1"),
-    _array("delta_p", "float32", "T"),
-    _array("top_ids", "int32", "T", "k+1", "K"),
-    _array("top_probs", "float32", "T", "k+1", "K"),
-    _array("path_probs", "float32", "T", "k", "m+1", nullable=True),
-    PayloadField("token_text", "dict"),
-    PayloadField("boundaries", "list"),
-    _array("onset_segment", "int32", "T"),
-    PayloadField("segment_labels", "list"),
-    PayloadField("prompt_length", "int"),
-    PayloadField("answer_start", "int"),
-    PayloadField("target_name", "str"),
-    PayloadField("nonmonotone_threshold", "float"),
-    PayloadField("max_steps", "int"),
-    PayloadField("estimator", "str"),
-    PayloadField("steps", "int"),
-    PayloadField("lens", "str"),
-    PayloadField("model_name", "str"),
-    PayloadField("family", "str"),
-    PayloadField("n_blocks", "int"),
-    PayloadField("request", "dict"),
-    PayloadField("controls", "dict"),
-    PayloadField("contrast_tokens", "list", nullable=True),
-    PayloadField("components", "object", nullable=True, schema="components"),
-    _array("lens_logprobs", "float32", "T", "k+1", nullable=True),
-    PayloadField("answer", "object", nullable=True, schema="ledger"),
-    PayloadField("versus", "object", nullable=True, schema="ledger"),
-    PayloadField("comparison", "object", nullable=True, schema="comparison"),
-    PayloadField("template_positions", "list", nullable=True),
+    PayloadField(
+        "id",
+        "str",
+        doc="the result's identity on the page; every answer about it carries it as ``result_id``",
+    ),
+    _list(
+        "tokens",
+        "str",
+        "T",
+        doc="the input tokens (untrusted text: insert with ``textContent`` only)",
+    ),
+    _list("target_tokens", "str", "T", doc='each position\'s target token ("" where none)'),
+    _array("input_ids", "int32", "T", doc="the input token ids"),
+    _array("target_ids", "int32", "T", doc="each position's target id, -1 = none"),
+    _array(
+        "onset",
+        "int32",
+        "T",
+        doc="block number of the onset segment's end, ceil(``boundaries[j+1]``), -1 = none. "
+        "Under ``sublayer`` both halves of a block share it: use ``onset_segment`` to name "
+        "the segment",
+    ),
+    _array("contributions", "float32", "T", "k", doc="each segment's contribution to f"),
+    _array("lens_probs", "float32", "T", "k+1", doc="f read at every boundary"),
+    _array("delta_p", "float32", "T", doc="f's total change, f(h_n) − f(h̃_0)"),
+    _array("top_ids", "int32", "T", "k+1", "K", doc="the lens's top tokens at every boundary"),
+    _array("top_probs", "float32", "T", "k+1", "K", doc="their probabilities"),
+    _array(
+        "path_probs",
+        "float32",
+        "T",
+        "k",
+        "m+1",
+        nullable=True,
+        doc="f along each segment's interpolation path, when steps > 1 (else null)",
+    ),
+    PayloadField("token_text", "dict", items="str(id), str", doc="the text of every id used above"),
+    _list(
+        "boundaries",
+        "number",
+        "k+1",
+        doc="increasing depths from 0 to n: ints, and under the boundary spec "
+        '``"sublayer"`` also half depths, ``[0, 0.5, 1, 1.5, …, n]``. Depth L is h_L (after '
+        "block L); depth L − 0.5 is the stream after block L's attention and before its MLP. "
+        "The views place boundaries at these (float) depths",
+    ),
+    _array(
+        "onset_segment",
+        "int32",
+        "T",
+        doc="the onset segment's index j (0 … k−1), -1 = none. The JS reads the onset from "
+        "it; a payload without it (older) falls back to the segment that ends at block "
+        "``onset``",
+    ),
+    _list(
+        "segment_labels",
+        "str",
+        "k",
+        doc='``"12"`` for one block, ``"11–15"`` for several, ``"12.attn"`` (depth 11 → '
+        '11.5) and ``"12.mlp"`` (11.5 → 12) for the halves '
+        "(``iglens_viz.core.boundaries.segment_label``); every view names segments with them",
+    ),
+    PayloadField(
+        "prompt_length",
+        "int",
+        doc="input tokens ≥ prompt_length are the generated answer's (provenance)",
+    ),
+    PayloadField(
+        "answer_start",
+        "int",
+        doc="the first *position* whose target is a generated token (prompt_length − 1), T "
+        "without an answer: every view marks positions ≥ answer_start as the answer",
+    ),
+    PayloadField(
+        "target_name",
+        "str",
+        doc='what f is: ``"p(target)"`` or ``"p(target) − p(contrast)"``; every label of the '
+        "lens value uses it",
+    ),
+    PayloadField(
+        "nonmonotone_threshold",
+        "float",
+        doc="the fraction of the largest move a stretch must exceed to count as non-monotone "
+        "(``iglens_viz.core.trajectory.NONMONOTONE_THRESHOLD``: docs/method.md "
+        '"Non-monotone marks" says why); the views state it',
+    ),
+    PayloadField(
+        "max_steps",
+        "int",
+        doc="the most interpolation steps a request may ask for (``AttributionRequest``'s "
+        "limit): the steps box's maximum",
+    ),
+    PayloadField("estimator", "str", doc="provenance: the estimator"),
+    PayloadField("steps", "int", doc="provenance: the interpolation steps"),
+    PayloadField(
+        "lens",
+        "str",
+        doc='the lens the states were read through: ``"logit"`` (the raw logit lens) or a '
+        "fitted lens's name, its control and bidi characters already written as visible "
+        'escapes; a payload without it is read as ``"logit"``. The header\'s '
+        "``.iglens-meta``, the exported figures' title lines, the grid's title and tab, and "
+        'the detail charts (b) and (c) name it when it is not ``"logit"``',
+    ),
+    PayloadField(
+        "model_name",
+        "str",
+        doc="provenance: the display name (``IGLens(name=)``, else a local folder's last "
+        "part), its control and bidi characters already written as visible escapes",
+    ),
+    PayloadField("family", "str", doc="provenance: the model's family"),
+    PayloadField("n_blocks", "int", doc="provenance: n, the model's blocks"),
+    PayloadField("request", "dict", doc="the request as ``AttributionRequest.to_dict()``"),
+    PayloadField(
+        "controls",
+        "dict",
+        doc="``{target, contrast, boundaries, estimator, steps}`` as text: prefills the "
+        "controls (``AttributionRequest.controls()``); under a fitted lens it also holds "
+        "``lens`` (the kind, a saved lens's path, or a ``Lens`` object's name): the lens "
+        "select's value, sent back to keep it",
+    ),
+    _list(
+        "contrast_tokens",
+        "str",
+        "T",
+        nullable=True,
+        doc="the contrast's tokens, when a contrast is attributed",
+    ),
+    PayloadField(
+        "components",
+        "object",
+        nullable=True,
+        schema="components",
+        doc="the component split, when the attribution was run with ``components=True`` "
+        "(else null): see below",
+    ),
+    _array(
+        "lens_logprobs",
+        "float32",
+        "T",
+        "k+1",
+        nullable=True,
+        doc="log p(target) at every boundary, finite where ``lens_probs`` underflows; null "
+        "with a contrast. A span's log-probability ledger is the sum of its positions' row "
+        "differences",
+    ),
+    PayloadField(
+        "answer",
+        "object",
+        nullable=True,
+        schema="ledger",
+        doc="the whole answer's ledgers (``answer=``, or the generated answer up to its first "
+        "end token): see below",
+    ),
+    PayloadField(
+        "versus",
+        "object",
+        nullable=True,
+        schema="ledger",
+        doc="the ``versus=`` answer's ledgers, in the same form (its ``positions`` are of its "
+        "own sequence)",
+    ),
+    PayloadField(
+        "comparison",
+        "object",
+        nullable=True,
+        schema="comparison",
+        doc="the differential ledger of log p(answer) − log p(versus): see below",
+    ),
+    _list(
+        "template_positions",
+        "int",
+        nullable=True,
+        doc="the prompt positions that are the chat template's tokens (system prompt, role "
+        "markers, the assistant's header), not the user's text, ascending; null when the "
+        "prompt was not wrapped (``chat`` off, token ids) or the template rewrites the message "
+        "so its tokens cannot be told apart "
+        "(``iglens_viz.core.prompting.chat_template_positions``: the template rendered with a "
+        "sentinel message gives the text before and after the message; a token whose "
+        "characters overlap the message is the user's). The strip folds them under "
+        "the ``template`` switch",
+    ),
 )
 """The ``result`` dict, in the order :func:`.payload.result_payload` writes it."""
 
@@ -189,6 +357,8 @@ def check_fields(
                 _size(symbol, sizes, int(length), where)
         elif isinstance(value, bool) or not isinstance(value, _JSON_KIND[f.kind]):
             raise ValueError(f"{where}: want {f.kind}, got {type(value).__name__}")
+        elif isinstance(value, list) and f.shape:
+            _size(f.shape[0], sizes, len(value), where)
         elif isinstance(value, Mapping) and f.kind == "object":
             check_fields(value, f.schema, dict(sizes))  # its own A, n, C, P; the result's k
     return sizes

@@ -45,8 +45,11 @@ def test_check_mode_says_stale_without_writing(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(mirror, "DOC", doc)
     out.write_text(mirror.render().replace("MAX_NOTES = 50", "MAX_NOTES = 51"), encoding="utf-8")
     doc.write_text(
-        "# doc\n<!-- mirror:traits -->\n<!-- /mirror:traits -->\n"
-        "<!-- mirror:commands -->\nSTALE-ROW\n<!-- /mirror:commands -->\n",
+        "# doc\n"
+        + "".join(
+            f"<!-- mirror:{name} -->\nSTALE-ROW\n<!-- /mirror:{name} -->\n"
+            for name in mirror.TABLES
+        ),
         encoding="utf-8",
     )
     assert mirror.main(["--check"]) == 1
@@ -71,6 +74,9 @@ def test_protocol_doc_tables_are_generated_and_fresh():
     # the limits in the commands' prose are the constants, not a copy
     assert f"1 … {commands.MAX_ASK_NEW_TOKENS} (`MAX_ASK_NEW_TOKENS`" in committed
     assert f"1 … {commands.MAX_PROMPT_LENGTH:,} characters" in committed
+    for f in schema.RESULT_FIELDS:  # every key of the result, with its form
+        assert f"| `{f.name}` | {f.form} | " in committed, f.name
+    assert "| `top_probs` | float32 | (T, k+1, K) | " in committed
 
 
 def test_a_command_changed_in_python_only_makes_the_doc_stale(monkeypatch):
