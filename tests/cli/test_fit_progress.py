@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.support import HANG_S
+
 PROMPT = "w3 w5 w7 w9"
 
 SCRIPT = textwrap.dedent("""
@@ -88,13 +90,13 @@ def test_ctrl_c_during_a_fit_prints_one_line_exits_130_and_the_rerun_resumes(
     cache = tmp_path / "cache"
     proc = _run(tiny_model_dir, cache, pause=0.02)
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + HANG_S
         while not list((cache / "lenses").glob("tuned-*.partial.pt")):  # step 10 is kept
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no checkpoint in 300 s"
+            assert time.monotonic() < deadline, f"no checkpoint in {HANG_S} s"
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -111,7 +113,7 @@ def test_ctrl_c_during_a_fit_prints_one_line_exits_130_and_the_rerun_resumes(
     assert out == ""  # no table: the command did not finish
 
     again = _run(tiny_model_dir, cache, pause=0.0)
-    out, err = again.communicate(timeout=600)
+    out, err = again.communicate(timeout=HANG_S)
     assert again.returncode == 0, err
     assert f"resumed after {step}" in err and "fitting 250/250 steps" in err
     assert "IG-Lens" in out  # the table

@@ -15,7 +15,7 @@ import torch
 from iglens_viz import AttributionRequest, IGLens, IGLensError, InvalidRequestError
 from iglens_viz.core import parse_boundaries, segment_label
 from iglens_viz.core.request import MAX_STEPS, PER_POSITION
-from tests.support import ROOT
+from tests.support import HANG_S, ROOT
 from tests.support.tiny_models import tiny_model, tiny_tokenizer
 from tests.support.tolerances import sum_tol
 
@@ -237,7 +237,7 @@ def test_core_does_not_import_the_widget():
         "print(sorted(m for m in sys.modules if m.startswith(('iglens_viz.', 'anywidget'))))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=HANG_S
     )
     loaded = eval(out.stdout)
     assert "iglens_viz.core.lens" in loaded

@@ -28,7 +28,7 @@ import torch
 from iglens_viz import files, loading
 from iglens_viz.errors import IGLensError, InvalidRequestError
 from iglens_viz.loading import ModelLoadError, cache, default_model, load_model
-from tests.support import ROOT
+from tests.support import HANG_S, ROOT
 from tests.support.model_files import hide_module, save_tiny, write_tiny_gguf
 
 _TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}"
@@ -333,7 +333,7 @@ def test_conversion_killed_while_recording_leaves_nothing_behind(fake_default, t
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     left = list(folder.parent.iterdir())

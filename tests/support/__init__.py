@@ -17,3 +17,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository's root (``gallery/``, ``docs/``, ``js/`` and ``iglens_viz/`` are in it)."""
+
+HANG_S = 1800
+"""Seconds after which a subprocess, worker thread or kernel that a test waits for counts as
+hung, and the test fails. A limit, not a speed check: no such wait in the suite comes near it
+on a working machine, loaded or not (the slowest, the resumed 250-step tuned fit of
+tests/cli/test_fit_progress.py, runs in under a minute on the shared 2-core machine at load
+5-7), so 30 minutes is more than 30 times the longest measured."""

@@ -3,7 +3,7 @@ send the page's comm messages, wait for the widget's answers on iopub.
 
 The limits only bound a hang (nothing is timed): a cell of these tests runs in seconds
 unloaded (measured: under 40 s, the slowest being a 250-step tuned fit slowed to ~30 s on
-purpose), and each limit is 600 s, 15 times that, for a 2-core machine at load 9.
+purpose); each limit is :data:`tests.support.HANG_S`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import queue
 import jupyter_client
 import pytest
 
-from . import ROOT
+from . import HANG_S, ROOT
 
-START_S, CELL_S, MSG_S = 600, 600, 600
+START_S = CELL_S = MSG_S = HANG_S
 """Seconds to wait for the kernel to start, a cell's reply, and the next iopub message."""
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+from tests.support import HANG_S
+
 SETUP = textwrap.dedent("""
     import json, time
     from tests.support.tiny_models import tiny_model, tiny_tokenizer
@@ -85,7 +87,7 @@ def test_cancel_from_the_page_reaches_a_running_recompute(kernel):
     ended = kernel.wait_comm(comm_id, "custom", answer_to("v-2"), mark)
     assert ended["error"]["type"] == "RecomputeCancelled" and ended["result_id"] == shown
     assert ended["error"]["message"].startswith("cancelled")
-    kernel.execute("w._worker.join(60)")
+    kernel.execute(f"w._worker.join({HANG_S})")
     after = json.loads(kernel.execute(STATE))
     assert after["running"] == {} and after["progress"] == -1.0, after
     assert after["alive"] is False and after["same_result"] is True and after["steps"] == 1
@@ -98,6 +100,6 @@ def test_cancel_from_the_page_reaches_a_running_recompute(kernel):
     assert landed["result"]["steps"] == 2 and landed["result"]["controls"]["steps"] == 2
     done = kernel.wait_comm(comm_id, "custom", answer_to("v-4"), mark)
     assert done["ok"] and done["result_id"] == landed["result"]["id"] != shown
-    kernel.execute("w._worker.join(60)")
+    kernel.execute(f"w._worker.join({HANG_S})")
     final = json.loads(kernel.execute(STATE))
     assert final["running"] == {} and final["steps"] == 2, final

@@ -16,6 +16,8 @@ import json
 import re
 import textwrap
 
+from tests.support import HANG_S
+
 SETUP = textwrap.dedent("""
     import json, os, time, tempfile
     os.environ["IGLENS_CACHE"] = tempfile.mkdtemp(prefix="iglens-fit-cancel-")
@@ -110,7 +112,7 @@ def test_cancel_stops_a_lens_fit_within_a_step_and_the_next_apply_resumes_it(ker
     found = CANCELLED.match(ended["error"]["message"])
     assert found, ended["error"]["message"]
     kept = int(found.group(1))
-    kernel.execute("w._worker.join(60)")
+    kernel.execute(f"w._worker.join({HANG_S})")
     after = json.loads(kernel.execute(STATE))
     assert after["running"] == {} and after["progress"] == -1.0 and after["alive"] is False
     assert after["same_result"] is True and after["result_id"] == shown
@@ -128,7 +130,7 @@ def test_cancel_stops_a_lens_fit_within_a_step_and_the_next_apply_resumes_it(ker
     landed = kernel.wait_comm(comm_id, "update", lambda s: "result" in s, mark)
     done = kernel.wait_comm(comm_id, "custom", answer_to("f-3"), mark)
     assert done["ok"] and done["result_id"] == landed["result"]["id"] != shown
-    kernel.execute("w._worker.join(60)")
+    kernel.execute(f"w._worker.join({HANG_S})")
     final = json.loads(kernel.execute(STATE))
     assert final["lens"] == "tuned" and final["partial"] == [] and final["cached"] == ["tuned"]
     assert final["steps"][0] == kept and final["steps"][-1] == 250  # from the checkpoint on

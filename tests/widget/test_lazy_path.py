@@ -13,6 +13,7 @@ import pytest
 
 from iglens_viz import InvalidRequestError
 from iglens_viz.widget import IGLensWidget
+from tests.support import HANG_S
 from tests.support.widget_page import Page, error_of
 
 PROMPT = "w3 w5 w7 w9 w11 w13"
@@ -162,7 +163,7 @@ def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
         )
         is None
     )
-    w._worker.join(timeout=120)
+    w._worker.join(timeout=HANG_S)
     assert started and started[0]["ok"] and not w._worker.is_alive()
     answer = page.answers[-1]
     assert answer["request_id"] == "p1" and answer["error"]["type"] == "RecomputeCancelled"
@@ -172,6 +173,6 @@ def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
     page.send(
         {"kind": "recompute", "id": "p3", "result_id": shown["id"], "controls": {"target": "next"}}
     )
-    w._worker.join(timeout=120)
+    w._worker.join(timeout=HANG_S)
     assert page.answers[-1]["request_id"] == "p3" and page.answers[-1]["ok"]
     assert w.result["controls"]["target"] == "next"

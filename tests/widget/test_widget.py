@@ -21,7 +21,7 @@ from iglens_viz.protocol import (
 )
 from iglens_viz.widget import IGLensWidget, show
 from iglens_viz.widget.widget import PAGE_WRITABLE
-from tests.support import ROOT
+from tests.support import HANG_S, ROOT
 from tests.support.tiny_models import tiny_model, tiny_tokenizer
 from tests.support.widget_page import Page, error_of
 
@@ -475,7 +475,9 @@ def test_core_runs_without_anywidget():
             print("widget needs anywidget")
         print("ok")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["widget", "needs", "anywidget", "ok"]
     assert "anywidget" not in out.stderr
