@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+from typing import get_args
 
 import pytest
 
@@ -206,3 +207,15 @@ def test_check_fields_names_what_does_not_fit():
     with pytest.raises(ValueError, match=r"ledger\.ids"):
         answer = {**result["answer"], "ids": {**result["answer"]["ids"], "shape": [2, 1]}}
         schema.check_fields({**result, "answer": answer})
+
+
+def test_the_python_sources_agree_among_themselves():
+    """The typing Literals the mirror leans on name what the tables declare."""
+    assert get_args(commands.CommandKind) == tuple(commands.COMMANDS)
+    assert tuple(LENS_LABELS) == LENS_KINDS
+    assert set(FITTED_KINDS) == set(LENS_KINDS) - {"logit"}
+    assert list(schema.SCHEMAS) == ["result", "ledger", "comparison", "components"]
+    for fields in schema.SCHEMAS.values():
+        for f in fields:
+            assert (f.kind == "array") == bool(f.dtype), f
+            assert (f.kind == "object") == (f.schema in schema.SCHEMAS), f
