@@ -6,6 +6,7 @@
  * @module answers
  */
 import { decodeArray, isPayload } from "./codec.js";
+import { shapeOf } from "./payload-schema.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -96,19 +97,20 @@ export function decodeLedger(raw, k, name) {
     throw new TypeError(`result.${name}.tokens must be a non-empty list of strings`);
   }
   const n = raw.tokens.length;
-  const positions = Array.from(array(raw.positions, `${name}.positions`, [n]));
+  const field = (/** @type {string} */ f) => array(raw[f], `${name}.${f}`, shapeOf("ledger", f, { k, A: n })); // Python's shapes
+  const positions = Array.from(field("positions"));
   if (!positions.every((t) => Number.isInteger(t) && t >= 0)) throw new RangeError(`result.${name}.positions must be positions >= 0`);
   return {
     text: raw.text,
     tokens: raw.tokens.slice(),
     positions,
     n,
-    tokenLogprobs: array(raw.token_logprobs, `${name}.token_logprobs`, [n, k + 1]),
-    lensLogprobs: array(raw.lens_logprobs, `${name}.lens_logprobs`, [k + 1]),
-    lensProbs: array(raw.lens_probs, `${name}.lens_probs`, [k + 1]),
-    logprobSplit: array(raw.logprob_split, `${name}.logprob_split`, [k, n]),
-    logprobContributions: array(raw.logprob_contributions, `${name}.logprob_contributions`, [k]),
-    probContributions: array(raw.prob_contributions, `${name}.prob_contributions`, [k]),
+    tokenLogprobs: field("token_logprobs"),
+    lensLogprobs: field("lens_logprobs"),
+    lensProbs: field("lens_probs"),
+    logprobSplit: field("logprob_split"),
+    logprobContributions: field("logprob_contributions"),
+    probContributions: field("prob_contributions"),
     logprob: num(raw.logprob, `${name}.logprob`),
     prob: num(raw.prob, `${name}.prob`),
     onset: block(raw.onset, `${name}.onset`),
@@ -124,10 +126,11 @@ export function decodeLedger(raw, k, name) {
 export function decodeAnswerComparison(raw, k) {
   if (raw === null || raw === undefined) return null;
   if (typeof raw !== "object" || Array.isArray(raw)) throw new TypeError("result.comparison must be an object or null");
+  const field = (/** @type {string} */ f) => array(raw[f], `comparison.${f}`, shapeOf("comparison", f, { k })); // Python's shapes
   return {
-    logprobContributions: array(raw.logprob_contributions, "comparison.logprob_contributions", [k]),
-    probContributions: array(raw.prob_contributions, "comparison.prob_contributions", [k]),
-    lensLogprobGaps: array(raw.lens_logprob_gaps, "comparison.lens_logprob_gaps", [k + 1]),
+    logprobContributions: field("logprob_contributions"),
+    probContributions: field("prob_contributions"),
+    lensLogprobGaps: field("lens_logprob_gaps"),
     logprobGap: num(raw.logprob_gap, "comparison.logprob_gap"),
     startLogprobGap: num(raw.start_logprob_gap, "comparison.start_logprob_gap"),
     probGap: num(raw.prob_gap, "comparison.prob_gap"),
@@ -144,7 +147,7 @@ export function decodeAnswerComparison(raw, k) {
  * @returns {Answers}
  */
 export function decodeAnswers(raw, T, k) {
-  const lensLogprobs = raw.lens_logprobs == null ? null : array(raw.lens_logprobs, "lens_logprobs", [T, k + 1]);
+  const lensLogprobs = raw.lens_logprobs == null ? null : array(raw.lens_logprobs, "lens_logprobs", shapeOf("result", "lens_logprobs", { T, k }));
   const answer = decodeLedger(raw.answer, k, "answer");
   if (answer && answer.positions.some((t) => t >= T)) throw new RangeError(`result.answer.positions must be positions of the result (< T=${T})`);
   const versus = decodeLedger(raw.versus, k, "versus");

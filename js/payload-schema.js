@@ -71,3 +71,19 @@ export function checkArrays(raw, table = "result", where = table, sizes = {}) {
   }
   return sizes;
 }
+
+/**
+ * A field's shape in numbers: its symbols (`A`, `k+1`, …) given `sizes`.
+ * @param {string} table a table of PAYLOAD_SCHEMAS @param {string} name the field
+ * @param {Record<string, number>} sizes e.g. `{k: 30, A: 2}`
+ * @returns {number[]}
+ */
+export function shapeOf(table, name, sizes) {
+  const field = (PAYLOAD_SCHEMAS[table] ?? []).find((f) => f.name === name);
+  if (!field?.shape) throw new TypeError(`${table}.${name} has no shape in PAYLOAD_SCHEMAS`);
+  return field.shape.map((symbol) => {
+    const [, sym, plus] = /^([A-Za-z]+)(?:\+(\d+))?$/.exec(symbol) ?? [null, symbol, "0"];
+    if (!(sym in sizes)) throw new TypeError(`${table}.${name}: no size given for ${sym}`);
+    return sizes[sym] + Number(plus ?? 0);
+  });
+}

@@ -6,7 +6,7 @@ import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { checkArrays } from "./payload-schema.js";
+import { checkArrays, shapeOf } from "./payload-schema.js";
 import { decodeResult } from "./result.js";
 import { PAYLOAD_SCHEMAS } from "./protocol.js";
 
@@ -42,5 +42,13 @@ describe("checkArrays", () => {
     delete raw.onset_segment;
     expect(checkArrays({ ...raw, path_probs: null, lens_logprobs: undefined })).toEqual({ T: 7, k: 2, K: 5 });
     expect(PAYLOAD_SCHEMAS.result.find((f) => f.name === "path_probs")?.nullable).toBe(true);
+  });
+
+  it("gives a field's shape in numbers, as answers.js reads the ledgers", () => {
+    expect(shapeOf("ledger", "token_logprobs", { k: 30, A: 2 })).toEqual([2, 31]);
+    expect(shapeOf("ledger", "logprob_split", { k: 30, A: 2 })).toEqual([30, 2]);
+    expect(shapeOf("result", "top_ids", { T: 7, k: 2, K: 5 })).toEqual([7, 3, 5]);
+    expect(() => shapeOf("ledger", "token_logprobs", { k: 30 })).toThrow("no size given for A");
+    expect(() => shapeOf("ledger", "text", { k: 30 })).toThrow(TypeError);
   });
 });
