@@ -107,13 +107,17 @@ def test_parse_ok():
 
 
 def test_the_page_checks_the_same_limits():
-    """js/views/prompt.js refuses in the page what Python refuses: its copies of the limits."""
+    """js/views/prompt.js refuses in the page what Python refuses: the limits it imports
+    from the generated js/protocol.js (tests/protocol/test_protocol_mirror.py keeps it fresh)."""
     import re
 
     source = (ROOT / "js" / "views" / "prompt.js").read_text()
-    mirrored = dict(re.findall(r"export const (MAX_\w+) = (\d+);", source))
-    want = {"MAX_PROMPT_LENGTH": MAX_PROMPT_LENGTH, "MAX_ASK_NEW_TOKENS": MAX_ASK_NEW_TOKENS}
-    assert {k: int(v) for k, v in mirrored.items()} == want
+    assert 'import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "../protocol.js";' in source
+    mirrored = dict(
+        re.findall(r"export const (MAX_\w+) = (\d+);", (ROOT / "js" / "protocol.js").read_text())
+    )
+    assert int(mirrored["MAX_PROMPT_LENGTH"]) == MAX_PROMPT_LENGTH
+    assert int(mirrored["MAX_ASK_NEW_TOKENS"]) == MAX_ASK_NEW_TOKENS
 
 
 # ---------------------------------------------------------------- ask
