@@ -1,80 +1,21 @@
 """A gallery cell that announces a figure, a table or a widget shows one.
 
-:func:`unkept_promises` reads an *executed* notebook: a markdown cell announces what the next
-code cell shows by its words (inline code aside: ``plot_token`` is a name, not a promise)
-or by ending on a colon. The executed gallery is checked in ``test_gallery.py``'s run of
-each notebook, in the inline backend a reader's kernel has; here the rule itself is tested
-on small notebooks built for it, each kind kept and broken.
+:func:`~tests.support.promises.unkept_promises` reads an *executed* notebook: a markdown
+cell announces what the next code cell shows by its words (inline code aside: ``plot_token``
+is a name, not a promise) or by ending on a colon. The executed gallery is checked in
+``test_notebooks.py``'s run of each notebook, in the inline backend a reader's kernel has;
+here the rule itself is tested on small notebooks built for it, each kind kept and broken.
 """
 
 from __future__ import annotations
 
 import base64
-import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
-# What a word announces -> the output MIME types that keep the promise.
-IMAGE = ("image/png", "image/svg+xml")
-WIDGET = ("application/vnd.jupyter.widget-view+json",)
-ANNOUNCED = {
-    "figure": IMAGE + WIDGET,  # a widget is a figure too (its picture rides in its bundle)
-    "plot": IMAGE,
-    "chart": IMAGE,
-    "histogram": IMAGE,
-    "heatmap": IMAGE + WIDGET,
-    "scatter": IMAGE,
-    "table": ("text/html",),
-    "widget": WIDGET,
-}
-WORD = re.compile(r"\b(" + "|".join(ANNOUNCED) + r")s?\b", re.IGNORECASE)
-INLINE_CODE = re.compile(r"`[^`]*`")
-
-
-def announced_kinds(markdown: str) -> tuple[set[str], bool]:
-    """The words of ``markdown`` (inline code removed) that announce an output, and whether
-    its last line ends with a colon ("Its detail view:"). A notebook's title cell (a level-1
-    heading) describes the whole notebook and announces nothing for the cell after it."""
-    if markdown.lstrip().startswith("# "):
-        return set(), False
-    prose = INLINE_CODE.sub("", markdown)
-    words = {m.group(1).lower() for m in WORD.finditer(prose)}
-    lines = [line for line in prose.strip().splitlines() if line.strip()]
-    return words, bool(lines) and lines[-1].rstrip().endswith(":")
-
-
-def shown_types(cell: nbformat.NotebookNode) -> set[str]:
-    """The MIME types a code cell's outputs show (a print shows ``text/plain``)."""
-    shown: set[str] = set()
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "stream":
-            shown.add("text/plain")
-        else:
-            shown.update(output.get("data", {}))
-    return shown
-
-
-def unkept_promises(nb: nbformat.NotebookNode) -> list[str]:
-    """One line per markdown cell whose announced output the next code cell does not show."""
-    problems = []
-    cells = nb.cells
-    for index, cell in enumerate(cells[:-1]):
-        following = cells[index + 1]
-        if cell.cell_type != "markdown" or following.cell_type != "code":
-            continue
-        words, colon = announced_kinds(cell.source)
-        shown = shown_types(following)
-        kept = any(shown & set(ANNOUNCED[word]) for word in words)
-        if words and not kept:
-            what = sorted(shown) or "nothing"
-            problems.append(
-                f"cell {index} announces {sorted(words)}; cell {index + 1} shows {what}"
-            )
-        elif not words and colon and not shown:
-            problems.append(f"cell {index} ends on a colon; cell {index + 1} shows nothing")
-    return problems
+from tests.support import ROOT
+from tests.support.promises import WIDGET, unkept_promises
 
 
 def notebook(markdown: str, *outputs: dict) -> nbformat.NotebookNode:
@@ -158,9 +99,8 @@ def test_a_plot_shows_itself_in_a_kernel_without_pyplot():
             nbformat.v4.new_code_cell("print('matplotlib.pyplot' in sys.modules)"),
         ]
     )
-    root = str(Path(__file__).resolve().parents[1])
     nbclient.NotebookClient(
-        nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": root}}
+        nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     ).execute()
     assert nb.cells[2].outputs[0]["text"] == "False\n"  # pyplot never loaded
     shown = nb.cells[1].outputs[0]["data"]
