@@ -48,6 +48,7 @@ from ..protocol.commands import COMMANDS, Command, answer, parse_command
 from ..protocol.notes import check_notes, make_note
 from ..protocol.opening import payload_opening
 from ..protocol.payload import ablation_payload, components_payload, path_payload
+from ..protocol.serializers import to_base64_state
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
@@ -351,6 +352,7 @@ class IGLensWidget(anywidget.AnyWidget):
         self.on_msg(self._on_message)
         self._cancel = threading.Event()
         self._worker: threading.Thread | None = None
+        self._computing = threading.Lock()  # one command computes at a time (the engine's)
         self._fit_shown = (0.0, "")  # when and which fit phase last reached the page
         self._show_cached_lenses()
 
@@ -384,6 +386,14 @@ class IGLensWidget(anywidget.AnyWidget):
             self.log.warning("IGLensWidget: no static picture in the output (%r)", err)
             return data, metadata
         return {**data, "image/png": png}, metadata
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        """The traits' serialized state; under Colab with every binary buffer as base64 text
+        (the page decodes it, js/codec.js). Colab's widget manager drops the binary buffers
+        of the model's ``comm_open`` (googlecolab/colab-cdn-widget-manager#33), which carry
+        this widget's whole payload: sent as buffers there, the page would get none."""
+        state = super().get_state(key, drop_defaults)
+        return to_base64_state(state) if _in_colab() else state
 
     @property
     def attribution(self) -> AttributionResult:
@@ -456,7 +466,19 @@ class IGLensWidget(anywidget.AnyWidget):
             )
         if command.spec.background:
             return self._start(command)
-        return self._run(command)
+        if command.kind in _ANSWERED_AT_ONCE or not self._threaded():
+            return self._run(command)
+        # Computed in the widget's thread, never in the comm handler: Colab and VS Code run
+        # comm messages on the kernel's main shell (no subshells), which a handler blocks.
+        threading.Thread(
+            target=self._compute, args=(command,), name=f"iglens-{command.kind}", daemon=True
+        ).start()
+        return None
+
+    def _compute(self, command: Command) -> dict[str, Any]:
+        """:meth:`_run` in a worker thread, one command at a time."""
+        with self._computing:
+            return self._run(command)
 
     def _answer(
         self, request_id: str, command: str, error: BaseException | None = None
@@ -505,7 +527,7 @@ class IGLensWidget(anywidget.AnyWidget):
         if not self._threaded():
             return self._run(command)
         self._worker = threading.Thread(
-            target=self._run, args=(command,), name=f"iglens-{command.kind}", daemon=True
+            target=self._compute, args=(command,), name=f"iglens-{command.kind}", daemon=True
         )
         self._worker.start()
         return None
@@ -956,6 +978,16 @@ def _running_kernel() -> Any:
     # kernel (and IPython stays an optional dependency).
     get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
     return getattr(get_ipython(), "kernel", None) if callable(get_ipython) else None
+
+
+_ANSWERED_AT_ONCE = frozenset({"hello", "cancel"})
+"""The commands answered in the comm handler itself: they compute nothing."""
+
+
+def _in_colab() -> bool:
+    """Whether this kernel runs in Google Colab (``google.colab.output`` imported, as
+    anywidget's ``in_colab`` asks); looked up, not imported."""
+    return "google.colab.output" in sys.modules
 
 
 def _in_marimo() -> bool:
