@@ -1,7 +1,8 @@
 /**
- * A payload's arrays checked against Python's schema (`PAYLOAD_SCHEMAS` of the generated
- * js/protocol.js, from iglens_viz/protocol/schema.py): every ndarray field that is present
- * has its rank, a dtype of its kind (float or integer) and one size per shape symbol (T
+ * A payload checked against Python's schema (`PAYLOAD_SCHEMAS` of the generated
+ * js/protocol.js, from iglens_viz/protocol/schema.py): every field that is present is of its
+ * kind (a string, an int, a list, …), and every ndarray has its rank, a dtype of its kind
+ * (float or integer) and one size per shape symbol (T
  * positions, k segments, K top tokens, m steps, …; `k+1` is one more than k). A field that
  * is absent or null is left to its reader (a payload from before the field, an optional
  * part). Pure: no DOM.
@@ -43,8 +44,19 @@ function bind(symbol, length, sizes, at) {
   else if (sizes[name] !== value) throw new RangeError(`${at}: ${symbol} = ${length}, but ${name} = ${sizes[name]} elsewhere in the payload`);
 }
 
+/** Whether a JSON value is of a schema field's kind (arrays are checked apart). */
+const IS_KIND = /** @type {Record<string, (v: unknown) => boolean>} */ ({
+  str: (v) => typeof v === "string",
+  int: (v) => Number.isInteger(v),
+  float: (v) => typeof v === "number",
+  list: (v) => Array.isArray(v),
+  dict: (v) => !!v && typeof v === "object" && !Array.isArray(v),
+  object: (v) => !!v && typeof v === "object" && !Array.isArray(v),
+});
+
 /**
- * Check the ndarray fields of `raw` against the table `table` of PAYLOAD_SCHEMAS.
+ * Check the fields of `raw` against the table `table` of PAYLOAD_SCHEMAS: each present,
+ * non-null value of its kind, each ndarray of its rank, dtype kind and sizes.
  * @param {Record<string, any>} raw
  * @param {string} [table] "result", "ledger", "comparison" or "components"
  * @param {string} [where] the name errors start with ("result")
@@ -52,11 +64,15 @@ function bind(symbol, length, sizes, at) {
  * @returns {Record<string, number>} the sizes found, e.g. `{T: 7, k: 2, K: 5}`
  * @throws {TypeError|RangeError} naming the first field that does not fit
  */
-export function checkArrays(raw, table = "result", where = table, sizes = {}) {
+export function checkPayload(raw, table = "result", where = table, sizes = {}) {
   for (const field of PAYLOAD_SCHEMAS[table] ?? []) {
     const v = raw[field.name];
-    if (field.kind !== "array" || v === null || v === undefined) continue;
+    if (v === null || v === undefined) continue;
     const at = `${where}.${field.name}`;
+    if (field.kind !== "array") {
+      if (!IS_KIND[field.kind]?.(v)) throw new TypeError(`${at} must be ${field.kind === "int" ? "an int" : `a ${field.kind}`}, got ${JSON.stringify(v)}`);
+      continue;
+    }
     const shape = field.shape ?? [];
     if (!isPayload(v)) throw new TypeError(`${at} is not an ndarray payload`);
     const dtypes = field.dtype === "int32" ? INT_DTYPES : FLOAT_DTYPES;

@@ -6,7 +6,7 @@ import { describe, it, expect } from "vitest";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { checkArrays, shapeOf } from "./payload-schema.js";
+import { checkPayload, shapeOf } from "./payload-schema.js";
 import { decodeResult } from "./result.js";
 import { PAYLOAD_SCHEMAS } from "./protocol.js";
 
@@ -14,19 +14,19 @@ const sent = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)
 /** The result with its base64 buffers, as the codec reads them. */
 const result = () => structuredClone(sent.state.result);
 
-describe("checkArrays", () => {
+describe("checkPayload", () => {
   it("binds the payload's sizes from Python's shapes", () => {
     const raw = result();
-    expect(checkArrays(raw)).toEqual({ T: raw.tokens.length, k: raw.segment_labels.length, K: 5 });
+    expect(checkPayload(raw)).toEqual({ T: raw.tokens.length, k: raw.segment_labels.length, K: 5 });
     expect(decodeResult(raw)?.T).toBe(raw.tokens.length);
   });
 
   it("checks the nested tables against the result's k", () => {
     const raw = result();
     const k = raw.segment_labels.length;
-    expect(checkArrays(raw.answer, "ledger", "result.answer", { k })).toEqual({ k, A: raw.answer.tokens.length });
+    expect(checkPayload(raw.answer, "ledger", "result.answer", { k })).toEqual({ k, A: raw.answer.tokens.length });
     const bad = { ...raw.answer, lens_probs: { ...raw.answer.lens_probs, shape: [k + 2] } };
-    expect(() => checkArrays(bad, "ledger", "result.answer", { k })).toThrow("result.answer.lens_probs: k+1 = 4, but k = 2 elsewhere");
+    expect(() => checkPayload(bad, "ledger", "result.answer", { k })).toThrow("result.answer.lens_probs: k+1 = 4, but k = 2 elsewhere");
   });
 
   it("refuses a wrong rank, a wrong dtype kind and an inconsistent size, naming the field", () => {
@@ -37,10 +37,18 @@ describe("checkArrays", () => {
     expect(() => decodeResult({ ...raw, delta_p: { ...raw.delta_p, shape: [T + 1] } })).toThrow(`result.delta_p: T = ${T + 1}, but T = ${T} elsewhere`);
   });
 
+  it("refuses a present field of another kind, naming it", () => {
+    const raw = result();
+    expect(() => decodeResult({ ...raw, steps: "3" })).toThrow('result.steps must be an int, got "3"');
+    expect(() => decodeResult({ ...raw, model_name: 7 })).toThrow("result.model_name must be a str, got 7");
+    expect(() => decodeResult({ ...raw, tokens: "w5 w17" })).toThrow("result.tokens must be a list");
+    expect(() => decodeResult({ ...raw, request: "x" })).toThrow(TypeError);
+  });
+
   it("leaves absent and null fields to their readers", () => {
     const raw = result();
     delete raw.onset_segment;
-    expect(checkArrays({ ...raw, path_probs: null, lens_logprobs: undefined })).toEqual({ T: 7, k: 2, K: 5 });
+    expect(checkPayload({ ...raw, path_probs: null, lens_logprobs: undefined })).toEqual({ T: 7, k: 2, K: 5 });
     expect(PAYLOAD_SCHEMAS.result.find((f) => f.name === "path_probs")?.nullable).toBe(true);
   });
 

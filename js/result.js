@@ -7,7 +7,7 @@ import { decodeArray, isPayload } from "./codec.js";
 import { decodeComponents, componentsMismatch } from "./components.js";
 import { tokenFlags } from "./nonmonotone.js";
 import { readAnswers } from "./answers.js";
-import { checkArrays } from "./payload-schema.js";
+import { checkPayload } from "./payload-schema.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -143,7 +143,7 @@ export function symmetricLimit(values) {
 export function decodeResult(raw) {
   if (!raw || typeof raw !== "object" || !raw.contributions) return null;
   if (raw.id !== undefined && typeof raw.id !== "string") throw new TypeError(`result.id must be a string, got ${JSON.stringify(raw.id)}`);
-  checkArrays(raw); // every array's rank, dtype kind and sizes, as Python's schema declares them
+  checkPayload(raw); // every field's kind, every array's rank, dtype kind and sizes: Python's schema
   const contributions = /** @type {import("./codec.js").NDArray} */ (arr(raw.contributions, "contributions"));
   const [T, k] = contributions.shape;
   const lens = arr(raw.lens_probs, "lens_probs");
