@@ -1,7 +1,7 @@
 """The docs: the site builds (strict) with every shelf, its pages name what exists, and the
 figures the prose quotes come from the committed data, not from memory.
 
-* Lens quality: every "A–B× smaller/larger" KL range in the findings and docs/lenses.md is the
+* Lens quality: every "A–B× smaller/larger" KL range in docs/findings/ is the
   min and max over depths of a ratio of two lenses' KL columns in
   ``docs/data/lens_quality_<model>.json`` (at the precision written), and the claim it makes
   ("at every depth below the last") holds for every depth of the range. A KL range the tests
@@ -186,7 +186,7 @@ KL_RANGES = [
         "worse than the shortcut by KL at every depth ({lo:.2f}–{hi:.1f}× larger)",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "default",
         "logit",
         "shortcut",
@@ -194,14 +194,14 @@ KL_RANGES = [
         "the logit lens's at every depth below the last",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "default",
         "logit",
         "tuned",
         "its KL is {lo:.1f}–{hi:.1f}× smaller than the logit lens's at every depth below the last",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "default",
         "logit",
         "jacobian",
@@ -209,14 +209,14 @@ KL_RANGES = [
         "{lo:.1f}× (depth {dlo}) to {hi:.1f}× (depth {dhi})",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "default",
         "jacobian",
         "shortcut",
         "and {lo:.1f}–{hi:.1f}× *larger* than the shortcut's at every depth",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "gemma",
         "logit",
         "shortcut",
@@ -224,7 +224,7 @@ KL_RANGES = [
         "the logit lens's at every depth below the last",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "gemma",
         "jacobian",
         "logit",
@@ -233,7 +233,7 @@ KL_RANGES = [
         first=2,
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "gemma",
         "logit",
         "jacobian",
@@ -241,14 +241,14 @@ KL_RANGES = [
         last=2,
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "gemma",
         "logit",
         "tuned",
         "its KL is {lo:.1f}× (depth {dlo}) to {hi:.1f}× (depth {dhi}) smaller",
     ),
     KLRange(
-        "docs/lenses.md",
+        "docs/findings/lens-quality.md",
         "gemma",
         "tuned",
         "shortcut",
