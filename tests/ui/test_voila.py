@@ -214,7 +214,7 @@ def test_app_in_voila(voila_app, expected, page, tmp_path):
         # The caption and the widget; no code, no table, nothing printed.
         text = page.inner_text("body")
         assert "Where does a language model find its answer?" in text
-        assert "import" not in text and "lens.widget(" not in text
+        assert "import" not in text and "engine.widget(" not in text
         assert page.locator(".jp-CodeCell .jp-InputArea, .jp-InputPrompt").count() == 0
         assert page.locator("pre:visible, table:visible").count() == 0
         outputs = page.locator(".jp-OutputArea-output")

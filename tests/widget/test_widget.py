@@ -877,3 +877,12 @@ def test_python_assignments_are_validated_too(lens):
     w.selected = 0
     assert w.selected == 0
     sane_export(w)
+
+
+def test_result_widget_takes_the_engine_by_its_old_keyword_with_a_warning(lens):
+    result = lens.attribute(PROMPT)
+    with pytest.warns(DeprecationWarning, match="engine"):
+        w = result.widget(lens=lens)
+    assert w.engine is lens and w.interactive is True
+    with pytest.raises(TypeError):
+        result.widget(lens, lens=lens)
