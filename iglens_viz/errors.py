@@ -54,5 +54,6 @@ class ModelLoadError(IGLensError, RuntimeError):
 
 
 class MissingPackageError(IGLensError, ImportError):
-    """A feature lives in a sibling package that is not installed (the studies: iglens_study);
-    the message names the package and how to install it."""
+    """A feature needs a package that is not installed (the studies: iglens_study; the site's
+    ONNX graphs: onnx, onnxscript, onnxruntime); the message names the package and how to
+    install it."""

@@ -1,0 +1,131 @@
+"""The site's ONNX graphs (issue 38, first stage): body and readout, run with onnxruntime,
+against the model's own modules.
+
+Oracles: ``reference_lens_probs`` and ``reference_readout_logits`` (tests/support/tiny_models:
+the model's own modules, softmax in float64), never iglens_viz's readout. Tolerances
+(tests/support/tolerances): the readout on the same states, :func:`readout_tol` (each side's
+logits carry 3 √w u S, the softmax its own rounding); the log-normaliser, :func:`logprob_tol`
+(a bound on ‖δl‖∞ plus the logsumexp's rounding); the body then readout, :func:`forward_tol`
+over the n blocks (two float32 forward passes with different kernels, onnxruntime's and
+torch's: each block re-rounds the stream at most as much as one readout of that width and
+magnitude). The states themselves: each block re-rounds the stream, of magnitude at most
+max|h|, by at most 3 √w u of it, w the widest reduction (the MLP's inner width), so state L
+moves by at most ``L · 3 √w eps max|h|`` (first order, like forward_tol).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from iglens_viz.export.site_graphs import BodyGraph, export_site_graphs, run_body, run_readout
+from tests.support.tiny_models import (
+    random_ids,
+    reference_lens_probs,
+    reference_readout_logits,
+    tiny_model,
+)
+from tests.support.tolerances import eps, forward_tol, logprob_tol, readout_size, readout_tol
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxscript")
+
+TOP_K = 5
+
+
+def state_tol(model, states: np.ndarray) -> np.ndarray:
+    """Per boundary L, the bound ``L · 3 √w eps max|h|`` on |Δh_L| (module docstring)."""
+    width = max(model.config.hidden_size, getattr(model.config, "intermediate_size", 0))
+    per_block = 3 * math.sqrt(width) * eps(torch.float32) * float(np.abs(states).max())
+    return np.arange(states.shape[0]) * per_block + eps(torch.float32) * np.abs(states).max()
+
+
+def check_graphs(model, paths, ids: torch.Tensor) -> dict[str, float]:
+    """Run both graphs on ``ids`` and assert them against the model's own modules; the max
+    differences measured, by name."""
+    n = len(BodyGraph(model).adapter.blocks)
+    with torch.no_grad():
+        reference = BodyGraph(model)(ids[None]).numpy()
+    states = run_body(paths.body, ids.numpy())
+    assert states.shape == (n + 1, ids.numel(), model.config.hidden_size)
+    state_diff = np.abs(states - reference).reshape(n + 1, -1).max(axis=1)
+    assert (state_diff <= state_tol(model, reference)).all(), state_diff
+
+    size = readout_size(model, ids)
+    targets = torch.roll(ids, -1)  # next token; the last row reads the first id
+    grid = np.tile(targets.numpy(), (n + 1, 1))
+    # the readout on the model's own states, against the model's own modules in float64
+    same = run_readout(paths.readout, reference, grid, tile_rows=7)  # tiles: 7, …, a short one
+    with torch.no_grad():
+        logits = reference_readout_logits(model, torch.from_numpy(reference)).double()
+    expected = torch.softmax(logits, -1)
+    lse = torch.logsumexp(logits, -1).numpy()
+    target_p = expected.gather(-1, torch.from_numpy(grid)[..., None])[..., 0].numpy()
+    top = torch.topk(expected, TOP_K, -1).values.numpy()
+    at_top = expected.gather(-1, torch.from_numpy(same["top_ids"]))
+    readout_diff = float(np.abs(same["target_prob"] - target_p).max())
+    assert readout_diff <= readout_tol(size)
+    assert np.abs(same["log_normalizer"] - lse).max() <= logprob_tol(size, torch.float32)
+    assert np.abs(same["top_probs"] - top).max() <= readout_tol(size)  # the K largest …
+    assert np.abs(same["top_probs"] - at_top.numpy()).max() <= readout_tol(size)  # … theirs
+    # body then readout, against the model's own logit lens (HF hidden states, own head)
+    full = run_readout(paths.readout, states, grid)
+    lens = reference_lens_probs(model, ids, targets).numpy()
+    full_diff = float(np.abs(full["target_prob"] - lens).max())
+    assert full_diff <= forward_tol(size, n, torch.float32)
+    return {"states": float(state_diff.max()), "readout": readout_diff, "full": full_diff}
+
+
+@pytest.fixture(scope="module")
+def tiny_export(tmp_path_factory):
+    model = tiny_model("llama")
+    return model, export_site_graphs(model, tmp_path_factory.mktemp("site"), top_k=TOP_K)
+
+
+def test_tiny_llama_graphs_match_the_model(tiny_export):
+    """Two prompt lengths through one export (the token axis is dynamic), one of one token."""
+    model, paths = tiny_export
+    check_graphs(model, paths, random_ids(12))
+    check_graphs(model, paths, random_ids(1, seed=3))
+
+
+def test_export_writes_graphs_and_external_weights(tiny_export):
+    """The weight matrices are in the .data files, in float32: the body's holds the embedding
+    and every block's linear weights, the readout's the head (small vectors, the norms' weights,
+    may stay inside the graph files)."""
+    from iglens_viz.export.site_graphs import file_sizes
+
+    model, paths = tiny_export
+    sizes = file_sizes(paths.body.parent)
+    assert set(sizes) == {"body.onnx", "body.onnx.data", "readout.onnx", "readout.onnx.data"}
+    linear = sum(
+        m.weight.numel() for m in model.model.layers.modules() if hasattr(m, "in_features")
+    )
+    embedding = model.model.embed_tokens.weight.numel()
+    assert sizes["body.onnx.data"] >= 4 * (embedding + linear)
+    assert sizes["readout.onnx.data"] >= 4 * model.lm_head.weight.numel()
+
+
+@pytest.mark.real_model
+def test_default_model_graphs_match_the_model(tmp_path):
+    """The converted default model (SmolLM2-135M, 30 blocks) on three short prompts."""
+    from tests.support.real_model import default_model
+
+    model, tokenizer = default_model()
+    paths = export_site_graphs(model, tmp_path, top_k=TOP_K)
+    for prompt in ["The capital of France is", "One, two, three,", "Water boils at"]:
+        check_graphs(model, paths, torch.tensor(tokenizer(prompt)["input_ids"]))
+
+
+@pytest.mark.parametrize("missing", ["onnx", "onnxscript", "onnxruntime"])
+def test_missing_onnx_names_the_extra(monkeypatch, missing):
+    """Without one of the three packages, an IGLensError names it and the site extra."""
+    from iglens_viz import IGLensError
+
+    monkeypatch.setitem(sys.modules, missing, None)  # import raises ModuleNotFoundError
+    with pytest.raises(IGLensError, match=rf"{missing} package.*iglens_viz\[site\]"):
+        export_site_graphs(tiny_model("llama"), "unused")
