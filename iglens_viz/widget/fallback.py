@@ -43,6 +43,7 @@ __all__ = [
     "PNG_SIZE",
     "fallback_figure",
     "fallback_png",
+    "fallback_svg",
     "folded_positions",
     "render_png",
 ]
@@ -73,6 +74,21 @@ def fallback_png(widget: IGLensWidget) -> bytes:
     result, view = widget.attribution, str(widget.view)
     hidden = folded_positions(result, str(widget.template), view)
     return render_png(result, int(widget.selected), view=view, hidden=hidden)
+
+
+def fallback_svg(widget: IGLensWidget) -> bytes:
+    """The picture of :func:`fallback_png` as SVG text (UTF-8 bytes): the same figure, drawn
+    as vectors."""
+    result, view = widget.attribution, str(widget.view)
+    hidden = folded_positions(result, str(widget.template), view)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a glyph missing from the font draws a box
+        fig = fallback_figure(result, int(widget.selected), view=view, hidden=hidden)
+        from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+        out = io.BytesIO()
+        FigureCanvasSVG(fig).print_svg(out)
+    return out.getvalue()
 
 
 def folded_positions(result: AttributionResult, template: str, view: str) -> np.ndarray:

@@ -430,6 +430,26 @@ class IGLensWidget(anywidget.AnyWidget):
 
         return to_html(self, path, title=title)
 
+    def save_png(self, path: str | os.PathLike[str]) -> Path:
+        """Write a picture of the current view to ``path`` as PNG and return the path: the
+        heatmap around the selection beside the selected token's detail, drawn in Python (the
+        static picture of the widget's output, :mod:`iglens_viz.widget.fallback`). For where
+        the page's PNG button cannot download: an output frame that blocks downloads (a
+        sandboxed iframe without ``allow-downloads``) says so and names this method."""
+        from .fallback import fallback_png
+
+        out = Path(path).expanduser()
+        out.write_bytes(fallback_png(self))
+        return out
+
+    def save_svg(self, path: str | os.PathLike[str]) -> Path:
+        """:meth:`save_png`'s picture as SVG (vectors) at ``path``; returns the path."""
+        from .fallback import fallback_svg
+
+        out = Path(path).expanduser()
+        out.write_bytes(fallback_svg(self))
+        return out
+
     def _next_result_id(self) -> str:
         return f"r{next(self._shown)}"
 

@@ -3,6 +3,8 @@
 * Colab's widget manager drops the binary buffers of ``comm_open``
   (googlecolab/colab-cdn-widget-manager#33): under Colab (``google.colab.output`` imported)
   the widget's state carries no binary buffer, every array as base64 text of the same bytes.
+* Their output frames may block downloads: :meth:`IGLensWidget.save_png` / ``save_svg`` write
+  the picture of the view from Python.
 * Colab and VS Code run comm messages on the kernel's main shell: the commands that compute
   (``path``, ``components`` as well as the background ones) run in the widget's thread,
   never in the comm handler; ``hello`` and ``cancel`` are answered at once.
@@ -80,3 +82,24 @@ def test_computing_commands_run_in_the_widgets_thread(lens, kind):
     assert thread == f"iglens-{kind}"
     # hello computes nothing: answered at once, in the caller
     assert w.dispatch({"kind": "hello", "id": "h1"})["ok"]
+
+
+def test_save_png_and_svg_write_the_picture_of_the_view(lens, tmp_path):
+    from PIL import Image
+
+    from iglens_viz.widget.fallback import FIGSIZE, PNG_SIZE, fallback_png
+
+    w = IGLensWidget(None, lens, PROMPT, selected=3)
+    png = w.save_png(tmp_path / "view.png")
+    assert png == tmp_path / "view.png"
+    assert png.read_bytes() == fallback_png(w)  # the output's own picture
+    with Image.open(png) as image:
+        assert image.format == "PNG" and image.size == PNG_SIZE
+    svg = w.save_svg(str(tmp_path / "view.svg"))
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    # the same figure, in points (72 per inch)
+    assert (root.get("width"), root.get("height")) == tuple(f"{x * 72:g}pt" for x in FIGSIZE)
+    assert len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 10  # drawn, not empty
