@@ -57,6 +57,20 @@ def test_the_docs_site_builds_with_every_shelf(site):
     assert (site / "gallery" / "01_quickstart.html").is_file()
 
 
+def test_the_docs_site_loads_nothing_from_another_machine(site):
+    """No page of the built site asks another machine for an image, a stylesheet, a script
+    or a font (the gallery's badges, Material's Google Fonts, a CDN): it reads offline."""
+    fetches = re.compile(
+        r"""<(?:img|script|link|source|iframe)\b[^>]*\b(?:src|href)=["']?(https?:)?//"""
+    )
+    offenders = {
+        str(page.relative_to(site))
+        for page in site.rglob("*.html")
+        if fetches.search(page.read_text(encoding="utf-8"))
+    }
+    assert not offenders, sorted(offenders)[:10]
+
+
 def test_the_errors_page_names_every_error_class(site):
     import importlib
     import pkgutil
