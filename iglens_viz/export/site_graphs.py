@@ -240,11 +240,7 @@ def run_readout(
     parts: list[list[np.ndarray]] = [[] for _ in names]
     for start in range(0, len(flat), tile_rows):
         rows, tgt = flat[start : start + tile_rows], targets[start : start + tile_rows]
-        if len(rows) == 1:  # the graph's row axis is exported as dynamic from 2
-            rows, tgt = np.repeat(rows, 2, axis=0), np.repeat(tgt, 2)
-            outs = [o[:1] for o in session.run(names, {"states": rows, "target_ids": tgt})]
-        else:
-            outs = session.run(names, {"states": rows, "target_ids": tgt})
+        outs = session.run(names, {"states": rows, "target_ids": tgt})
         for part, value in zip(parts, outs):
             part.append(value)
     result = {}

@@ -38,10 +38,13 @@ TOP_K = 5
 
 
 def state_tol(model, states: np.ndarray) -> np.ndarray:
-    """Per boundary L, the bound ``L · 3 √w eps max|h|`` on |Δh_L| (module docstring)."""
+    """``(n+1, T)``: per boundary L and position t, the bound ``L · 3 √w eps M_t + eps M_t`` on
+    |Δh_L[t]|, M_t = max over boundaries of |h[:, t]| (module docstring; per position, because
+    one position, the first, carries states a thousand times larger than the others)."""
     width = max(model.config.hidden_size, getattr(model.config, "intermediate_size", 0))
-    per_block = 3 * math.sqrt(width) * eps(torch.float32) * float(np.abs(states).max())
-    return np.arange(states.shape[0]) * per_block + eps(torch.float32) * np.abs(states).max()
+    magnitude = np.abs(states).max(axis=(0, 2))  # (T,)
+    depth = np.arange(states.shape[0])[:, None]
+    return (depth * 3 * math.sqrt(width) + 1) * eps(torch.float32) * magnitude
 
 
 def check_graphs(model, paths, ids: torch.Tensor) -> dict[str, float]:
@@ -52,14 +55,14 @@ def check_graphs(model, paths, ids: torch.Tensor) -> dict[str, float]:
         reference = BodyGraph(model)(ids[None]).numpy()
     states = run_body(paths.body, ids.numpy())
     assert states.shape == (n + 1, ids.numel(), model.config.hidden_size)
-    state_diff = np.abs(states - reference).reshape(n + 1, -1).max(axis=1)
+    state_diff = np.abs(states - reference).max(axis=2)  # (n+1, T)
     assert (state_diff <= state_tol(model, reference)).all(), state_diff
 
     size = readout_size(model, ids)
     targets = torch.roll(ids, -1)  # next token; the last row reads the first id
     grid = np.tile(targets.numpy(), (n + 1, 1))
     # the readout on the model's own states, against the model's own modules in float64
-    same = run_readout(paths.readout, reference, grid, tile_rows=7)  # tiles: 7, …, a short one
+    same = run_readout(paths.readout, reference, grid, tile_rows=7)  # 7, …, 7 and the rest
     with torch.no_grad():
         logits = reference_readout_logits(model, torch.from_numpy(reference)).double()
     expected = torch.softmax(logits, -1)
@@ -73,7 +76,8 @@ def check_graphs(model, paths, ids: torch.Tensor) -> dict[str, float]:
     assert np.abs(same["top_probs"] - top).max() <= readout_tol(size)  # the K largest …
     assert np.abs(same["top_probs"] - at_top.numpy()).max() <= readout_tol(size)  # … theirs
     # body then readout, against the model's own logit lens (HF hidden states, own head)
-    full = run_readout(paths.readout, states, grid)
+    rows = grid.size - 1 if grid.size > 1 else 1  # two tiles, the last of one row
+    full = run_readout(paths.readout, states, grid, tile_rows=rows)
     lens = reference_lens_probs(model, ids, targets).numpy()
     full_diff = float(np.abs(full["target_prob"] - lens).max())
     assert full_diff <= forward_tol(size, n, torch.float32)
@@ -113,12 +117,24 @@ def test_export_writes_graphs_and_external_weights(tiny_export):
 @pytest.mark.real_model
 def test_default_model_graphs_match_the_model(tmp_path):
     """The converted default model (SmolLM2-135M, 30 blocks) on three short prompts."""
+    from iglens_viz import IGLens
     from tests.support.real_model import default_model
 
     model, tokenizer = default_model()
     paths = export_site_graphs(model, tmp_path, top_k=TOP_K)
     for prompt in ["The capital of France is", "One, two, three,", "Water boils at"]:
-        check_graphs(model, paths, torch.tensor(tokenizer(prompt)["input_ids"]))
+        ids = torch.tensor(tokenizer(prompt)["input_ids"])
+        check_graphs(model, paths, ids)
+    # … and the library's own per-boundary lens probabilities of its predicted targets
+    result = IGLens(model, tokenizer).attribute("Water boils at")  # ids: the last prompt's
+    assert result.boundaries == list(range(len(model.model.layers) + 1))
+    has = result.target_ids >= 0
+    grid = np.tile(np.where(has, result.target_ids, 0), (len(result.boundaries), 1))
+    probs = run_readout(paths.readout, run_body(paths.body, result.input_ids), grid)
+    diff = np.abs(probs["target_prob"].T - result.lens_probs)[has]
+    assert diff.max() <= forward_tol(
+        readout_size(model, ids), len(model.model.layers), torch.float32
+    )
 
 
 @pytest.mark.parametrize("missing", ["onnx", "onnxscript", "onnxruntime"])
