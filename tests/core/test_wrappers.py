@@ -116,8 +116,8 @@ def test_attribute_and_widget_accept_a_bridge():
     from iglens_viz.widget import show
 
     widget = show(bridge, None, PROMPT, target=TARGET, steps=3)
-    assert widget._lens.wrapper == "TransformerLens TransformerBridge"
-    assert_same(widget._attribution, reference)
+    assert widget.engine.wrapper == "TransformerLens TransformerBridge"
+    assert_same(widget.attribution, reference)
 
 
 def test_processed_bridge_is_refused_unprocessed_compatibility_mode_is_not():
@@ -171,7 +171,7 @@ def test_nnsight_language_model_gives_its_tokenizer_and_the_same_numbers():
     pytest.importorskip("anywidget")
     from iglens_viz.widget import show
 
-    assert_same(show(wrapped, None, PROMPT, target=TARGET, steps=3)._attribution, reference)
+    assert_same(show(wrapped, None, PROMPT, target=TARGET, steps=3).attribution, reference)
 
 
 def test_nnsight_transformers_model_gives_its_tokenizer_and_the_same_numbers():
