@@ -628,6 +628,25 @@ export function figureFileName(view, model, ext) {
 }
 
 /**
+ * Whether this page's frame blocks downloads: a sandboxed iframe without `allow-downloads`
+ * (Colab's and VS Code's output frames may be one), where an `<a download>` does nothing and
+ * says nothing. Read from the frame's `sandbox` attribute where the parent is readable; a
+ * frame of opaque origin (`sandbox` without `allow-same-origin`) counts as blocking.
+ * @param {Window} [win]
+ * @returns {boolean}
+ */
+export function downloadsBlocked(win = window) {
+  try {
+    const frame = win.frameElement;
+    const flags = frame?.getAttribute("sandbox");
+    if (typeof flags === "string") return !flags.split(/\s+/).includes("allow-downloads");
+  } catch {
+    /* a parent of another origin: not readable */
+  }
+  return win.origin === "null";
+}
+
+/**
  * Hand a Blob to the browser as a download (an `<a download>` on a Blob URL, revoked later).
  * @param {Blob} blob @param {string} name @param {HTMLElement} [host] where the link is attached
  */

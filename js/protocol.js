@@ -43,7 +43,7 @@ export const stateDefaults = () => /** @type {typeof STATE_DEFAULTS} */ (JSON.pa
 /** The values the page may write (state.PAGE_WRITABLE): its wishes and the shared view state. */
 export const PAGE_WRITABLE = /** @type {const} */ (["selected", "hovered", "color_by", "view", "pinned", "template", "notes"]);
 
-/** @typedef {"hello"|"recompute"|"ask"|"cancel"|"ablation"|"gates"|"path"|"components"} CommandKind a command the page sends */
+/** @typedef {"hello"|"recompute"|"ask"|"cancel"|"ablation"|"gates"|"path"|"components"|"save"} CommandKind a command the page sends */
 /**
  * Every command by kind (commands.COMMANDS): its fields beside `kind` and `id`, the optional
  * ones, whether it runs in Python's background thread and whether it is answered while
@@ -59,6 +59,7 @@ export const COMMANDS = {
   gates: { fields: ["result_id", "position", "counterfactual"], optional: ["steps"], background: true, while_running: false },
   path: { fields: ["result_id", "position", "steps"], optional: [], background: false, while_running: false },
   components: { fields: ["result_id", "position"], optional: [], background: false, while_running: false },
+  save: { fields: ["name", "data"], optional: [], background: false, while_running: true },
 };
 
 /** The longest request id. */

@@ -8,6 +8,9 @@ messages; :meth:`iglens_viz.widget.IGLensWidget.dispatch` runs them.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +24,7 @@ __all__ = [
     "MAX_GATE_STEPS",
     "MAX_ID_LENGTH",
     "MAX_PROMPT_LENGTH",
+    "MAX_SAVE_BYTES",
     "Command",
     "CommandKind",
     "CommandSpec",
@@ -29,7 +33,7 @@ __all__ = [
 ]
 
 CommandKind = Literal[
-    "hello", "recompute", "ask", "cancel", "ablation", "gates", "path", "components"
+    "hello", "recompute", "ask", "cancel", "ablation", "gates", "path", "components", "save"
 ]
 """A command the page can send; see :data:`COMMANDS`."""
 
@@ -46,6 +50,12 @@ an hour of generation and attribution (a notebook call to ``attribute`` has no s
 
 MAX_GATE_STEPS = 256
 """The most diagonal steps a ``gates`` command may ask for (each costs two one-token runs)."""
+
+MAX_SAVE_BYTES = 32 << 20
+"""The largest picture a ``save`` command may carry, in bytes (before base64)."""
+
+SAVE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(png|svg)")
+"""A ``save`` command's file name: a plain name ending ``.png`` or ``.svg``, no folder."""
 
 CHECK_POSITIONS = ("target", "all")
 """The ``positions`` of an ``ablation`` command: the answer position only, or every one."""
@@ -149,6 +159,16 @@ COMMANDS: dict[CommandKind, CommandSpec] = {
         False,
         "The head split of one token (the first on a prompt runs the model once).",
         answer="``components``",
+    ),
+    "save": CommandSpec(
+        ("name", "data"),
+        False,
+        """Write a picture the page made (its PNG / SVG export) to ``name`` in the kernel's
+        working folder, for a frame that blocks the page's download (a sandboxed iframe
+        without ``allow-downloads``); ``data`` is its bytes as base64, at most
+        :data:`MAX_SAVE_BYTES`.""",
+        answer="the envelope (the file is ``name`` in the kernel's working folder)",
+        while_running=True,
     ),
 }
 """Every command, by kind (the order of ``docs/widget-protocol.md``'s table)."""
@@ -260,6 +280,25 @@ def _field(kind: str, name: str, value: Any) -> Any:
                 f"1 … {MAX_ASK_NEW_TOKENS}, or null (as the shown question), got {value!r:.80}"
             )
         return value
+    if name == "name":
+        if not isinstance(value, str) or not SAVE_NAME.fullmatch(value):
+            raise InvalidRequestError(
+                f"a save command's name is a file name ending .png or .svg (letters, digits, "
+                f"'.', '_', '-'; no folder), got {value!r:.80}"
+            )
+        return value
+    if name == "data":
+        try:
+            data = base64.b64decode(value, validate=True) if isinstance(value, str) else None
+        except binascii.Error:
+            data = None
+        if data is None or not 0 < len(data) <= MAX_SAVE_BYTES:
+            raise InvalidRequestError(
+                f"a save command's data is the picture's bytes as base64 (1 … "
+                f"{MAX_SAVE_BYTES} bytes), got {type(value).__name__} of "
+                f"{len(value) if isinstance(value, str) else 0} characters"
+            )
+        return data
     if name == "controls":
         if not isinstance(value, Mapping):
             raise InvalidRequestError(

@@ -572,6 +572,12 @@ class IGLensWidget(anywidget.AnyWidget):
     def _command_hello(self, command: Command) -> None:
         """Nothing to do: the answer tells the page that a kernel listens."""
 
+    def _command_save(self, command: Command) -> None:
+        """Write the page's picture where the kernel runs (its frame blocked the download)."""
+        path = Path.cwd() / command.fields["name"]
+        path.write_bytes(command.fields["data"])
+        self.log.info("IGLensWidget: the page's picture saved to %s", path)
+
     def _command_cancel(self, command: Command) -> None:
         target, running = command.fields["request_id"], self.running
         if running.get("id") != target:
@@ -1000,8 +1006,9 @@ def _running_kernel() -> Any:
     return getattr(get_ipython(), "kernel", None) if callable(get_ipython) else None
 
 
-_ANSWERED_AT_ONCE = frozenset({"hello", "cancel"})
-"""The commands answered in the comm handler itself: they compute nothing."""
+_ANSWERED_AT_ONCE = frozenset({"hello", "cancel", "save"})
+"""The commands answered in the comm handler itself: they compute nothing (a save writes the
+page's bytes)."""
 
 
 def _in_colab() -> bool:

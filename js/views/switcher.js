@@ -16,10 +16,65 @@ import { createGrid } from "./grid.js";
 import { createCompare } from "./compare.js";
 import { createLesson } from "./lesson.js";
 import { lensGridName } from "../lens-name.js";
-import { heatmapFigure, gridFigure, compareFigure, heatmapRows, renderFigure, download, figureFileName, titleLines, withDetail } from "../export-image.js";
+import {
+  heatmapFigure,
+  gridFigure,
+  compareFigure,
+  heatmapRows,
+  renderFigure,
+  download,
+  downloadsBlocked,
+  figureFileName,
+  titleLines,
+  withDetail,
+} from "../export-image.js";
+import { toBase64 } from "../codec.js";
 
 /** How long "saved …" stays beside the export buttons. */
 const SAVED_MS = 5000;
+/**
+ * Pictures sent to Python to write, for a frame that blocks downloads (the `save` command);
+ * `say` shows where Python saved each, or why not. Without a kernel, the note names
+ * `w.save_png` / `w.save_svg`.
+ * @param {import("./context.js").Context} ctx @param {(text: string) => void} say
+ */
+function savesThroughPython(ctx, say) {
+  /** The save awaiting its answer: its command id and file. */
+  let saving = /** @type {{id: string, file: string}|null} */ (null);
+  const off = ctx.commands.listen((event) => {
+    if (event.type !== "answer" || !saving || event.sent.id !== saving.id) return;
+    const { file } = saving;
+    saving = null;
+    const { answer } = event;
+    say(
+      answer.ok
+        ? `${BLOCKED_NOTE} Python saved ${file} in the kernel's working folder`
+        : `${BLOCKED_NOTE} Python could not save ${file}: ${answer.error?.message}`,
+    );
+  });
+  return {
+    off,
+    /** @param {Blob} blob @param {string} file @param {"png"|"svg"} kind */
+    async save(blob, file, kind) {
+      const id = ctx.commands.kernel() === "live" ? ctx.command("save", { name: file, data: toBase64(await blobBytes(blob)) }) : null;
+      saving = id ? { id, file } : null;
+      say(id ? `${BLOCKED_NOTE} sending ${file} to Python\u2026` : `${BLOCKED_NOTE} in a cell, w.save_${kind}("${file}") writes the picture`);
+    },
+  };
+}
+
+/** A Blob's bytes (FileReader: older engines and jsdom lack `Blob.arrayBuffer`). @param {Blob} blob @returns {Promise<ArrayBuffer>} */
+function blobBytes(blob) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(/** @type {ArrayBuffer} */ (reader.result));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsArrayBuffer(blob);
+  });
+}
+
+/** The note of a frame that blocks downloads (kept on screen: the file is not where a download goes). */
+export const BLOCKED_NOTE = "This frame blocks downloads:";
 
 const TAB_LABELS = { heatmap: "Heatmap", grid: "Logit-lens grid", compare: "Compare", lesson: "Lesson" };
 
@@ -149,7 +204,8 @@ export function createViews(ctx, heatmap) {
     if (ms > 0) sayTimer = setTimeout(() => say(""), ms);
   }
 
-  /** The shown view as a figure, downloaded. @param {"png"|"svg"} kind */
+  const viaPython = savesThroughPython(ctx, say);
+  /** The shown view as a figure, downloaded (to Python where the frame blocks it). @param {"png"|"svg"} kind */
   async function exportView(kind) {
     const r = ctx.result;
     if (!r) return;
@@ -162,6 +218,7 @@ export function createViews(ctx, heatmap) {
       // the detail panel's charts of the selected token below the view (the curve for a slide)
       const blob = await renderFigure(kind, withDetail(draw, r, { theme, selected: sel }), title);
       const file = figureFileName(name, r.modelName || r.family, kind);
+      if (downloadsBlocked()) return await viaPython.save(blob, file, kind);
       download(blob, file, ctx.root);
       say(`saved ${file}`, SAVED_MS);
     } catch (err) {
@@ -241,6 +298,7 @@ export function createViews(ctx, heatmap) {
       ctx.model.off("change:pinned", onPins);
       ctx.model.off("change:comparison", onComparison);
       offs.forEach((off) => off());
+      viaPython.off();
       if (sayTimer) clearTimeout(sayTimer);
       grid.destroy();
       compare.destroy();

@@ -103,3 +103,26 @@ def test_save_png_and_svg_write_the_picture_of_the_view(lens, tmp_path):
     # the same figure, in points (72 per inch)
     assert (root.get("width"), root.get("height")) == tuple(f"{x * 72:g}pt" for x in FIGSIZE)
     assert len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 10  # drawn, not empty
+
+
+def test_the_save_command_writes_the_pages_picture(lens, tmp_path, monkeypatch):
+    """A frame that blocks downloads sends the page's picture: Python writes it, by its plain
+    name, in the kernel's working folder, and refuses any other name or bad bytes."""
+    from tests.support.widget_page import Page, error_of
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    page = Page(IGLensWidget(None, lens, PROMPT))
+    svg = b"<svg xmlns='http://www.w3.org/2000/svg'><rect width='3' height='2'/></svg>"
+    answer = page.ask("save", name="iglens-heatmap.svg", data=base64.b64encode(svg).decode())
+    assert answer["ok"], answer
+    assert (work / "iglens-heatmap.svg").read_bytes() == svg
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+    for name in ("../escaped.png", "/tmp/escaped.png", "view.exe", ".png", ""):
+        answer = page.ask("save", name=name, data=png)
+        assert "a file name ending .png or .svg" in error_of(answer), answer
+    assert list(tmp_path.rglob("escaped.png")) == []
+    answer = page.ask("save", name="view.png", data="not base64!")
+    assert "as base64" in error_of(answer)
+    assert not (work / "view.png").exists()
