@@ -25,7 +25,9 @@ hosts); every request off 127.0.0.1 but the routed CDN one is aborted and fails 
 Each run checks: the widget renders and its ``hello`` is answered; a click reaches
 ``w.selected``; a recompute (a new target) and a question in the prompt box are answered and
 drawn; Cancel stops a running recompute; every computing command ran in the widget's own
-thread, never in the comm handler. With ``IGLENS_SCREENSHOTS`` set to a folder the rendered
+thread, never in the comm handler. A third run puts the Colab-like host in a sandboxed iframe
+without ``allow-downloads``, as hosts' output frames may be: the PNG button's picture is then
+written by the kernel. With ``IGLENS_SCREENSHOTS`` set to a folder the rendered
 widget is saved there as ``frontend-colab-<mode>.png`` / ``frontend-vscode.png``.
 """
 
@@ -126,6 +128,13 @@ import {{ start }} from "./iglens-{host}.js";
 window.hostStart = start;
 </script></body></html>"""
 
+# The Colab-like host inside an output frame as hosts make them: sandboxed, scripts and its own
+# origin allowed, downloads not.
+FRAMED = """<!doctype html>
+<html><head><meta charset="utf-8"><title>A sandboxed output frame</title></head>
+<body style="margin:0"><iframe sandbox="allow-scripts allow-same-origin" src="iglens-colab.html"
+style="width:1270px;height:890px;border:0"></iframe></body></html>"""
+
 HOST_PAGES = {
     "colab": {"title": "Colab-like host", "scripts": ""},
     # VS Code's webview has requirejs on the page before its widget manager
@@ -181,6 +190,7 @@ def server(tmp_path_factory):
         bundle(HOSTS / f"{host}.js", static / f"iglens-{host}.js")
         (static / f"iglens-{host}.html").write_text(PAGE.format(host=host, **page))
     shutil.copy(ROOT / "node_modules" / "requirejs" / "require.js", static / "require.js")
+    (static / "iglens-framed.html").write_text(FRAMED)
     # the environment's share/jupyter: /static/nbextensions/anywidget/index.js (VS Code's
     # local widget script source reads that folder)
     share = ANYWIDGET_AMD.parents[2]
@@ -199,12 +209,15 @@ def server(tmp_path_factory):
         env=env,
         name="Jupyter server",
     ):
-        yield {"base": base, "token": token, "host": f"127.0.0.1:{port}", "log": log, "root": root}
+        yield {"base": base, "token": token, "host": f"127.0.0.1:{port}", "log": log, "work": work}
 
 
-def open_host(page, server: dict, host: str, mode: str, state: Path) -> tuple[dict, dict]:
-    """The host page on the server's origin, the test's code run in a fresh kernel; returns
-    the routed CDN requests and the requests aborted (off the machine)."""
+def open_host(
+    page, server: dict, host: str, mode: str, state: Path, *, framed: bool = False
+) -> tuple[dict, dict, object]:
+    """The host page on the server's origin (``framed``: in a sandboxed iframe without
+    ``allow-downloads``), the test's code run in a fresh kernel; returns the outcome, the
+    routed CDN requests and the requests aborted (off the machine), and the frame."""
     base = server["base"]
     routed: dict[str, list[str]] = {"cdn": [], "aborted": []}
 
@@ -221,12 +234,13 @@ def open_host(page, server: dict, host: str, mode: str, state: Path) -> tuple[di
 
     page.route("**/*", local_or_abort)
     page.route(CDN_ANYWIDGET, anywidget)  # the later route is tried first
-    page.goto(f"{base}/static/iglens-{host}.html")
-    page.wait_for_function("() => !!window.hostStart")
+    page.goto(f"{base}/static/iglens-{'framed' if framed else host}.html")
+    target = page.main_frame.child_frames[0] if framed else page.main_frame
+    target.wait_for_function("() => !!window.hostStart")
     code = (COLAB_RUNTIME if mode == "colab" else "") + CODE.format(
         tests=str(TESTS), state=str(state)
     )
-    outcome = page.evaluate(
+    outcome = target.evaluate(
         """async ({baseUrl, token, kernelName, mode, code, nbextensions}) => {
             window.host = await window.hostStart({baseUrl, token, kernelName, mode, nbextensions});
             const status = await window.host.run(code);
@@ -241,7 +255,7 @@ def open_host(page, server: dict, host: str, mode: str, state: Path) -> tuple[di
             "nbextensions": f"{base}/static/nbextensions",
         },
     )
-    return outcome, routed
+    return outcome, routed, target
 
 
 def exercise(page, state: Path) -> None:
@@ -316,7 +330,7 @@ def test_widget_in_colab_like_host(server, page, mode, tmp_path):
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(f"{err}\n{err.stack}"))
     with reported(page, shot=tmp_path / f"colab-{mode}.png", log=server["log"], name="server"):
-        outcome, routed = open_host(page, server, "colab", mode, state)
+        outcome, routed, _ = open_host(page, server, "colab", mode, state)
         assert outcome == {"status": "ok", "errors": [], "rendered": 1}, outcome
         assert len(routed["cdn"]) == 1 and "anywidget@" in routed["cdn"][0], routed
         exercise(page, state)
@@ -331,7 +345,7 @@ def test_widget_in_vscode_like_host(server, page, tmp_path):
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(f"{err}\n{err.stack}"))
     with reported(page, shot=tmp_path / "vscode.png", log=server["log"], name="server"):
-        outcome, routed = open_host(page, server, "vscode", "manager", state)
+        outcome, routed, _ = open_host(page, server, "vscode", "manager", state)
         assert outcome == {"status": "ok", "errors": [], "rendered": 1}, outcome
         # anywidget came from the environment's nbextensions folder, not a CDN
         assert page.evaluate("() => window.host.loaded") == ["anywidget@~0.11.*"]
@@ -339,4 +353,33 @@ def test_widget_in_vscode_like_host(server, page, tmp_path):
         exercise(page, state)
         screenshot(page, "vscode")
     assert errors == [], errors
+    assert routed["aborted"] == [], routed["aborted"]
+
+
+def test_a_download_the_frame_blocks_is_written_by_python(server, page, tmp_path):
+    """In a sandboxed output frame without ``allow-downloads`` the PNG button's download would
+    vanish silently: the page sends the picture to Python (the ``save`` command), which writes
+    it in the kernel's working folder, and the export bar says so."""
+    page.set_default_timeout(TIMEOUT)
+    state = tmp_path / "state.json"
+    downloads: list[str] = []
+    page.on("download", lambda d: downloads.append(d.suggested_filename))
+    with reported(page, shot=tmp_path / "framed.png", log=server["log"], name="server"):
+        outcome, routed, frame = open_host(page, server, "colab", "manager", state, framed=True)
+        assert outcome == {"status": "ok", "errors": [], "rendered": 1}, outcome
+        widget = frame.locator(".host-output").first
+        widget.locator(".iglens-strip [data-token-index]").first.wait_for(timeout=RENDER_TIMEOUT)
+        wait_for(lambda: "hello" in read(state).get("commands", []), what="the hello answered")
+        widget.locator("[data-export=png]").click()
+        note = widget.locator(".iglens-export-status")
+        text = wait_for(
+            lambda: "Python saved" in (t := note.text_content() or "") and t,
+            what="the note that Python saved the picture",
+        )
+        assert text.startswith("This frame blocks downloads: Python saved iglens-"), text
+        name = text.split("Python saved ")[1].split(" ")[0]
+        written = server["work"] / name
+        assert written.suffix == ".png" and written.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert [a["ok"] for a in read(state)["answers"] if a["command"] == "save"] == [True]
+    assert downloads == []  # nothing reached the browser's downloads
     assert routed["aborted"] == [], routed["aborted"]
