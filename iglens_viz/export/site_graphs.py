@@ -1,9 +1,11 @@
 """ONNX graphs of a model for the kernel-free site (issue 38, first stage): a body and a readout.
 
-* The **body** takes ``input_ids`` ``(1, T)`` (int64) and returns ``states`` ``(n+1, T, d)``:
-  h_0 (the embeddings) and every block's output h_1 … h_n, pre-norm, as the engine reads them
-  (:func:`iglens_viz.adapters.adapter_for`). This stage has no KV cache: each call runs the
-  whole prompt.
+* The **body** takes ``input_ids`` ``(1, T)`` (int64) and a KV cache of P earlier positions,
+  ``past_keys``/``past_values`` ``(n, 1, H_kv, P, d_head)`` (P = 0 for a prompt), and returns
+  ``states`` ``(n+1, T, d)``: h_0 (the embeddings) and every block's output h_1 … h_n of the T
+  new positions, pre-norm, as the engine reads them (:func:`iglens_viz.adapters.adapter_for`),
+  and the cache extended to P+T positions (``keys``, ``values``): a prompt, then one
+  generated token per call.
 * The **readout** takes a row tile of states ``(R, d)`` and their ``target_ids`` ``(R,)`` and
   returns, in float32, ``target_prob`` ``(R,)``, ``log_normalizer`` ``(R,)`` (the logsumexp of
   the logits), ``top_ids`` ``(R, K)`` and ``top_probs`` ``(R, K)``. Its memory is one
@@ -13,16 +15,18 @@ Weights go to external data files next to each graph (``body.onnx`` + ``body.onn
 …), so the graph files stay small; :func:`file_sizes` lists what was written.
 
 >>> paths = export_site_graphs(model, "site/graphs")          # doctest: +SKIP
->>> states = run_body(paths.body, input_ids)                 # doctest: +SKIP
+>>> prompt = run_body(paths.body, input_ids)                 # doctest: +SKIP
+>>> step = run_body(paths.body, [next_id], past=prompt)      # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TOP_K",
     "BodyGraph",
+    "BodyOutput",
     "ReadoutGraph",
     "SiteGraphs",
     "export_site_graphs",
@@ -69,11 +74,14 @@ def require_onnx() -> Any:
 
 
 class BodyGraph(nn.Module):
-    """The model's embeddings and blocks, returning every block boundary's state.
+    """The model's embeddings and blocks with a KV cache, returning every boundary's state.
 
-    ``forward(input_ids (1, T)) -> (n+1, T, d)``: h_0 … h_{n-1} are the model's own
-    ``hidden_states`` (block inputs); h_n is the final norm's input (the last block's
-    output), read with a pre-hook, since transformers' last hidden state is already normed.
+    ``forward(input_ids (1, T), past_keys, past_values)`` with the past ``(n, 1, H_kv, P,
+    d_head)`` (P = 0: no past) returns ``states (n+1, T, d)`` of the T new positions (at
+    positions P … P+T−1) and the cache ``keys``, ``values`` ``(n, 1, H_kv, P+T, d_head)``.
+    h_0 … h_{n-1} are the model's own ``hidden_states`` (block inputs); h_n is the final
+    norm's input (the last block's output), read with a pre-hook, since transformers' last
+    hidden state is already normed.
     """
 
     def __init__(self, model: nn.Module) -> None:
@@ -86,19 +94,68 @@ class BodyGraph(nn.Module):
                 f"last block's output is not the head's input; the site's graphs read pre-norm "
                 f"models only: export a model of another family"
             )
+        # transformers 5 names the argument ``cache``; earlier versions ``past_key_values``
+        params = inspect.signature(model.forward).parameters
+        self.cache_argument = "cache" if "cache" in params else "past_key_values"
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """Every boundary's state, ``(n+1, T, d)``, float32."""
+    def forward(
+        self, input_ids: torch.Tensor, past_keys: torch.Tensor, past_values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The new positions' states ``(n+1, T, d)`` (float32) and the extended cache."""
+        n = self.adapter.n_blocks
+        cache = self._new_cache()
+        for block in range(n):
+            cache.update(past_keys[block], past_values[block], block)
+        start = past_keys.shape[3]
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None] + start
         last: list[torch.Tensor] = []
         norm = self.adapter.final_norm
         assert norm is not None
         handle = norm.register_forward_pre_hook(lambda module, args: last.append(args[0]))
         try:
-            out = self.model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+            out = self.model(
+                input_ids=input_ids,
+                position_ids=positions,
+                output_hidden_states=True,
+                use_cache=True,
+                **{self.cache_argument: cache},
+            )
         finally:
             handle.remove()
-        hidden = out.hidden_states[: self.adapter.n_blocks]
-        return torch.cat([*hidden, last[0]], dim=0).float()
+        states = torch.cat([*out.hidden_states[:n], last[0]], dim=0).float()
+        keys, values = zip(*(_layer_cache(cache, block) for block in range(n)))
+        return states, torch.stack(keys), torch.stack(values)
+
+    def _new_cache(self) -> Any:
+        from transformers import DynamicCache
+
+        return DynamicCache(config=getattr(self.model, "config", None))
+
+    def empty_cache(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """A cache of no positions, ``(n, 1, H_kv, 0, d_head)`` (keys or values alike)."""
+        probe = torch.zeros((1, 1), dtype=torch.long)
+        cache = self._new_cache()
+        with torch.no_grad():
+            self.model(input_ids=probe, use_cache=True, **{self.cache_argument: cache})
+        keys = _layer_cache(cache, 0)[0]
+        return torch.zeros((self.adapter.n_blocks, *keys.shape[:2], 0, keys.shape[3]), dtype=dtype)
+
+
+def _layer_cache(cache: Any, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One block's cached keys and values ``(1, H_kv, P, d_head)`` (transformers' layers)."""
+    layer = cache.layers[block]
+    return layer.keys, layer.values
+
+
+class BodyOutput(NamedTuple):
+    """What the body graph returns for T new positions after P cached ones."""
+
+    states: np.ndarray
+    """``(n+1, T, d)`` float32: h_0 … h_n of the new positions."""
+    keys: np.ndarray
+    """``(n, 1, H_kv, P+T, d_head)``: the cache's keys, to pass back as ``past_keys``."""
+    values: np.ndarray
+    """``(n, 1, H_kv, P+T, d_head)``: the cache's values."""
 
 
 class ReadoutGraph(nn.Module):
@@ -168,18 +225,24 @@ def export_site_graphs(
 
         model = copy.deepcopy(model).float()
     body = BodyGraph(model)
-    ids = torch.zeros((1, 8), dtype=torch.long)
-    length = torch.export.Dim("tokens", min=1, max=_max_positions(model))
+    tokens = torch.export.Dim("tokens", min=1, max=_max_positions(model))
+    past = torch.export.Dim("past", min=0, max=_max_positions(model))
     rows = torch.export.Dim("rows", min=1, max=2**16)
     paths = SiteGraphs(out / "body.onnx", out / "readout.onnx")
     with torch.no_grad():
+        empty = body.empty_cache()
+        _, keys, values = body(torch.zeros((1, 4), dtype=torch.long), empty, empty)
         _export(
             body,
-            (ids,),
+            (torch.zeros((1, 3), dtype=torch.long), keys, values),  # 3 tokens after 4
             paths.body,
-            input_names=["input_ids"],
-            output_names=["states"],
-            dynamic_shapes={"input_ids": {1: length}},
+            input_names=["input_ids", "past_keys", "past_values"],
+            output_names=["states", "keys", "values"],
+            dynamic_shapes={
+                "input_ids": {1: tokens},
+                "past_keys": {3: past},
+                "past_values": {3: past},
+            },
         )
         readout = ReadoutGraph(body.adapter, top_k)
         states = torch.zeros((4, _width(body)), dtype=torch.float32)
@@ -213,13 +276,23 @@ def _session(path: str | os.PathLike[str]) -> Any:
 
 
 def run_body(
-    path: str | os.PathLike[str] | Any, input_ids: Sequence[int] | np.ndarray
-) -> np.ndarray:
-    """Run a body graph (a path, or an ``onnxruntime.InferenceSession``) on one prompt's ids;
-    ``(n+1, T, d)`` float32 states."""
+    path: str | os.PathLike[str] | Any,
+    input_ids: Sequence[int] | np.ndarray,
+    past: BodyOutput | None = None,
+) -> BodyOutput:
+    """Run a body graph (a path, or an ``onnxruntime.InferenceSession``) on one prompt's new
+    ids after ``past`` (a previous call's output; None: no past): the new positions' states
+    and the extended cache."""
     session = _session(path) if isinstance(path, (str, os.PathLike)) else path
     ids = np.asarray(input_ids, dtype=np.int64).reshape(1, -1)
-    return session.run(["states"], {"input_ids": ids})[0]
+    if past is None:
+        shape = session.get_inputs()[1].shape  # (n, 1, H_kv, "past", d_head)
+        empty = np.zeros((shape[0], 1, shape[2], 0, shape[4]), dtype=np.float32)
+        keys, values = empty, empty
+    else:
+        keys, values = past.keys, past.values
+    feed = {"input_ids": ids, "past_keys": keys, "past_values": values}
+    return BodyOutput(*session.run(["states", "keys", "values"], feed))
 
 
 def run_readout(

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from iglens_viz.export.site_graphs import BodyGraph, export_site_graphs, run_body, run_readout
+from iglens_viz.export.site_graphs import export_site_graphs, run_body, run_readout
 from tests.support.tiny_models import (
     random_ids,
     reference_lens_probs,
@@ -47,13 +47,42 @@ def state_tol(model, states: np.ndarray) -> np.ndarray:
     return (depth * 3 * math.sqrt(width) + 1) * eps(torch.float32) * magnitude
 
 
+@torch.no_grad()
+def reference_states(model, ids: torch.Tensor) -> np.ndarray:
+    """``(n+1, T, d)`` h_0 … h_n from the model itself with no cache: its hidden states (block
+    inputs) and the last block's output, read with a hook."""
+    last = []
+    handle = model.model.layers[-1].register_forward_hook(
+        lambda module, args, out: last.append(out[0] if isinstance(out, tuple) else out)
+    )
+    try:
+        hidden = model(input_ids=ids[None], output_hidden_states=True).hidden_states
+    finally:
+        handle.remove()
+    return torch.cat([*hidden[:-1], last[0]]).numpy()
+
+
+def check_cached_steps(model, paths, ids: torch.Tensor, prefix: int) -> float:
+    """The prompt's first ``prefix`` ids, then the rest one id per call through the KV cache:
+    the states equal one uncached run's within :func:`state_tol`; the max difference."""
+    step = run_body(paths.body, ids[:prefix].numpy())
+    parts = [step.states]
+    for position in range(prefix, ids.numel()):
+        step = run_body(paths.body, ids[position : position + 1].numpy(), past=step)
+        assert step.keys.shape[3] == step.values.shape[3] == position + 1
+        parts.append(step.states)
+    reference = reference_states(model, ids)
+    diff = np.abs(np.concatenate(parts, axis=1) - reference).max(axis=2)
+    assert (diff <= state_tol(model, reference)).all(), diff
+    return float(diff.max())
+
+
 def check_graphs(model, paths, ids: torch.Tensor) -> dict[str, float]:
     """Run both graphs on ``ids`` and assert them against the model's own modules; the max
     differences measured, by name."""
-    n = len(BodyGraph(model).adapter.blocks)
-    with torch.no_grad():
-        reference = BodyGraph(model)(ids[None]).numpy()
-    states = run_body(paths.body, ids.numpy())
+    n = model.config.num_hidden_layers
+    reference = reference_states(model, ids)
+    states = run_body(paths.body, ids.numpy()).states
     assert states.shape == (n + 1, ids.numel(), model.config.hidden_size)
     state_diff = np.abs(states - reference).max(axis=2)  # (n+1, T)
     assert (state_diff <= state_tol(model, reference)).all(), state_diff
@@ -97,6 +126,12 @@ def test_tiny_llama_graphs_match_the_model(tiny_export):
     check_graphs(model, paths, random_ids(1, seed=3))
 
 
+def test_tiny_llama_kv_cache_steps_match_one_run(tiny_export):
+    """A prompt of 5 ids, then 7 generated one at a time: the states of one 12-id run."""
+    model, paths = tiny_export
+    check_cached_steps(model, paths, random_ids(12), prefix=5)
+
+
 def test_export_writes_graphs_and_external_weights(tiny_export):
     """The weight matrices are in the .data files, in float32: the body's holds the embedding
     and every block's linear weights, the readout's the head (small vectors, the norms' weights,
@@ -125,12 +160,13 @@ def test_default_model_graphs_match_the_model(tmp_path):
     for prompt in ["The capital of France is", "One, two, three,", "Water boils at"]:
         ids = torch.tensor(tokenizer(prompt)["input_ids"])
         check_graphs(model, paths, ids)
+    check_cached_steps(model, paths, ids, prefix=ids.numel() - 2)  # two steps after the prompt
     # … and the library's own per-boundary lens probabilities of its predicted targets
     result = IGLens(model, tokenizer).attribute("Water boils at")  # ids: the last prompt's
     assert result.boundaries == list(range(len(model.model.layers) + 1))
     has = result.target_ids >= 0
     grid = np.tile(np.where(has, result.target_ids, 0), (len(result.boundaries), 1))
-    probs = run_readout(paths.readout, run_body(paths.body, result.input_ids), grid)
+    probs = run_readout(paths.readout, run_body(paths.body, result.input_ids).states, grid)
     diff = np.abs(probs["target_prob"].T - result.lens_probs)[has]
     assert diff.max() <= forward_tol(
         readout_size(model, ids), len(model.model.layers), torch.float32
