@@ -72,21 +72,24 @@ def test_the_docs_site_loads_nothing_from_another_machine(site):
 
 
 def test_the_errors_page_names_every_error_class(site):
+    """Every IGLensError subclass of the library and the study package has its section."""
     import importlib
     import pkgutil
 
     import iglens_viz
 
-    for info in pkgutil.walk_packages(iglens_viz.__path__, prefix="iglens_viz."):
-        if not any(part.startswith("_") for part in info.name.split(".")):
-            importlib.import_module(info.name)
+    for name in ("iglens_viz", "iglens_study"):
+        package = importlib.import_module(name)
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
+            if not any(part.startswith("_") for part in info.name.split(".")):
+                importlib.import_module(info.name)
 
     def subclasses(cls: type) -> list[type]:
         return [cls] + [s for sub in cls.__subclasses__() for s in subclasses(sub)]
 
     page = (site / "reference" / "errors.html").read_text(encoding="utf-8")
     named = [c for c in subclasses(iglens_viz.IGLensError) if c.__module__.startswith("iglens_")]
-    assert len(named) >= 10
+    assert len(named) >= 10 and any(c.__module__.startswith("iglens_study") for c in named)
     for cls in named:
         assert f"<code>{cls.__name__}</code>" in page, cls
 

@@ -48,19 +48,38 @@ def cli_page() -> str:
     return "".join(parts)
 
 
+# The packages whose errors the page lists: the library and, when installed, the study package
+# (`iglens study` reports its own). The library's deprecated studies shim is not walked.
+ERROR_PACKAGES = ("iglens_viz", "iglens_study")
+SHIM = "iglens_viz.studies"
+
+
+def import_error_modules() -> None:
+    """Import every public module of :data:`ERROR_PACKAGES` that is installed, so each
+    error class is defined."""
+    for name in ERROR_PACKAGES:
+        try:
+            package = importlib.import_module(name)
+        except ImportError:
+            continue
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
+            public = not any(part.startswith("_") for part in info.name.split("."))
+            if public and not info.name.startswith(SHIM):
+                importlib.import_module(info.name)
+
+
 def error_classes() -> list[type]:
-    """Every subclass of IGLensError defined in a module of the package, base first."""
+    """Every subclass of IGLensError defined in a module of :data:`ERROR_PACKAGES`, base
+    first."""
     import iglens_viz
 
-    for info in pkgutil.walk_packages(iglens_viz.__path__, prefix="iglens_viz."):
-        if not any(part.startswith("_") for part in info.name.split(".")):
-            importlib.import_module(info.name)
+    import_error_modules()
     found, todo = [], [iglens_viz.IGLensError]
     while todo:
         cls = todo.pop(0)
         found.append(cls)
         todo.extend(sorted(cls.__subclasses__(), key=lambda c: c.__name__))
-    return [c for c in found if c.__module__.startswith("iglens_viz")]
+    return [c for c in found if c.__module__.startswith(ERROR_PACKAGES)]
 
 
 def _markdown(rst: str) -> str:
@@ -72,8 +91,9 @@ def _markdown(rst: str) -> str:
 def errors_page() -> str:
     parts = [
         "# Errors\n\n"
-        "Everything iglens_viz reports on purpose is an `IGLensError`, with a one-line message\n"
-        "that names the problem and what would work; on the command line it prints as\n"
+        "Everything iglens_viz (and iglens_study) reports on purpose is an `IGLensError`,\n"
+        "with a one-line message that names the problem and what would work; on the command\n"
+        "line it prints as\n"
         "`iglens: error: …` with exit status 2. Anything else is a bug: please report it. Each\n"
         "class also derives from the built-in exception a caller would expect, so\n"
         "`except ValueError` keeps working. This page is generated from the classes.\n"
