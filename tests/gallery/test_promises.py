@@ -14,7 +14,7 @@ import base64
 import nbformat
 import pytest
 
-from tests.support import ROOT
+from tests.support import HANG_S, ROOT
 from tests.support.promises import WIDGET, unkept_promises
 
 
@@ -65,6 +65,13 @@ FIGURE_REPR = {
         ("The widget does not show here: see the figure at the end.", [VIEW], False),
         ("`plot_token` shades them.", [], False),  # a name in code is no promise
         ("Every array is plain numpy.", [], False),
+        (
+            "The paragraph below is printed from the table. It says when they agree.",
+            [PRINTED],
+            False,
+        ),
+        ("The table below ranks them. Read it row by row.", [PRINTED], True),  # "X below"
+        ("`out=` would stream the table to Parquet. Twelve prompts.", [PRINTED], False),
         ("# Quick start\n\nOpens the widget and exports it:", [], False),  # the title cell
     ],
 )
@@ -100,7 +107,7 @@ def test_a_plot_shows_itself_in_a_kernel_without_pyplot():
         ]
     )
     nbclient.NotebookClient(
-        nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+        nb, timeout=HANG_S, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
     ).execute()
     assert nb.cells[2].outputs[0]["text"] == "False\n"  # pyplot never loaded
     shown = nb.cells[1].outputs[0]["data"]

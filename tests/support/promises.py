@@ -25,16 +25,33 @@ WORD = re.compile(r"\b(" + "|".join(ANNOUNCED) + r")s?\b", re.IGNORECASE)
 INLINE_CODE = re.compile(r"`[^`]*`")
 
 
+KINDS = "|".join(ANNOUNCED)
+BELOW = re.compile(rf"\b({KINDS})s?\s+below\b", re.IGNORECASE)
+# A sentence whose subject is the output: "The table lists…", "A static figure…"
+SUBJECT = re.compile(rf"^(?:the|this|a|an|its)\s+(?:[\w-]+\s+)?({KINDS})s?\b", re.IGNORECASE)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
 def announced_kinds(markdown: str) -> tuple[set[str], bool]:
-    """The words of ``markdown`` (inline code removed) that announce an output, and whether
-    its last line ends with a colon ("Its detail view:"). A notebook's title cell (a level-1
-    heading) describes the whole notebook and announces nothing for the cell after it."""
+    """What ``markdown`` (inline code removed) announces for the next cell, and whether its
+    last line ends with a colon ("Its detail view:"). A word announces where a reader takes
+    it as a promise: in a heading ("## A static figure"), before "below" ("the widget
+    below"), or as a sentence's subject ("The table lists each token's halves."); elsewhere
+    it describes ("printed from the table", "stream the table to Parquet"). A notebook's
+    title cell (a level-1 heading) describes the whole notebook and announces nothing."""
     if markdown.lstrip().startswith("# "):
         return set(), False
     prose = INLINE_CODE.sub("", markdown)
-    words = {m.group(1).lower() for m in WORD.finditer(prose)}
-    lines = [line for line in prose.strip().splitlines() if line.strip()]
-    return words, bool(lines) and lines[-1].rstrip().endswith(":")
+    lines = [line.strip() for line in prose.strip().splitlines() if line.strip()]
+    headings = [line.lstrip("#").strip() for line in lines if line.startswith("#")]
+    text = " ".join(line for line in lines if not line.startswith("#"))
+    words = {m.group(1).lower() for h in headings for m in WORD.finditer(h)}
+    words |= {m.group(1).lower() for m in BELOW.finditer(prose)}
+    for sentence in SENTENCE_END.split(text):
+        subject = SUBJECT.match(sentence.strip().lstrip("*_"))
+        if subject:
+            words.add(subject.group(1).lower())
+    return words, bool(lines) and lines[-1].endswith(":")
 
 
 def shown_types(cell: nbformat.NotebookNode) -> set[str]:
