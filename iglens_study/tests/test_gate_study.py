@@ -62,8 +62,13 @@ def test_three_pairs_rerun_give_the_committed_rows(table):
     pairs = pd.read_parquet(Path(__file__).parents[2] / "docs/study-pairs-default/table.parquet")
     rerun, checks = gate_study.run(*default_model, pairs[pairs["pair"] < 3], progress=False)
     committed = table[table["pair"] < 3].reset_index(drop=True)
-    # float32 forward passes on another CPU round apart by ~1e-6 in probability (the
-    # endpoint checks here differ from plain runs by ≤ 6e-6); the table keeps 9 digits
+    # Float32 forward passes on another CPU (the committed table came from an AMD EPYC) round
+    # apart: each block's d-term dot products by about √d·eps32 relative, compounding over the
+    # n blocks, on probabilities up to the table's largest; 4x for the softmax and the head.
+    # (Measured on an Intel Xeon: 5.5e-5 at p = 0.63, against 2.2e-4 here.)
     columns = [*gate_study.METHODS, "patch_total", "g0", "g1"]
-    np.testing.assert_allclose(rerun[columns], committed[columns], rtol=0, atol=5e-5)
+    config = default_model[0].config
+    scale = float(committed[columns].abs().to_numpy().max())
+    atol = 4 * config.num_hidden_layers * config.hidden_size**0.5 * np.finfo(np.float32).eps * scale
+    np.testing.assert_allclose(rerun[columns], committed[columns], rtol=0, atol=atol)
     assert checks["completeness_max_abs"] < 1e-12

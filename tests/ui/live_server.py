@@ -102,7 +102,8 @@ w2 = lens.widget("w5 w17 w3 w42 w8", answer=" w9 w11", versus=" w7")
 r2 = w2.attribution
 rows = r2.lens_logprobs[1:4].astype("float32").astype("float64")
 pathlib.Path({answers!r}).write_text(json.dumps({{
-    "logprob_gap": r2.comparison.logprob_gap, "onset": r2.comparison.onset,
+    "logprob_gap": r2.comparison.logprob_gap,
+    "onset": r2.comparison.prob_onset,  # the view opens in probability space
     "answer_logprob": r2.answer.logprob,
     "span_bars": (rows[:, 1:] - rows[:, :-1]).sum(axis=0).tolist()}}))
 w2"""

@@ -167,6 +167,8 @@ def test_answer_vs_answer_shows_the_differential_ledger_and_the_gap(opened, resu
     )
     assert float(gap.get_attribute("data-prob-gap")) == pytest.approx(comparison.prob_gap, rel=1e-9)
     assert f"{comparison.logprob_gap:+.4f}".replace("-", "−") in gap.text_content()
+    assert page.get_attribute(".iglens-versus", "data-space") == "prob"  # it opens there
+    page.click(".iglens-versus button[data-space=log]")
     assert page.get_attribute(".iglens-versus-onset", "data-onset") == str(comparison.onset)
     np.testing.assert_allclose(
         numbers(page, ".iglens-versus rect.iglens-versus-bar", "data-value"),
