@@ -32,7 +32,7 @@ LO, HI = 1, 3  # a span of prompt positions
 @pytest.fixture(scope="module")
 def widget():
     """The notebook's way: ``lens.widget(prompt, answer=, versus=)`` (attribute's kwargs)."""
-    from tiny_models import tiny_model, tiny_tokenizer
+    from tests.support.tiny_models import tiny_model, tiny_tokenizer
 
     lens = IGLens(tiny_model("llama"), tiny_tokenizer())
     return lens.widget(PROMPT, answer=ANSWER, versus=VERSUS)

@@ -210,9 +210,9 @@ def test_head_shares_render_for_the_selected_token(browser, tmp_path):
     shows the selected token's shares of its onset segment, as numbers the result holds."""
     import numpy as np
     import torch
-    from tiny_models import random_ids, tiny_model
 
     from iglens_viz import IGLens
+    from tests.support.tiny_models import random_ids, tiny_model
 
     result = IGLens(tiny_model("llama"), None).attribute(
         random_ids(6), boundaries="sublayer", components=True
@@ -249,10 +249,9 @@ def test_head_shares_render_for_the_selected_token(browser, tmp_path):
 def test_exported_causal_check_draws_the_drops(browser, tmp_path):
     """A widget's causal check travels with its export: the selected token's drop bars (the
     trait's numbers), the caption; another token's button is off with the hint."""
-    from tiny_models import random_ids, tiny_model
-
     from iglens_viz import IGLens
     from iglens_viz.widget import show
+    from tests.support.tiny_models import random_ids, tiny_model
 
     w = show(IGLens(tiny_model("llama"), None), None, random_ids(6))
     check = w.causal_check(w.selected)

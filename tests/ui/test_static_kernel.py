@@ -91,9 +91,8 @@ def widget(lens_module):
 
 @pytest.fixture(scope="module")
 def lens_module(llama):
-    from tiny_models import tiny_tokenizer
-
     from iglens_viz import IGLens
+    from tests.support.tiny_models import tiny_tokenizer
 
     return IGLens(llama, tiny_tokenizer())
 
