@@ -631,7 +631,8 @@ export function figureFileName(view, model, ext) {
  * Whether this page's frame blocks downloads: a sandboxed iframe without `allow-downloads`
  * (Colab's and VS Code's output frames may be one), where an `<a download>` does nothing and
  * says nothing. Read from the frame's `sandbox` attribute where the parent is readable; a
- * frame of opaque origin (`sandbox` without `allow-same-origin`) counts as blocking.
+ * frame of opaque origin (`sandbox` without `allow-same-origin`) counts as blocking; a
+ * top-level page of opaque origin (an export opened from file://) does not.
  * @param {Window} [win]
  * @returns {boolean}
  */
@@ -643,7 +644,8 @@ export function downloadsBlocked(win = window) {
   } catch {
     /* a parent of another origin: not readable */
   }
-  return win.origin === "null";
+  // An opaque origin blocks only inside a frame: a page opened from file:// has one too.
+  return win.origin === "null" && win !== win.top;
 }
 
 /**
