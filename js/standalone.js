@@ -7,12 +7,12 @@
  * model with the same get/set/save_changes/on/off, injects the CSS when given, and renders.
  * @module standalone
  */
-import { decodeBase64Buffers } from "./codec.js";
-import { render } from "./app.js";
-import { stateDefaults } from "./protocol.js";
+import { decodeBase64Buffers } from "./model/codec.js";
+import { render } from "./views/app.js";
+import { stateDefaults } from "./model/protocol.js";
 
 // Every trait but `result` starts at its default (iglens_viz.protocol.state.STATE, mirrored in
-// the generated js/protocol.js); a fresh copy per model, so no list or dict is shared.
+// the generated js/model/protocol.js); a fresh copy per model, so no list or dict is shared.
 const defaults = () => {
   const { result: _result, ...rest } = stateDefaults();
   return rest;

@@ -10,7 +10,7 @@ import "./widget.css";
 import "./views.css";
 import "./lesson.css";
 import "./prompt.css";
-import { render } from "./app.js";
+import { render } from "./views/app.js";
 
 export { createModel, mount } from "./standalone.js";
 // Only the default export carries `render`: anywidget warns about a named `render` export.

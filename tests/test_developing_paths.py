@@ -19,8 +19,8 @@ PATHS = sorted(set(re.findall(r"`((?:iglens_viz|js|tests|docs)/[\w./-]*)`", TEXT
 # Names the page sends the reader to, and the file each is defined in.
 NAMES = [
     ("new_figure", "iglens_viz/views/static.py"),
-    ("heatmapFigure", "js/export-image.js"),
-    ("gridFigure", "js/export-image.js"),
+    ("heatmapFigure", "js/figures/heatmap.js"),
+    ("gridFigure", "js/figures/grid.js"),
     ("COMMANDS", "iglens_viz/protocol/commands.py"),
     ("_field", "iglens_viz/protocol/commands.py"),
     ("_command_", "iglens_viz/widget/widget.py"),
@@ -28,13 +28,13 @@ NAMES = [
     ("LensKind", "iglens_viz/core/coordinates.py"),
     ("LENS_LABELS", "iglens_viz/core/coordinates.py"),
     ("FITTED_KINDS", "iglens_viz/lenses/fit.py"),
-    ("LENS_OPTIONS", "js/lens-name.js"),
+    ("LENS_OPTIONS", "js/model/lens-name.js"),
     ("result_payload", "iglens_viz/protocol/payload.py"),
     ("RESULT_FIELDS", "iglens_viz/protocol/schema.py"),
-    ("decodeResult", "js/result.js"),
+    ("decodeResult", "js/model/result.js"),
     ("ColorBy", "iglens_viz/protocol/state.py"),
-    ("colorLabels", "js/views/strip.js"),
-    ("createCommands", "js/commands.js"),
+    ("colorLabels", "js/views/strip/index.js"),
+    ("createCommands", "js/model/commands.js"),
 ]
 
 

@@ -59,7 +59,7 @@ LENS_LABELS: dict[LensKind, str] = {
     "tuned": "tuned lens (fitted)",
     "jacobian": "Jacobian lens (fitted)",
 }
-"""Each lens kind in words, as the widget's lens select offers it (``js/protocol.js``)."""
+"""Each lens kind in words, as the widget's lens select offers it (``js/model/protocol.js``)."""
 
 
 @dataclass(frozen=True, eq=False)

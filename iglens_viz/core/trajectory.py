@@ -20,7 +20,7 @@ docs/method.md "Non-monotone marks" says why 60%):
 a zero threshold on a monotone path flags nothing. NaN rows (positions without a target)
 flag nothing. A token is *monotone* when no segment is flagged (:func:`is_monotone`); the
 causal validation, the tidy table and every view use these functions, and the JS widget
-mirrors the two rules (``js/nonmonotone.js``, checked against golden cases).
+mirrors the two rules (``js/lib/nonmonotone.js``, checked against golden cases).
 """
 
 from __future__ import annotations

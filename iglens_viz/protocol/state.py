@@ -59,7 +59,7 @@ Kind = Literal["int", "float", "bool", "str", "dict", "list"]
 @dataclass(frozen=True)
 class StateKey:
     """One synced value of the front-end model: the one declaration behind the widget's
-    trait, :data:`DEFAULT_STATE`, the page's defaults (``js/protocol.js``, generated) and
+    trait, :data:`DEFAULT_STATE`, the page's defaults (``js/model/protocol.js``, generated) and
     the trait table of ``docs/widget-protocol.md`` (tests/protocol/test_state_contract.py checks
     that all four agree)."""
 

@@ -58,7 +58,7 @@ MAX_ROWS = 14
 """The most heatmap rows drawn (positions around the selected one): more would not be legible."""
 COLORS = 256
 """Palette size of the PNG (Pillow's fast octree quantizer, no dithering)."""
-ACCENT = "#0969da"  # the widget's selection colour (js/export-image.js, light theme)
+ACCENT = "#0969da"  # the widget's selection colour (js/figures/export-image.js, light theme)
 VIEW_NAMES = {
     "heatmap": "layer heatmap",
     "grid": "logit-lens grid",
@@ -92,10 +92,10 @@ def fallback_svg(widget: IGLensWidget) -> bytes:
 
 
 def folded_positions(result: AttributionResult, template: str, view: str) -> np.ndarray:
-    """The chat template's positions the token strip folds (js/template-fold.js's rule): with
-    ``template`` ``"folded"``, or ``"auto"`` in the student view, the result's
-    ``template_positions`` before its answer (a position predicting the answer never folds);
-    else none."""
+    """The chat template's positions the token strip folds (the rule of
+    js/views/strip/template-fold.js): with ``template`` ``"folded"``, or ``"auto"`` in the
+    student view, the result's ``template_positions`` before its answer (a position predicting
+    the answer never folds); else none."""
     positions = result.template_positions
     if positions is None or template == "shown" or (template == "auto" and view != "lesson"):
         return np.arange(0)
@@ -198,7 +198,7 @@ def _prompt(result: AttributionResult) -> str:
 
 
 def _title(result: AttributionResult, view: str, rows: np.ndarray, T: int) -> str:
-    """Three lines, as the widget's own PNG export titles a figure (js/export-image.js)."""
+    """Three lines, as the widget's own PNG export titles a figure (js/figures/export-image.js)."""
     model = plot_label(result.model_name or result.family or "model", max_len=60)
     shown = VIEW_NAMES["heatmap"]
     heading = f"IG-Lens {shown} · {model}"

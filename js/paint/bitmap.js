@@ -6,7 +6,7 @@
  * `contributionBitmap` wraps it in an offscreen canvas.
  * @module paint/bitmap
  */
-import { context2d } from "../dom.js";
+import { context2d } from "../lib/dom.js";
 
 /**
  * @typedef {object} Cells what the painter reads of a result
@@ -35,8 +35,8 @@ export function rowLimits(r) {
  * Write the cells as RGBA pixels (opaque) into `px` (T·k·4 bytes, e.g. an ImageData's data).
  * @param {Uint8ClampedArray|number[]} px
  * @param {Cells} r
- * @param {import("../colorscale.js").Scale} scale
- * @param {import("../colorscale.js").RGB} nan the colour of a NaN cell
+ * @param {import("../lib/colorscale.js").Scale} scale
+ * @param {import("../lib/colorscale.js").RGB} nan the colour of a NaN cell
  * @param {ArrayLike<number>|null} [rowDiv] divide row i by rowDiv[i] first (per-row scale)
  */
 export function paintContributions(px, r, scale, nan, rowDiv = null) {
@@ -62,8 +62,8 @@ export function paintContributions(px, r, scale, nan, rowDiv = null) {
 
 /**
  * The bitmap as an offscreen canvas (k × T pixels), or null where canvases cannot draw.
- * @param {Cells} r @param {import("../colorscale.js").Scale} scale
- * @param {import("../colorscale.js").RGB} nan @param {ArrayLike<number>|null} [rowDiv]
+ * @param {Cells} r @param {import("../lib/colorscale.js").Scale} scale
+ * @param {import("../lib/colorscale.js").RGB} nan @param {ArrayLike<number>|null} [rowDiv]
  * @returns {HTMLCanvasElement|null}
  */
 export function contributionBitmap(r, scale, nan, rowDiv = null) {

@@ -3,7 +3,7 @@
  * a mounted widget, and event shortcuts.
  * @module testing/dom
  */
-import { render } from "../app.js";
+import { render } from "../views/app.js";
 import { createModel } from "../standalone.js";
 import { makeState } from "./fixture.js";
 import { kernelModel } from "./kernel.js";

@@ -4,7 +4,7 @@
  * For tests and the dev harness; no Python needed.
  * @module testing/fixture
  */
-import { encodeArray, decodeArray } from "../codec.js";
+import { encodeArray, decodeArray } from "../model/codec.js";
 
 /** A small deterministic PRNG (mulberry32). @param {number} seed */
 export function rng(seed) {

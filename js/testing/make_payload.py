@@ -12,7 +12,7 @@ envelopes (``answers``, one an error), and a few values computed here with numpy
 ``expected["answers"]``: the whole answers' figures as sent, and the ledger of a span of
 positions summed here from the float32 ``lens_logprobs`` the page gets).
 
-The JS contract test (js/payload-contract.test.js) decodes it with the real codec and
+The JS contract test (js/model/payload-contract.test.js) decodes it with the real codec and
 renders it; tests/protocol/test_payload_contract.py rebuilds it in memory and compares it with the
 committed file, so a change of the Python payload that is not regenerated fails pytest, and
 a regenerated one that the JS cannot read fails ``npm test``.

@@ -9,14 +9,14 @@
  * detail chart, a heatmap cell of the token's row, or the select here): `ctx.segmentFocus`.
  * @module views/components
  */
-import { h } from "../dom.js";
-import { formatToken, quoteToken } from "../tokens.js";
-import { divergingScale, textColorFor } from "../colorscale.js";
-import { contribution, contributionRow, idText, segmentText } from "../result.js";
-import { segmentMatrix, shortName, cellName, COORDINATE } from "../components.js";
-import { lensPhrase } from "../lens-name.js";
-import { fmtSigned } from "../format.js";
-import { NAN_COLOR } from "../palette.js";
+import { h } from "../lib/dom.js";
+import { formatToken, quoteToken } from "../lib/tokens.js";
+import { divergingScale, textColorFor } from "../lib/colorscale.js";
+import { contribution, contributionRow, idText, segmentText } from "../model/result.js";
+import { segmentMatrix, shortName, cellName, COORDINATE } from "../model/component-split.js";
+import { lensPhrase } from "../model/lens-name.js";
+import { fmtSigned } from "../lib/format.js";
+import { NAN_COLOR } from "../lib/palette.js";
 import { kernelNote } from "./kernel.js";
 
 /** Static pages without a split: how to get one. */
@@ -26,7 +26,7 @@ export const NO_SPLIT_HINT = "attribute with components=True to see head shares"
  * The segment whose shares are shown for position i: the one the user picked for i, else the
  * onset segment, else the one with the largest |contribution|.
  * @param {import("./context.js").Context} ctx
- * @param {import("../result.js").Result} r @param {number} i
+ * @param {import("../model/result.js").Result} r @param {number} i
  */
 export function focusedSegment(ctx, r, i) {
   const f = ctx.segmentFocus;
@@ -41,7 +41,7 @@ export function focusedSegment(ctx, r, i) {
 /**
  * Build the section for position i.
  * @param {import("./context.js").Context} ctx
- * @param {import("../result.js").Result} r @param {number} i
+ * @param {import("../model/result.js").Result} r @param {number} i
  * @param {boolean} preview the position is only hovered (Python computes the selected one)
  * @returns {HTMLElement}
  */
@@ -100,7 +100,7 @@ export function buildComponents(ctx, r, i, preview) {
 
 /**
  * This view's latest `components` command when it asked for position i of result r, else null.
- * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r @param {number} i
+ * @param {import("./context.js").Context} ctx @param {import("../model/result.js").Result} r @param {number} i
  */
 function askedFor(ctx, r, i) {
   const sent = ctx.commands.latest("components");
@@ -111,7 +111,7 @@ function askedFor(ctx, r, i) {
  * The lazy head split: ask Python for the shares of the selected token i (the `components`
  * command) when neither the result nor the trait has them, the kernel is live and this view
  * has not asked for (r, i) already.
- * @param {import("./context.js").Context} ctx @param {import("../result.js").Result} r
+ * @param {import("./context.js").Context} ctx @param {import("../model/result.js").Result} r
  * @param {number} i @param {boolean} preview
  */
 export function autoRequestComponents(ctx, r, i, preview) {
@@ -122,7 +122,7 @@ export function autoRequestComponents(ctx, r, i, preview) {
 /**
  * Why there is nothing to show, in words.
  * @param {import("./context.js").Context} ctx
- * @param {import("../result.js").Result} r @param {number} i @param {boolean} preview
+ * @param {import("../model/result.js").Result} r @param {number} i @param {boolean} preview
  */
 function status(ctx, r, i, preview) {
   const p = (/** @type {string} */ cls, /** @type {string} */ text) => h("p", { class: `iglens-components-status ${cls}`, role: "status", text });
@@ -145,8 +145,8 @@ function status(ctx, r, i, preview) {
 
 /**
  * The token and the three largest shares by |share|.
- * @param {import("../result.js").Result} r @param {number} i
- * @param {import("../components.js").SegmentMatrix} M
+ * @param {import("../model/result.js").Result} r @param {number} i
+ * @param {import("../model/component-split.js").SegmentMatrix} M
  */
 function caption(r, i, M) {
   const target = r.targetTokens[i] || idText(r, r.targetIds[i]);
@@ -169,8 +169,8 @@ function caption(r, i, M) {
 /**
  * The block × component table: cells coloured on the heatmap's scale (same limit), NaN grey.
  * @param {import("./context.js").Context} ctx
- * @param {import("../result.js").Result} r
- * @param {import("../components.js").SegmentMatrix} M
+ * @param {import("../model/result.js").Result} r
+ * @param {import("../model/component-split.js").SegmentMatrix} M
  */
 function matrix(ctx, r, M) {
   const theme = ctx.theme === "dark" ? "dark" : "light";
@@ -220,7 +220,7 @@ function matrix(ctx, r, M) {
 
 /**
  * What the `coord` column is (a fitted lens's split only).
- * @param {import("../result.js").Result} r
+ * @param {import("../model/result.js").Result} r
  */
 function coordinateNote(r) {
   return h(
@@ -235,8 +235,8 @@ function coordinateNote(r) {
 
 /**
  * The check in numbers: Σ shares against the segment's contribution.
- * @param {import("../result.js").Result} r @param {number} i @param {number} j
- * @param {import("../components.js").SegmentMatrix} M
+ * @param {import("../model/result.js").Result} r @param {number} i @param {number} j
+ * @param {import("../model/component-split.js").SegmentMatrix} M
  */
 function sumNote(r, i, j, M) {
   const c = contribution(r, i, j);

@@ -4,10 +4,10 @@
  * hover previews; a new selection clears the preview).
  * @module views/context
  */
-import { decodeResult } from "../result.js";
-import { readComponentsTrait, mergeComponents } from "../components.js";
-import { readAblationTrait } from "../ablation.js";
-import { createCommands, readRunning } from "../commands.js";
+import { decodeResult } from "../model/result.js";
+import { readComponentsTrait, mergeComponents } from "../model/component-split.js";
+import { readAblationTrait } from "../model/ablation.js";
+import { createCommands, readRunning } from "../model/commands.js";
 
 /**
  * @typedef {object} Model the anywidget model surface the front end uses
@@ -24,22 +24,22 @@ import { createCommands, readRunning } from "../commands.js";
  * @typedef {object} Context
  * @property {Model} model
  * @property {HTMLElement} root
- * @property {import("../result.js").Result|null} result
+ * @property {import("../model/result.js").Result|null} result
  * @property {string|null} resultError why the result could not be decoded
  * @property {"light"|"dark"} theme
- * @property {{sharesAt: (t: number) => import("../components.js").Shares|null, positions: number[]}} components
+ * @property {{sharesAt: (t: number) => import("../model/component-split.js").Shares|null, positions: number[]}} components
  *   the component split: the `components` trait's positions, else `result.components`
  * @property {string|null} componentsError why the trait could not be read, else why the result's
  *   split could not
- * @property {import("../ablation.js").TraitAblation} ablation the `ablation` trait (the causal check
+ * @property {import("../model/ablation.js").TraitAblation} ablation the `ablation` trait (the causal check
  *   of one position), read against the result
  * @property {{index: number, j: number}} segmentFocus the segment the user picked for position
  *   `index` (index -1: none, the detail shows the onset segment)
  * @property {(i: number, j: number) => void} focusSegment pick segment j for position i (local, not a trait)
  * @property {Set<() => void>} focusListeners called after focusSegment
- * @property {import("../span.js").Span|null} span the span of positions picked in the strip (local, not a trait;
+ * @property {import("../lib/span.js").Span|null} span the span of positions picked in the strip (local, not a trait;
  *   null: none, the answers panel shows the whole answer)
- * @property {(span: import("../span.js").Span|null) => void} setSpan pick a span (null clears it)
+ * @property {(span: import("../lib/span.js").Span|null) => void} setSpan pick a span (null clears it)
  * @property {Set<() => void>} spanListeners called after setSpan changed the span
  * @property {() => number} selected  valid selected position or -1
  * @property {() => number} hovered   valid hovered position or -1
@@ -47,8 +47,8 @@ import { createCommands, readRunning } from "../commands.js";
  * @property {(i: number) => void} select  set `selected` (clamped; -1 clears) and clear the preview
  * @property {(i: number) => void} hover   set `hovered` (-1 clears); saved lazily
  * @property {(name: string, value: any) => void} setTrait set + save_changes
- * @property {import("../commands.js").Commands} commands the command channel (sent, answers, kernel state)
- * @property {(kind: import("../commands.js").CommandKind, fields?: Record<string, any>) => string|null} command
+ * @property {import("../model/commands.js").Commands} commands the command channel (sent, answers, kernel state)
+ * @property {(kind: import("../model/commands.js").CommandKind, fields?: Record<string, any>) => string|null} command
  *   send a command to Python; its id (null: no kernel to send to)
  * @property {() => boolean} live a Python kernel answers and the widget is interactive: commands can run
  * @property {() => {id: string, command: string}|null} running the command running in Python's background (`running`)

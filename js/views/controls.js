@@ -9,11 +9,11 @@
  * the prompt box (js/views/prompt.js) asks a new question: the `ask` command.
  * @module views/controls
  */
-import { h, listen } from "../dom.js";
+import { h, listen } from "../lib/dom.js";
 import { kernelNote, requestError } from "./kernel.js";
 import { createPromptBox } from "./prompt.js";
-import { LENS_OPTIONS, LENS_TIP, firstFitNote, fitStatus, isLogitLens, lensLabel } from "../lens-name.js";
-import { formatToken } from "../tokens.js";
+import { LENS_OPTIONS, LENS_TIP, firstFitNote, fitStatus, isLogitLens, lensLabel } from "../model/lens-name.js";
+import { formatToken } from "../lib/tokens.js";
 
 export const BOUNDARY_PRESETS = [
   ["all", "every block"],
@@ -50,7 +50,7 @@ export function makeRequest(v) {
  * Fill the lens select: the logit lens and the fitted kinds, plus the shown result's own lens
  * when it is none of these (a saved lens: its value is what Python gave in `controls.lens`,
  * sent back to keep it; its label the result's name, formatted); selects the result's.
- * @param {HTMLSelectElement} select @param {import("../result.js").Result} r
+ * @param {HTMLSelectElement} select @param {import("../model/result.js").Result} r
  */
 export function fillLensSelect(select, r) {
   const keep = r.controls.lens || r.lens;

@@ -1,5 +1,5 @@
 /**
- * The block-gate game's panel (the `gates` command and trait; js/gates.js): a counterfactual
+ * The block-gate game's panel (the `gates` command and trait; js/model/gates.js): a counterfactual
  * box ("What is the capital of Italy?"), the button that asks Python to play the game for the
  * shown token, its progress and Cancel, and — with the game of that token — one chart of the
  * three ledgers and one sentence each. Two faces: the detail panel's (bars per block in
@@ -11,11 +11,11 @@
  * text only.
  * @module views/gates
  */
-import { h, s, clear, uniqueId } from "../dom.js";
-import { linearScale } from "../layout.js";
-import { LEDGERS, readGatesTrait, gateFields, cumulativePercent, counterfactualText } from "../gates.js";
+import { h, s, clear, uniqueId } from "../lib/dom.js";
+import { linearScale } from "../lib/layout.js";
+import { LEDGERS, readGatesTrait, gateFields, cumulativePercent, counterfactualText } from "../model/gates.js";
 import { kernelNote, requestError } from "./kernel.js";
-import { formatToken } from "../tokens.js";
+import { formatToken } from "../lib/tokens.js";
 
 /** What the box asks for, per context (it survives re-renders and both faces share it). */
 const typed = new WeakMap();
@@ -65,7 +65,7 @@ export function createGamePanel(ctx, options = {}) {
   el.addEventListener("toggle", () => {
     if (plain) unfolded.set(ctx, /** @type {HTMLDetailsElement} */ (el).open);
   });
-  /** @type {{r: import("../result.js").Result, i: number, width: number, dark: boolean}|null} */
+  /** @type {{r: import("../model/result.js").Result, i: number, width: number, dark: boolean}|null} */
   let at = null;
   const redraw = () => at && draw(at.r, at.i, at.width, at.dark);
   const onModel = () => redraw();
@@ -73,7 +73,7 @@ export function createGamePanel(ctx, options = {}) {
   // any command: its answer, or a later request that takes this one's message away
   const offCommands = ctx.commands.listen(() => redraw());
 
-  /** @param {import("../result.js").Result} r @param {number} i @param {number} width @param {boolean} dark */
+  /** @param {import("../model/result.js").Result} r @param {number} i @param {number} width @param {boolean} dark */
   function draw(r, i, width, dark) {
     at = { r, i, width, dark };
     const focused = el.contains(document.activeElement)
@@ -96,7 +96,7 @@ export function createGamePanel(ctx, options = {}) {
     if (focused) /** @type {HTMLElement|null} */ (el.querySelector(`[data-action="${focused}"], [name="${focused}"]`))?.focus();
   }
 
-  /** The box, the button, Cancel and the status. @param {import("../result.js").Result} r @param {number} i @param {boolean} live */
+  /** The box, the button, Cancel and the status. @param {import("../model/result.js").Result} r @param {number} i @param {boolean} live */
   function form(r, i, live) {
     const busy = live && gatesBusy(ctx);
     const statusId = uniqueId("gates-status");
@@ -143,7 +143,7 @@ export function createGamePanel(ctx, options = {}) {
     return box;
   }
 
-  /** The chart, its legend, the sentences and what the game ran against. @param {import("../gates.js").Gates} g @param {number} width @param {boolean} dark */
+  /** The chart, its legend, the sentences and what the game ran against. @param {import("../model/gates.js").Gates} g @param {number} width @param {boolean} dark */
   function result(g, width, dark) {
     const chart = plain ? curves(g, width, dark) : bars(g, width, dark);
     const legend = h(
@@ -202,7 +202,7 @@ function frame(W, H, title) {
 
 /**
  * The detail panel's chart: per block, one bar per ledger in probability units.
- * @param {import("../gates.js").Gates} g @param {number} width @param {boolean} dark
+ * @param {import("../model/gates.js").Gates} g @param {number} width @param {boolean} dark
  */
 export function bars(g, width, dark) {
   const W = Math.max(260, width);
@@ -255,7 +255,7 @@ export function bars(g, width, dark) {
 /**
  * The student view's chart: each ledger's running total in percent of its total after each
  * block (0 at the embeddings, 100 after the last block).
- * @param {import("../gates.js").Gates} g @param {number} width @param {boolean} dark
+ * @param {import("../model/gates.js").Gates} g @param {number} width @param {boolean} dark
  */
 export function curves(g, width, dark) {
   const W = Math.max(260, width);

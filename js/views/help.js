@@ -6,9 +6,9 @@
  * level.
  * @module views/help
  */
-import { h, listen, uniqueId } from "../dom.js";
-import { ruleText } from "../nonmonotone.js";
-import { lensPhrase } from "../lens-name.js";
+import { h, listen, uniqueId } from "../lib/dom.js";
+import { ruleText } from "../lib/nonmonotone.js";
+import { lensPhrase } from "../model/lens-name.js";
 
 /** @param {string} term @param {...(string|Node)} rest */
 const p = (term, ...rest) => h("p", {}, h("strong", { text: term }), " ", ...rest);
@@ -165,7 +165,7 @@ export function createHelp(model) {
     offs.forEach((f) => f());
     model?.off?.("change:view", onView);
   };
-  /** @param {import("../result.js").Result|null} r */
+  /** @param {import("../model/result.js").Result|null} r */
   const update = (r) => {
     currentLens.textContent = r ? `This result is read through the ${lensPhrase(r.lens)}.` : "";
     nonmonotoneRule.textContent = r

@@ -25,13 +25,13 @@ export function kernelNote(ctx) {
 /**
  * The requests a person sends that change what the widget shows: a message about one belongs
  * to it, and goes once a later one is sent (it started; it will have its own answer).
- * @type {import("../commands.js").CommandKind[]}
+ * @type {import("../model/commands.js").CommandKind[]}
  */
 export const USER_REQUESTS = ["recompute", "ask", "ablation", "gates"];
 
 /**
  * The seq of the latest request of USER_REQUESTS this view sent (0 before any).
- * @param {import("../commands.js").Commands} commands
+ * @param {import("../model/commands.js").Commands} commands
  */
 export function latestRequestSeq(commands) {
   return Math.max(0, ...USER_REQUESTS.map((k) => commands.latest(k)?.seq ?? 0));
@@ -43,8 +43,8 @@ export function latestRequestSeq(commands) {
  * later request of USER_REQUESTS was sent, by this box or another: a message belongs to its
  * request, and the widget shows one at a time ("cancelled" does not stay red through a later
  * Apply that succeeds, and a failed Apply is the only red line).
- * @param {import("../commands.js").Commands} commands @param {import("../commands.js").CommandKind} kind
- * @param {(sent: import("../commands.js").Sent) => boolean} [mine] which of its commands are the box's
+ * @param {import("../model/commands.js").Commands} commands @param {import("../model/commands.js").CommandKind} kind
+ * @param {(sent: import("../model/commands.js").Sent) => boolean} [mine] which of its commands are the box's
  */
 export function requestError(commands, kind, mine = () => true) {
   const sent = commands.latest(kind);

@@ -4,8 +4,8 @@
  * ordinal scale).
  * @module views/legend
  */
-import { h, clear } from "../dom.js";
-import { legendTicks, cssGradient } from "../colorscale.js";
+import { h, clear } from "../lib/dom.js";
+import { legendTicks, cssGradient } from "../lib/colorscale.js";
 
 /**
  * An empty legend element (decorative: the values are also given in words elsewhere).
@@ -18,7 +18,7 @@ export function createLegend(extraClass) {
 /**
  * Fill a legend element: the title, a gradient bar and its ticks.
  * @param {HTMLElement} el
- * @param {import("../colorscale.js").Scale} scale
+ * @param {import("../lib/colorscale.js").Scale} scale
  * @param {string} title
  * @param {string[]|null} [ordinalLabels] label the ticks with these category names (first,
  *   middle and last) instead of numbers: the segment labels of an onset scale

@@ -17,10 +17,10 @@
  * two answers. Typed text is sent as typed and never inserted as markup.
  * @module views/prompt
  */
-import { h, listen } from "../dom.js";
+import { h, listen } from "../lib/dom.js";
 import { kernelNote, requestError, latestRequestSeq } from "./kernel.js";
 
-import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "../protocol.js";
+import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "../model/protocol.js";
 
 /** The longest prompt Python takes and the longest answer an ask may ask for (iglens_viz.protocol.commands). */
 export { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH };
@@ -199,7 +199,7 @@ export function createCompareBox(ctx) {
   const el = h("div", { class: "iglens-versus-with" }, form, error);
   /** The ids of the recomputes this box sent. */
   const mine = new Set();
-  const isMine = (/** @type {import("../commands.js").Sent} */ s) => mine.has(s.id);
+  const isMine = (/** @type {import("../model/commands.js").Sent} */ s) => mine.has(s.id);
   const busyNow = () => {
     const sent = ctx.commands.pending("recompute");
     return !!sent && isMine(sent);

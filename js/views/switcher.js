@@ -10,25 +10,19 @@
  * Only the shown view draws: the others rebuild when they are shown again.
  * @module views/switcher
  */
-import { h, listen } from "../dom.js";
-import { VIEWS } from "../comparison.js";
-import { createGrid } from "./grid.js";
-import { createCompare } from "./compare.js";
-import { createLesson } from "./lesson.js";
-import { lensGridName } from "../lens-name.js";
-import {
-  heatmapFigure,
-  gridFigure,
-  compareFigure,
-  heatmapRows,
-  renderFigure,
-  download,
-  downloadsBlocked,
-  figureFileName,
-  titleLines,
-  withDetail,
-} from "../export-image.js";
-import { toBase64 } from "../codec.js";
+import { h, listen } from "../lib/dom.js";
+import { VIEWS } from "../model/comparison.js";
+import { createGrid } from "./grid/index.js";
+import { createCompare } from "./compare/index.js";
+import { createLesson } from "./lesson/index.js";
+import { lensGridName } from "../model/lens-name.js";
+import { compareFigure } from "../figures/compare.js";
+import { withDetail } from "../figures/detail.js";
+import { renderFigure, download, downloadsBlocked, figureFileName } from "../figures/download.js";
+import { gridFigure } from "../figures/grid.js";
+import { heatmapFigure, heatmapRows } from "../figures/heatmap.js";
+import { titleLines } from "../figures/titles.js";
+import { toBase64 } from "../model/codec.js";
 
 /** How long "saved …" stays beside the export buttons. */
 const SAVED_MS = 5000;
@@ -128,7 +122,7 @@ function switcherDom(ctx, viewEls) {
 
 /**
  * What exporting view `name` draws, and the figure's title.
- * @param {string} name @param {import("../result.js").Result} r
+ * @param {string} name @param {import("../model/result.js").Result} r
  * @param {ReturnType<typeof createGrid>} grid @param {ReturnType<typeof createCompare>} compare
  * @param {"light"|"dark"} theme @param {number} sel the selected position
  * @returns {{draw: (make: any) => any, title: string}}

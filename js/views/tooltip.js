@@ -1,10 +1,10 @@
 // The head line of a heatmap or grid tooltip: "[i] token → target", token strings as text.
-import { h } from "../dom.js";
-import { formatToken } from "../tokens.js";
-import { idText } from "../result.js";
+import { h } from "../lib/dom.js";
+import { formatToken } from "../lib/tokens.js";
+import { idText } from "../model/result.js";
 
 /**
- * @param {import("../result.js").Result} r @param {number} i
+ * @param {import("../model/result.js").Result} r @param {number} i
  * @returns {HTMLElement}
  */
 export function tooltipHead(r, i) {

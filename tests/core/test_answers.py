@@ -398,7 +398,7 @@ def test_a_long_answer_whose_probability_underflows_names_no_onset():
     assert data["answer"]["prob_underflow"] is True and data["answer"]["onset"] == -1
     assert data["comparison"]["prob_underflow"] is True and data["comparison"]["prob_onset"] == -1
     # the page's payload: onset −1 and F = 0 at every depth, what its answer view reads
-    # (js/answers.js probUnderflow; js/answers-view.test.js)
+    # (js/model/answers.js probUnderflow; js/views/answers/answers-view.test.js)
     sent = result_payload(result)["answer"]
     assert sent["onset"] == -1 and not np.frombuffer(sent["lens_probs"]["buffer"], "<f4").any()
     # a short answer's probability is a number: its onset is named by the rule, as before

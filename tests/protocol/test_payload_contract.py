@@ -1,7 +1,7 @@
 """The committed JS contract payload (js/testing/payload.json) is what Python makes today.
 
 js/testing/make_payload.py builds it from a tiny random Llama with the functions the widget
-calls; js/payload-contract.test.js decodes and renders it in ``npm test``. This test
+calls; js/model/payload-contract.test.js decodes and renders it in ``npm test``. This test
 rebuilds it in memory: a change of the payload (a field added, renamed, retyped, a value
 computed differently) that is not regenerated fails here. Regenerate with
 ``.venv/bin/python js/testing/make_payload.py`` (CONTRIBUTING.md, golden files).

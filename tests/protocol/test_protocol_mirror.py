@@ -1,4 +1,4 @@
-"""js/protocol.js is generated from Python's declarations (issue 36) and is fresh.
+"""js/model/protocol.js is generated from Python's declarations (issue 36) and is fresh.
 
 ``iglens_viz.protocol.mirror`` writes it from the state table, the commands and their limits,
 the notes' limits, the lens kinds and labels and the payload schema. Here: the committed file
@@ -28,8 +28,8 @@ JS = ROOT / "js"
 
 def test_committed_mirror_is_what_python_declares_now():
     committed = mirror.OUT.read_text(encoding="utf-8")
-    assert mirror.OUT == JS / "protocol.js"
-    assert committed == mirror.render(), f"js/protocol.js is stale; {REGENERATE}"
+    assert mirror.OUT == JS / "model" / "protocol.js"
+    assert committed == mirror.render(), f"js/model/protocol.js is stale; {REGENERATE}"
 
 
 def test_a_constant_changed_in_python_only_makes_it_stale(monkeypatch):
@@ -101,7 +101,7 @@ def test_generated_module_evaluates_to_the_python_values():
         " console.log(JSON.stringify(out)); })"
     )
     run = subprocess.run(
-        ["node", "-e", script, (JS / "protocol.js").as_uri()],
+        ["node", "-e", script, (JS / "model" / "protocol.js").as_uri()],
         capture_output=True,
         text=True,
         timeout=60,
@@ -152,7 +152,7 @@ def test_no_other_js_module_declares_a_protocol_constant():
     for path in sorted(JS.rglob("*.js")):
         rel = path.relative_to(JS).as_posix()
         if (
-            rel == "protocol.js"
+            rel == "model/protocol.js"
             or rel.endswith(".test.js")
             or rel.split("/")[0] in ("testing", "dev")
         ):
@@ -160,12 +160,12 @@ def test_no_other_js_module_declares_a_protocol_constant():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if declared.match(line):
                 found.append(f"js/{rel}:{n}: {line.strip()}")
-    assert not found, "import these from js/protocol.js instead:\n" + "\n".join(found)
+    assert not found, "import these from js/model/protocol.js instead:\n" + "\n".join(found)
 
 
 def test_standalone_page_starts_from_the_generated_defaults():
     text = (JS / "standalone.js").read_text(encoding="utf-8")
-    assert 'import { stateDefaults } from "./protocol.js";' in text
+    assert 'import { stateDefaults } from "./model/protocol.js";' in text
     assert "const DEFAULTS = {" not in text
 
 

@@ -1,7 +1,7 @@
 """The model's state is declared once (issue 19): ``iglens_viz.protocol.state.STATE``.
 
 The widget's traits, ``DEFAULT_STATE``, ``PAGE_WRITABLE``, the page's defaults
-(``STATE_DEFAULTS`` of the generated js/protocol.js, which js/standalone.js starts from) and
+(``STATE_DEFAULTS`` of the generated js/model/protocol.js, which js/standalone.js starts from) and
 the trait table of docs/widget-protocol.md must agree with it: a trait added in widget.py
 only, a JS default only or a doc row only fails here.
 """
@@ -104,16 +104,16 @@ def test_default_state_and_page_writable_derive_from_state():
 
 
 def js_defaults(text: str) -> dict[str, object]:
-    """``export const STATE_DEFAULTS = {...};`` of js/protocol.js as a dict (its values are
+    """``export const STATE_DEFAULTS = {...};`` of js/model/protocol.js as a dict (its values are
     JSON)."""
     found = re.search(r"^export const STATE_DEFAULTS = \{\n(.*?)^\};", text, flags=re.M | re.S)
-    assert found, "js/protocol.js has no `export const STATE_DEFAULTS = {...};`"
+    assert found, "js/model/protocol.js has no `export const STATE_DEFAULTS = {...};`"
     body = re.sub(r"^\s*(\w+):", r'"\1":', found.group(1), flags=re.M)
     return json.loads("{" + re.sub(r",\s*$", "", body.strip()) + "}")
 
 
 def test_page_defaults_are_the_state():
-    defaults = js_defaults((ROOT / "js" / "protocol.js").read_text(encoding="utf-8"))
+    defaults = js_defaults((ROOT / "js" / "model" / "protocol.js").read_text(encoding="utf-8"))
     assert defaults == {k.name: k.default for k in STATE}
 
 

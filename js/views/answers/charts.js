@@ -5,9 +5,9 @@
  * (full precision), every bar and dot has a `<title>`.
  * @module views/answers/charts
  */
-import { s } from "../../dom.js";
-import { linearScale } from "../../layout.js";
-import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK } from "../../colorscale.js";
+import { s } from "../../lib/dom.js";
+import { linearScale } from "../../lib/layout.js";
+import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK } from "../../lib/colorscale.js";
 
 const M = { left: 58, right: 14, top: 10, bottom: 24 };
 
@@ -16,7 +16,7 @@ function labelStep(n, width, chars) {
   return Math.max(1, Math.ceil((n * (chars * 6.5 + 8)) / Math.max(1, width)));
 }
 
-/** The x scale over depth. @param {import("../../result.js").Result} r @param {number} W */
+/** The x scale over depth. @param {import("../../model/result.js").Result} r @param {number} W */
 function depthScale(r, W) {
   const b = r.boundaries;
   return linearScale([b[0] - 0.6, b[r.k] + 0.6], [M.left, W - M.right]);
@@ -58,7 +58,7 @@ function extent(series, withZero) {
 
 /**
  * Signed bars, one per segment, from 0 to values[j].
- * @param {{r: import("../../result.js").Result, values: ArrayLike<number>, W: number, H?: number, label: string, yTitle: string,
+ * @param {{r: import("../../model/result.js").Result, values: ArrayLike<number>, W: number, H?: number, label: string, yTitle: string,
  *   cls: string, barClass: string, dark: boolean, title: (j: number, v: number) => string}} o
  */
 export function segmentBars(o) {
@@ -120,7 +120,7 @@ export function segmentBars(o) {
 /**
  * Curves over the boundaries (0 at the embeddings … k at the output), each scaled by `scale`
  * for the y axis (percent: 100) while its `data-values` keep the values themselves.
- * @param {{r: import("../../result.js").Result, series: Array<{values: ArrayLike<number>, cls: string, color: string, name: string, attrs?: Record<string, string>}>,
+ * @param {{r: import("../../model/result.js").Result, series: Array<{values: ArrayLike<number>, cls: string, color: string, name: string, attrs?: Record<string, string>}>,
  *   W: number, H?: number, label: string, yTitle: string, cls: string, scale: number, fmt: (v: number) => string}} o
  */
 export function boundaryCurves(o) {

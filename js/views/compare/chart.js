@@ -3,10 +3,10 @@
  * after each block) on shared axes, as SVG.
  * @module views/compare/chart
  */
-import { h, s, clear } from "../../dom.js";
-import { linearScale, clamp } from "../../layout.js";
-import { niceTicks, formatTick } from "../../colorscale.js";
-import { curveValues, pinText } from "../../figure-data.js";
+import { h, s, clear } from "../../lib/dom.js";
+import { linearScale, clamp } from "../../lib/layout.js";
+import { niceTicks, formatTick } from "../../lib/colorscale.js";
+import { curveValues, pinText } from "../../model/figure-data.js";
 
 /**
  * @typedef {{r: number, i: number, color: string, preview: boolean}} Curve a pin (or the
@@ -16,7 +16,7 @@ import { curveValues, pinText } from "../../figure-data.js";
 /**
  * Draw the curves into `wrap` (emptied first).
  * @param {HTMLElement} wrap @param {number} W width
- * @param {import("../../comparison.js").Comparison} cmp @param {Curve[]} list
+ * @param {import("../../model/comparison.js").Comparison} cmp @param {Curve[]} list
  * @param {"delta"|"p"} yMode
  */
 export function renderCompareChart(wrap, W, cmp, list, yMode) {

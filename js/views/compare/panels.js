@@ -5,11 +5,11 @@
  * text (a DOM column beside the canvas, thinned where rows are shorter than a line).
  * @module views/compare/panels
  */
-import { h, listen, context2d } from "../../dom.js";
-import { clamp } from "../../layout.js";
-import { formatToken } from "../../tokens.js";
-import { fmtProb } from "../../format.js";
-import { resultLetter, labelledRows, LABEL_LINE } from "../../figure-data.js";
+import { h, listen, context2d } from "../../lib/dom.js";
+import { clamp } from "../../lib/layout.js";
+import { formatToken } from "../../lib/tokens.js";
+import { fmtProb } from "../../lib/format.js";
+import { resultLetter, labelledRows, LABEL_LINE } from "../../model/figure-data.js";
 import { contributionBitmap } from "../../paint/bitmap.js";
 
 /**
@@ -21,7 +21,7 @@ import { contributionBitmap } from "../../paint/bitmap.js";
 
 /**
  * Paint one panel: cells, row labels (where rows are tall enough), pins, the selection.
- * @param {CanvasRenderingContext2D} c @param {import("../../result.js").Result} r @param {number} rr the result's index
+ * @param {CanvasRenderingContext2D} c @param {import("../../model/result.js").Result} r @param {number} rr the result's index
  * @param {HTMLCanvasElement|null} bitmap @param {{rowH: number, gridH: number, labelW: number, cw: number}} g
  * @param {PanelMarks} m
  */
@@ -56,7 +56,7 @@ export function paintPanel(c, r, rr, bitmap, g, m) {
 
 /**
  * The row labels of a panel: the token of each (labelled) row, inserted as text.
- * @param {import("../../result.js").Result} r @param {number} rowH @param {number} gridH @param {number} labelW
+ * @param {import("../../model/result.js").Result} r @param {number} rowH @param {number} gridH @param {number} labelW
  * @returns {HTMLElement}
  */
 function rowLabels(r, rowH, gridH, labelW) {
@@ -92,8 +92,8 @@ function rowLabels(r, rowH, gridH, labelW) {
 
 /**
  * One result's panel: a figure with its title, its provenance, its row labels and the canvas.
- * @param {import("../../comparison.js").Comparison} cmp @param {number} rr @param {number} pw panel width
- * @param {import("../../colorscale.js").Scale} scale @param {import("../../colorscale.js").RGB} nan
+ * @param {import("../../model/comparison.js").Comparison} cmp @param {number} rr @param {number} pw panel width
+ * @param {import("../../lib/colorscale.js").Scale} scale @param {import("../../lib/colorscale.js").RGB} nan
  * @param {PanelMarks} m
  * @param {{click: (i: number) => void, move: (i: number) => void, leave: () => void}} on row events
  * @returns {{fig: HTMLElement, canvas: HTMLCanvasElement, offs: Array<() => void>}}

@@ -3,15 +3,15 @@
  * a hovered panel row (text nodes only).
  * @module views/compare/text
  */
-import { h, clear, listen } from "../../dom.js";
-import { quoteToken } from "../../tokens.js";
-import { idText, segmentText } from "../../result.js";
-import { fmtSigned } from "../../format.js";
-import { pinText } from "../../figure-data.js";
+import { h, clear, listen } from "../../lib/dom.js";
+import { quoteToken } from "../../lib/tokens.js";
+import { idText, segmentText } from "../../model/result.js";
+import { fmtSigned } from "../../lib/format.js";
+import { pinText } from "../../model/figure-data.js";
 
 /**
  * Fill `pins` with one chip per pin.
- * @param {HTMLElement} pins @param {import("../../comparison.js").Comparison} cmp
+ * @param {HTMLElement} pins @param {import("../../model/comparison.js").Comparison} cmp
  * @param {Array<[number, number]>} pinned @param {string[]} colors
  * @param {(rr: number, i: number) => void} unpin
  * @returns {Array<() => void>} the unpin buttons' listeners
@@ -67,7 +67,7 @@ export function renderPins(pins, cmp, pinned, colors, unpin) {
 
 /**
  * The readout of row i of result rr (rr or i < 0: the hint).
- * @param {HTMLElement} readout @param {import("../../comparison.js").Comparison} cmp
+ * @param {HTMLElement} readout @param {import("../../model/comparison.js").Comparison} cmp
  * @param {number} rr @param {number} i
  */
 export function renderReadout(readout, cmp, rr, i) {

@@ -6,14 +6,14 @@
  * position — the legend, the caption in numbers and the plain sentence under it.
  * @module views/detail/ablation
  */
-import { h, uniqueId } from "../../dom.js";
-import { ABLATION, ABLATION_DARK, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK } from "../../colorscale.js";
-import { contributionRow, segmentText } from "../../result.js";
-import { fmtProb } from "../../format.js";
-import { causalSummary, checkFields, defaultChoice, positionsText, rhoText, agreementSentence } from "../../ablation.js";
+import { h, uniqueId } from "../../lib/dom.js";
+import { ABLATION, ABLATION_DARK, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK } from "../../lib/colorscale.js";
+import { contributionRow, segmentText } from "../../model/result.js";
+import { fmtProb } from "../../lib/format.js";
+import { causalSummary, checkFields, defaultChoice, positionsText, rhoText, agreementSentence } from "../../model/ablation.js";
 import { kernelNote, requestError } from "../kernel.js";
 
-/** What one ablation removes, in the button's words. @param {import("../../result.js").Result} r */
+/** What one ablation removes, in the button's words. @param {import("../../model/result.js").Result} r */
 export function ablationUnit(r) {
   return r.halves ? "sub-layer" : r.singleBlocks ? "block" : "segment";
 }
@@ -28,7 +28,7 @@ export const PATCHING_DARK = "#5ccfc4";
 
 /**
  * What this view's controls ask for, per context (they survive the detail's re-renders).
- * @type {WeakMap<object, import("../../ablation.js").CheckChoice>}
+ * @type {WeakMap<object, import("../../model/ablation.js").CheckChoice>}
  */
 const choices = new WeakMap();
 
@@ -98,7 +98,7 @@ export const ablationBusy = (ctx) => ctx.running()?.command === "ablation" || !!
 /**
  * The error of this view's latest causal check when it was for position i of the shown result,
  * until a later request is sent (a message belongs to its request: js/views/kernel.js).
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r @param {number} i
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r @param {number} i
  */
 export function ablationError(ctx, r, i) {
   return requestError(ctx.commands, "ablation", (sent) => sent.fields.result_id === r.id && sent.fields.position === i);
@@ -108,8 +108,8 @@ export function ablationError(ctx, r, i) {
  * The causal check under chart (a): the button (or why it is off), the state of the
  * computation, and — with drops for position i — the legend and the caption in numbers.
  * @param {import("../context.js").Context} ctx
- * @param {import("../../result.js").Result} r @param {number} i
- * @param {import("../../ablation.js").Ablation|null} abl the check of position i
+ * @param {import("../../model/result.js").Result} r @param {number} i
+ * @param {import("../../model/ablation.js").Ablation|null} abl the check of position i
  * @param {boolean} dark
  */
 export function ablationBox(ctx, r, i, abl, dark) {
@@ -201,17 +201,17 @@ export function ablationBox(ctx, r, i, abl, dark) {
  * counterfactual, the patching effects) against the contributions over the segments, the
  * segment where each is largest, and a plain sentence saying what agreement and disagreement mean
  * (`agreementSentence`: readable in the lens is not computed there).
- * @param {import("../../result.js").Result} r @param {number} i
- * @param {import("../../ablation.js").Ablation} abl
+ * @param {import("../../model/result.js").Result} r @param {number} i
+ * @param {import("../../model/ablation.js").Ablation} abl
  */
 export function ablationCaption(r, i, abl) {
   const sum = causalSummary(contributionRow(r, i), abl);
   const cmp = sum.total;
   const f = abl.targetName ?? r.targetName;
   const what = r.halves ? "attention or MLP write" : r.singleBlocks ? "block" : "segment";
-  const rho = (/** @type {string} */ series, /** @type {string} */ name, /** @type {import("../../ablation.js").Comparison} */ c) =>
+  const rho = (/** @type {string} */ series, /** @type {string} */ name, /** @type {import("../../model/ablation.js").Comparison} */ c) =>
     h("span", { class: "iglens-ablation-rho", "data-series": series, "data-rho": String(c.rho) }, h("strong", { text: `${name} ρ = ${rhoText(c.rho)}` }));
-  /** @type {Array<[string, string, import("../../ablation.js").Comparison|null]>} */
+  /** @type {Array<[string, string, import("../../model/ablation.js").Comparison|null]>} */
   const all = [
     ["ablation", "total", cmp],
     ["direct", "direct", sum.direct],
@@ -222,12 +222,12 @@ export function ablationCaption(r, i, abl) {
   const parts = [];
   for (const [q, [series, name, c]] of shown.entries()) {
     if (q) parts.push(h("span", { text: ", " }));
-    parts.push(rho(series, name, /** @type {import("../../ablation.js").Comparison} */ (c)));
+    parts.push(rho(series, name, /** @type {import("../../model/ablation.js").Comparison} */ (c)));
   }
   const largest = cmp.topContribution < 0 ? "" : `The largest contribution is ${segmentText(r, cmp.topContribution)}`;
   const tops = shown
-    .filter((e) => /** @type {import("../../ablation.js").Comparison} */ (e[2]).topDrop >= 0)
-    .map(([, name, c]) => `${name} ${segmentText(r, /** @type {import("../../ablation.js").Comparison} */ (c).topDrop)}`);
+    .filter((e) => /** @type {import("../../model/ablation.js").Comparison} */ (e[2]).topDrop >= 0)
+    .map(([, name, c]) => `${name} ${segmentText(r, /** @type {import("../../model/ablation.js").Comparison} */ (c).topDrop)}`);
   const where = largest ? `${largest}; the largest effect: ${tops.length ? tops.join(", ") : "none finite"}.` : "No finite contribution to compare.";
   const p = h(
     "p",
@@ -252,7 +252,7 @@ export function ablationCaption(r, i, abl) {
 
 /**
  * What the patching effects are: the counterfactual prompt's tokens and answer, the metric.
- * @param {import("../../ablation.js").Patching} pt
+ * @param {import("../../model/ablation.js").Patching} pt
  */
 function patchingCaption(pt) {
   const tokens = pt.tokens.map((t) => JSON.stringify(t)).join(" ");

@@ -6,16 +6,16 @@
  * second chart (a′) of the normalised patching effects, total and direct, per segment.
  * @module views/detail/bars
  */
-import { h, s } from "../../dom.js";
-import { linearScale } from "../../layout.js";
-import { ABLATION, ABLATION_DARK } from "../../colorscale.js";
-import { segmentText } from "../../result.js";
-import { fmtSigned } from "../../format.js";
+import { h, s } from "../../lib/dom.js";
+import { linearScale } from "../../lib/layout.js";
+import { ABLATION, ABLATION_DARK } from "../../lib/colorscale.js";
+import { segmentText } from "../../model/result.js";
+import { fmtSigned } from "../../lib/format.js";
 import { ablationBox, PATCHING, PATCHING_DARK } from "./ablation.js";
 
 /**
  * @param {import("../context.js").Context} ctx
- * @param {import("../../result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
+ * @param {import("../../model/result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
  */
 export function barsChart(ctx, r, i, S) {
   const { M, XL, dark, pos, neg, b, k, c, segFlags, x, frame, shade, yAxis, yTitle, xAxis } = S;
@@ -147,8 +147,8 @@ function bar(y, v, x0, w, attrs, title) {
  * Chart (a′): the normalised patching effects of a counterfactual prompt per segment, total
  * (filled) and direct (hollow), on their own scale (1: the segment's update carries the
  * whole logit difference), under chart (a) and on its x axis.
- * @param {import("../../result.js").Result} r @param {import("./space.js").ChartSpace} S
- * @param {import("../../ablation.js").Patching} pt @param {ArrayLike<number>} c
+ * @param {import("../../model/result.js").Result} r @param {import("./space.js").ChartSpace} S
+ * @param {import("../../model/ablation.js").Patching} pt @param {ArrayLike<number>} c
  */
 function patchingChart(r, S, pt, c) {
   const { M, XL, dark, b, k, x, yAxis, yTitle, xAxis, W } = S;

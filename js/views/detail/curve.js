@@ -4,15 +4,15 @@
  * steps against the segment marked ×.
  * @module views/detail/curve
  */
-import { isLogitLens, lensPhrase } from "../../lens-name.js";
-import { s } from "../../dom.js";
-import { linearScale } from "../../layout.js";
-import { fmtProb } from "../../format.js";
+import { isLogitLens, lensPhrase } from "../../model/lens-name.js";
+import { s } from "../../lib/dom.js";
+import { linearScale } from "../../lib/layout.js";
+import { fmtProb } from "../../lib/format.js";
 import { pathBox, riemannTerms } from "./path.js";
 
 /**
  * @param {import("../context.js").Context} ctx
- * @param {import("../../result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
+ * @param {import("../../model/result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
  */
 export function curveChart(ctx, r, i, S) {
   const { W, M, XL, dark, b, k, lens, lazyTrait, lazy, path, m, stepFlags, x, frame, shade, yAxis, yTitle, xAxis } = S;

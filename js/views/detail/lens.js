@@ -4,17 +4,17 @@
  * the legend), next to the target's value.
  * @module views/detail/lens
  */
-import { s } from "../../dom.js";
-import { formatToken, quoteToken } from "../../tokens.js";
-import { linearScale, clamp } from "../../layout.js";
-import { formatTick } from "../../colorscale.js";
-import { topAt, depthText } from "../../result.js";
-import { fmtProb } from "../../format.js";
+import { s } from "../../lib/dom.js";
+import { formatToken, quoteToken } from "../../lib/tokens.js";
+import { linearScale, clamp } from "../../lib/layout.js";
+import { formatTick } from "../../lib/colorscale.js";
+import { topAt, depthText } from "../../model/result.js";
+import { fmtProb } from "../../lib/format.js";
 import { chartLegend } from "./space.js";
-import { lensPhrase } from "../../lens-name.js";
+import { lensPhrase } from "../../model/lens-name.js";
 
 /**
- * @param {import("../../result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
+ * @param {import("../../model/result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
  * @returns {import("./space.js").ChartFrame|null} null without top tokens
  */
 export function lensChart(r, i, S) {

@@ -4,10 +4,10 @@
  * the box with its legend and controls, and the Riemann terms of one segment.
  * @module views/detail/path
  */
-import { h } from "../../dom.js";
-import { contributionRow, segmentText } from "../../result.js";
-import { fmtSigned } from "../../format.js";
-import { readPathTrait } from "../../path.js";
+import { h } from "../../lib/dom.js";
+import { contributionRow, segmentText } from "../../model/result.js";
+import { fmtSigned } from "../../lib/format.js";
+import { readPathTrait } from "../../model/path.js";
 import { chartLegend } from "./space.js";
 import { kernelNote } from "../kernel.js";
 
@@ -30,7 +30,7 @@ function pathWish(ctx) {
 /**
  * This view's latest `path` command when it asked for position i of result r (at `steps`
  * when given), else null.
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r
  * @param {number} i @param {number} [steps]
  */
 function sentFor(ctx, r, i, steps) {
@@ -42,7 +42,7 @@ function sentFor(ctx, r, i, steps) {
 /**
  * Ask Python for the interior path of position i at `steps` (the `path` command); once per
  * (result, position, steps) unless `again`.
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r
  * @param {number} i @param {number} steps @param {boolean} [again] send even if sent before
  */
 export function requestPath(ctx, r, i, steps, again = false) {
@@ -54,7 +54,7 @@ export function requestPath(ctx, r, i, steps, again = false) {
 /**
  * The selected token's interior path, fetched lazily: once the user has asked for a path,
  * every newly selected token asks Python for its own (milliseconds, one token).
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r
  * @param {number} i @param {boolean} preview
  */
 export function autoRequestPath(ctx, r, i, preview) {
@@ -68,10 +68,10 @@ export function autoRequestPath(ctx, r, i, preview) {
 /**
  * Under chart (b): the legend of the path, what it shows, and (interactive, no path in the
  * result) the box that asks Python for this token's path.
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r
  * @param {number} i @param {number} m steps of the path drawn (0: none)
  * @param {boolean} lazy the path drawn was computed for this token
- * @param {import("../../path.js").PathTrait} trait @param {boolean} dark
+ * @param {import("../../model/path.js").PathTrait} trait @param {boolean} dark
  */
 export function pathBox(ctx, r, i, m, lazy, trait, dark) {
   void dark;
@@ -163,8 +163,8 @@ export function pathBox(ctx, r, i, m, lazy, trait, dark) {
 /**
  * The Riemann terms of one segment (the picked one, else the onset): m numbers whose sum is
  * the Riemann estimate of its contribution at m steps, next to the shown contribution.
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
- * @param {number} i @param {import("../../path.js").LazyPath} lazy
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r
+ * @param {number} i @param {import("../../model/path.js").LazyPath} lazy
  */
 export function riemannTerms(ctx, r, i, lazy) {
   const j = ctx.segmentFocus.index === i && ctx.segmentFocus.j >= 0 ? ctx.segmentFocus.j : Math.max(0, r.onset[i]);

@@ -4,15 +4,15 @@
  * of non-monotone segments and steps (text, so colour is never the only cue).
  * @module views/detail/readout
  */
-import { h, s, clear, listen, uniqueId } from "../../dom.js";
-import { formatToken } from "../../tokens.js";
-import { ruleText, stepRuleText, flagged } from "../../nonmonotone.js";
-import { topAt, segmentText, depthText } from "../../result.js";
-import { fmtProb, fmtSigned } from "../../format.js";
+import { h, s, clear, listen, uniqueId } from "../../lib/dom.js";
+import { formatToken } from "../../lib/tokens.js";
+import { ruleText, stepRuleText, flagged } from "../../lib/nonmonotone.js";
+import { topAt, segmentText, depthText } from "../../model/result.js";
+import { fmtProb, fmtSigned } from "../../lib/format.js";
 
 /**
  * @param {import("../context.js").Context} ctx
- * @param {import("../../result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
+ * @param {import("../../model/result.js").Result} r @param {number} i @param {import("./space.js").ChartSpace} S
  * @param {import("./space.js").ChartFrame} A @param {import("./space.js").ChartFrame} B
  * @param {import("./space.js").ChartFrame|null} C @param {ArrayLike<number>|null} drops
  */
@@ -107,7 +107,7 @@ export function crosshair(ctx, r, i, S, A, B, C, drops) {
  * its segments (chart a) or boundaries (b, c), shown by the crosshair and said in the readout
  * (a live region while the keyboard drives it); Enter or Space on chart (a) picks the segment
  * for the heads section, as a click does. The position starts at the onset segment.
- * @param {import("../context.js").Context} ctx @param {import("../../result.js").Result} r
+ * @param {import("../context.js").Context} ctx @param {import("../../model/result.js").Result} r
  * @param {number} i @param {number} k segments
  * @param {Array<import("./space.js").ChartFrame|null>} frames [A, B, C] @param {HTMLElement} readout
  * @param {(onBars: boolean, jb: number, js: number) => void} showAt @param {() => void} hide
@@ -162,7 +162,7 @@ function keyboardReadout(ctx, r, i, k, frames, readout, showAt, hide) {
 }
 
 /**
- * @param {import("../../result.js").Result} r @param {import("./space.js").ChartSpace} S
+ * @param {import("../../model/result.js").Result} r @param {import("./space.js").ChartSpace} S
  */
 export function flagList(r, S) {
   const { k, c, path, segFlags, stepFlags } = S;

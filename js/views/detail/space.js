@@ -5,19 +5,19 @@
  * helpers every chart draws with (frame, shading of flagged segments, axes).
  * @module views/detail/space
  */
-import { h, s, uniqueId } from "../../dom.js";
-import { linearScale, clamp } from "../../layout.js";
-import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE } from "../../colorscale.js";
-import { againstSegments, againstSteps, flagged } from "../../nonmonotone.js";
-import { contributionRow, lensRow, pathRow } from "../../result.js";
-import { readPathTrait } from "../../path.js";
+import { h, s, uniqueId } from "../../lib/dom.js";
+import { linearScale, clamp } from "../../lib/layout.js";
+import { niceTicks, formatTick, POSITIVE, NEGATIVE, POSITIVE_DARK, NEGATIVE_DARK, NONMONOTONE } from "../../lib/colorscale.js";
+import { againstSegments, againstSteps, flagged } from "../../lib/nonmonotone.js";
+import { contributionRow, lensRow, pathRow } from "../../model/result.js";
+import { readPathTrait } from "../../model/path.js";
 
 /** Height of the x tick-label band under each chart. */
 const XLABELS = 15;
 
 /**
  * @param {import("../context.js").Context} ctx
- * @param {import("../../result.js").Result} r @param {number} i @param {number} W
+ * @param {import("../../model/result.js").Result} r @param {number} i @param {number} W
  */
 export function chartSpace(ctx, r, i, W) {
   const present = ctx.root.classList.contains("iglens-present");

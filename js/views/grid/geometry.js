@@ -3,7 +3,7 @@
  * rows at a scroll offset, hit testing, the scroll offset that shows a column.
  * @module views/grid/geometry
  */
-import { clamp } from "../../layout.js";
+import { clamp } from "../../lib/layout.js";
 
 /**
  * @typedef {object} GridGeometry

@@ -4,24 +4,24 @@
  * targets; then the hover, selection and picked-cell outlines.
  * @module views/grid/paint
  */
-import { fitText } from "../../dom.js";
-import { textColorFor, hexToRgb } from "../../colorscale.js";
-import { formatToken } from "../../tokens.js";
-import { topAt, idText } from "../../result.js";
-import { boundaryLabel, cellValue } from "../../figure-data.js";
+import { fitText } from "../../lib/dom.js";
+import { textColorFor, hexToRgb } from "../../lib/colorscale.js";
+import { formatToken } from "../../lib/tokens.js";
+import { topAt, idText } from "../../model/result.js";
+import { boundaryLabel, cellValue } from "../../model/figure-data.js";
 
 /**
  * @typedef {object} GridFrame what one frame draws
  * @property {number} sl scrollLeft @property {number} st scrollTop
  * @property {[number, number]|null} cols visible columns @property {[number, number]|null} rows visible rows
- * @property {"probability"|"contribution"} mode @property {import("../../colorscale.js").Scale} scale
+ * @property {"probability"|"contribution"} mode @property {import("../../lib/colorscale.js").Scale} scale
  * @property {(i: number, j: number) => string} label the formatted top-1 label of a cell
  */
 
 /**
  * The cells, row labels, header and footer of one frame.
  * @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g
- * @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal
+ * @param {import("../../model/result.js").Result} r @param {import("../../lib/palette.js").Palette} pal
  * @param {GridFrame} f
  */
 export function paintGrid(c, g, r, pal, f) {
@@ -51,7 +51,7 @@ export function paintGrid(c, g, r, pal, f) {
 /**
  * The visible cells and their labels.
  * @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g
- * @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal @param {GridFrame} f
+ * @param {import("../../model/result.js").Result} r @param {import("../../lib/palette.js").Palette} pal @param {GridFrame} f
  */
 function paintCells(c, g, r, pal, f) {
   const cols = /** @type {[number, number]} */ (f.cols);
@@ -85,7 +85,7 @@ function paintCells(c, g, r, pal, f) {
 /**
  * The header (input tokens) and footer (targets).
  * @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g
- * @param {import("../../result.js").Result} r @param {import("../../palette.js").Palette} pal @param {GridFrame} f
+ * @param {import("../../model/result.js").Result} r @param {import("../../lib/palette.js").Palette} pal @param {GridFrame} f
  */
 function paintBands(c, g, r, pal, f) {
   const bottom = g.viewH - g.footerH;
@@ -119,7 +119,7 @@ function paintBands(c, g, r, pal, f) {
 /**
  * Selection and hover outlines, and the picked cell's.
  * @param {CanvasRenderingContext2D} c @param {import("./geometry.js").GridGeometry} g
- * @param {import("../../palette.js").Palette} pal
+ * @param {import("../../lib/palette.js").Palette} pal
  * @param {{sl: number, st: number, hovered: number, selected: number, picked: {pos: number, row: number}}} m
  */
 export function paintGridMarks(c, g, pal, m) {

@@ -3,16 +3,16 @@
  * note under the grid (text nodes only).
  * @module views/grid/text
  */
-import { h, clear, keyValue } from "../../dom.js";
+import { h, clear, keyValue } from "../../lib/dom.js";
 import { tooltipHead } from "../tooltip.js";
-import { formatToken, quoteToken } from "../../tokens.js";
-import { contribution, topAt, lensAt, segmentText, depthText } from "../../result.js";
-import { fmtProb, fmtSigned } from "../../format.js";
-import { isLogitLens, lensPhrase } from "../../lens-name.js";
+import { formatToken, quoteToken } from "../../lib/tokens.js";
+import { contribution, topAt, lensAt, segmentText, depthText } from "../../model/result.js";
+import { fmtProb, fmtSigned } from "../../lib/format.js";
+import { isLogitLens, lensPhrase } from "../../model/lens-name.js";
 
 /**
  * Fill `topk` with the lens's top tokens of cell (i = pos, j = row).
- * @param {HTMLElement} topk @param {import("../../result.js").Result|null} r
+ * @param {HTMLElement} topk @param {import("../../model/result.js").Result|null} r
  * @param {{pos: number, row: number}} picked
  */
 export function renderTopk(topk, r, picked) {
@@ -59,7 +59,7 @@ export function renderTopk(topk, r, picked) {
 
 /**
  * Fill the tooltip of a hovered cell (row -1: a column's header or footer).
- * @param {HTMLElement} tooltip @param {import("../../result.js").Result} r @param {{pos: number, row: number}} hit
+ * @param {HTMLElement} tooltip @param {import("../../model/result.js").Result} r @param {{pos: number, row: number}} hit
  */
 export function fillTooltip(tooltip, r, hit) {
   clear(tooltip);
@@ -77,7 +77,7 @@ export function fillTooltip(tooltip, r, hit) {
 
 /**
  * The note under the grid.
- * @param {import("../../result.js").Result} r @param {import("./geometry.js").GridGeometry} g
+ * @param {import("../../model/result.js").Result} r @param {import("./geometry.js").GridGeometry} g
  * @param {"probability"|"contribution"} mode
  */
 export function gridNote(r, g, mode) {

@@ -5,15 +5,15 @@
  * overview of every row. None reads the DOM or the view's state.
  * @module views/heatmap/paint
  */
-import { fitText } from "../../dom.js";
-import { thinLabels, cellRect } from "../../layout.js";
-import { NONMONOTONE } from "../../colorscale.js";
-import { contribution } from "../../result.js";
+import { fitText } from "../../lib/dom.js";
+import { thinLabels, cellRect } from "../../lib/layout.js";
+import { NONMONOTONE } from "../../lib/colorscale.js";
+import { contribution } from "../../model/result.js";
 
 /**
- * @typedef {import("../../layout.js").HeatmapGeometry} Geometry
- * @typedef {import("../../result.js").Result} Result
- * @typedef {import("../../palette.js").Palette} Palette
+ * @typedef {import("../../lib/layout.js").HeatmapGeometry} Geometry
+ * @typedef {import("../../model/result.js").Result} Result
+ * @typedef {import("../../lib/palette.js").Palette} Palette
  */
 
 /**
@@ -148,7 +148,7 @@ export function drawHeader(c, g, r, pal) {
 /**
  * The overlay: the hovered row, the selected row, the hovered cell and its column label.
  * @param {CanvasRenderingContext2D} c @param {Geometry} g @param {Result} r @param {Palette} pal
- * @param {{top: number, hovered: number, selected: number, hit: import("../../layout.js").Hit|null}} o
+ * @param {{top: number, hovered: number, selected: number, hit: import("../../lib/layout.js").Hit|null}} o
  */
 export function drawOverlay(c, g, r, pal, o) {
   const { top, hit } = o;

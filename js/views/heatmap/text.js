@@ -3,14 +3,14 @@
  * cell or row label, the note under the rows, and the jump box's search (text nodes only).
  * @module views/heatmap/text
  */
-import { h, clear, keyValue } from "../../dom.js";
+import { h, clear, keyValue } from "../../lib/dom.js";
 import { tooltipHead } from "../tooltip.js";
-import { formatToken } from "../../tokens.js";
-import { contribution, lensAt, topAt, idText, pFinal, segmentText, depthText } from "../../result.js";
-import { thresholdPercent } from "../../nonmonotone.js";
-import { fmtProb, fmtSigned } from "../../format.js";
+import { formatToken } from "../../lib/tokens.js";
+import { contribution, lensAt, topAt, idText, pFinal, segmentText, depthText } from "../../model/result.js";
+import { thresholdPercent } from "../../lib/nonmonotone.js";
+import { fmtProb, fmtSigned } from "../../lib/format.js";
 
-/** @typedef {import("../../result.js").Result} Result */
+/** @typedef {import("../../model/result.js").Result} Result */
 
 /** @param {Result} r @param {number} i @param {number} maxLen */
 const targetText = (r, i, maxLen) => formatToken(r.targetTokens[i] || idText(r, r.targetIds[i]), { maxLen });
@@ -61,7 +61,7 @@ export function fillSummary(summary, r, i, panel) {
 
 /**
  * The tooltip of a hovered row label or cell.
- * @param {HTMLElement} tooltip @param {Result} r @param {import("../../layout.js").Hit} hit
+ * @param {HTMLElement} tooltip @param {Result} r @param {import("../../lib/layout.js").Hit} hit
  */
 export function fillTooltip(tooltip, r, hit) {
   clear(tooltip);

@@ -5,13 +5,13 @@
  * in as text only.
  * @module views/lesson/column
  */
-import { h, scrollIntoContainer } from "../../dom.js";
-import { quoteToken } from "../../tokens.js";
-import { fmtPercentPlain } from "../../format.js";
+import { h, scrollIntoContainer } from "../../lib/dom.js";
+import { quoteToken } from "../../lib/tokens.js";
+import { fmtPercentPlain } from "../../lib/format.js";
 
 /**
  * A guess as a chip and its percentage.
- * @param {import("../../lesson.js").Guess} g
+ * @param {import("../../model/lesson.js").Guess} g
  */
 export function guessChip(g) {
   return h(
@@ -25,7 +25,7 @@ export function guessChip(g) {
 /**
  * The column's elements for a lesson.
  * Each row is a button with `data-block` (the view moves its cursor there on a click).
- * @param {import("../../lesson.js").Lesson} lesson
+ * @param {import("../../model/lesson.js").Lesson} lesson
  */
 export function lensColumn(lesson) {
   const rows = lesson.column.map((c) =>

@@ -6,9 +6,9 @@
  * Token and answer texts reach the chart as `<title>` text only.
  * @module views/lesson/curve
  */
-import { h, s, onResize } from "../../dom.js";
-import { linearScale } from "../../layout.js";
-import { fmtPercentPlain } from "../../format.js";
+import { h, s, onResize } from "../../lib/dom.js";
+import { linearScale } from "../../lib/layout.js";
+import { fmtPercentPlain } from "../../lib/format.js";
 
 const M = { left: 44, right: 14, top: 10, bottom: 34 };
 const Y_TICKS = [0, 25, 50, 75, 100];
@@ -79,7 +79,7 @@ function seriesGroup(c, b, x, y, subject) {
 
 /**
  * The curve of `series` over the result's boundaries, with the cursor at boundary `cursor`.
- * @param {{r: import("../../result.js").Result, series: CurveSeries[], W: number, H?: number, cursor: number, label: string}} o
+ * @param {{r: import("../../model/result.js").Result, series: CurveSeries[], W: number, H?: number, cursor: number, label: string}} o
  * @returns {{svg: SVGElement, setCursor: (L: number) => void}}
  */
 export function lessonCurve(o) {

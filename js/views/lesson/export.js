@@ -1,12 +1,14 @@
 /**
  * The student view's slide export: two buttons (`data-lesson-export="png"` / `"svg"`) that
- * download the picture a teacher puts on a slide (export-image.js `lessonFigure`: titled with
+ * download the picture a teacher puts on a slide (figures/lesson.js `lessonFigure`: titled with
  * the prompt, the answer and the lens; the top guesses; the curves in percent), and a status.
  * The detail panel's curve has its own (views/detail.js, `curveFigure`).
  * @module views/lesson/export
  */
-import { h, listen } from "../../dom.js";
-import { renderFigure, download, figureFileName, slideTitleLines, lessonSubject, lessonFigure } from "../../export-image.js";
+import { h, listen } from "../../lib/dom.js";
+import { renderFigure, download, figureFileName } from "../../figures/download.js";
+import { lessonSubject, lessonFigure } from "../../figures/lesson.js";
+import { slideTitleLines } from "../../figures/titles.js";
 
 /** How long "saved …" stays beside the buttons. */
 const SAVED_MS = 5000;
@@ -74,8 +76,8 @@ export function slideExport(ctx, what, attr, figure, label = true) {
 /**
  * The student view's export bar: the lesson shown now as a slide.
  * @param {import("../context.js").Context} ctx
- * @param {() => import("../../lesson.js").Lesson|null} lesson the shown lesson
- * @param {(c: import("../../lesson.js").LessonSeries, lesson: import("../../lesson.js").Lesson) => string} legend the view's key text
+ * @param {() => import("../../model/lesson.js").Lesson|null} lesson the shown lesson
+ * @param {(c: import("../../model/lesson.js").LessonSeries, lesson: import("../../model/lesson.js").Lesson) => string} legend the view's key text
  */
 export function lessonExport(ctx, lesson, legend) {
   return slideExport(

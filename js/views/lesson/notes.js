@@ -1,15 +1,15 @@
 /**
  * The student view's teacher notes: the notes of the lesson's position (and the block notes
  * pinned to no position) as callouts, and a small editor that adds a note to the position,
- * the walk's block, or both (the `notes` trait; js/notes.js). A block note is highlighted
+ * the walk's block, or both (the `notes` trait; js/model/notes.js). A block note is highlighted
  * while the walk is at its block, and its "go to block" button moves the walk there (the
  * view's click handler reads `data-block`, a boundary index). Note text is untrusted: text
  * nodes only, capped at MAX_NOTE_CHARS.
  * @module views/lesson/notes
  */
-import { h, clear, listen } from "../../dom.js";
-import { formatToken } from "../../tokens.js";
-import { readNotes, notesAt, newNote, withNote, withoutNote, pinText, MAX_NOTE_CHARS, MAX_NOTES } from "../../notes.js";
+import { h, clear, listen } from "../../lib/dom.js";
+import { formatToken } from "../../lib/tokens.js";
+import { readNotes, notesAt, newNote, withNote, withoutNote, pinText, MAX_NOTE_CHARS, MAX_NOTES } from "../../model/notes.js";
 
 /**
  * The boundary index the walk goes to for a note's block: the boundary at that depth, else
@@ -22,13 +22,13 @@ export function boundaryOfBlock(boundaries, block) {
 }
 
 /**
- * @param {import("../../result.js").Result} r @param {number} i
+ * @param {import("../../model/result.js").Result} r @param {number} i
  */
 const tokenLabel = (r, i) => `[${i}] ${formatToken(r.tokens[i] ?? "", { maxLen: 20 })}`;
 
 /**
  * A note's callout.
- * @param {import("../../notes.js").Note} n @param {import("../../result.js").Result} r
+ * @param {import("../../model/notes.js").Note} n @param {import("../../model/result.js").Result} r
  */
 function callout(n, r) {
   const L = n.block === null ? -1 : boundaryOfBlock(r.boundaries, n.block);
@@ -73,7 +73,7 @@ function editor() {
 
 /**
  * The notes of a lesson: `callouts` (above the body) and `editor` (below the walk).
- * @param {import("../context.js").Context} ctx @param {import("../../lesson.js").Lesson} lesson
+ * @param {import("../context.js").Context} ctx @param {import("../../model/lesson.js").Lesson} lesson
  * @param {() => number} cursor the walk's boundary now
  */
 export function lessonNotes(ctx, lesson, cursor) {

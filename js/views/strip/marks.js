@@ -5,15 +5,15 @@
  * positions are the result trait's `template_positions`.
  * @module views/strip/marks
  */
-import { listen } from "../../dom.js";
-import { applyFold, foldRuns, skipFolded, templateFolded, templateMask } from "../../template-fold.js";
-import { readNotes } from "../../notes.js";
+import { listen } from "../../lib/dom.js";
+import { applyFold, foldRuns, skipFolded, templateFolded, templateMask } from "./template-fold.js";
+import { readNotes } from "../../model/notes.js";
 
 /**
  * @param {import("../context.js").Context} ctx
  * @param {{list: HTMLElement, foldBox: HTMLInputElement, foldSwitch: HTMLElement}} d the strip's elements
  * @param {() => HTMLElement[]} chips the chips, by position
- * @param {(r: import("../../result.js").Result, i: number) => string} describe a chip's title
+ * @param {(r: import("../../model/result.js").Result, i: number) => string} describe a chip's title
  * @param {() => void} refit the strip's lines changed (folded or unfolded): scroll to whole lines again
  */
 export function stripMarks(ctx, d, chips, describe, refit) {

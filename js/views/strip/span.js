@@ -5,8 +5,8 @@
  * trait); a plain click or arrow key drops it.
  * @module views/strip/span
  */
-import { listen } from "../../dom.js";
-import { extendSpan, spanBounds } from "../../span.js";
+import { listen } from "../../lib/dom.js";
+import { extendSpan, spanBounds } from "../../lib/span.js";
 
 /**
  * @param {import("../context.js").Context} ctx
