@@ -1,14 +1,22 @@
-"""An :class:`~iglens_viz.core.result.AttributionResult` as the protocol's ``result`` dict.
+"""What Python sends the page: the protocol's ``result`` dict and the answers' dicts.
 
 See ``docs/widget-protocol.md``: arrays travel as ndarray payloads (float32/int32 buffers),
 token strings as plain lists (the front end inserts them as text only), everything else as
-JSON scalars. NaN marks positions without a target. Every derived value the views show —
+JSON scalars; a number that is not finite is null in an answer (the page's JSON has no NaN)
+and NaN in an ndarray (positions without a target). Every derived value the views show —
 where the answer starts, what f is called, the segment labels, the non-monotone threshold,
 the onsets — comes from the result here, so the browser never re-derives it.
+
+The answers to the page's commands are built here too (:func:`segment_ablation`,
+:func:`gate_game_payload`, :func:`position_path`, :func:`components_payload`), each tagged
+with the result and request it answers (:func:`answered`); the widget's command server
+(:mod:`iglens_viz.widget.commands`) only runs them.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,22 +24,48 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..core.boundaries import depth_list
+from ..core.extensions import provider
 from ..core.request import MAX_STEPS
-from ..core.targets import NO_TARGET
+from ..core.targets import NO_TARGET, token_texts
 from ..core.trajectory import NONMONOTONE_THRESHOLD
+from ..errors import InvalidRequestError
 from ..views.token_format import visible_text
 from .serializers import array_to_payload
 
 if TYPE_CHECKING:
     from ..core.answers import AnswerLedger
+    from ..core.lens import IGLens
     from ..core.request import Estimator
     from ..core.result import AttributionResult
+    from ..lenses.fit import FitProgress
 
-__all__ = ["ablation_payload", "components_payload", "result_payload"]
+__all__ = [
+    "ablation_payload",
+    "answered",
+    "components_payload",
+    "fit_payload",
+    "gate_game_payload",
+    "path_payload",
+    "position_path",
+    "result_payload",
+    "segment_ablation",
+]
 
 
 def _texts(ids: Iterable[int], token_text: Mapping[int, str]) -> list[str]:
     return [token_text.get(int(i), "") if int(i) != NO_TARGET else "" for i in ids]
+
+
+def _json_float(value: Any) -> float | None:
+    """A number for JSON: a float, None where it is not finite (the page's JSON has no NaN).
+    The one finite-or-null rule of every answer and ledger here."""
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _json_floats(values: ArrayLike) -> list[float | None]:
+    """:func:`_json_float` of every value of ``values``, flattened."""
+    return [_json_float(v) for v in np.asarray(values, dtype=np.float64).reshape(-1)]
 
 
 def result_payload(result: AttributionResult, *, result_id: str = "r0") -> dict[str, Any]:
@@ -158,12 +192,6 @@ def components_payload(
     }
 
 
-def _json_float(value: Any) -> float | None:
-    """A float for JSON: None where it is not finite (the page's JSON has no NaN)."""
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
 def ablation_payload(
     position: int,
     drops: ArrayLike,
@@ -181,7 +209,7 @@ def ablation_payload(
     each segment is ablated (k numbers, plain JSON floats; None where not finite), f's clean
     value, the segment labels and what each ablation removed (``parts``: ``"block"``,
     ``"attn"`` or ``"mlp"``), the ids measured, the mode and the seconds it took."""
-    values = [_json_float(v) for v in np.asarray(drops, dtype=np.float64).reshape(-1)]
+    values = _json_floats(drops)
     if len(values) != len(labels) or len(parts) != len(labels):
         raise ValueError(
             f"{len(values)} drops, {len(parts)} parts and {len(labels)} labels: "
@@ -221,7 +249,7 @@ def path_payload(
         raise ValueError(
             f"path must be (k, m+1) with k = {len(labels)} segments, got {points.shape}"
         )
-    rows = [[_json_float(v) for v in row] for row in points]
+    rows = [_json_floats(row) for row in points]
     term_rows = None
     if terms is not None:
         riemann = np.asarray(terms, dtype=np.float64)
@@ -230,7 +258,7 @@ def path_payload(
                 f"terms must be (k, m) = {(points.shape[0], points.shape[1] - 1)}, "
                 f"got {riemann.shape}"
             )
-        term_rows = [[_json_float(v) for v in row] for row in riemann]
+        term_rows = [_json_floats(row) for row in riemann]
     return {
         "position": int(position),
         "steps": int(points.shape[1] - 1),
@@ -241,3 +269,181 @@ def path_payload(
         "estimator": str(estimator),
         "seconds": float(seconds),
     }
+
+
+# ------------------------------------------------------------------ the commands' answers
+
+
+def answered(payload: Mapping[str, Any], *, result_id: str, request_id: str) -> dict[str, Any]:
+    """An answer trait's value (``ablation``, ``gates``, ``path``, ``components``):
+    ``payload`` with the id of the result it is about and of the request it answers (``""``
+    for a notebook call), so the page never shows it beside another result."""
+    return {**payload, "result_id": result_id, "request_id": request_id}
+
+
+def fit_payload(report: FitProgress) -> dict[str, Any]:
+    """``running["fit"]``: a lens fit's progress as the page shows it (its phase, count and
+    time left; see :class:`iglens_viz.lenses.FitProgress`)."""
+    left = report.remaining_seconds
+    return {
+        "kind": report.kind,
+        "phase": report.phase,
+        "done": report.done,
+        "total": report.total,
+        "unit": report.unit,
+        "remaining_s": None if left is None else round(left, 1),
+        "resumed_at": report.resumed_at,
+    }
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def segment_ablation(
+    engine: IGLens,
+    result: AttributionResult,
+    position: int,
+    *,
+    mode: str = "zero",
+    positions: str = "target",
+    counterfactual: str | Sequence[int] | None = None,
+    contrast: int | str | None = None,
+) -> dict[str, Any]:
+    """The causal check of one token as the protocol's ``ablation`` dict
+    (:func:`ablation_payload`, plus ``positions``, ``direct`` and ``patching``): the drop of
+    the lens value f at ``position`` when each segment of ``result`` is zero-ablated (its
+    total effect, at ``positions``), its direct effect, and with a ``counterfactual`` prompt
+    the patching effects; see :func:`iglens_viz.causal.check.check_segments` (the causal
+    package sits above the protocol: the package's top level registers it, as it registers
+    the views for the core)."""
+    if mode != "zero":
+        raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
+    if isinstance(contrast, str) and _DIGITS.fullmatch(contrast):
+        contrast = int(contrast)  # typed digits are an id, as in the controls
+    done = provider("check_segments")(
+        engine.model,
+        engine.tokenizer,
+        result,
+        position,
+        positions=positions,
+        counterfactual=counterfactual,
+        contrast=contrast,
+    )
+    payload = ablation_payload(
+        done.position,
+        done.drops,
+        done.clean,
+        result.segment_labels,
+        parts=done.parts,
+        target_id=done.target_id,
+        contrast_id=done.contrast_id,
+        target_name=result.target_name,
+        mode=mode,
+        seconds=done.seconds,
+    )
+    cf = done.counterfactual
+    text = {} if cf is None else token_texts(engine.tokenizer, cf.prompt_ids, [cf.contrast_id])
+    return {
+        **payload,
+        "positions": done.positions,
+        "direct": _json_floats(done.direct),
+        "patching": None
+        if cf is None
+        else {
+            "metric": "logit_diff",
+            "direction": "noising",
+            "positions": "target",
+            "prompt": _prompt_text(counterfactual),
+            "tokens": [text[int(i)] for i in cf.prompt_ids],
+            "contrast_id": cf.contrast_id,
+            "contrast": text[cf.contrast_id],
+            "total": _json_floats(cf.total),
+            "direct": _json_floats(cf.direct),
+            "clean_metric": _json_float(cf.clean_metric),
+            "corrupt_metric": _json_float(cf.corrupt_metric),
+            "normalized": bool(cf.normalized),
+            "warnings": [str(w) for w in cf.warnings],
+        },
+    }
+
+
+def _prompt_text(prompt: str | Sequence[int] | None) -> str:
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    return " ".join(str(int(i)) for i in prompt)
+
+
+def gate_game_payload(
+    engine: IGLens,
+    result: AttributionResult,
+    position: int,
+    counterfactual: str | None,
+    *,
+    steps: int = 16,
+) -> dict[str, Any]:
+    """The block-gate game at ``position`` of ``result`` as the protocol's ``gates`` dict:
+    :meth:`GateLedger.to_dict <iglens_viz.causal.gates.GateLedger.to_dict>` of the game
+    against ``counterfactual`` (a question formed as the result's prompt is: the same chat
+    template, then the result's answer with the subject swapped), its target the result's at
+    ``position``, plus ``prompt`` (as typed), ``answer_opening`` (the counterfactual's answer
+    from its start to ``position``, decoded; "" for a position in the prompt) and
+    ``seconds``."""
+    if counterfactual is None or not counterfactual.strip():
+        raise InvalidRequestError(
+            "the gate game needs a counterfactual: the same question about another subject, "
+            "as many tokens long (e.g. 'What is the capital of Italy?')"
+        )
+    T = len(result.input_ids)
+    if not 0 <= int(position) < T or int(result.target_ids[position]) < 0:
+        raise InvalidRequestError(
+            f"position {position} has no target in this result of {T} tokens: pick a token "
+            f"whose next token is predicted"
+        )
+    start = time.perf_counter()
+    length = result.prompt_length or T
+    ledger = engine.gate_ledger(
+        result.request.prompt,
+        counterfactual,
+        chat=result.request.chat,
+        answer=result.input_ids[length:].tolist() or None,
+        position=int(position),
+        target=int(result.target_ids[position]),
+        steps=steps,
+    )
+    # the counterfactual answer's opening up to the position, as the tokenizer writes it
+    opening = [int(i) for i in (ledger.corrupt_ids if ledger.corrupt_ids is not None else [])]
+    opening = opening[ledger.prompt_length : ledger.position + 1]
+    decode = getattr(engine.tokenizer, "decode", None)
+    answer_text = (
+        decode(opening, clean_up_tokenization_spaces=False)
+        if decode is not None
+        else "".join(ledger.token_text.get(i, "") for i in opening)
+    )
+    return {
+        **ledger.to_dict(),
+        "prompt": counterfactual,
+        "answer_opening": answer_text,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def position_path(
+    engine: IGLens, result: AttributionResult, position: int, steps: int = 8
+) -> dict[str, Any]:
+    """The interior path of ``result`` at ``position`` as the protocol's ``path`` dict
+    (:func:`path_payload`): f along each segment at ``steps`` interpolation steps, and the
+    midpoint Riemann terms when the result's estimator is ``riemann``; see
+    :meth:`IGLens.interior_path`."""
+    start = time.perf_counter()
+    riemann = result.request.estimator == "riemann"
+    out = engine.interior_path(result, position, steps=steps, terms=riemann)
+    path, terms = out if riemann else (out, None)
+    return path_payload(
+        int(position) % len(result.input_ids),
+        path,
+        terms,
+        result.segment_labels,
+        target_id=int(result.target_ids[position]),
+        estimator=result.request.estimator,
+        seconds=time.perf_counter() - start,
+    )

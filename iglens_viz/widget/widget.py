@@ -6,29 +6,26 @@ browser, so it survives the static HTML export (:func:`iglens_viz.export.to_html
 
 When a kernel can compute (the widget was given its ``IGLens``), the page sends commands
 as custom messages — recompute, cancel, the causal check, the interior path, the head split
-— and :meth:`IGLensWidget.dispatch` runs them (:mod:`iglens_viz.protocol.commands`),
-answering each with one envelope. A recompute replays the shown result's
-:class:`~iglens_viz.core.request.AttributionRequest` with the fields the controls changed
-(:meth:`AttributionRequest.with_controls`): the engine finds its cached forward pass, so
-nothing is re-derived here. The causal check sets beside the segment contributions the
-drop of the lens value when each segment is zero-ablated (:func:`segment_ablation`): the
-total effect of a segment in the real forward pass next to IG-Lens's conditional marginal.
+— declared in :mod:`iglens_viz.protocol.commands`; the widget's command server
+(:mod:`iglens_viz.widget.commands`) runs them, answering each with one envelope, and the
+answers' dicts are built in :mod:`iglens_viz.protocol.payload`. This class holds the synced
+traits, checks the page's writes, keeps the notes and offers the same work as methods
+(:meth:`IGLensWidget.ask`, :meth:`~IGLensWidget.causal_check`, …). A recompute replays the
+shown result's :class:`~iglens_viz.core.request.AttributionRequest` with the fields the
+controls changed (:meth:`AttributionRequest.with_controls`): the engine finds its cached
+forward pass, so nothing is re-derived here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
 import json
-import math
 import os
-import re
 import sys
 import threading
-import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,19 +33,21 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..core.estimators import progress_hook
-from ..core.extensions import provider
 from ..core.request import TARGET_KEYWORDS
-from ..core.targets import token_texts
 from ..errors import IGLensError, InvalidRequestError
-from ..lenses.fit import FitProgress, cached_fitted_kinds, fit_progress, kept_checkpoint
 from ..protocol import DEFAULT_STATE, PAGE_WRITABLE, STATE_KEYS, initial_state, result_payload
 from ..protocol.bundle import BUNDLE_CSS, BUNDLE_JS, MISSING_BUNDLE
-from ..protocol.commands import COMMANDS, Command, answer, parse_command
 from ..protocol.notes import check_notes, make_note
 from ..protocol.opening import payload_opening
-from ..protocol.payload import ablation_payload, components_payload, path_payload
+from ..protocol.payload import (
+    answered,
+    components_payload,
+    gate_game_payload,
+    position_path,
+    segment_ablation,
+)
 from ..protocol.serializers import to_base64_state
+from .commands import CommandServer, RecomputeCancelled
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
@@ -56,6 +55,8 @@ if TYPE_CHECKING:
     from ..core.result import AttributionResult
     from ..protocol import ColorBy
 
+# RecomputeCancelled (iglens_viz.widget.commands) and the answers' builders
+# (iglens_viz.protocol.payload) are importable from here, where they were first defined.
 __all__ = [
     "ASK_NEW_TOKENS",
     "IGLensWidget",
@@ -78,9 +79,6 @@ __all__ = [
 ASK_NEW_TOKENS = 24
 """The answer a new question generates when the shown request had a teacher-forced one
 (``answer=``) and no ``max_new_tokens`` (see :meth:`IGLensWidget.ask_request`)."""
-
-CANCELLABLE = ("recompute", "ask", "gates")
-"""The commands a ``cancel`` stops (the others end in seconds)."""
 
 _TRAIT_TYPES: dict[str, type[traitlets.TraitType[Any, Any]]] = {
     "int": traitlets.Int,
@@ -182,7 +180,7 @@ class IGLensWidget(anywidget.AnyWidget):
     kernel hears a Cancel while one runs. None (the default): whenever this process runs an
     IPython kernel — also for the page's requests, which arrive in a comm handler outside
     any cell — or a marimo notebook or app; False: always in the caller's thread (tests,
-    scripts)."""
+    scripts). Read by the command server (:func:`iglens_viz.widget.commands.runs_threaded`)."""
 
     # ------------------------------------------------------------------ page writes
 
@@ -349,12 +347,8 @@ class IGLensWidget(anywidget.AnyWidget):
             interactive=iglens is not None,
         )
         super().__init__(**state)
-        self.on_msg(self._on_message)
-        self._cancel = threading.Event()
-        self._worker: threading.Thread | None = None
-        self._computing = threading.Lock()  # one command computes at a time (the engine's)
-        self._fit_shown = (0.0, "")  # when and which fit phase last reached the page
-        self._show_cached_lenses()
+        self._server = CommandServer(self, self._sync_lock)  # the page's commands, cancel
+        self._server.show_cached_lenses()
 
     def __repr__(self) -> str:
         a = self._attribution
@@ -463,316 +457,21 @@ class IGLensWidget(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ commands
 
-    def _on_message(self, widget: Any, content: Any, buffers: Any) -> None:
-        self.dispatch(content)
-
     def dispatch(self, message: Any) -> dict[str, Any] | None:
         """Run one command from the page (see :mod:`iglens_viz.protocol.commands`) and send
-        its answer envelope to the page.
+        its answer envelope to the page; the widget's command server
+        (:mod:`iglens_viz.widget.commands`) runs it.
 
         Returns the envelope when the command is done on return, or None when it runs in
         the background thread (its envelope is sent when it ends). Never raises for a bad
         message or a failed command: the envelope says what went wrong (an unexpected error
         also goes to the kernel's log)."""
-        try:
-            command = parse_command(message)
-        except InvalidRequestError as err:
-            raw = message if isinstance(message, Mapping) else {}
-            request_id, kind = raw.get("id"), raw.get("kind")
-            return self._answer(
-                request_id if isinstance(request_id, str) else "",
-                kind if isinstance(kind, str) and kind in COMMANDS else "",
-                err,
-            )
-        if command.spec.background:
-            return self._start(command)
-        if command.kind in _ANSWERED_AT_ONCE or not self._threaded():
-            return self._run(command)
-        # Computed in the widget's thread, never in the comm handler: Colab and VS Code run
-        # comm messages on the kernel's main shell (no subshells), which a handler blocks.
-        threading.Thread(
-            target=self._compute, args=(command,), name=f"iglens-{command.kind}", daemon=True
-        ).start()
-        return None
-
-    def _compute(self, command: Command) -> dict[str, Any]:
-        """:meth:`_run` in a worker thread, one command at a time."""
-        with self._computing:
-            return self._run(command)
-
-    def _answer(
-        self, request_id: str, command: str, error: BaseException | None = None
-    ) -> dict[str, Any]:
-        envelope = answer(request_id, command, self.result_id, error)
-        with self._sync_lock:
-            self.send(envelope)
-        return envelope
-
-    def _run(self, command: Command) -> dict[str, Any]:
-        error: BaseException | None = None
-        try:
-            spec = command.spec
-            if self.running and not (spec.background or spec.while_running):
-                raise IGLensError(
-                    f"{self.running.get('command')} {self.running.get('id')!r} is running: "
-                    f"ask again when it is done"
-                )
-            getattr(self, f"_command_{command.kind}")(command)
-        except IGLensError as err:
-            error = err
-        except Exception as err:  # unexpected: say so on the page, and in the kernel log
-            self.log.exception("IGLensWidget: the %s command failed", command.kind)
-            error = err
-        finally:
-            if command.spec.background:
-                with self._sync_lock, self.hold_sync():
-                    self.running = {}
-                    self.progress = -1.0
-        return self._answer(command.id, command.kind, error)
-
-    def _start(self, command: Command) -> dict[str, Any] | None:
-        if self.running:
-            return self._answer(
-                command.id,
-                command.kind,
-                IGLensError(
-                    f"{self.running.get('command')} {self.running.get('id')!r} is running: "
-                    f"wait for it or cancel it"
-                ),
-            )
-        self._cancel.clear()
-        with self._sync_lock, self.hold_sync():
-            self.running = {"id": command.id, "command": command.kind}
-            self.progress = -1.0
-        if not self._threaded():
-            return self._run(command)
-        self._worker = threading.Thread(
-            target=self._compute, args=(command,), name=f"iglens-{command.kind}", daemon=True
-        )
-        self._worker.start()
-        return None
-
-    def _threaded(self) -> bool:
-        if self.threaded is not None:
-            return bool(self.threaded)
-        return _running_kernel() is not None or _in_marimo()
-
-    def _in_worker(self) -> bool:
-        return self._worker is not None and threading.current_thread() is self._worker
-
-    def _shown_result(self, command: Command) -> None:
-        """Refuse a command about a result the widget no longer shows (the page was behind)."""
-        asked = command.fields["result_id"]
-        if asked != self.result_id:
-            raise InvalidRequestError(
-                f"this {command.kind} command is about result {asked!r}, but the widget now "
-                f"shows {self.result_id!r}: ask again on the shown result"
-            )
-
-    def _command_hello(self, command: Command) -> None:
-        """Nothing to do: the answer tells the page that a kernel listens."""
-
-    def _command_save(self, command: Command) -> None:
-        """Write the page's picture where the kernel runs (its frame blocked the download)."""
-        path = Path.cwd() / command.fields["name"]
-        path.write_bytes(command.fields["data"])
-        self.log.info("IGLensWidget: the page's picture saved to %s", path)
-
-    def _command_cancel(self, command: Command) -> None:
-        target, running = command.fields["request_id"], self.running
-        if running.get("id") != target:
-            now = f" ({running.get('command')} {running.get('id')!r} is)" if running else ""
-            raise InvalidRequestError(f"nothing to cancel: {target!r} is not running{now}")
-        if running.get("command") not in CANCELLABLE:
-            raise InvalidRequestError(
-                f"a {running.get('command')} cannot be stopped midway; it ends in seconds"
-            )
-        self._cancel.set()
-
-    def _command_recompute(self, command: Command) -> None:
-        engine = self._require_engine("recomputing")
-        self._shown_result(command)
-        request = self._attribution.request.with_controls(command.fields["controls"])
-        if "versus" in command.fields:  # the student view's "compare with…" box
-            request = request.replace(versus=command.fields["versus"])
-        with progress_hook(self._report), self._cancellable(engine), self._lens_fits():
-            new = engine.run(request)
-        self._show(new)
-
-    def _command_ask(self, command: Command) -> None:
-        engine = self._require_engine("asking a new question")
-        self._shown_result(command)
-        asked = command.fields
-        request = self.ask_request(
-            asked["prompt"], versus=asked.get("versus"), max_new_tokens=asked.get("max_new_tokens")
-        )
-        self._run_ask(engine, request)
-
-    def _run_ask(self, engine: IGLens, request: AttributionRequest) -> AttributionResult:
-        """Run a new question's request with its progress published (the forward passes,
-        generation included, block by block; then the interior points, if any) and
-        cancellable at every block and every chunk of points."""
-        points = request.estimator == "riemann" or request.steps > 1
-        share = 0.5 if points else 1.0  # of the bar: the forward passes' part
-        passes = request.max_new_tokens + 1 + (request.versus is not None)
-        expected = max(1, passes * int(engine.n_blocks))
-
-        def forward(done: int) -> None:
-            self._publish(share * min(done / expected, 1.0))
-
-        def report(done: int, total: int) -> None:
-            self._check_cancelled()
-            self._publish(share + (1 - share) * (done / total if total else 0.0))
-
-        with progress_hook(report), self._cancellable(engine, forward), self._lens_fits():
-            new = engine.run(request)
-        self._show(new)
-        return new
-
-    def _command_ablation(self, command: Command) -> None:
-        self._shown_result(command)
-        fields = command.fields
-        self.causal_check(
-            fields["position"],
-            fields.get("positions", "target"),
-            fields.get("counterfactual"),
-            fields.get("contrast"),
-            request_id=command.id,
-        )
-
-    def _command_gates(self, command: Command) -> None:
-        self._shown_result(command)
-        fields = command.fields
-        engine = self._require_engine("the gate game")
-        with progress_hook(self._report), self._cancellable(engine):
-            self.gate_game(
-                fields["position"],
-                fields["counterfactual"],
-                steps=fields.get("steps") or 16,
-                request_id=command.id,
-            )
-
-    def _command_path(self, command: Command) -> None:
-        self._shown_result(command)
-        fields = command.fields
-        self.interior_path(fields["position"], fields["steps"], request_id=command.id)
-
-    def _command_components(self, command: Command) -> None:
-        self._shown_result(command)
-        self.split_components(command.fields["position"], request_id=command.id)
-
-    def _answered(self, payload: dict[str, Any], request_id: str) -> dict[str, Any]:
-        """An answer's trait value: ``payload`` with the result and the request it answers."""
-        return {**payload, "result_id": self.result_id, "request_id": request_id}
-
-    # ------------------------------------------------------------------ recompute
-
-    def _report(self, done: int, total: int) -> None:
-        """The progress hook of a recompute: publish the share done; stop when cancelled."""
-        self._check_cancelled()
-        value = round(done / total, 3) if total else -1.0
-        if value != self.progress:
-            with self._sync_lock:
-                self.progress = value
-
-    def _check_cancelled(self) -> None:
-        """Where every cancellable command stops: raise once the page's Cancel arrived."""
-        if self._cancel.is_set():
-            raise RecomputeCancelled("cancelled: the previous result is still shown")
-
-    @contextlib.contextmanager
-    def _lens_fits(self) -> Iterator[None]:
-        """Within the block, a lens fitted on its first use (``lens="tuned"``, …) reports
-        each phase to the page (``running["fit"]`` and ``progress``) and stops at a Cancel
-        within one step (:meth:`_fit_report`); a cancelled fit's answer names the checkpoint
-        it kept. ``cached_lenses`` is brought up to date after the block."""
-        try:
-            with fit_progress(self._fit_report):
-                yield
-        except RecomputeCancelled as err:
-            kept = kept_checkpoint(err)
-            if kept is None:
-                raise
-            raise RecomputeCancelled(
-                f"cancelled: {kept} is kept, so choosing the {kept.kind} lens again resumes its "
-                f"fit; the previous result is still shown"
-            ) from None
-        finally:
-            self._show_cached_lenses()
-
-    def _fit_report(self, report: FitProgress) -> None:
-        """A lens fit's progress callback: stop on Cancel, else show the report (the first
-        and last of each phase, and at most four a second)."""
-        self._check_cancelled()
-        now, phase = time.monotonic(), f"{report.kind}:{report.phase}"
-        last = report.done >= report.total
-        if phase == self._fit_shown[1] and not last and now - self._fit_shown[0] < 0.25:
-            return
-        self._fit_shown = (now, phase)
-        left = report.remaining_seconds
-        fit = {
-            "kind": report.kind,
-            "phase": report.phase,
-            "done": report.done,
-            "total": report.total,
-            "unit": report.unit,
-            "remaining_s": None if left is None else round(left, 1),
-            "resumed_at": report.resumed_at,
-        }
-        with self._sync_lock, self.hold_sync():
-            if self.running:
-                self.running = {**self.running, "fit": fit}
-            self.progress = round(report.done / report.total, 3) if report.total else -1.0
-
-    def _show_cached_lenses(self) -> None:
-        """Tell the page which fitted lenses are cached for the model (see the trait)."""
-        if self._engine is None:
-            return
-        try:
-            kinds = cached_fitted_kinds(self._engine.model)
-        except Exception as err:  # a hint for the page: never what stops the widget
-            self.log.warning("IGLensWidget: cannot tell which lenses are cached (%r)", err)
-            return
-        if kinds != self.cached_lenses:
-            with self._sync_lock:
-                self.cached_lenses = kinds
-
-    def _publish(self, share: float) -> None:
-        value = round(share, 2)
-        if value > self.progress:  # never backwards within a command
-            with self._sync_lock:
-                self.progress = value
-
-    @contextlib.contextmanager
-    def _cancellable(
-        self, engine: IGLens, forward: Callable[[int], None] | None = None
-    ) -> Iterator[None]:
-        """Within the block: every decoder block the model runs in this thread (the
-        generation's steps, the trace, a versus continuation) first checks for a Cancel and
-        stops the command there (:class:`RecomputeCancelled`), and tells ``forward`` how
-        many blocks ran so far. Other threads using the same model are not touched."""
-        owner = threading.current_thread()
-        count = itertools.count(1)
-
-        def before_block(module: Any, args: Any) -> None:
-            if threading.current_thread() is not owner:
-                return
-            self._check_cancelled()
-            done = next(count)
-            if forward is not None:
-                forward(done)
-
-        handles = [b.register_forward_pre_hook(before_block) for b in engine.adapter.blocks]
-        try:
-            yield
-        finally:
-            for handle in handles:
-                handle.remove()
+        return self._server.dispatch(message)
 
     def cancel(self) -> None:
         """Stop the running recompute or question at its next block of a forward pass
         (generation included) or chunk of points (the old result stays)."""
-        self._cancel.set()
+        self._server.cancel()
 
     def ask_request(
         self, prompt: str, *, versus: str | None = None, max_new_tokens: int | None = None
@@ -814,15 +513,11 @@ class IGLensWidget(anywidget.AnyWidget):
         >>> w.ask("What is the capital of France?")     # doctest: +SKIP
         """
         engine = self._require_engine("asking a new question")
-        if self.running:
-            raise IGLensError(
-                f"{self.running.get('command')} {self.running.get('id')!r} is running: "
-                f"wait for it or cancel it"
-            )
-        self._cancel.clear()
+        self._server.refuse_while_running()
+        self._server.cancelled.clear()
         try:
             request = self.ask_request(prompt, versus=versus, max_new_tokens=max_new_tokens)
-            return self._run_ask(engine, request)
+            return self._server.run_ask(engine, request)
         finally:
             with self._sync_lock:
                 self.progress = -1.0
@@ -900,7 +595,7 @@ class IGLensWidget(anywidget.AnyWidget):
         """
         engine = self._require_engine("the causal check")
         position = self.selected if token is None else token
-        payload = self._answered(
+        payload = answered(
             segment_ablation(
                 engine,
                 self._attribution,
@@ -909,7 +604,8 @@ class IGLensWidget(anywidget.AnyWidget):
                 counterfactual=counterfactual,
                 contrast=contrast,
             ),
-            request_id,
+            result_id=self.result_id,
+            request_id=request_id,
         )
         with self._sync_lock:
             self.ablation = payload
@@ -934,9 +630,10 @@ class IGLensWidget(anywidget.AnyWidget):
         """
         engine = self._require_engine("the gate game")
         position = self.selected if token is None else token
-        payload = self._answered(
+        payload = answered(
             gate_game_payload(engine, self._attribution, position, counterfactual, steps=steps),
-            request_id,
+            result_id=self.result_id,
+            request_id=request_id,
         )
         with self._sync_lock:
             self.gates = payload
@@ -953,8 +650,10 @@ class IGLensWidget(anywidget.AnyWidget):
         """
         engine = self._require_engine("the interior path")
         position = self.selected if position is None else position
-        payload = self._answered(
-            position_path(engine, self._attribution, position, steps), request_id
+        payload = answered(
+            position_path(engine, self._attribution, position, steps),
+            result_id=self.result_id,
+            request_id=request_id,
         )
         with self._sync_lock:
             self.path = payload
@@ -986,29 +685,14 @@ class IGLensWidget(anywidget.AnyWidget):
         split = engine.with_components(result, [row])  # its names: `coordinate` under a lens
         shares, names = split.component_shares, split.component_names or []
         assert shares is not None  # with_components always splits: (T, n, C), NaN but at row
-        payload = self._answered(
+        payload = answered(
             components_payload(names, split.component_segments, [row], shares[[row]]),
-            request_id,
+            result_id=self.result_id,
+            request_id=request_id,
         )
         with self._sync_lock:
             self.components = payload
         return payload
-
-
-def _running_kernel() -> Any:
-    """The IPython kernel this process runs, or None (a script, a terminal IPython).
-
-    Asked through IPython's API, not the ``get_ipython`` builtin: IPython installs that only
-    while a cell runs, and the page's requests arrive in comm handlers outside any cell."""
-    # Looked up, not imported: if nothing imported IPython, there is no shell, let alone a
-    # kernel (and IPython stays an optional dependency).
-    get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
-    return getattr(get_ipython(), "kernel", None) if callable(get_ipython) else None
-
-
-_ANSWERED_AT_ONCE = frozenset({"hello", "cancel", "save"})
-"""The commands answered in the comm handler itself: they compute nothing (a save writes the
-page's bytes)."""
 
 
 def _in_colab() -> bool:
@@ -1017,188 +701,10 @@ def _in_colab() -> bool:
     return "google.colab.output" in sys.modules
 
 
-def _in_marimo() -> bool:
-    """Whether this process runs a marimo notebook or app (``marimo edit`` / ``marimo run``):
-    marimo reads the page's next message, a Cancel, only after the handler of the previous
-    one returns, so a recompute must run in the widget's thread there too. Looked up, not
-    imported (marimo is an optional front end)."""
-    running = getattr(sys.modules.get("marimo"), "running_in_notebook", None)
-    try:
-        return bool(running()) if callable(running) else False
-    except Exception:  # a marimo whose API changed: behave as outside marimo
-        return False
-
-
 class InvalidTraitError(InvalidRequestError, traitlets.TraitError):
     """A widget trait was given a value it cannot take (a position out of range, a pin
     that names no position). Raised by Python assignments; the page's writes are refused
     instead (:meth:`IGLensWidget.set_state`)."""
-
-
-def segment_ablation(
-    engine: IGLens,
-    result: AttributionResult,
-    position: int,
-    *,
-    mode: str = "zero",
-    positions: str = "target",
-    counterfactual: str | Sequence[int] | None = None,
-    contrast: int | str | None = None,
-) -> dict[str, Any]:
-    """The causal check of one token as the protocol's ``ablation`` dict
-    (:func:`iglens_viz.protocol.payload.ablation_payload`, plus ``positions``, ``direct``
-    and ``patching``): the drop of the lens value f at ``position`` when each segment of
-    ``result`` is zero-ablated (its total effect, at ``positions``), its direct effect, and
-    with a ``counterfactual`` prompt the patching effects; see
-    :func:`iglens_viz.causal.check.check_segments` (the causal package sits above the
-    widget: the package's top level registers it, as it registers the views for the core)."""
-    if mode != "zero":
-        raise InvalidRequestError(f"the causal check zero-ablates (mode 'zero'), got {mode!r}")
-    if isinstance(contrast, str) and _DIGITS.fullmatch(contrast):
-        contrast = int(contrast)  # typed digits are an id, as in the controls
-    done = provider("check_segments")(
-        engine.model,
-        engine.tokenizer,
-        result,
-        position,
-        positions=positions,
-        counterfactual=counterfactual,
-        contrast=contrast,
-    )
-    payload = ablation_payload(
-        done.position,
-        done.drops,
-        done.clean,
-        result.segment_labels,
-        parts=done.parts,
-        target_id=done.target_id,
-        contrast_id=done.contrast_id,
-        target_name=result.target_name,
-        mode=mode,
-        seconds=done.seconds,
-    )
-    cf = done.counterfactual
-    text = {} if cf is None else token_texts(engine.tokenizer, cf.prompt_ids, [cf.contrast_id])
-    return {
-        **payload,
-        "positions": done.positions,
-        "direct": _floats(done.direct),
-        "patching": None
-        if cf is None
-        else {
-            "metric": "logit_diff",
-            "direction": "noising",
-            "positions": "target",
-            "prompt": _prompt_text(counterfactual),
-            "tokens": [text[int(i)] for i in cf.prompt_ids],
-            "contrast_id": cf.contrast_id,
-            "contrast": text[cf.contrast_id],
-            "total": _floats(cf.total),
-            "direct": _floats(cf.direct),
-            "clean_metric": _json_number(cf.clean_metric),
-            "corrupt_metric": _json_number(cf.corrupt_metric),
-            "normalized": bool(cf.normalized),
-            "warnings": [str(w) for w in cf.warnings],
-        },
-    }
-
-
-_DIGITS = re.compile(r"[0-9]+")
-
-
-def _json_number(value: Any) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _floats(values: Any) -> list[float | None]:
-    return [_json_number(v) for v in values]
-
-
-def _prompt_text(prompt: str | Sequence[int] | None) -> str:
-    if prompt is None or isinstance(prompt, str):
-        return prompt or ""
-    return " ".join(str(int(i)) for i in prompt)
-
-
-class RecomputeCancelled(IGLensError):
-    """A recompute stopped by the Cancel button (or :meth:`IGLensWidget.cancel`)."""
-
-
-def gate_game_payload(
-    engine: IGLens,
-    result: AttributionResult,
-    position: int,
-    counterfactual: str | None,
-    *,
-    steps: int = 16,
-) -> dict[str, Any]:
-    """The block-gate game at ``position`` of ``result`` as the protocol's ``gates`` dict:
-    :meth:`GateLedger.to_dict <iglens_viz.causal.gates.GateLedger.to_dict>` of the game
-    against ``counterfactual`` (a question formed as the result's prompt is: the same chat
-    template, then the result's answer with the subject swapped), its target the result's at
-    ``position``, plus ``prompt`` (as typed), ``answer_opening`` (the counterfactual's answer
-    from its start to ``position``, decoded; "" for a position in the prompt) and
-    ``seconds``."""
-    if counterfactual is None or not counterfactual.strip():
-        raise InvalidRequestError(
-            "the gate game needs a counterfactual: the same question about another subject, "
-            "as many tokens long (e.g. 'What is the capital of Italy?')"
-        )
-    T = len(result.input_ids)
-    if not 0 <= int(position) < T or int(result.target_ids[position]) < 0:
-        raise InvalidRequestError(
-            f"position {position} has no target in this result of {T} tokens: pick a token "
-            f"whose next token is predicted"
-        )
-    start = time.perf_counter()
-    length = result.prompt_length or T
-    ledger = engine.gate_ledger(
-        result.request.prompt,
-        counterfactual,
-        chat=result.request.chat,
-        answer=result.input_ids[length:].tolist() or None,
-        position=int(position),
-        target=int(result.target_ids[position]),
-        steps=steps,
-    )
-    # the counterfactual answer's opening up to the position, as the tokenizer writes it
-    opening = [int(i) for i in (ledger.corrupt_ids if ledger.corrupt_ids is not None else [])]
-    opening = opening[ledger.prompt_length : ledger.position + 1]
-    decode = getattr(engine.tokenizer, "decode", None)
-    answer_text = (
-        decode(opening, clean_up_tokenization_spaces=False)
-        if decode is not None
-        else "".join(ledger.token_text.get(i, "") for i in opening)
-    )
-    return {
-        **ledger.to_dict(),
-        "prompt": counterfactual,
-        "answer_opening": answer_text,
-        "seconds": time.perf_counter() - start,
-    }
-
-
-def position_path(
-    engine: IGLens, result: AttributionResult, position: int, steps: int = 8
-) -> dict[str, Any]:
-    """The interior path of ``result`` at ``position`` as the protocol's ``path`` dict
-    (:func:`iglens_viz.protocol.payload.path_payload`): f along each segment at ``steps``
-    interpolation steps, and the midpoint Riemann terms when the result's estimator is
-    ``riemann``; see :meth:`IGLens.interior_path`."""
-    start = time.perf_counter()
-    riemann = result.request.estimator == "riemann"
-    out = engine.interior_path(result, position, steps=steps, terms=riemann)
-    path, terms = out if riemann else (out, None)
-    return path_payload(
-        int(position) % len(result.input_ids),
-        path,
-        terms,
-        result.segment_labels,
-        target_id=int(result.target_ids[position]),
-        estimator=result.request.estimator,
-        seconds=time.perf_counter() - start,
-    )
 
 
 def show(

@@ -112,11 +112,11 @@ record()
 def slow():
     # many small chunks, each slowed: a Riemann recompute of 100 steps takes about 12 s
     lens.memory_budget = 1 << 16
-    report = w._report
+    report = w._server.report
     def slowed(done, total):
         time.sleep(0.08)
         report(done, total)
-    w._report = slowed
+    w._server.report = slowed
 
 w"""
 

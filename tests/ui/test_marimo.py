@@ -78,7 +78,7 @@ def _(IGLens, json, mo, tiny_model, tiny_tokenizer):
     lens3 = IGLens(tiny_model("llama"), tiny_tokenizer())
     lens3.memory_budget = 1 << 16  # many small chunks, each slowed: about 12 s uncancelled
     w3 = lens3.widget("w3 w5 w7 w9 w11 w13")
-    _send, _report = w3.send, w3._report
+    _send, _report = w3.send, w3._server.report
 
     def _slow_report(done, total):
         time.sleep(0.08)
@@ -89,7 +89,7 @@ def _(IGLens, json, mo, tiny_model, tiny_tokenizer):
             f.write(json.dumps(content) + "\\n")
         return _send(content, buffers)
 
-    w3._report, w3.send = _slow_report, _recorded
+    w3._server.report, w3.send = _slow_report, _recorded
     mo.ui.anywidget(w3)
 
 

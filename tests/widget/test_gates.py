@@ -76,16 +76,16 @@ def test_a_cancel_stops_the_game_at_its_next_block(lens):
     no ledger is set and the widget is free again."""
     w = show(lens, None, PROMPT, target="next")
     page = Page(w)
-    report = w._report
+    report = w._server.report
     seen = []
 
     def cancel_after_first(done, total):
         seen.append(done)
         if len(seen) == 1:
-            w._cancel.set()
+            w.cancel()
         report(done, total)
 
-    w._report = cancel_after_first
+    w._server.report = cancel_after_first
     answer = page.ask("gates", position=3, counterfactual=OTHER)
     assert not answer["ok"] and answer["error"]["type"] == "RecomputeCancelled"
     assert len(seen) == 1 and w.gates == {} and w.running == {}

@@ -30,12 +30,12 @@ SETUP = textwrap.dedent("""
     # progress hook (where it checks for Cancel) runs after every sleep.
     lens.memory_budget = 1 << 16
     chunks = []
-    _report = w._report
+    _report = w._server.report
     def slow_report(done, total):
         chunks.append((done, total))
         time.sleep(0.08)
         _report(done, total)
-    w._report = slow_report
+    w._server.report = slow_report
     print(json.dumps({"comm_id": w.model_id}))
 """)
 
@@ -52,7 +52,7 @@ STATE = (
     "print(json.dumps({'running': w.running, 'progress': w.progress, 'result_id': w.result_id, "
     "'chunks': len(chunks), 'total': chunks[-1][1] if chunks else None, "
     "'same_result': w.result is shown, 'steps': w.attribution.request.steps, "
-    "'alive': w._worker is not None and w._worker.is_alive()}))"
+    "'alive': w._server.worker is not None and w._server.worker.is_alive()}))"
 )
 
 
@@ -87,7 +87,7 @@ def test_cancel_from_the_page_reaches_a_running_recompute(kernel):
     ended = kernel.wait_comm(comm_id, "custom", answer_to("v-2"), mark)
     assert ended["error"]["type"] == "RecomputeCancelled" and ended["result_id"] == shown
     assert ended["error"]["message"].startswith("cancelled")
-    kernel.execute(f"w._worker.join({HANG_S})")
+    kernel.execute(f"w._server.worker.join({HANG_S})")
     after = json.loads(kernel.execute(STATE))
     assert after["running"] == {} and after["progress"] == -1.0, after
     assert after["alive"] is False and after["same_result"] is True and after["steps"] == 1
@@ -100,6 +100,6 @@ def test_cancel_from_the_page_reaches_a_running_recompute(kernel):
     assert landed["result"]["steps"] == 2 and landed["result"]["controls"]["steps"] == 2
     done = kernel.wait_comm(comm_id, "custom", answer_to("v-4"), mark)
     assert done["ok"] and done["result_id"] == landed["result"]["id"] != shown
-    kernel.execute(f"w._worker.join({HANG_S})")
+    kernel.execute(f"w._server.worker.join({HANG_S})")
     final = json.loads(kernel.execute(STATE))
     assert final["running"] == {} and final["steps"] == 2, final

@@ -25,6 +25,7 @@ SETUP = textwrap.dedent("""
     from iglens_viz import IGLens
     from iglens_viz.lenses import tuned
     from iglens_viz.widget import IGLensWidget
+    from iglens_viz.widget.commands import HANDLERS, Handler
 
     lens = IGLens(tiny_model("llama"), tiny_tokenizer())
     w = IGLensWidget(None, lens, "w3 w5 w7 w9 w11 w13")
@@ -37,18 +38,19 @@ SETUP = textwrap.dedent("""
 
     tuned.kl_to_final = slow_kl
     steps, at_cancel = [], []  # the fit's steps reported; the step when Cancel arrived
-    _fit_report, _cancel = w._fit_report, w._command_cancel
+    _fit_report, _cancel = w._server.fit_report, HANDLERS["cancel"].run
 
     def fit_report(report):
         if report.phase == "fit":
             steps.append(report.done)
         _fit_report(report)
 
-    def command_cancel(command):
+    def command_cancel(server, command):
         at_cancel.append(steps[-1] if steps else None)
-        _cancel(command)
+        _cancel(server, command)
 
-    w._fit_report, w._command_cancel = fit_report, command_cancel
+    w._server.fit_report = fit_report
+    HANDLERS["cancel"] = Handler(command_cancel)  # this kernel's only widget
     print(json.dumps({"comm_id": w.model_id, "cached": w.cached_lenses}))
 """)
 
@@ -69,7 +71,7 @@ STATE = textwrap.dedent("""
         "same_result": w.result is shown, "lens": w.attribution.request.lens,
         "steps": steps, "at_cancel": at_cancel, "cached": w.cached_lenses,
         "partial": [(p, torch.load(p, weights_only=True)["step"]) for p in partial],
-        "alive": w._worker is not None and w._worker.is_alive(),
+        "alive": w._server.worker is not None and w._server.worker.is_alive(),
     }))
 """)
 
@@ -112,7 +114,7 @@ def test_cancel_stops_a_lens_fit_within_a_step_and_the_next_apply_resumes_it(ker
     found = CANCELLED.match(ended["error"]["message"])
     assert found, ended["error"]["message"]
     kept = int(found.group(1))
-    kernel.execute(f"w._worker.join({HANG_S})")
+    kernel.execute(f"w._server.worker.join({HANG_S})")
     after = json.loads(kernel.execute(STATE))
     assert after["running"] == {} and after["progress"] == -1.0 and after["alive"] is False
     assert after["same_result"] is True and after["result_id"] == shown
@@ -130,7 +132,7 @@ def test_cancel_stops_a_lens_fit_within_a_step_and_the_next_apply_resumes_it(ker
     landed = kernel.wait_comm(comm_id, "update", lambda s: "result" in s, mark)
     done = kernel.wait_comm(comm_id, "custom", answer_to("f-3"), mark)
     assert done["ok"] and done["result_id"] == landed["result"]["id"] != shown
-    kernel.execute(f"w._worker.join({HANG_S})")
+    kernel.execute(f"w._server.worker.join({HANG_S})")
     final = json.loads(kernel.execute(STATE))
     assert final["lens"] == "tuned" and final["partial"] == [] and final["cached"] == ["tuned"]
     assert final["steps"][0] == kept and final["steps"][-1] == 250  # from the checkpoint on

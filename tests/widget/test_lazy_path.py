@@ -163,8 +163,8 @@ def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
         )
         is None
     )
-    w._worker.join(timeout=HANG_S)
-    assert started and started[0]["ok"] and not w._worker.is_alive()
+    w._server.worker.join(timeout=HANG_S)
+    assert started and started[0]["ok"] and not w._server.worker.is_alive()
     answer = page.answers[-1]
     assert answer["request_id"] == "p1" and answer["error"]["type"] == "RecomputeCancelled"
     assert w.result is shown and w.running == {}
@@ -173,6 +173,6 @@ def test_threaded_recompute_hears_a_cancel_from_the_browser(lens):
     page.send(
         {"kind": "recompute", "id": "p3", "result_id": shown["id"], "controls": {"target": "next"}}
     )
-    w._worker.join(timeout=HANG_S)
+    w._server.worker.join(timeout=HANG_S)
     assert page.answers[-1]["request_id"] == "p3" and page.answers[-1]["ok"]
     assert w.result["controls"]["target"] == "next"

@@ -10,8 +10,8 @@ import pytest
 
 from iglens_viz import IGLens
 from iglens_viz.lenses import fit_lens
+from iglens_viz.widget import commands as command_server
 from iglens_viz.widget import show
-from iglens_viz.widget import widget as widget_module
 from tests.support.tiny_models import tiny_tokenizer
 from tests.support.widget_page import Page, error_of
 
@@ -49,7 +49,7 @@ def test_a_cancel_during_a_fit_names_the_checkpoint_kept(llama):
     w = show(IGLens(llama, tiny_tokenizer()), None, PROMPT)
     page = Page(w)
     seen: list = []
-    report = w._fit_report
+    report = w._server.fit_report
 
     def cancel_at_step_7(r):  # the page's Cancel arrives during step 7
         seen.append((dict(w.running.get("fit") or {}), r))
@@ -57,7 +57,7 @@ def test_a_cancel_during_a_fit_names_the_checkpoint_kept(llama):
             w.cancel()
         report(r)
 
-    w._fit_report = cancel_at_step_7
+    w._server.fit_report = cancel_at_step_7
     shown = w.result
     answer = page.recompute(**CONTROLS, lens="tuned")
     assert not answer["ok"] and answer["error"]["type"] == "RecomputeCancelled"
@@ -79,7 +79,7 @@ def test_a_cancel_during_a_fit_names_the_checkpoint_kept(llama):
         assert (f["remaining_s"] is None) == (f["done"] == f["resumed_at"]), f
         assert f["remaining_s"] is None or f["remaining_s"] >= 0, f
     # the next Apply resumes it
-    w._fit_report = report
+    w._server.fit_report = report
     assert page.recompute(**CONTROLS, lens="tuned")["ok"]
     assert w.attribution.request.lens == "tuned" and w.cached_lenses == ["tuned"]
 
@@ -88,6 +88,6 @@ def test_a_widget_that_cannot_tell_the_cached_lenses_still_shows(llama, monkeypa
     def broken(model):
         raise RuntimeError("no fingerprint")
 
-    monkeypatch.setattr(widget_module, "cached_fitted_kinds", broken)
+    monkeypatch.setattr(command_server, "cached_fitted_kinds", broken)
     w = show(IGLens(llama, tiny_tokenizer()), None, PROMPT)
     assert w.cached_lenses == [] and w.interactive

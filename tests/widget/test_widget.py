@@ -853,7 +853,7 @@ def test_hello_is_answered_and_one_background_command_runs_at_a_time(lens):
     ]:
         assert "recompute 'other' is running" in error_of(page.ask(kind, **fields))
     assert page.ask("hello")["ok"]  # hello and cancel are answered meanwhile
-    assert page.ask("cancel", request_id="other")["ok"] and w._cancel.is_set()
+    assert page.ask("cancel", request_id="other")["ok"] and w._server.cancelled.is_set()
     w.running = {"id": "check", "command": "ablation"}
     assert "cannot be stopped midway" in error_of(page.ask("cancel", request_id="check"))
 
