@@ -23,7 +23,7 @@ from .causal import (
     patch,
     validate_onset,
 )
-from .core import AttributionRequest, AttributionResult, IGLens, attribute
+from .core import AttributeOptions, AttributionRequest, AttributionResult, IGLens, attribute
 from .core.extensions import register
 from .errors import (
     IGLensError,
@@ -57,6 +57,7 @@ for _name, _target in {
     register(_name, _target)
 
 __all__ = [
+    "AttributeOptions",
     "AttributionRequest",
     "AttributionResult",
     "GateLedger",

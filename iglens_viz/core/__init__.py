@@ -7,11 +7,12 @@ object, reachable from it through :mod:`iglens_viz.core.extensions`.
 from .boundaries import BoundarySpec, parse_boundaries, segment_label, segment_labels
 from .coordinates import LOGIT, Lens
 from .lens import IGLens, attribute
-from .request import AttributionRequest, ChatMode, Estimator, LensSpec, TargetSpec
+from .request import AttributeOptions, AttributionRequest, ChatMode, Estimator, LensSpec, TargetSpec
 from .result import AttributionResult, onset_segments
 
 __all__ = [
     "LOGIT",
+    "AttributeOptions",
     "AttributionRequest",
     "AttributionResult",
     "BoundarySpec",

@@ -25,11 +25,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from torch import nn
+from typing_extensions import Unpack
 
 from ..adapters import adapter_for
 from ..errors import InvalidRequestError, ModelLoadError, ReadoutMismatchError  # noqa: F401
 from .answers import with_answers
-from .boundaries import BoundarySpec, block_of_depth, is_sublayer
+from .boundaries import block_of_depth, is_sublayer
 from .components import component_names
 from .coordinates import LOGIT, Lens
 from .estimators import path_along, path_or_ends, riemann_totals
@@ -40,15 +41,7 @@ from .model_mode import require_materialized
 from .prompting import chat_prompt_ids, chat_template_positions, generate_greedy, wants_chat
 from .question import Question
 from .readout import Readout
-from .request import (
-    AnswerSpec,
-    AttributionRequest,
-    ChatMode,
-    Estimator,
-    LensSpec,
-    PromptSpec,
-    TargetSpec,
-)
+from .request import AnswerSpec, AttributeOptions, AttributionRequest, LensSpec, PromptSpec
 from .result import AttributionResult, display_name, onset_segments
 from .split import (
     component_split,
@@ -349,23 +342,14 @@ class IGLens:
         for the arguments. Prompts are prepared as :meth:`attribute` prepares them."""
         return provider("gate_ledger")(self, prompt, corrupt, **options)
 
-    def attribute(  # noqa: PLR0913 (the public API's keywords)
-        self,
-        text_or_ids: PromptSpec,
-        *,
-        target: TargetSpec = "predicted",
-        contrast: TargetSpec | None = None,
-        boundaries: BoundarySpec = None,
-        steps: int = 1,
-        estimator: Estimator = "prediction_aware",
-        chat: ChatMode = False,
-        max_new_tokens: int = 0,
-        components: bool = False,
-        lens: LensSpec = "logit",
-        answer: AnswerSpec | None = None,
-        versus: AnswerSpec | None = None,
+    def attribute(
+        self, text_or_ids: PromptSpec, **options: Unpack[AttributeOptions]
     ) -> AttributionResult:
         """Attribute each position's target probability across the model's blocks.
+
+        The keywords are :class:`~iglens_viz.core.request.AttributeOptions`, all optional;
+        each one's default is the field's of :class:`AttributionRequest`
+        (``help(AttributionRequest)`` shows them).
 
         Parameters
         ----------
@@ -433,22 +417,7 @@ class IGLens:
         InvalidRequestError
             Any argument is invalid for this model (the message says what would work).
         """
-        return self.run(
-            AttributionRequest(
-                text_or_ids,
-                target=target,
-                contrast=contrast,
-                boundaries=boundaries,
-                steps=steps,
-                estimator=estimator,
-                chat=chat,
-                max_new_tokens=max_new_tokens,
-                components=components,
-                lens=lens,
-                answer=answer,
-                versus=versus,
-            )
-        )
+        return self.run(AttributionRequest(text_or_ids, **options))
 
     def run(self, request: AttributionRequest) -> AttributionResult:
         """Run an :class:`AttributionRequest` (see :meth:`attribute` for its fields).
@@ -650,25 +619,15 @@ class IGLens:
         )
 
 
-def attribute(  # noqa: PLR0913 (the public API's keywords)
+def attribute(
     model: nn.Module,
     tokenizer: PreTrainedTokenizerBase | None,
     text_or_ids: PromptSpec,
     *,
-    target: TargetSpec = "predicted",
-    contrast: TargetSpec | None = None,
-    boundaries: BoundarySpec = None,
-    steps: int = 1,
-    estimator: Estimator = "prediction_aware",
-    chat: ChatMode = False,
-    max_new_tokens: int = 0,
-    components: bool = False,
-    lens: LensSpec = "logit",
-    answer: AnswerSpec | None = None,
-    versus: AnswerSpec | None = None,
     top_k: int = 5,
     dtype: torch.dtype | str = torch.float32,
     name: str | None = None,
+    **options: Unpack[AttributeOptions],
 ) -> AttributionResult:
     """One-shot IG-Lens attribution; see :meth:`IGLens.attribute` for the arguments.
 
@@ -679,17 +638,4 @@ def attribute(  # noqa: PLR0913 (the public API's keywords)
     an :class:`IGLens` once: it caches the forward pass.
     """
     engine = IGLens(model, tokenizer, dtype=dtype, top_k=top_k, name=name)
-    return engine.attribute(
-        text_or_ids,
-        target=target,
-        contrast=contrast,
-        boundaries=boundaries,
-        steps=steps,
-        estimator=estimator,
-        chat=chat,
-        max_new_tokens=max_new_tokens,
-        components=components,
-        lens=lens,
-        answer=answer,
-        versus=versus,
-    )
+    return engine.attribute(text_or_ids, **options)

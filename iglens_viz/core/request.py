@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypedDict, TypeGuard, get_args
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ __all__ = [
     "PER_POSITION",
     "TARGET_KEYWORDS",
     "AnswerSpec",
+    "AttributeOptions",
     "AttributionRequest",
     "ChatMode",
     "Estimator",
@@ -504,6 +505,30 @@ class AttributionRequest:
             if out[name] is None:
                 del out[name]
         return out
+
+
+class AttributeOptions(TypedDict, total=False):
+    """The keyword arguments of an attribution, typed once for every front end.
+
+    :func:`iglens_viz.attribute`, :meth:`IGLens.attribute <iglens_viz.IGLens.attribute>`,
+    :class:`~iglens_viz.widget.IGLensWidget` and :func:`~iglens_viz.show` take these as
+    ``**options`` (``Unpack[AttributeOptions]``, so a type checker and an editor know each
+    keyword) and pass them to :class:`AttributionRequest`, whose fields hold the defaults,
+    the rules and the documentation. Every field of the request but ``prompt`` is here
+    (``tests/core/test_request.py`` holds the two lists equal).
+    """
+
+    target: TargetSpec
+    contrast: TargetSpec | None
+    boundaries: BoundarySpec
+    estimator: Estimator
+    steps: int
+    chat: ChatMode
+    max_new_tokens: int
+    components: bool
+    lens: LensSpec
+    answer: AnswerSpec | None
+    versus: AnswerSpec | None
 
 
 _INIT = inspect.signature(AttributionRequest.__init__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 import subprocess
@@ -12,7 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from iglens_viz import AttributionRequest, IGLens, IGLensError, InvalidRequestError
+from iglens_viz import (
+    AttributeOptions,
+    AttributionRequest,
+    IGLens,
+    IGLensError,
+    InvalidRequestError,
+    attribute,
+)
 from iglens_viz.core import parse_boundaries, segment_label
 from iglens_viz.core.request import MAX_STEPS, PER_POSITION
 from tests.support import HANG_S, ROOT
@@ -64,6 +72,24 @@ def test_json_round_trip():
     )
     data = json.loads(json.dumps(r.to_dict()))
     assert AttributionRequest(**data) == r
+
+
+def test_the_typed_keywords_are_the_request_fields():
+    """One keyword set for every front end: AttributeOptions names each field but the prompt."""
+    fields = [f.name for f in dataclasses.fields(AttributionRequest)]
+    assert fields[0] == "prompt"
+    assert list(AttributeOptions.__annotations__) == fields[1:]
+
+
+def test_the_keywords_reach_the_request_with_the_request_defaults(lens):
+    options: AttributeOptions = {"target": "next", "boundaries": "0,2,4", "steps": 2}
+    result = lens.attribute(PROMPT, **options)
+    assert result.request == AttributionRequest(PROMPT, **options)
+    one_shot = attribute(lens.model, lens.tokenizer, PROMPT, **options)
+    assert one_shot.request == result.request
+    np.testing.assert_array_equal(one_shot.contributions, result.contributions)
+    with pytest.raises(InvalidRequestError, match="did you mean 'steps'"):
+        lens.attribute(PROMPT, step=2)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(
