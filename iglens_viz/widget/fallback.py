@@ -58,7 +58,7 @@ MAX_ROWS = 14
 """The most heatmap rows drawn (positions around the selected one): more would not be legible."""
 COLORS = 256
 """Palette size of the PNG (Pillow's fast octree quantizer, no dithering)."""
-ACCENT = "#0969da"  # the widget's selection colour (js/figures/export-image.js, light theme)
+ACCENT = "#0969da"  # the widget's selection colour (js/figures/theme.js, light theme)
 VIEW_NAMES = {
     "heatmap": "layer heatmap",
     "grid": "logit-lens grid",
@@ -198,7 +198,7 @@ def _prompt(result: AttributionResult) -> str:
 
 
 def _title(result: AttributionResult, view: str, rows: np.ndarray, T: int) -> str:
-    """Three lines, as the widget's own PNG export titles a figure (js/figures/export-image.js)."""
+    """Three lines, as the widget's own PNG export titles a figure (js/figures/titles.js)."""
     model = plot_label(result.model_name or result.family or "model", max_len=60)
     shown = VIEW_NAMES["heatmap"]
     heading = f"IG-Lens {shown} · {model}"

@@ -43,7 +43,7 @@ import { checkPayload } from "./payload-schema.js";
  * @property {number} steps
  * @property {string} lens the lens the states were read through: "logit" (the raw logit lens; also for a
  *   payload without `lens`) or a fitted lens's name ("shortcut", "tuned", "jacobian", a saved lens's
- *   name: untrusted text, shown through `lens-name.js`)
+ *   name: untrusted text, shown through `model/lens-name.js`)
  * @property {string} modelName
  * @property {string} family
  * @property {number} nBlocks
@@ -69,7 +69,7 @@ import { checkPayload } from "./payload-schema.js";
  *   `comparison` key; not the `comparison` trait of several results)
  * @property {string|null} answersError why the whole-answer parts could not be read (the rest of the result stands)
  * @property {import("../lib/nonmonotone.js").TokenFlags} nonmono the non-monotone positions (the rule of
- *   `nonmonotone.js` with `nonmonotoneThreshold`, on the contributions and the result's path)
+ *   `lib/nonmonotone.js` with `nonmonotoneThreshold`, on the contributions and the result's path)
  *
  * @typedef {object} Controls the protocol's `controls`: the text of each control
  * @property {string} target

@@ -10,7 +10,7 @@
  *
  * Parts: `compare/chart.js` (the curves), `compare/panels.js` (the panels and their
  * painter), `compare/text.js` (pins, readout); curve values and pin labels come from
- * `figure-data.js`.
+ * `model/figure-data.js`.
  * @module views/compare
  */
 import { h, clear, listen } from "../../lib/dom.js";

@@ -12,7 +12,7 @@
  * parsed) after `formatToken`.
  *
  * Parts: `grid/geometry.js` (pure geometry), `grid/paint.js` (the painters), `grid/text.js`
- * (top-k list, tooltip, note); the values and scales come from `figure-data.js`.
+ * (top-k list, tooltip, note); the values and scales come from `model/figure-data.js`.
  * @module views/grid
  */
 import { h, clear, listen, context2d, borders } from "../../lib/dom.js";

@@ -2,7 +2,7 @@
  * The student view's slide export: two buttons (`data-lesson-export="png"` / `"svg"`) that
  * download the picture a teacher puts on a slide (figures/lesson.js `lessonFigure`: titled with
  * the prompt, the answer and the lens; the top guesses; the curves in percent), and a status.
- * The detail panel's curve has its own (views/detail.js, `curveFigure`).
+ * The detail panel's curve has its own (views/detail/index.js, `curveFigure`).
  * @module views/lesson/export
  */
 import { h, listen } from "../../lib/dom.js";

@@ -1,6 +1,6 @@
 /**
  * The token strip's marks of issue 23: the chat template folded into one chip per run (the
- * `template` switch, template-fold.js) and the positions that carry a teacher note (the
+ * `template` switch, template-fold.js beside it) and the positions that carry a teacher note (the
  * `notes` trait, notes.js: a dot, and the note's text in the chip's title). The template's
  * positions are the result trait's `template_positions`.
  * @module views/strip/marks
