@@ -8,7 +8,7 @@
  * against the contributions, the largest of each) and the command's fields. Pure: no DOM.
  * @module ablation
  */
-import { isObject, traitIds } from "./commands.js";
+import { isObject, answerTrait } from "./answer-trait.js";
 
 /**
  * @typedef {object} Ablation a decoded `ablation` trait (the drops of one position)
@@ -198,12 +198,12 @@ export function ablationMismatch(a, r) {
 export function readAblationTrait(raw, r) {
   /** @type {TraitAblation} */
   const none = { ablation: null, error: null, stale: false };
-  if (isEmptyAblation(raw)) return none;
   const bad = (/** @type {string} */ why) => ({ ...none, error: `Could not read the ablation drops: ${why}` });
-  if (!isObject(raw)) return bad("the ablation trait must be an object {position, mode, drops, labels, result_id, …}");
-  const ids = traitIds(raw, "the ablation trait");
-  if (typeof ids === "string") return bad(ids);
-  if (!r || ids.resultId !== r.id) return { ...none, stale: true };
+  const got = answerTrait(raw, r, "the ablation trait");
+  if (got.kind === "empty") return none;
+  if (got.kind === "not-object") return bad("the ablation trait must be an object {position, mode, drops, labels, result_id, …}");
+  if (got.kind === "error") return bad(got.why);
+  if (got.kind === "stale" || !r) return { ...none, stale: true };
   let a;
   try {
     a = decodeAblation(raw);

@@ -12,6 +12,7 @@
 export const HELLO_TIMEOUT_MS = 4000;
 
 import { MAX_ID_LENGTH } from "./protocol.js";
+import { isObject } from "./answer-trait.js";
 
 /** The longest request id Python accepts (iglens_viz.protocol.commands, via js/model/protocol.js). */
 export { MAX_ID_LENGTH };
@@ -51,9 +52,6 @@ export { MAX_ID_LENGTH };
  * @property {() => void} start send `hello` (or, without a way to send, say "none" at once)
  * @property {() => void} dispose stop listening and waiting
  */
-
-/** A plain object (not null, not an array). @param {unknown} v @returns {v is Record<string, any>} */
-export const isObject = (v) => !!v && typeof v === "object" && !Array.isArray(v);
 
 /**
  * Read an answer envelope; null when the message is not one (another kind of message, or a
@@ -201,18 +199,4 @@ export function createCommands(model, options = {}) {
 export function readRunning(raw) {
   if (!isObject(raw) || typeof raw.id !== "string" || !raw.id || typeof raw.command !== "string") return null;
   return { id: raw.id, command: raw.command };
-}
-
-/**
- * The `result_id` / `request_id` of a trait value: strings ("" when absent), or a message
- * naming the one that is not. Shared by the `ablation`, `path` and `components` traits.
- * @param {Record<string, any>} raw @param {string} where
- * @returns {{resultId: string, requestId: string}|string}
- */
-export function traitIds(raw, where) {
-  for (const key of ["result_id", "request_id"]) {
-    const v = raw[key];
-    if (v !== undefined && v !== null && typeof v !== "string") return `${where}.${key} must be a string, got ${JSON.stringify(v)}`;
-  }
-  return { resultId: raw.result_id ?? "", requestId: raw.request_id ?? "" };
 }

@@ -1,6 +1,6 @@
 // The command channel (js/model/commands.js): ids, the answers it keeps and drops, the kernel state.
 import { describe, it, expect, vi, afterEach } from "vitest";
-import { createCommands, readAnswer, readRunning, traitIds, HELLO_TIMEOUT_MS, MAX_ID_LENGTH } from "./commands.js";
+import { createCommands, readAnswer, readRunning, HELLO_TIMEOUT_MS, MAX_ID_LENGTH } from "./commands.js";
 import { createModel } from "../standalone.js";
 import { kernelModel } from "../testing/kernel.js";
 
@@ -202,12 +202,5 @@ describe("trait values with identity", () => {
     expect(readRunning({ id: "", command: "recompute" })).toBeNull();
     expect(readRunning({ id: 3, command: "recompute" })).toBeNull();
     expect(readRunning(null)).toBeNull();
-  });
-
-  it('traitIds: strings, absent as "", anything else named', () => {
-    expect(traitIds({ result_id: "r2", request_id: "v-1" }, "path")).toEqual({ resultId: "r2", requestId: "v-1" });
-    expect(traitIds({}, "path")).toEqual({ resultId: "", requestId: "" });
-    expect(traitIds({ result_id: 2 }, "path")).toBe("path.result_id must be a string, got 2");
-    expect(traitIds({ request_id: [] }, "the ablation trait")).toMatch(/request_id must be a string/);
   });
 });

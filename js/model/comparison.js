@@ -12,7 +12,7 @@
  * @module comparison
  */
 import { decodeResult } from "./result.js";
-import { traitIds } from "./commands.js";
+import { isObject, answerTrait } from "./answer-trait.js";
 import { VIEWS } from "./protocol.js";
 
 /** The view names, in the switcher's order ("lesson": the student view; iglens_viz.protocol.state.VIEWS). */
@@ -54,10 +54,10 @@ export function readComparison(raw, first) {
     error,
   });
   if (!first) return alone(null);
-  if (!raw || typeof raw !== "object" || Array.isArray(raw) || !("results" in raw)) return alone(null);
-  const ids = traitIds(raw, "comparison");
-  if (typeof ids === "string") return alone(ids);
-  if (ids.resultId !== first.id) return alone(null); // the comparison of another result: not shown
+  if (!isObject(raw) || !("results" in raw)) return alone(null);
+  const got = answerTrait(raw, first, "comparison");
+  if (got.kind === "error") return alone(got.why);
+  if (got.kind !== "mine") return alone(null); // the comparison of another result: not shown
   try {
     if (!Array.isArray(raw.results) || raw.results.length < 1) throw new TypeError("comparison.results must be a non-empty list of result payloads");
     const others = raw.results.map((/** @type {any} */ p, /** @type {number} */ q) => {

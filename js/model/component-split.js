@@ -8,7 +8,7 @@
  * @module components
  */
 import { decodeArray, isPayload } from "./codec.js";
-import { isObject, traitIds } from "./commands.js";
+import { isObject, answerTrait } from "./answer-trait.js";
 
 /**
  * @typedef {import("./codec.js").TypedArray} TypedArray
@@ -163,12 +163,12 @@ export function componentsMismatch(comp, r, where = "result.components") {
  */
 export function readComponentsTrait(raw, r) {
   const none = { components: null, error: null, stale: false };
-  if (isEmptyComponents(raw)) return none;
   const bad = (/** @type {string} */ why) => ({ ...none, error: `Could not read the head shares: ${why}` });
-  if (!isObject(raw)) return bad("the components trait must be an object {names, segments, positions, shares, result_id}");
-  const ids = traitIds(raw, "the components trait");
-  if (typeof ids === "string") return bad(ids);
-  if (!r || ids.resultId !== r.id) return { ...none, stale: true };
+  const got = answerTrait(raw, r, "the components trait");
+  if (got.kind === "empty") return none;
+  if (got.kind === "not-object") return bad("the components trait must be an object {names, segments, positions, shares, result_id}");
+  if (got.kind === "error") return bad(got.why);
+  if (got.kind === "stale" || !r) return { ...none, stale: true };
   let comp;
   try {
     comp = decodeComponents(raw, "the components trait");

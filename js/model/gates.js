@@ -6,7 +6,7 @@
  * command's fields, and the numbers the views draw. Pure: no DOM.
  * @module gates
  */
-import { isObject, traitIds } from "./commands.js";
+import { isObject, answerTrait } from "./answer-trait.js";
 
 /**
  * @typedef {object} Ledger one ledger of the game, as the views show it
@@ -66,15 +66,15 @@ function strings(raw, where) {
 /**
  * Read the `gates` trait: null for `{}`, a message for a value that is not of the documented
  * form, and nothing for a game of another result (by its `result_id`).
- * @param {unknown} raw @param {{id: string}|null} result
+ * @param {unknown} trait @param {{id: string}|null} result
  * @returns {TraitGates}
  */
-export function readGatesTrait(raw, result) {
-  if (!isObject(raw) || !Object.keys(raw).length) return { gates: null, error: null };
+export function readGatesTrait(trait, result) {
   const fail = (/** @type {string} */ error) => ({ gates: null, error: `Could not read the gate game: ${error}` });
-  const ids = traitIds(raw, "gates");
-  if (typeof ids === "string") return fail(ids);
-  if (!result || ids.resultId !== result.id) return { gates: null, error: null };
+  const got = answerTrait(trait, result, "gates");
+  if (got.kind === "error") return fail(got.why);
+  if (got.kind !== "mine") return { gates: null, error: null }; // nothing, or another result's
+  const { raw, ids } = got;
   if (!Number.isInteger(raw.position) || raw.position < 0) return fail("gates.position must be an integer >= 0");
   const labels = strings(raw.labels, "gates.labels");
   if (typeof labels === "string") return fail(labels);

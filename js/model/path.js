@@ -4,7 +4,7 @@
  * checked against the shown result. Pure: no DOM.
  * @module path
  */
-import { traitIds } from "./commands.js";
+import { answerTrait } from "./answer-trait.js";
 
 /**
  * @typedef {object} LazyPath
@@ -45,17 +45,18 @@ function matrix(rows, k, n, name) {
  * Read the `path` trait against the result. A path of another result (its `result_id` is
  * not the result's `id`) is not shown (null, no error); one of this result that is not of the
  * documented form, or does not fit the result, is reported.
- * @param {any} raw the trait
+ * @param {any} trait the trait
  * @param {import("./result.js").Result|null} r
  * @returns {PathTrait}
  */
-export function readPathTrait(raw, r) {
+export function readPathTrait(trait, r) {
   const none = { path: null, error: null };
-  if (!raw || typeof raw !== "object" || Array.isArray(raw) || !Object.keys(raw).length || !r) return none;
+  if (!r) return none;
   const bad = (/** @type {string} */ why) => ({ path: null, error: `Could not read the interior path: ${why}` });
-  const ids = traitIds(raw, "path");
-  if (typeof ids === "string") return bad(ids);
-  if (ids.resultId !== r.id) return none; // another result's
+  const got = answerTrait(trait, r, "path");
+  if (got.kind === "error") return bad(got.why);
+  if (got.kind !== "mine") return none; // nothing, or another result's
+  const raw = got.raw;
   if (!isInt(raw.position) || raw.position < 0) return bad("position must be an integer >= 0");
   if (!isInt(raw.steps) || raw.steps < 1) return bad("steps must be an integer >= 1");
   if (!Array.isArray(raw.labels) || raw.labels.some((/** @type {unknown} */ l) => typeof l !== "string")) return bad("labels must be strings");
