@@ -19,6 +19,7 @@ from iglens_viz import IGLens
 from iglens_viz.errors import InvalidRequestError
 from iglens_viz.protocol.commands import MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH, parse_command
 from iglens_viz.widget import IGLensWidget
+from iglens_viz.widget.commands import runs_threaded
 from iglens_viz.widget.widget import ASK_NEW_TOKENS, RecomputeCancelled
 from tests.support import HANG_S, ROOT
 from tests.support.tiny_models import tiny_model, tiny_tokenizer
@@ -108,14 +109,14 @@ def test_parse_ok():
 
 def test_the_page_checks_the_same_limits():
     """js/views/prompt.js refuses in the page what Python refuses: the limits it imports
-    from the generated js/protocol.js (tests/protocol/test_protocol_mirror.py keeps it fresh)."""
+    from the generated js/model/protocol.js (tests/protocol/test_protocol_mirror.py keeps it
+    fresh)."""
     import re
 
     source = (ROOT / "js" / "views" / "prompt.js").read_text()
-    assert 'import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "../protocol.js";' in source
-    mirrored = dict(
-        re.findall(r"export const (MAX_\w+) = (\d+);", (ROOT / "js" / "protocol.js").read_text())
-    )
+    assert 'import { MAX_ASK_NEW_TOKENS, MAX_PROMPT_LENGTH } from "../model/protocol.js";' in source
+    protocol = (ROOT / "js" / "model" / "protocol.js").read_text()
+    mirrored = dict(re.findall(r"export const (MAX_\w+) = (\d+);", protocol))
     assert int(mirrored["MAX_PROMPT_LENGTH"]) == MAX_PROMPT_LENGTH
     assert int(mirrored["MAX_ASK_NEW_TOKENS"]) == MAX_ASK_NEW_TOKENS
 
@@ -248,8 +249,8 @@ def test_cancel_stops_generation(model):
     try:
         message = {"kind": "ask", "id": "a1", "result_id": w.result_id, "prompt": "w9"}
         assert w.dispatch(message) is None  # in the widget's thread
-        w._worker.join(HANG_S)
-        assert not w._worker.is_alive()
+        w._server.worker.join(HANG_S)
+        assert not w._server.worker.is_alive()
     finally:
         for h in hooks:
             h.remove()
@@ -289,7 +290,7 @@ def test_cancel_stops_a_forward_pass(model):
             "versus": " w7",
         }
         assert w.dispatch(message) is None
-        w._worker.join(HANG_S)
+        w._server.worker.join(HANG_S)
     finally:
         for h in hooks:
             h.remove()
@@ -312,16 +313,16 @@ def test_threaded_by_default_under_marimo(model, monkeypatch):
     w = IGLensWidget(None, IGLens(model, tiny_tokenizer()), "w3 w5")
     monkeypatch.delitem(sys.modules, "IPython", raising=False)
     monkeypatch.delitem(sys.modules, "marimo", raising=False)
-    assert w._threaded() is False
+    assert runs_threaded(w.threaded) is False
     fake = types.ModuleType("marimo")
     fake.running_in_notebook = lambda: True
     monkeypatch.setitem(sys.modules, "marimo", fake)
-    assert w._threaded() is True
+    assert runs_threaded(w.threaded) is True
     fake.running_in_notebook = lambda: False  # imported, but a script
-    assert w._threaded() is False
+    assert runs_threaded(w.threaded) is False
     w.threaded = False  # told: obeyed
     fake.running_in_notebook = lambda: True
-    assert w._threaded() is False
+    assert runs_threaded(w.threaded) is False
 
 
 # ---------------------------------------------------------------- the real model
@@ -377,8 +378,8 @@ def test_real_model_question_compare_and_cancel():
         assert paused.wait(HANG_S), "generation never reached its third token"
         w.dispatch({"kind": "cancel", "id": "c1", "request_id": "a1"})
         sent.set()
-        w._worker.join(HANG_S)
-        assert not w._worker.is_alive()
+        w._server.worker.join(HANG_S)
+        assert not w._server.worker.is_alive()
     finally:
         sent.set()
         for h in hooks:
