@@ -1,7 +1,7 @@
 """Write js/testing/golden.json: expected outputs of the Python modules the JS mirrors.
 
 Run from the repository root with the project's Python: ``python js/testing/make_golden.py``.
-The JS tests (tokens.test.js, nonmonotone.test.js) compare the JS mirrors against it.
+The JS tests (lib/tokens.test.js, lib/nonmonotone.test.js) compare the JS mirrors against it.
 """
 
 import json
