@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import numpy as np
 import traitlets
+from typing_extensions import Unpack
 
 from ..core.request import TARGET_KEYWORDS
 from ..errors import IGLensError, InvalidRequestError
@@ -51,7 +52,7 @@ from .commands import CommandServer, RecomputeCancelled
 
 if TYPE_CHECKING:
     from ..core.lens import IGLens
-    from ..core.request import AttributionRequest, PromptSpec
+    from ..core.request import AttributeOptions, AttributionRequest, PromptSpec
     from ..core.result import AttributionResult
     from ..protocol import ColorBy
 
@@ -128,7 +129,7 @@ class IGLensWidget(anywidget.AnyWidget):
     result:
         The :class:`~iglens_viz.core.result.AttributionResult` to show. May be None when
         ``iglens`` and ``text_or_ids`` are given: it is then computed with
-        ``iglens.attribute(text_or_ids, **attribute_kwargs)``.
+        ``iglens.attribute(text_or_ids, **options)``.
     iglens:
         The :class:`~iglens_viz.core.lens.IGLens` that produced ``result``. With it the
         widget is *interactive*: its controls (target, contrast, boundaries, estimator,
@@ -140,9 +141,10 @@ class IGLensWidget(anywidget.AnyWidget):
         token, see :func:`iglens_viz.protocol.opening.opening_position`).
     color_by:
         The token-strip statistic: ``"p_final"``, ``"delta_p"``, ``"onset"`` or ``"nonmonotone"``.
-    **attribute_kwargs:
-        Arguments of :meth:`IGLens.attribute` when ``result`` is computed here (``lens=``
-        among them: the coordinates the states are read in).
+    **options:
+        The keywords of :meth:`IGLens.attribute`
+        (:class:`~iglens_viz.core.request.AttributeOptions`) when ``result`` is computed
+        here (``lens=`` among them: the coordinates the states are read in).
 
     Notes
     -----
@@ -314,17 +316,17 @@ class IGLensWidget(anywidget.AnyWidget):
         *,
         selected: int | None = None,
         color_by: ColorBy = DEFAULT_STATE["color_by"],
-        **attribute_kwargs: Any,
+        **options: Unpack[AttributeOptions],
     ) -> None:
         if result is None:
             if iglens is None or text_or_ids is None:
                 raise TypeError(
                     "IGLensWidget needs a result, or an IGLens and text_or_ids to compute one"
                 )
-            result = iglens.attribute(text_or_ids, **attribute_kwargs)
-        elif attribute_kwargs:
+            result = iglens.attribute(text_or_ids, **options)
+        elif options:
             raise TypeError(
-                f"unexpected keyword arguments {sorted(attribute_kwargs)}: "
+                f"unexpected keyword arguments {sorted(options)}: "
                 f"attribute() arguments are only used when result is None"
             )
         if iglens is not None and int(iglens.n_blocks) != int(result.n_blocks):
@@ -715,15 +717,16 @@ def show(
     selected: int | None = None,
     color_by: ColorBy = DEFAULT_STATE["color_by"],
     name: str | None = None,
-    **attribute_kwargs: Any,
+    **options: Unpack[AttributeOptions],
 ) -> IGLensWidget:
     """Attribute ``text_or_ids`` and return an interactive :class:`IGLensWidget`.
 
     ``model_or_engine`` is a model (an :class:`IGLens` is built over it with ``tokenizer``)
     or an existing :class:`IGLens` (its cached forward passes are reused). The remaining
-    keyword arguments go to :meth:`IGLens.attribute` (``target``, ``contrast``,
+    keyword arguments go to :meth:`IGLens.attribute`
+    (:class:`~iglens_viz.core.request.AttributeOptions`: ``target``, ``contrast``,
     ``boundaries`` — a list or a spec such as ``"every:5"`` —, ``steps``, ``estimator``,
-    ``chat``, ``max_new_tokens``). ``name`` is the model's name in the header and the
+    ``chat``, ``max_new_tokens``, …). ``name`` is the model's name in the header and the
     exported page and figures (see :class:`IGLens`; give it to the IGLens you pass instead).
 
     >>> w = show(*iglens_viz.load_model(), "What is the capital of Vietnam?",
@@ -747,6 +750,4 @@ def show(
             )
     else:
         engine = IGLens(model_or_engine, tokenizer, name=name)
-    return IGLensWidget(
-        None, engine, text_or_ids, selected=selected, color_by=color_by, **attribute_kwargs
-    )
+    return IGLensWidget(None, engine, text_or_ids, selected=selected, color_by=color_by, **options)

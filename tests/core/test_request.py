@@ -81,6 +81,24 @@ def test_the_typed_keywords_are_the_request_fields():
     assert list(AttributeOptions.__annotations__) == fields[1:]
 
 
+def test_every_front_end_takes_the_typed_keywords():
+    """attribute(), IGLens.attribute, the widget and show() type their **options alike, so an
+    editor completes the same keywords everywhere (none is left as a bare **kwargs: Any)."""
+    import inspect
+
+    from iglens_viz.widget import IGLensWidget, show
+
+    for front_end in (attribute, IGLens.attribute, IGLensWidget.__init__, show):
+        variadic = [
+            p
+            for p in inspect.signature(front_end).parameters.values()
+            if p.kind is inspect.Parameter.VAR_KEYWORD
+        ]
+        assert [(p.name, p.annotation) for p in variadic] == [
+            ("options", "Unpack[AttributeOptions]")
+        ], front_end
+
+
 def test_the_keywords_reach_the_request_with_the_request_defaults(lens):
     options: AttributeOptions = {"target": "next", "boundaries": "0,2,4", "steps": 2}
     result = lens.attribute(PROMPT, **options)
