@@ -23,7 +23,7 @@ from pathlib import Path
 import mkdocs_gen_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("", "validate", "study", "fit-lens")
+SUBCOMMANDS = ("", "validate", "study", "fit-lens", "export-site")
 """``iglens`` itself (the attribution) and each subcommand, in the order of the page."""
 
 

@@ -74,8 +74,9 @@ def _attribute_parser() -> argparse.ArgumentParser:
         epilog="Run `iglens study --help` for the study of onsets against ablation and "
         "baselines over many prompts (`iglens validate --help`: the older check). To "
         "attribute a prompt that starts with '-' or is the word 'study', "
-        "'validate' or 'fit-lens', put `--` before it: `iglens -- study`. `iglens "
-        "fit-lens --help`: fit a lens for --lens.",
+        "'validate', 'fit-lens' or 'export-site', put `--` before it: `iglens -- study`. "
+        "`iglens fit-lens --help`: fit a lens for --lens. `iglens export-site --help`: the "
+        "kernel-free site's files.",
     )
     p.add_argument("prompt", help="the user message (or raw text with --no-chat)")
     p.add_argument(
@@ -511,6 +512,52 @@ def run_validate(argv: list[str]) -> int:
     return 0
 
 
+def _export_site_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="iglens export-site",
+        description="Write the kernel-free site's folder: the model's ONNX graphs and weight "
+        "parts (each at most 48 MiB), its tokenizer and chat template, and manifest.json "
+        "(every file's size and sha256). The page that runs them in the browser is a later "
+        "stage. Needs pip install 'iglens_viz[site]'; takes minutes for the default model.",
+    )
+    p.add_argument("directory", type=Path, metavar="DIR", help="a new or empty folder")
+    p.add_argument("--overwrite", action="store_true", help="replace DIR if it is not empty")
+    p.add_argument("--model", default=None, help="causal LM id or local folder")
+    p.add_argument("--name", type=_nonempty, default=None, help="the model's name in the manifest")
+    p.add_argument("--top-k", type=_count(1), default=5, help="top tokens per row (default 5)")
+    return p
+
+
+def run_export_site(argv: list[str]) -> int:
+    """``iglens export-site DIR [--overwrite] [--model M]``: the site's folder, then its files
+    and sizes."""
+    args = _export_site_parser().parse_args(argv)
+    from ..export.site import export_site, site_files
+
+    def report(step: Any) -> None:
+        print(f"iglens: export-site: {step}", file=sys.stderr, flush=True)
+
+    model, tokenizer = _load(args.model) if args.model is not None else (None, None)
+    manifest = export_site(
+        args.directory,
+        model,
+        tokenizer,
+        name=args.name,
+        top_k=args.top_k,
+        overwrite=args.overwrite,
+        progress=report,
+    )
+    files = site_files(manifest)
+    width = max(len(path) for path, _ in files)
+    for path, size in files:
+        print(f"{path:<{width}}  {size / 1e6:9.3f} MB")
+    total = sum(size for _, size in files)
+    print(f"{'total':<{width}}  {total / 1e6:9.3f} MB")
+    where = visible_text(str(args.directory), keep="")
+    print(f"wrote {where} ({visible_text(manifest['model']['name'], keep='')})")
+    return 0
+
+
 @functools.lru_cache(maxsize=1)
 def fit_printer() -> ProgressPrinter:
     """The one printer of this process's lens-fit progress lines (stderr)."""
@@ -558,6 +605,8 @@ def main(argv: list[str] | None = None) -> int:
             return plugin_command("study")(argv[1:])
         if argv[:1] == ["fit-lens"]:
             return run_fit_lens(argv[1:])
+        if argv[:1] == ["export-site"]:
+            return run_export_site(argv[1:])
         return run_attribute(argv)
     except IGLensError as err:  # messages may quote a model name or a token: made visible
         fit_printer().end_line()
