@@ -385,7 +385,7 @@ class IGLensWidget(anywidget.AnyWidget):
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
         """The traits' serialized state; under Colab with every binary buffer as base64 text
-        (the page decodes it, js/codec.js). Colab's widget manager drops the binary buffers
+        (the page decodes it, js/model/codec.js). Colab's widget manager drops the binary buffers
         of the model's ``comm_open`` (googlecolab/colab-cdn-widget-manager#33), which carry
         this widget's whole payload: sent as buffers there, the page would get none."""
         state = super().get_state(key, drop_defaults)
