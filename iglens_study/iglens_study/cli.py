@@ -13,11 +13,12 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from iglens_viz import IGLensError
+from iglens_viz.cli import count_at_least
 from iglens_viz.views.token_format import visible_text
 
 from .run import STUDY_MODES
@@ -25,21 +26,6 @@ from .run import STUDY_MODES
 
 class StudyUsageError(IGLensError):
     """A problem with ``iglens study``'s command line or its inputs (one line, status 2)."""
-
-
-def _count(least: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``least``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-        return value
-
-    return parse
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -105,26 +91,28 @@ def _study_parser() -> argparse.ArgumentParser:
         default=",".join(STUDY_MODES),
         help=f"ablation modes, comma-separated: {', '.join(STUDY_MODES)}",
     )
-    p.add_argument("--limit", type=_count(1), default=None, help="study the first N prompts")
+    p.add_argument(
+        "--limit", type=count_at_least(1), default=None, help="study the first N prompts"
+    )
     p.add_argument(
         "--reference",
-        type=_count(2),
+        type=count_at_least(2),
         default=32,
         help="reference prompts per task for mean and resample ablation (default 32)",
     )
-    p.add_argument("--seed", type=_count(0), default=0)
+    p.add_argument("--seed", type=count_at_least(0), default=0)
     p.add_argument(
         "--per-country",
-        type=_count(1),
+        type=count_at_least(1),
         default=None,
         metavar="N",
         help="with --pairs capital-pairs: at most N pairs per country as clean (and as "
         "corrupt); default the pre-registered 6 (another cap is a declared deviation)",
     )
-    p.add_argument("--boot", type=_count(10), default=1000, help="bootstrap resamples")
+    p.add_argument("--boot", type=count_at_least(10), default=1000, help="bootstrap resamples")
     p.add_argument(
         "--batch-size",
-        type=_count(1),
+        type=count_at_least(1),
         default=16,
         help="prompts per batch: padded forward passes, one readout map, shared "
         "ablation passes, one part file (default 16; larger on a GPU)",

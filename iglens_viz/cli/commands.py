@@ -26,6 +26,7 @@ import numpy as np
 from ..core.request import ESTIMATORS
 from ..errors import IGLensError
 from ..views.token_format import visible_text
+from .arguments import count_at_least
 from .table import answer_table, attribution_table, gate_table, mode_line
 
 if TYPE_CHECKING:
@@ -40,21 +41,6 @@ EXIT_INTERRUPTED = 130
 
 class UserError(IGLensError):
     """A problem with the command line or its inputs, reported without a traceback."""
-
-
-def _count(least: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``least``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
-        return value
-
-    return parse
 
 
 def _nonempty(text: str) -> str:
@@ -141,7 +127,7 @@ def _attribute_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--top-k",
-        type=_count(0),
+        type=count_at_least(0),
         default=3,
         help="largest signed contributions shown per token (default 3)",
     )
@@ -153,7 +139,7 @@ def _attribute_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--generate",
-        type=_count(0),
+        type=count_at_least(0),
         default=None,
         metavar="N",
         help="generate N answer tokens (default 16 with chat, 0 with --no-chat)",
@@ -217,7 +203,9 @@ def _validate_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument("--category", default=None, help="only prompts of this category")
-    p.add_argument("--limit", type=_count(1), default=None, help="use at most this many prompts")
+    p.add_argument(
+        "--limit", type=count_at_least(1), default=None, help="use at most this many prompts"
+    )
     # Zero only: mean ablation needs a reference set per prompt (`iglens study --modes mean`).
     p.add_argument("--mode", choices=("zero",), default="zero")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the per-token table as CSV")
@@ -433,8 +421,10 @@ def _fit_lens_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the lens file")
     p.add_argument("--ridge", type=float, default=None, help="shortcut: ridge term (default 0)")
-    p.add_argument("--steps", type=_count(0), default=None, help="tuned: steps (default 250)")
-    p.add_argument("--seed", type=_count(0), default=None, help="tuned: seed (default 0)")
+    p.add_argument(
+        "--steps", type=count_at_least(0), default=None, help="tuned: steps (default 250)"
+    )
+    p.add_argument("--seed", type=count_at_least(0), default=None, help="tuned: seed (default 0)")
     p.add_argument(
         "--evaluate",
         action="store_true",
@@ -524,7 +514,9 @@ def _export_site_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace DIR if it is not empty")
     p.add_argument("--model", default=None, help="causal LM id or local folder")
     p.add_argument("--name", type=_nonempty, default=None, help="the model's name in the manifest")
-    p.add_argument("--top-k", type=_count(1), default=5, help="top tokens per row (default 5)")
+    p.add_argument(
+        "--top-k", type=count_at_least(1), default=5, help="top tokens per row (default 5)"
+    )
     return p
 
 
