@@ -5,7 +5,8 @@ its chat template, and a manifest, for a page that runs the model in the browser
 
     DIR/
       manifest.json            every other file's bytes and sha256; the model's shape; each
-                               graph's inputs, outputs, weight dtype and parts; the tolerance
+                               graph's inputs (with their shapes, axes named where dynamic),
+                               outputs, weight dtype and parts; the tolerance
       graphs/body.onnx         ids + KV cache -> h_0 … h_n and the extended cache
       graphs/readout.onnx      row tiles of states -> target prob, logsumexp, top-k (float32)
       graphs/weights-NN.bin    the weight parts, each at most 48 MiB; the embedding stored once
@@ -13,9 +14,10 @@ its chat template, and a manifest, for a page that runs the model in the browser
       tokenizer/tokenizer.json the fast tokenizer (what @huggingface/tokenizers reads)
       tokenizer/chat.json      the chat template (Jinja, for @huggingface/jinja) and the
                                special tokens' ids
+      index.html, page/        the page: the bundle (js/site.js) and onnxruntime-web's
+                               WebAssembly files (iglens_viz.export.site_page)
 
-Not written yet (later stages of issue 38): the page itself (``page/``: the views, the
-bundle, onnxruntime-web and the tokenizer in JavaScript) and the pre-computed lessons.
+Not written yet (a later stage of issue 38): the pre-computed lessons.
 
 The folder appears whole or not at all: it is written to a temporary folder beside
 ``directory`` and renamed into place at the end.
@@ -36,6 +38,7 @@ from typing import Any, NamedTuple
 from ..errors import InvalidRequestError, UnsupportedModelError
 from ..files import OutputFileError
 from .site_graphs import DEFAULT_TOP_K, export_site_graphs, require_onnx
+from .site_page import PAGE_FILES, require_page_bundle, write_page
 from .site_weights import HALF_BODY_TOLERANCE, PART_BYTES, pack_site_graphs
 
 __all__ = ["SITE_FORMAT", "SiteProgress", "export_site", "read_manifest", "site_files"]
@@ -47,6 +50,7 @@ STEPS = (
     "exporting the float32 graphs",
     "packing the weights",
     "writing the tokenizer",
+    "writing the page",
     "writing the manifest",
 )
 """What :func:`export_site` does, in order (its progress reports name these)."""
@@ -126,11 +130,17 @@ def _graph_entry(path: Path, parts: tuple[str, ...], weights: str) -> dict[str, 
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
+
+    def shape(value: Any) -> list[int | str]:
+        dims = value.type.tensor_type.shape.dim
+        return [d.dim_param if d.dim_param else int(d.dim_value) for d in dims]
+
     return {
         "file": f"graphs/{path.name}",
         "external_data": list(parts),
         "inputs": [i.name for i in model.graph.input],
         "outputs": [o.name for o in model.graph.output],
+        "input_shapes": {i.name: shape(i) for i in model.graph.input},
         "weights": weights,
         "compute": "float32",
     }
@@ -165,15 +175,17 @@ def _manifest(
             "vocab_size": int(embedding.shape[0]),
             "top_k": top_k,
             "tied_embedding": tied,
+            "family": adapter.family.name,
         },
         "graphs": graphs,
         "tokenizer": {"tokenizer": "tokenizer/tokenizer.json", "chat": "tokenizer/chat.json"},
+        "page": {"index": PAGE_FILES[0], "files": list(PAGE_FILES)},
         "tolerance": {
             "max_abs_diff_block_probability": HALF_BODY_TOLERANCE,
             "against": "iglens_viz.attribute in float32 (torch), shipped prompts",
         },
         "part_bytes_max": part_bytes,
-        "not_built_yet": ["page/ (the page stage: views, bundle, onnxruntime-web)"],
+        "not_built_yet": ["the pre-computed lessons"],
         "files": files,
     }
 
@@ -203,14 +215,15 @@ def export_site(
     :func:`~iglens_viz.core.result.display_name`). ``progress`` receives a
     :class:`SiteProgress` as each step starts and when all are done (the export of the
     default model takes minutes). ``part_bytes``: the most bytes in one weight part.
-    Needs the ``site`` extra: ``pip install 'iglens_viz[site]'``. The layout is the
-    module's text.
+    Needs the ``site`` extra: ``pip install 'iglens_viz[site]'`` and the site's bundle
+    (``make js``). The layout is the module's text.
     """
     from ..core.result import display_name
 
     target = Path(directory)
     _check_target(target, overwrite)
     require_onnx()
+    require_page_bundle()  # before minutes of export
     if model is None:
         if tokenizer is not None:
             raise InvalidRequestError("export_site was given a tokenizer but no model: pass both")
@@ -242,6 +255,8 @@ def export_site(
         report(2)
         _write_tokenizer(tokenizer, work / "tokenizer")
         report(3)
+        write_page(work, label)
+        report(4)
         graphs = {
             "body": _graph_entry(packed.body, packed.body_parts, "float16, cast to float32"),
             "readout": _graph_entry(packed.readout, packed.readout_parts, "float32"),

@@ -16,6 +16,8 @@ import copy
 import hashlib
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +124,38 @@ def test_an_untied_head_is_stored_in_float32_for_the_readout_alone(tmp_path):
     assert np.abs(got["target_prob"] - expected[..., 0].numpy()).max() < 1e-5  # float32 only
 
 
+def test_onnxruntime_web_runs_the_folder_as_the_page_will(tiny_site):
+    """onnxruntime-web (WebAssembly, in Node: tests/export/ort_web_run.mjs) opens both graphs
+    from the manifest, each part read once and shared: the states equal the float16-rounded
+    model's within the first stage's tolerance, and so do the probabilities."""
+    from tests.export.test_site_graphs import reference_states, state_tol
+    from tests.support.tiny_models import reference_lens_probs
+    from tests.support.tolerances import forward_tol, readout_size
+
+    node = shutil.which("node")
+    if node is None or not (ROOT / "node_modules" / "onnxruntime-web").is_dir():
+        pytest.skip("needs Node and onnxruntime-web (make js)")
+    model, folder, _, _ = tiny_site
+    rounded = half_weights(model)
+    ids = random_ids(10)
+    targets = torch.roll(ids, -1)
+    n = model.config.num_hidden_layers
+    grid = np.tile(targets.numpy(), (n + 1, 1))
+    request = json.dumps({"ids": ids.tolist(), "targets": grid.reshape(-1).tolist()})
+    script = str(Path(__file__).with_name("ort_web_run.mjs"))
+    run = subprocess.run(
+        [node, script, str(folder), request], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout)
+    states = np.array(got["states"], dtype=np.float32).reshape(got["shape"])
+    reference = reference_states(rounded, ids)
+    assert (np.abs(states - reference).max(axis=2) <= state_tol(rounded, reference)).all()
+    probs = np.array(got["target_prob"]).reshape(n + 1, -1)
+    lens = reference_lens_probs(rounded, ids, targets).numpy()
+    assert np.abs(probs - lens).max() <= forward_tol(readout_size(rounded, ids), n, torch.float32)
+
+
 def test_the_manifest_lists_every_file_with_its_size_and_hash(tiny_site):
     model, folder, manifest, _ = tiny_site
     on_disk = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {
@@ -140,7 +174,9 @@ def test_the_manifest_lists_every_file_with_its_size_and_hash(tiny_site):
         "vocab_size": config.vocab_size,
         "top_k": 5,
         "tied_embedding": True,
+        "family": manifest["model"]["family"],
     }
+    assert manifest["model"]["family"]  # the adapter's family, for the page's header
     assert manifest["graphs"]["body"]["inputs"] == ["input_ids", "past_keys", "past_values"]
     assert manifest["graphs"]["readout"]["outputs"] == [
         "target_prob",
@@ -166,7 +202,7 @@ def test_the_tokenizer_files_tokenize_as_the_tokenizer(tiny_site):
 
 def test_progress_names_each_step_then_done(tiny_site):
     *_, reports = tiny_site
-    assert [r.step for r in reports] == [0, 1, 2, 3, 4]
+    assert [r.step for r in reports] == [0, 1, 2, 3, 4, 5]
     assert str(reports[-1]).startswith("done in")
     assert all(a.seconds <= b.seconds for a, b in zip(reports, reports[1:]))
 
@@ -248,7 +284,7 @@ def test_the_command_prints_the_files_and_sizes(tiny_model_dir, tmp_path, capsys
         assert re.search(rf"^{re.escape(path)}\s+{size / 1e6:.3f} MB$", out, re.MULTILINE)
     total = sum(size for _, size in site_files(manifest))
     assert re.search(rf"^total\s+{total / 1e6:.3f} MB$", out, re.MULTILINE)
-    assert "export-site: 1/4" in err and "done in" in err
+    assert "export-site: 1/5" in err and "done in" in err
     # again into the same folder: refused in one line, exit 2, unless --overwrite
     assert main(["export-site", str(target), "--model", tiny_model_dir]) == 2
     assert "not empty" in capsys.readouterr().err
