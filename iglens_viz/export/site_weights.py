@@ -18,8 +18,9 @@ static hosts' per-file limit, the tied embedding stored once, the body's weights
   session option takes ``{path, data}`` pairs; the manifest lists each graph's parts). This
   is the simplest layout onnxruntime-web loads: two ordinary ONNX files with external data,
   no graph that feeds another graph's weights at run time, no custom loader.
-* **Body in float16, arithmetic in float32**: each block's matrix is stored in float16 and
-  cast to float32 by a ``Cast`` node in the graph, so the download halves and every backend
+* **Body in float16, arithmetic in float32**: each block's matrix is stored in float16 (one
+  with an entry beyond float16's range stays float32) and cast to float32 by a ``Cast``
+  node in the graph, so the download halves and every backend
   runs it (onnxruntime's CPU/WASM kernels have few float16 kernels; a ``Cast`` of a constant
   is folded once when the session loads). The embedding stays float32 (it is the readout's
   head too) and the readout is float32 throughout, as the issue asks: on the same states the
@@ -188,8 +189,10 @@ def _rewrite(
                 nodes.append(onnx.helper.make_node("Transpose", [out], [tensor.name], perm=[1, 0]))
             files |= shared.files()
         elif large:
+            # a weight beyond float16's range would become inf: kept in float32
+            fits = half and float(np.abs(array).max()) <= float(np.finfo(np.float16).max)
             stored = _Stored(
-                array.astype(np.float16) if half else array, parts, f"{prefix}.{tensor.name}"
+                array.astype(np.float16) if fits else array, parts, f"{prefix}.{tensor.name}"
             )
             stored.attach(tensor.name, tensors, nodes)
             files |= stored.files()
