@@ -28,8 +28,14 @@ export class Cancelled extends Error {
   }
 }
 
-/** @param {AbortSignal|undefined} signal */
-function check(signal) {
+/**
+ * Between graph calls: give the event loop a turn (the WebAssembly runs on the page's thread,
+ * so without it no click, Cancel included, and no progress is drawn until the end), then stop
+ * if cancelled.
+ * @param {AbortSignal|undefined} signal
+ */
+async function check(signal) {
+  await new Promise((resolve) => setTimeout(resolve, 0));
   if (signal?.aborted) throw new Cancelled();
 }
 
@@ -155,7 +161,7 @@ export async function runQuestion(ort, model, manifest, promptIds, options) {
   const cacheShape = (meta?.shape ?? [n, 1, 0, 0, 0]).map((/** @type {unknown} */ x) => (typeof x === "number" ? x : 0));
   /** @param {number[]} tokens @param {Step|null} past @returns {Promise<Step>} */
   const body = async (tokens, past) => {
-    check(signal);
+    await check(signal);
     const empty = () => new ort.Tensor("float32", new Float32Array(0), cacheShape);
     const feeds = {
       input_ids: new ort.Tensor("int64", BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
@@ -167,7 +173,7 @@ export async function runQuestion(ort, model, manifest, promptIds, options) {
   };
   /** @param {Float32Array} rows @param {number[]} targets */
   const readout = async (rows, targets) => {
-    check(signal);
+    await check(signal);
     const out = await model.readout.run({
       states: new ort.Tensor("float32", rows, [targets.length, d]),
       target_ids: int64(targets),

@@ -152,7 +152,16 @@ export async function startSite(root, { ort, base, maxNewTokens = 12 }) {
         view.replaceChildren();
         mounted = mount(view, { result: built.payload, selected: built.selected });
         await new Promise((resolve) => requestAnimationFrame(resolve));
-        Object.assign(site, { payload: built.payload, completeness: built.completeness, generated, state: "done" });
+        Object.assign(site, {
+          payload: built.payload,
+          completeness: built.completeness,
+          generated,
+          // plain copies for checks from outside the page (tests/export/test_site_page.py)
+          inputIds: reading.inputIds,
+          targetIds: Array.from(reading.targetIds),
+          lensProbs: Array.from(reading.lensProbs),
+          state: "done",
+        });
         site.timings.question_ms = performance.now() - start;
         status.textContent = `Answered in ${(site.timings.question_ms / 1000).toFixed(1)} s.`;
       } catch (err) {

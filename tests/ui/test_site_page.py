@@ -1,0 +1,171 @@
+"""The kernel-free site (issue 38) in headless Chromium: the default model's exported folder
+served by a local static server, every request off that origin failed. A typed question is
+answered in the page (onnxruntime-web, WebAssembly) with Python's greedy tokens, per-block
+probabilities within the manifest's tolerance of Python's ``attribute``, Σ contributions = Δp
+in float32; the ledger is drawn; Cancel stops a second question. Prints the timings and the
+tab's memory (``-s`` shows them).
+
+The export takes minutes: set ``IGLENS_SITE_DIR`` to a folder exported before (``iglens
+export-site DIR``) to reuse it (its page is rewritten from the current bundle).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import iglens_viz
+from iglens_viz.export.site import export_site, read_manifest
+from iglens_viz.export.site_page import write_page
+
+pytestmark = [pytest.mark.browser, pytest.mark.real_model]
+
+QUESTION = "What is the capital of France?"
+SECOND = "Name three rivers of Europe and say where each one rises."
+FLOAT32_SUM = 64 * 2.0**-24
+"""|Σ contributions − Δp| allowed: the float32 rounding of 30 differences and their sum."""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    reuse = os.environ.get("IGLENS_SITE_DIR")
+    if reuse:
+        folder = Path(reuse)
+        write_page(folder, read_manifest(folder)["model"]["name"])
+        return folder
+    folder = tmp_path_factory.mktemp("site") / "site"
+    export_site(folder)
+    return folder
+
+
+class _Isolated(http.server.SimpleHTTPRequestHandler):
+    """A static server that sends the two headers multi-threaded WebAssembly needs."""
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    handler = functools.partial(_Isolated, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def python_answer():
+    model, tokenizer = iglens_viz.load_model()
+    return iglens_viz.IGLens(model, tokenizer).attribute(QUESTION, chat=True, max_new_tokens=12)
+
+
+def _state(page):
+    # polled with evaluate: the page's CSP forbids the eval that wait_for_function uses
+    return page.evaluate("() => window.iglensSite ? window.iglensSite.state : null")
+
+
+def _wait(page, states: tuple[str | None, ...], limit: float = 600) -> str:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        state = _state(page)
+        if state in states:
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"the page stayed {_state(page)!r} for {limit} s")
+
+
+def test_a_typed_question_is_answered_in_the_page_as_in_python(
+    browser, served, site, python_answer
+):
+    manifest = read_manifest(site)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    off_origin: list[str] = []
+
+    def route(route):
+        if route.request.url.startswith(served):
+            route.continue_()
+        else:
+            off_origin.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", route)
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    started = time.monotonic()
+    page.goto(served)
+    assert _wait(page, ("ready", "error")) == "ready", page.evaluate("() => iglensSite.error")
+    loaded = time.monotonic() - started
+    backend = page.text_content("[data-testid=site-backend]")
+    assert "WebAssembly" in backend or "WebGPU" in backend
+
+    page.fill("[data-testid=site-question]", QUESTION)
+    asked = time.monotonic()
+    page.click("[data-testid=site-ask]")
+    assert _wait(page, ("done", "error")) == "done", page.evaluate("() => iglensSite.error")
+    answered = time.monotonic() - asked
+    got = page.evaluate(
+        "() => ({ids: iglensSite.inputIds, targets: iglensSite.targetIds,"
+        " probs: iglensSite.lensProbs, completeness: iglensSite.completeness,"
+        " timings: iglensSite.timings})"
+    )
+    ref = python_answer
+    assert got["ids"] == [int(i) for i in ref.input_ids]  # the prompt and the greedy answer
+    n = manifest["model"]["n_blocks"]
+    probs = np.array(got["probs"]).reshape(len(got["ids"]), n + 1)
+    has = ref.target_ids >= 0
+    assert (np.array(got["targets"])[has] == ref.target_ids[has]).all()
+    diff = float(np.abs(probs - ref.lens_probs)[has].max())
+    assert diff <= manifest["tolerance"]["max_abs_diff_block_probability"], diff
+    assert got["completeness"] <= FLOAT32_SUM
+    assert page.locator("[data-token-index]").count() == len(got["ids"])  # the ledger drawn
+
+    # Cancel stops a second question between graph calls; the first answer stays drawn
+    page.fill("[data-testid=site-question]", SECOND)
+    page.click("[data-testid=site-ask]")
+    page.click("[data-testid=site-cancel]")
+    assert _wait(page, ("cancelled", "done", "error"), limit=120) == "cancelled"
+    assert "Cancelled" in page.text_content("[data-testid=site-status]")
+    assert page.locator("[data-token-index]").count() == len(got["ids"])
+    assert page.is_enabled("[data-testid=site-ask]")
+
+    paint = page.evaluate(
+        "() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? null"
+    )
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    # the tab's memory, WebAssembly heaps included (the page is cross-origin isolated)
+    tab = page.evaluate(
+        "async () => performance.measureUserAgentSpecificMemory ?"
+        " (await performance.measureUserAgentSpecificMemory()).bytes : null"
+    )
+    figures = {
+        "backend": backend,
+        "first_paint_ms": paint,
+        "model_load_s": round(loaded, 1),
+        "question_to_ledger_s": round(answered, 1),
+        "page_timings_ms": {k: round(v) for k, v in got["timings"].items()},
+        "max_abs_diff_block_probability": diff,
+        "completeness": got["completeness"],
+        "js_heap_used_mb": round(metrics.get("JSHeapUsedSize", 0) / 1e6, 1),
+        "js_heap_total_mb": round(metrics.get("JSHeapTotalSize", 0) / 1e6, 1),
+        "tab_memory_mb": None if tab is None else round(tab / 1e6, 1),
+    }
+    print("\nsite figures:", json.dumps(figures))
+    assert off_origin == [] and errors == []
+    context.close()
