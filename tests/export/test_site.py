@@ -366,9 +366,8 @@ def test_the_default_site_against_the_float32_model(default_site):
     sizes = dict(site_files(manifest))
     assert max(sizes.values()) <= PART_BYTES < 50 * 2**20  # GitHub warns above 50 MiB
     # the page's files (index.html, the bundle, onnxruntime-web) change with every build
-    assert {p: n for p, n in sizes.items() if p not in PAGE_FILES} == json.loads(
-        DATA.read_text()
-    )["files"]
+    measured = json.loads(DATA.read_text())["files"]
+    assert {p: n for p, n in sizes.items() if p not in PAGE_FILES} == measured
     assert set(PAGE_FILES) <= set(sizes)
     check_graphs(
         half_weights(model), graphs(folder), torch.tensor(tokenizer("Water boils at")["input_ids"])
