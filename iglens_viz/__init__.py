@@ -33,6 +33,7 @@ from .errors import (
     ReadoutMismatchError,
     UnsupportedModelError,
 )
+from .export.site import export_site
 from .lenses import Lens, evaluate_lens, fit_lens, load_lens, save_lens
 from .loading import load_model
 
@@ -75,6 +76,7 @@ __all__ = [
     "attribution_patch",
     "compare",
     "evaluate_lens",
+    "export_site",
     "fit_lens",
     "gate_ledger",
     "load_lens",
