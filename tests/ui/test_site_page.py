@@ -69,8 +69,12 @@ def served(site):
 
 @pytest.fixture(scope="module")
 def python_answer():
+    """Python's answer to the question, and its seconds (the same machine, the same run)."""
     model, tokenizer = iglens_viz.load_model()
-    return iglens_viz.IGLens(model, tokenizer).attribute(QUESTION, chat=True, max_new_tokens=12)
+    engine = iglens_viz.IGLens(model, tokenizer)
+    started = time.monotonic()
+    result = engine.attribute(QUESTION, chat=True, max_new_tokens=12)
+    return result, time.monotonic() - started
 
 
 def _state(page):
@@ -123,7 +127,7 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
         " probs: iglensSite.lensProbs, completeness: iglensSite.completeness,"
         " timings: iglensSite.timings})"
     )
-    ref = python_answer
+    ref, python_seconds = python_answer
     assert got["ids"] == [int(i) for i in ref.input_ids]  # the prompt and the greedy answer
     n = manifest["model"]["n_blocks"]
     probs = np.array(got["probs"]).reshape(len(got["ids"]), n + 1)
@@ -159,6 +163,8 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
         "first_paint_ms": paint,
         "model_load_s": round(loaded, 1),
         "question_to_ledger_s": round(answered, 1),
+        "python_attribute_s": round(python_seconds, 1),
+        "page_over_python": round(answered / python_seconds, 2),
         "page_timings_ms": {k: round(v) for k, v in got["timings"].items()},
         "max_abs_diff_block_probability": diff,
         "completeness": got["completeness"],
