@@ -3,10 +3,10 @@
  * from the site's own `ort/` folder (nothing is fetched off the serving origin), then the page.
  * @module site
  */
-import "./widget.css";
-import "./views.css";
-import "./lesson.css";
-import "./prompt.css";
+import "./styles/widget.css";
+import "./styles/views.css";
+import "./styles/lesson.css";
+import "./styles/prompt.css";
 import * as ort from "onnxruntime-web";
 import { startSite } from "./site/page.js";
 

@@ -6,10 +6,10 @@
  * (no named `render`: anywidget >= 0.9 flags it as deprecated).
  * @module widget
  */
-import "./widget.css";
-import "./views.css";
-import "./lesson.css";
-import "./prompt.css";
+import "./styles/widget.css";
+import "./styles/views.css";
+import "./styles/lesson.css";
+import "./styles/prompt.css";
 import { render } from "./views/app.js";
 
 export { createModel, mount } from "./standalone.js";
