@@ -45,6 +45,27 @@ def default_model():
     return default_model()
 
 
+@pytest.fixture(scope="session")
+def default_site(default_model, tmp_path_factory):
+    """The default model's kernel-free site folder (``export_site``), exported once per run for
+    every test that reads it (minutes on two cores); ``IGLENS_SITE_DIR`` names a folder
+    exported before instead (its page is rewritten from this checkout's bundle)."""
+    import os
+    from pathlib import Path
+
+    from iglens_viz.export.site import export_site, read_manifest
+    from iglens_viz.export.site_page import write_page
+
+    reuse = os.environ.get("IGLENS_SITE_DIR")
+    if reuse:
+        folder = Path(reuse)
+        write_page(folder, read_manifest(folder)["model"]["name"])
+        return folder
+    folder = tmp_path_factory.mktemp("default-site") / "site"
+    export_site(folder, *default_model)
+    return folder
+
+
 @pytest.fixture
 def kernel():
     """A started ipykernel (:class:`tests.support.kernel.Kernel`), shut down after the test."""

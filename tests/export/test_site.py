@@ -333,12 +333,10 @@ def test_the_docs_table_is_the_measured_export():
 
 
 @pytest.fixture(scope="module")
-def default_site(tmp_path_factory):
-    from tests.support.real_model import default_model
-
-    model, tokenizer = default_model()
-    folder = tmp_path_factory.mktemp("default-site") / "site"
-    return model, tokenizer, folder, export_site(folder, model, tokenizer)
+def site_of_default(default_model, default_site):
+    """The default model, its tokenizer, its site folder (tests/conftest.py) and manifest."""
+    model, tokenizer = default_model
+    return model, tokenizer, default_site, read_manifest(default_site)
 
 
 SHIPPED = ["What is the capital of France?", "The capital of Japan is", "At night the sky is"]
@@ -356,13 +354,13 @@ def greedy(site: Path, ids: list[int], n: int) -> list[int]:
 
 
 @pytest.mark.real_model
-def test_the_default_site_against_the_float32_model(default_site):
+def test_the_default_site_against_the_float32_model(site_of_default):
     """Sizes: as docs/data/site_default.json. Against the float16-rounded model: the first
     stage's float32 tolerances. Against the float32 ``attribute``: every block's target
     probability within HALF_BODY_TOLERANCE, the greedy answers the same tokens."""
     from iglens_viz import IGLens
 
-    model, tokenizer, folder, manifest = default_site
+    model, tokenizer, folder, manifest = site_of_default
     sizes = dict(site_files(manifest))
     assert max(sizes.values()) <= PART_BYTES < 50 * 2**20  # GitHub warns above 50 MiB
     # the page's files (index.html, the bundle, onnxruntime-web) change with every build

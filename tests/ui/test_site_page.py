@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -23,8 +22,7 @@ import numpy as np
 import pytest
 
 import iglens_viz
-from iglens_viz.export.site import export_site, read_manifest
-from iglens_viz.export.site_page import write_page
+from iglens_viz.export.site import read_manifest
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
@@ -35,15 +33,9 @@ FLOAT32_SUM = 64 * 2.0**-24
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    reuse = os.environ.get("IGLENS_SITE_DIR")
-    if reuse:
-        folder = Path(reuse)
-        write_page(folder, read_manifest(folder)["model"]["name"])
-        return folder
-    folder = tmp_path_factory.mktemp("site") / "site"
-    export_site(folder)
-    return folder
+def site(default_site) -> Path:
+    """The default site (exported once per run: tests/conftest.py)."""
+    return default_site
 
 
 class _Isolated(http.server.SimpleHTTPRequestHandler):
