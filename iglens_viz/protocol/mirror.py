@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.coordinates import LENS_KINDS, LENS_LABELS
+from ..core.request import MAX_STEPS
+from ..core.trajectory import NONMONOTONE_THRESHOLD
 from ..lenses.fit import FITTED_KINDS
 from . import commands, notes, state
 from .schema import RESULT_FIELDS, SCHEMAS, PayloadField
@@ -73,7 +75,7 @@ def _tuple(doc: str, name: str, values: Iterable[str]) -> str:
     return f"/** {doc} */\nexport const {name} = /** @type {{const}} */ ([{items}]);\n"
 
 
-def _number(doc: str, name: str, value: int) -> str:
+def _number(doc: str, name: str, value: float) -> str:
     return f"/** {doc} */\nexport const {name} = {value};\n"
 
 
@@ -196,7 +198,20 @@ def _schemas() -> str:
         " * @property {string} [schema] an object's table in PAYLOAD_SCHEMAS\n */\n"
         "/**\n * The payload tables (schema.SCHEMAS): `result` (the result trait) and the "
         "objects in it.\n * @type {Record<string, PayloadField[]>}\n */\n"
-        f"export const PAYLOAD_SCHEMAS = {{\n{tables}}};\n"
+        f"export const PAYLOAD_SCHEMAS = {{\n{tables}}};\n\n"
+        + _number(
+            "The most interpolation steps a request may ask for (core.request.MAX_STEPS): "
+            "a result's `max_steps`.",
+            "MAX_STEPS",
+            MAX_STEPS,
+        )
+        + _number(
+            "A segment against Δp by more than this share of the largest |contribution| marks "
+            "a\n * non-monotone token (core.trajectory.NONMONOTONE_THRESHOLD): a result's "
+            "`nonmonotone_threshold`.",
+            "NONMONOTONE_THRESHOLD",
+            NONMONOTONE_THRESHOLD,
+        )
     )
 
 

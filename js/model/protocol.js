@@ -179,3 +179,9 @@ export const PAYLOAD_SCHEMAS = {
     { name: "shares", kind: "array", dtype: "float32", shape: ["P", "n", "C"] },
   ],
 };
+
+/** The most interpolation steps a request may ask for (core.request.MAX_STEPS): a result's `max_steps`. */
+export const MAX_STEPS = 1000;
+/** A segment against Δp by more than this share of the largest |contribution| marks a
+ * non-monotone token (core.trajectory.NONMONOTONE_THRESHOLD): a result's `nonmonotone_threshold`. */
+export const NONMONOTONE_THRESHOLD = 0.6;

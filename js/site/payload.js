@@ -11,8 +11,7 @@
  * @module site/payload
  */
 
-const NONMONOTONE_THRESHOLD = 0.6;
-const MAX_STEPS = 1000;
+import { MAX_STEPS, NONMONOTONE_THRESHOLD } from "../model/protocol.js";
 
 /**
  * @typedef {object} Reading what the page computed for one question
