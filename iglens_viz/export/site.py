@@ -16,8 +16,8 @@ its chat template, and a manifest, for a page that runs the model in the browser
                                special tokens' ids
       index.html, page/        the page: the bundle (js/site.js) and onnxruntime-web's
                                WebAssembly files (iglens_viz.export.site_page)
-
-Not written yet (a later stage of issue 38): the pre-computed lessons.
+      lessons/lesson-NN.json   questions attributed in Python at export time, shown at first
+                               paint (iglens_viz.export.site_lessons)
 
 The folder appears whole or not at all: it is written to a temporary folder beside
 ``directory`` and renamed into place at the end.
@@ -31,13 +31,14 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import InvalidRequestError, UnsupportedModelError
 from ..files import OutputFileError
 from .site_graphs import DEFAULT_TOP_K, export_site_graphs, require_onnx
+from .site_lessons import DEFAULT_LESSONS, Lesson, write_lessons
 from .site_page import PAGE_FILES, require_page_bundle, write_page
 from .site_weights import HALF_BODY_TOLERANCE, PART_BYTES, pack_site_graphs
 
@@ -50,7 +51,7 @@ STEPS = (
     "exporting the float32 graphs",
     "packing the weights",
     "writing the tokenizer",
-    "writing the page",
+    "writing the page and the lessons",
     "writing the manifest",
 )
 """What :func:`export_site` does, in order (its progress reports name these)."""
@@ -154,6 +155,7 @@ def _manifest(
     graphs: dict[str, Any],
     tied: bool,
     part_bytes: int,
+    lessons: list[dict[str, Any]],
 ) -> dict[str, Any]:
     from .._version import __version__
     from ..adapters import adapter_for
@@ -185,7 +187,7 @@ def _manifest(
             "against": "iglens_viz.attribute in float32 (torch), shipped prompts",
         },
         "part_bytes_max": part_bytes,
-        "not_built_yet": ["the pre-computed lessons"],
+        "lessons": lessons,
         "files": files,
     }
 
@@ -206,6 +208,7 @@ def export_site(
     overwrite: bool = False,
     progress: Callable[[SiteProgress], None] | None = None,
     part_bytes: int = PART_BYTES,
+    lessons: Iterable[Lesson | str] | None = None,
 ) -> dict[str, Any]:
     """Write the kernel-free site's folder for ``model`` (default: the embedded
     SmolLM2-135M-Instruct, :func:`iglens_viz.load_model`) to ``directory``; its manifest.
@@ -215,6 +218,11 @@ def export_site(
     :func:`~iglens_viz.core.result.display_name`). ``progress`` receives a
     :class:`SiteProgress` as each step starts and when all are done (the export of the
     default model takes minutes). ``part_bytes``: the most bytes in one weight part.
+    ``lessons``: the questions attributed now (:func:`iglens_viz.attribute`) and shown by the
+    page at first paint, each a string (chat, 12 new tokens) or a
+    :class:`~iglens_viz.export.site_lessons.Lesson`; default
+    :data:`~iglens_viz.export.site_lessons.DEFAULT_LESSONS` (the README's question, asked with
+    the chat template) when the tokenizer has a chat template, else none; ``()`` for none.
     Needs the ``site`` extra: ``pip install 'iglens_viz[site]'`` and the site's bundle
     (``make js``). The layout is the module's text.
     """
@@ -256,12 +264,15 @@ def export_site(
         _write_tokenizer(tokenizer, work / "tokenizer")
         report(3)
         write_page(work, label)
+        if lessons is None:
+            lessons = DEFAULT_LESSONS if getattr(tokenizer, "chat_template", None) else ()
+        shipped = write_lessons(work, model, tokenizer, lessons, name=name, top_k=top_k)
         report(4)
         graphs = {
             "body": _graph_entry(packed.body, packed.body_parts, "float16, cast to float32"),
             "readout": _graph_entry(packed.readout, packed.readout_parts, "float32"),
         }
-        manifest = _manifest(work, model, label, top_k, graphs, packed.shared, part_bytes)
+        manifest = _manifest(work, model, label, top_k, graphs, packed.shared, part_bytes, shipped)
         text = json.dumps(manifest, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
         (work / "manifest.json").write_text(text)
         _replace(work, target)

@@ -6,6 +6,8 @@
  * @module site/engine
  */
 
+import { verifyFile } from "./verify.js";
+
 /** Rows per readout call: a 64 × vocabulary float32 logit tile (12 MiB for 49,152 tokens). */
 export const TILE_ROWS = 64;
 
@@ -15,7 +17,8 @@ export const TILE_ROWS = 64;
  * @property {Record<"body"|"readout", {file: string, external_data: string[]}>} graphs
  * @property {{tokenizer: string, chat: string}} tokenizer
  * @property {{max_abs_diff_block_probability: number}} tolerance
- * @property {Record<string, {bytes: number}>} files
+ * @property {Record<string, {bytes: number, sha256?: string}>} files
+ * @property {{file: string, question: string, chat: boolean, max_new_tokens: number, positions: number}[]} [lessons]
  *
  * @typedef {{loaded: number, total: number, phase: string}} Progress
  */
@@ -68,11 +71,15 @@ async function fetchBytes(url, onBytes, signal) {
 }
 
 /**
- * Fetch every graph and weight part once (parts shared by both graphs are fetched once).
+ * Fetch every graph and weight part once (parts shared by both graphs are fetched once), each
+ * checked against the manifest's sha256 as it arrives (js/site/verify.js): a damaged part
+ * stops the load before any session is created. `timing.verify_ms` gets the hashing's time.
  * @param {string} base the site's URL (ends with "/") @param {Manifest} manifest
  * @param {(p: Progress) => void} onProgress @param {AbortSignal} [signal]
+ * @param {{verify_ms?: number}} [timing]
  */
-export async function fetchModel(base, manifest, onProgress, signal) {
+export async function fetchModel(base, manifest, onProgress, signal, timing = {}) {
+  let hashing = 0;
   const names = new Set();
   for (const g of Object.values(manifest.graphs)) {
     names.add(g.file);
@@ -83,18 +90,20 @@ export async function fetchModel(base, manifest, onProgress, signal) {
   /** @type {Map<string, Uint8Array>} */
   const bytes = new Map();
   for (const name of names) {
-    bytes.set(
-      name,
-      await fetchBytes(
-        base + name,
-        (b) => {
-          loaded += b;
-          onProgress({ loaded, total, phase: "download" });
-        },
-        signal,
-      ),
+    const data = await fetchBytes(
+      base + name,
+      (b) => {
+        loaded += b;
+        onProgress({ loaded, total, phase: "download" });
+      },
+      signal,
     );
+    const start = performance.now();
+    await verifyFile(name, data, manifest);
+    hashing += performance.now() - start;
+    bytes.set(name, data);
   }
+  timing.verify_ms = hashing;
   return bytes;
 }
 

@@ -7,7 +7,9 @@
 import { mount } from "../standalone.js";
 import { makeChat } from "./chat.js";
 import { Cancelled, createSessions, fetchModel, runQuestion } from "./engine.js";
+import { createLessonPicker, lessonCaption, lessonEntries, loadLesson } from "./lessons.js";
 import { buildPayload } from "./payload.js";
+import { canVerify, fetchCheckedJson } from "./verify.js";
 
 /** @param {string} tag @param {Record<string, string>} [attrs] @param {string} [text] */
 function el(tag, attrs = {}, text = "") {
@@ -41,12 +43,8 @@ export function backendText(choice, backend) {
   return `Backend: WebAssembly, ${choice.threads} thread${choice.threads === 1 ? "" : "s"}${why}`;
 }
 
-/**
- * Build the page in `root` and load the site at `base`.
- * @param {HTMLElement} root
- * @param {{ort: any, base: string, maxNewTokens?: number}} options
- */
-export async function startSite(root, { ort, base, maxNewTokens = 12 }) {
+/** The page's header: status, backend, the question form, progress, answer, lesson line. */
+function buildHeader() {
   const header = el("div", { class: "iglens-site-header" });
   const status = el("p", { class: "iglens-site-status", "data-testid": "site-status", role: "status" }, "Loading the model…");
   const backendLine = el("p", { class: "iglens-site-backend", "data-testid": "site-backend" });
@@ -58,11 +56,34 @@ export async function startSite(root, { ort, base, maxNewTokens = 12 }) {
   const bar = /** @type {HTMLProgressElement} */ (el("progress", { "data-testid": "site-progress", max: "1", value: "0" }));
   const answer = el("p", { class: "iglens-site-answer", "data-testid": "site-answer" });
   const check = el("p", { class: "iglens-site-check", "data-testid": "site-check" });
-  const view = el("div", { class: "iglens-site-view" });
+  const lessonLine = el("p", { class: "iglens-site-check", "data-testid": "site-lesson" });
   ask.disabled = true;
   cancel.disabled = true;
   form.append(input, ask, cancel);
-  header.append(status, backendLine, form, bar, answer, check);
+  header.append(status, backendLine, form, bar, answer, check, lessonLine);
+  return { header, status, backendLine, form, input, ask, cancel, bar, answer, check, lessonLine };
+}
+
+/** @param {import("./engine.js").Progress} p */
+export function progressText(p) {
+  const mb = (/** @type {number} */ x) => (x / 1e6).toFixed(0);
+  return p.phase === "download"
+    ? `Downloading the model: ${mb(p.loaded)} / ${mb(p.total)} MB`
+    : p.phase === "generate"
+      ? `Generating: ${p.loaded} of at most ${p.total} tokens`
+      : p.phase === "predict"
+        ? `Reading each position's prediction: ${p.loaded} / ${p.total}`
+        : `Reading every block: ${p.loaded} / ${p.total} states`;
+}
+
+/**
+ * Build the page in `root` and load the site at `base`.
+ * @param {HTMLElement} root
+ * @param {{ort: any, base: string, maxNewTokens?: number}} options
+ */
+export async function startSite(root, { ort, base, maxNewTokens = 12 }) {
+  const { header, status, backendLine, form, input, ask, cancel, bar, answer, check, lessonLine } = buildHeader();
+  const view = el("div", { class: "iglens-site-view" });
   root.append(header, view);
 
   /** @type {Record<string, any>} */
@@ -73,29 +94,52 @@ export async function startSite(root, { ort, base, maxNewTokens = 12 }) {
   let running = null;
   /** @type {{destroy: () => void}|null} */
   let mounted = null;
+  // each view shown takes a ticket: a lesson still loading when a question is answered (or
+  // another lesson is picked) is not shown over it
+  let ticket = 0;
+  /** @param {Record<string, any>} state */
+  const show = (state) => {
+    mounted?.destroy();
+    view.replaceChildren();
+    mounted = mount(view, state);
+  };
   /** @param {import("./engine.js").Progress} p */
   const progress = (p) => {
     bar.max = Math.max(1, p.total);
     bar.value = p.loaded;
-    const mb = (/** @type {number} */ x) => (x / 1e6).toFixed(0);
-    status.textContent =
-      p.phase === "download"
-        ? `Downloading the model: ${mb(p.loaded)} / ${mb(p.total)} MB`
-        : p.phase === "generate"
-          ? `Generating: ${p.loaded} of at most ${p.total} tokens`
-          : p.phase === "predict"
-            ? `Reading each position's prediction: ${p.loaded} / ${p.total}`
-            : `Reading every block: ${p.loaded} / ${p.total} states`;
+    status.textContent = progressText(p);
   };
   cancel.addEventListener("click", () => running?.abort());
 
   try {
     const manifest = await (await fetch(base + "manifest.json")).json();
+    const lessons = lessonEntries(manifest);
+    /** @param {number} i */
+    const showLesson = async (i) => {
+      const mine = ++ticket;
+      try {
+        const state = await loadLesson(base, manifest, lessons[i]);
+        if (mine !== ticket) return;
+        show(state);
+        lessonLine.textContent = lessonCaption(lessons[i]);
+        answer.textContent = "";
+        check.textContent = "";
+        site.lesson = { index: i, question: lessons[i].question, positions: lessons[i].positions };
+      } catch (err) {
+        if (mine === ticket) lessonLine.textContent = `Could not show the lesson: ${err}`;
+      }
+    };
+    const picker = createLessonPicker(lessons, (i) => void showLesson(i));
+    if (picker) header.insertBefore(picker, lessonLine);
+    // the first lesson at first paint, before and independent of the model's sessions
+    const firstLesson = lessons.length ? showLesson(0) : Promise.resolve();
+    site.lessonShown = firstLesson.then(() => (site.timings.lesson_ms = performance.now() - t0));
     const [tokenizerJson, chatJson] = await Promise.all(
-      [manifest.tokenizer.tokenizer, manifest.tokenizer.chat].map(async (f) => (await fetch(base + f)).json()),
+      [manifest.tokenizer.tokenizer, manifest.tokenizer.chat].map((f) => fetchCheckedJson(base, f, manifest)),
     );
     const chat = makeChat(tokenizerJson, chatJson);
-    const bytes = await fetchModel(base, manifest, progress);
+    site.verified = canVerify();
+    const bytes = await fetchModel(base, manifest, progress, undefined, site.timings);
     site.timings.download_ms = performance.now() - t0;
     status.textContent = "Preparing the model…";
     const choice = chooseBackends(ort);
@@ -148,9 +192,11 @@ export async function startSite(root, { ort, base, maxNewTokens = 12 }) {
             .map(chat.decode)
             .join("");
         check.textContent = `Σ contributions − Δp: at most ${built.completeness.toExponential(1)} over ${reading.inputIds.length} positions (float32)`;
-        mounted?.destroy();
-        view.replaceChildren();
-        mounted = mount(view, { result: built.payload, selected: built.selected });
+        ticket++;
+        show({ result: built.payload, selected: built.selected });
+        lessonLine.textContent = "";
+        if (picker) picker.value = "";
+        site.lesson = null;
         await new Promise((resolve) => requestAnimationFrame(resolve));
         Object.assign(site, {
           payload: built.payload,
