@@ -507,8 +507,9 @@ def _export_site_parser() -> argparse.ArgumentParser:
         prog="iglens export-site",
         description="Write the kernel-free site's folder: the model's ONNX graphs and weight "
         "parts (each at most 48 MiB), its tokenizer and chat template, and manifest.json "
-        "(every file's size and sha256). The page that runs them in the browser is a later "
-        "stage. Needs pip install 'iglens_viz[site]'; takes minutes for the default model.",
+        "(every file's size and sha256), the page that runs them in the browser, and the "
+        "pre-computed lessons it shows at first paint. Needs pip install 'iglens_viz[site]'; "
+        "takes minutes for the default model.",
     )
     p.add_argument("directory", type=Path, metavar="DIR", help="a new or empty folder")
     p.add_argument("--overwrite", action="store_true", help="replace DIR if it is not empty")
@@ -517,12 +518,22 @@ def _export_site_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--top-k", type=count_at_least(1), default=5, help="top tokens per row (default 5)"
     )
+    lessons = p.add_mutually_exclusive_group()
+    lessons.add_argument(
+        "--lesson",
+        action="append",
+        type=_nonempty,
+        metavar="QUESTION",
+        help="a pre-computed lesson (chat, 12 new tokens); repeat for several (default: "
+        '"What is the capital of Vietnam?" when the tokenizer has a chat template)',
+    )
+    lessons.add_argument("--no-lessons", action="store_true", help="ship no lessons")
     return p
 
 
 def run_export_site(argv: list[str]) -> int:
-    """``iglens export-site DIR [--overwrite] [--model M]``: the site's folder, then its files
-    and sizes."""
+    """``iglens export-site DIR [--overwrite] [--model M] [--lesson Q … | --no-lessons]``: the
+    site's folder, then its files and sizes."""
     args = _export_site_parser().parse_args(argv)
     from ..export.site import export_site, site_files
 
@@ -538,6 +549,7 @@ def run_export_site(argv: list[str]) -> int:
         top_k=args.top_k,
         overwrite=args.overwrite,
         progress=report,
+        lessons=() if args.no_lessons else args.lesson,
     )
     files = site_files(manifest)
     width = max(len(path) for path, _ in files)

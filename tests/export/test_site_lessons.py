@@ -75,3 +75,27 @@ def test_no_lessons_writes_none(tmp_path):
     assert manifest["lessons"] == []
     assert not (tmp_path / "site" / "lessons").exists()
     assert not any(name.startswith("lessons/") for name in manifest["files"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "lessons"),
+    [
+        ([], None),
+        (["--lesson", "Why?", "--lesson", "How?"], ["Why?", "How?"]),
+        (["--no-lessons"], ()),
+    ],
+)
+def test_the_command_passes_its_lessons(monkeypatch, tmp_path, capsys, flags, lessons):
+    from iglens_viz.cli import commands
+    from iglens_viz.export import site
+
+    asked = {}
+
+    def fake_export(directory, model, tokenizer, **kwargs):
+        asked.update(kwargs)
+        return {"files": {"lessons/lesson-01.json": {"bytes": 10}}, "model": {"name": "m"}}
+
+    monkeypatch.setattr(site, "export_site", fake_export)
+    assert commands.run_export_site([str(tmp_path / "s"), *flags]) == 0
+    assert asked["lessons"] == lessons
+    assert "lessons/lesson-01.json" in capsys.readouterr().out
