@@ -3,7 +3,8 @@ served by a local static server, every request off that origin failed. A typed q
 answered in the page (onnxruntime-web, WebAssembly) with Python's greedy tokens, per-block
 probabilities within the manifest's tolerance of Python's ``attribute``, Σ contributions = Δp
 in float32; the ledger is drawn; Cancel stops a second question. Prints the timings and the
-tab's memory (``-s`` shows them).
+tab's memory (``-s`` shows them). The shipped lesson is drawn while the model still loads
+(it needs no session); a part with one byte flipped stops the load with one line naming it.
 
 The export takes minutes: set ``IGLENS_SITE_DIR`` to a folder exported before (``iglens
 export-site DIR``) to reuse it (its page is rewritten from the current bundle).
@@ -167,3 +168,84 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
     print("\nsite figures:", json.dumps(figures))
     assert off_origin == [] and errors == []
     context.close()
+
+
+def _watch_off_origin(page, origin: str) -> list[str]:
+    """Fail every request off ``origin``; the list of those asked for."""
+    off_origin: list[str] = []
+
+    def route(route):
+        if route.request.url.startswith(origin):
+            route.continue_()
+        else:
+            off_origin.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", route)
+    return off_origin
+
+
+def test_the_shipped_lesson_is_drawn_at_first_paint_before_the_model(browser, served, site):
+    lesson = read_manifest(site)["lessons"][0]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    off_origin = _watch_off_origin(page, served)
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.goto(served)
+    end = time.monotonic() + 60
+    while page.evaluate("() => window.iglensSite?.lesson ?? null") is None:
+        assert time.monotonic() < end, page.text_content("[data-testid=site-lesson]")
+        time.sleep(0.05)
+    # drawn while the model still loads: the lesson needs no session
+    assert _state(page) == "loading"
+    assert page.locator("[data-token-index]").count() == lesson["positions"]
+    caption = page.text_content("[data-testid=site-lesson]")
+    assert lesson["question"] in caption and f"{lesson['positions']} positions" in caption
+    picker = page.locator("[data-testid=site-lessons] option")
+    assert picker.all_text_contents() == [e["question"] for e in read_manifest(site)["lessons"]]
+    # the lesson stays while the model loads; every part was checked before the sessions
+    assert _wait(page, ("ready", "error")) == "ready", page.evaluate("() => iglensSite.error")
+    assert page.locator("[data-token-index]").count() == lesson["positions"]
+    timings = page.evaluate("() => iglensSite.timings")
+    assert page.evaluate("() => iglensSite.verified") is True
+    print("\nlesson and check figures:", json.dumps({k: round(v) for k, v in timings.items()}))
+    assert off_origin == [] and errors == []
+    context.close()
+
+
+def test_a_damaged_part_is_one_error_line_naming_it(browser, site, tmp_path):
+    # the site's files linked, one weight part copied with one byte flipped
+    damaged = tmp_path / "site"
+    for path in site.rglob("*"):
+        if path.is_file():
+            (damaged / path.relative_to(site)).parent.mkdir(parents=True, exist_ok=True)
+            (damaged / path.relative_to(site)).symlink_to(path)
+    part = damaged / "graphs" / "weights-03.bin"
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    part.unlink()
+    part.write_bytes(bytes(data))
+    handler = functools.partial(_Isolated, directory=str(damaged))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        off_origin = _watch_off_origin(page, origin)
+        page.goto(origin)
+        assert _wait(page, ("ready", "error")) == "error"
+        status = page.text_content("[data-testid=site-status]")
+        assert status == (
+            "Could not load the model: DamagedFile: graphs/weights-03.bin is damaged "
+            "(its sha256 is not the manifest's): copy or export the site again"
+        )
+        # nothing else ran: no session, no backend, Ask stays disabled
+        assert page.evaluate("() => iglensSite.backend ?? null") is None
+        assert page.text_content("[data-testid=site-backend]") == ""
+        assert not page.is_enabled("[data-testid=site-ask]")
+        assert off_origin == []
+        context.close()
+    finally:
+        server.shutdown()
