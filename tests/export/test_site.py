@@ -363,16 +363,20 @@ def test_the_default_site_against_the_float32_model(site_of_default):
     model, tokenizer, folder, manifest = site_of_default
     sizes = dict(site_files(manifest))
     assert max(sizes.values()) <= PART_BYTES < 50 * 2**20  # GitHub warns above 50 MiB
-    # the page's files (index.html, the bundle, onnxruntime-web) change with every build
-    # and a graph file's protobuf bytes follow the exporter's version (onnxscript is not
-    # pinned): the weight parts and the tokenizer's files are the model's, to the byte
-    measured = json.loads(DATA.read_text())["files"]
-    site = {p: n for p, n in sizes.items() if p not in PAGE_FILES}
+    # the page's files (index.html, the bundle, onnxruntime-web) change with every build,
+    # the lessons with the widget's payload, and a graph file's protobuf bytes follow the
+    # exporter's version (onnxscript is not pinned): the weight parts and the tokenizer's
+    # files are the model's, to the byte
+    data = json.loads(DATA.read_text())
+    measured = data["files"]
+    lessons = {p for p in sizes if p.startswith("lessons/")}
+    site = {p: n for p, n in sizes.items() if p not in PAGE_FILES and p not in lessons}
     assert site.keys() == measured.keys()
     assert {p: n for p, n in site.items() if not p.endswith(".onnx")} == {
         p: n for p, n in measured.items() if not p.endswith(".onnx")
     }
     assert set(PAGE_FILES) <= set(sizes)
+    assert lessons == set(data["lesson_files"]) == {e["file"] for e in manifest["lessons"]}
     check_graphs(
         half_weights(model), graphs(folder), torch.tensor(tokenizer("Water boils at")["input_ids"])
     )
