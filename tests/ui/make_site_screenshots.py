@@ -7,7 +7,8 @@ class's server would) and opened at 1280 × 900 with every request off that orig
 Shots, each in the light and the dark colour scheme (switched in place: the views follow
 ``prefers-color-scheme``):
 
-* ``site-first-paint-{light,dark}.png`` — the page at first paint, the model downloading;
+* ``site-first-paint-{light,dark}.png`` — the page at first paint, the model downloading (a
+  folder exported with lessons shows its first lesson's ledger already);
 * ``site-{light,dark}.png`` — "What is the capital of France?" typed, Enter, the ledger drawn
   (the whole page at 1280 px);
 * ``site-1024-{light,dark}.png`` — the same answer at 1024 × 768, the whole page.
