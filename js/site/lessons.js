@@ -32,7 +32,8 @@ export function lessonCaption(entry) {
 
 /**
  * The lesson picker: one option per lesson (its question as text), or null when there are none.
- * `onPick(i)` runs when the reader chooses lesson i.
+ * `onPick(i)` runs when the reader chooses lesson i. A last option, "Your question", which the
+ * reader cannot pick, is what the picker shows (value "") while a typed question is drawn.
  * @param {LessonEntry[]} entries @param {(index: number) => void} onPick
  * @returns {HTMLSelectElement|null}
  */
@@ -47,6 +48,11 @@ export function createLessonPicker(entries, onPick) {
     option.textContent = entry.question;
     select.append(option);
   });
+  const typed = document.createElement("option");
+  typed.value = "";
+  typed.disabled = true;
+  typed.textContent = "Your question";
+  select.append(typed);
   select.addEventListener("change", () => {
     const i = Number(select.value);
     if (select.value !== "" && Number.isInteger(i) && i >= 0 && i < entries.length) onPick(i);

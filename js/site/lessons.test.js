@@ -21,13 +21,14 @@ describe("the site's lessons", () => {
     const picker = createLessonPicker([entry("l1", "What is the capital of Vietnam?"), entry("l2", evil)], (i) => picked.push(i));
     expect(picker).not.toBeNull();
     const select = /** @type {HTMLSelectElement} */ (picker);
-    expect([...select.options].map((o) => o.textContent)).toEqual(["What is the capital of Vietnam?", evil]);
+    expect([...select.options].map((o) => o.textContent)).toEqual(["What is the capital of Vietnam?", evil, "Your question"]);
     expect(select.querySelector("img")).toBeNull();
     select.value = "1";
     select.dispatchEvent(new Event("change"));
     select.value = "";
     select.dispatchEvent(new Event("change"));
     expect(picked).toEqual([1]);
+    expect(select.selectedOptions[0].textContent).toBe("Your question"); // after a typed question
     expect(createLessonPicker([], () => {})).toBeNull();
   });
 
