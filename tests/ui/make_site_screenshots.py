@@ -21,12 +21,8 @@ Not a test; run from the repository root::
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,42 +30,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 QUESTION = "What is the capital of France?"
 SCHEMES = ("light", "dark")
-
-
-class _Isolated(http.server.SimpleHTTPRequestHandler):
-    """A static server that sends the two headers multi-threaded WebAssembly needs."""
-
-    def end_headers(self) -> None:
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        super().end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def shadow(site: Path, into: Path) -> Path:
-    """``site`` with this checkout's page: its other entries linked, not copied."""
-    from iglens_viz.export.site import read_manifest
-    from iglens_viz.export.site_page import write_page
-
-    into.mkdir()
-    for entry in site.iterdir():
-        if entry.name not in ("index.html", "page"):
-            (into / entry.name).symlink_to(entry.resolve())
-    write_page(into, read_manifest(site)["model"]["name"])
-    return into
-
-
-def _wait(page, states: tuple[str, ...], limit: float = 900) -> str:
-    # polled with evaluate: the page's CSP forbids the eval that wait_for_function uses
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        state = page.evaluate("() => window.iglensSite ? window.iglensSite.state : null")
-        if state in states:
-            return state
-        time.sleep(0.1)
-    raise RuntimeError(f"the page did not reach {states} in {limit:.0f} s")
 
 
 def _both(page, stem: str, out: Path, full_page: bool) -> list[Path]:
@@ -86,11 +46,9 @@ def _both(page, stem: str, out: Path, full_page: bool) -> list[Path]:
 def shoot(folder: Path, out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
     from ui.helpers import PageRecorder, launch_chromium
+    from ui.site_server import serve_site, wait_for_site
 
-    handler = functools.partial(_Isolated, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = serve_site(folder)
     written: list[Path] = []
     with sync_playwright() as p:
         browser = launch_chromium(p)
@@ -103,11 +61,11 @@ def shoot(folder: Path, out: Path) -> list[Path]:
         page.goto(url)
         page.wait_for_selector("[data-testid=site-status]")
         written += _both(page, "site-first-paint", out, full_page=False)
-        if _wait(page, ("ready", "error")) != "ready":
+        if wait_for_site(page, ("ready", "error")) != "ready":
             raise RuntimeError(page.evaluate("() => iglensSite.error"))
         page.fill("[data-testid=site-question]", QUESTION)
         page.press("[data-testid=site-question]", "Enter")
-        if _wait(page, ("done", "error")) != "done":
+        if wait_for_site(page, ("done", "error")) != "done":
             raise RuntimeError(page.evaluate("() => iglensSite.error"))
         page.mouse.move(2, 2)  # park the mouse outside the views
         written += _both(page, "site", out, full_page=True)
@@ -127,8 +85,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    from ui.site_server import shadow_site
+
     with tempfile.TemporaryDirectory() as tmp:
-        for path in shoot(shadow(args.site, Path(tmp) / "site"), args.out):
+        for path in shoot(shadow_site(args.site, Path(tmp) / "site"), args.out):
             print(f"wrote {path}")
 
 

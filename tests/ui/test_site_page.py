@@ -12,10 +12,7 @@ export-site DIR``) to reuse it (its page is rewritten from the current bundle).
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -24,6 +21,8 @@ import pytest
 
 import iglens_viz
 from iglens_viz.export.site import read_manifest
+
+from .site_server import serve_site, site_state, wait_for_site
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
@@ -39,24 +38,10 @@ def site(default_site) -> Path:
     return default_site
 
 
-class _Isolated(http.server.SimpleHTTPRequestHandler):
-    """A static server that sends the two headers multi-threaded WebAssembly needs."""
-
-    def end_headers(self) -> None:
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        super().end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def served(site):
-    handler = functools.partial(_Isolated, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = serve_site(site)
+    yield url
     server.shutdown()
 
 
@@ -68,21 +53,6 @@ def python_answer():
     started = time.monotonic()
     result = engine.attribute(QUESTION, chat=True, max_new_tokens=12)
     return result, time.monotonic() - started
-
-
-def _state(page):
-    # polled with evaluate: the page's CSP forbids the eval that wait_for_function uses
-    return page.evaluate("() => window.iglensSite ? window.iglensSite.state : null")
-
-
-def _wait(page, states: tuple[str | None, ...], limit: float = 600) -> str:
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        state = _state(page)
-        if state in states:
-            return state
-        time.sleep(0.2)
-    raise AssertionError(f"the page stayed {_state(page)!r} for {limit} s")
 
 
 def test_a_typed_question_is_answered_in_the_page_as_in_python(
@@ -105,7 +75,9 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
     page.on("pageerror", lambda err: errors.append(str(err)))
     started = time.monotonic()
     page.goto(served)
-    assert _wait(page, ("ready", "error")) == "ready", page.evaluate("() => iglensSite.error")
+    assert wait_for_site(page, ("ready", "error")) == "ready", page.evaluate(
+        "() => iglensSite.error"
+    )
     loaded = time.monotonic() - started
     backend = page.text_content("[data-testid=site-backend]")
     assert "WebAssembly" in backend or "WebGPU" in backend
@@ -113,7 +85,7 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
     page.fill("[data-testid=site-question]", QUESTION)
     asked = time.monotonic()
     page.click("[data-testid=site-ask]")
-    assert _wait(page, ("done", "error")) == "done", page.evaluate("() => iglensSite.error")
+    assert wait_for_site(page, ("done", "error")) == "done", page.evaluate("() => iglensSite.error")
     answered = time.monotonic() - asked
     got = page.evaluate(
         "() => ({ids: iglensSite.inputIds, targets: iglensSite.targetIds,"
@@ -135,7 +107,7 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
     page.fill("[data-testid=site-question]", SECOND)
     page.click("[data-testid=site-ask]")
     page.click("[data-testid=site-cancel]")
-    assert _wait(page, ("cancelled", "done", "error"), limit=120) == "cancelled"
+    assert wait_for_site(page, ("cancelled", "done", "error"), limit=120) == "cancelled"
     assert "Cancelled" in page.text_content("[data-testid=site-status]")
     assert page.locator("[data-token-index]").count() == len(got["ids"])
     assert page.is_enabled("[data-testid=site-ask]")
@@ -198,14 +170,16 @@ def test_the_shipped_lesson_is_drawn_at_first_paint_before_the_model(browser, se
         assert time.monotonic() < end, page.text_content("[data-testid=site-lesson]")
         time.sleep(0.05)
     # drawn while the model still loads: the lesson needs no session
-    assert _state(page) == "loading"
+    assert site_state(page) == "loading"
     assert page.locator("[data-token-index]").count() == lesson["positions"]
     caption = page.text_content("[data-testid=site-lesson]")
     assert lesson["question"] in caption and f"{lesson['positions']} positions" in caption
     picker = page.locator('[data-testid=site-lessons] option:not([value=""])')
     assert picker.all_text_contents() == [e["question"] for e in read_manifest(site)["lessons"]]
     # the lesson stays while the model loads; every part was checked before the sessions
-    assert _wait(page, ("ready", "error")) == "ready", page.evaluate("() => iglensSite.error")
+    assert wait_for_site(page, ("ready", "error")) == "ready", page.evaluate(
+        "() => iglensSite.error"
+    )
     assert page.locator("[data-token-index]").count() == lesson["positions"]
     timings = page.evaluate("() => iglensSite.timings")
     assert page.evaluate("() => iglensSite.verified") is True
@@ -226,16 +200,13 @@ def test_a_damaged_part_is_one_error_line_naming_it(browser, site, tmp_path):
     data[len(data) // 2] ^= 0x01
     part.unlink()
     part.write_bytes(bytes(data))
-    handler = functools.partial(_Isolated, directory=str(damaged))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    origin = f"http://127.0.0.1:{server.server_address[1]}/"
+    server, origin = serve_site(damaged)
     try:
         context = browser.new_context()
         page = context.new_page()
         off_origin = _watch_off_origin(page, origin)
         page.goto(origin)
-        assert _wait(page, ("ready", "error")) == "error"
+        assert wait_for_site(page, ("ready", "error")) == "error"
         status = page.text_content("[data-testid=site-status]")
         assert status == (
             "Could not load the model: DamagedFile: graphs/weights-03.bin is damaged "
