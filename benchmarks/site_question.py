@@ -35,14 +35,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -53,53 +50,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 QUESTION = "What is the capital of France?"
 MAX_NEW_TOKENS = 12  # the page's own limit (js/site/page.js)
-LIMIT_S = 900.0
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class _Isolated(_Quiet):
-    """Sends the two headers that make the page cross-origin isolated (threads)."""
-
-    def end_headers(self) -> None:
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        super().end_headers()
-
-
-def serve(folder: Path, isolated: bool) -> tuple[http.server.ThreadingHTTPServer, str]:
-    """A static server of ``folder`` on a free local port, and its address."""
-    handler = functools.partial(_Isolated if isolated else _Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/"
-
-
-def shadow(site: Path, into: Path) -> Path:
-    """``site`` with this checkout's page: its other entries linked, not copied."""
-    from iglens_viz.export.site import read_manifest
-    from iglens_viz.export.site_page import write_page
-
-    into.mkdir()
-    for entry in site.iterdir():
-        if entry.name not in ("index.html", "page"):
-            (into / entry.name).symlink_to(entry.resolve())
-    write_page(into, read_manifest(site)["model"]["name"])
-    return into
-
-
-def _wait(page, states: tuple[str, ...]) -> str:
-    # polled with evaluate: the page's CSP forbids the eval that wait_for_function uses
-    end = time.monotonic() + LIMIT_S
-    while time.monotonic() < end:
-        state = page.evaluate("() => window.iglensSite ? window.iglensSite.state : null")
-        if state in states:
-            return state
-        time.sleep(0.05)
-    raise RuntimeError(f"the page did not reach {states} in {LIMIT_S:.0f} s")
 
 
 def _renderer_memory(browser) -> dict[str, float]:
@@ -127,8 +77,9 @@ def _renderer_memory(browser) -> dict[str, float]:
 def page_round(playwright, folder: Path, isolated: bool) -> dict:
     """One fresh browser's figures for the question (seconds, MB)."""
     from ui.helpers import launch_chromium
+    from ui.site_server import serve_site, wait_for_site
 
-    server, url = serve(folder, isolated)
+    server, url = serve_site(folder, isolated)
     browser = launch_chromium(playwright)
     try:
         page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
@@ -146,13 +97,13 @@ def page_round(playwright, folder: Path, isolated: bool) -> dict:
         page.on("pageerror", lambda err: errors.append(str(err)))
         started = time.monotonic()
         page.goto(url)
-        if _wait(page, ("ready", "error")) != "ready":
+        if wait_for_site(page, ("ready", "error")) != "ready":
             raise RuntimeError(page.evaluate("() => iglensSite.error"))
         ready = time.monotonic() - started
         page.fill("[data-testid=site-question]", QUESTION)
         asked = time.monotonic()
         page.press("[data-testid=site-question]", "Enter")
-        if _wait(page, ("done", "error")) != "done":
+        if wait_for_site(page, ("done", "error")) != "done":
             raise RuntimeError(page.evaluate("() => iglensSite.error"))
         answered = time.monotonic() - asked
         figures = page.evaluate(
@@ -238,7 +189,9 @@ def main(argv=None) -> None:
             site = tmp / "exported"
             print("exporting the default model's site (minutes) …", flush=True)
             iglens_viz.export_site(site, model, tokenizer)
-        folder = site if args.as_is else shadow(site, tmp / "site")
+        from ui.site_server import shadow_site
+
+        folder = site if args.as_is else shadow_site(site, tmp / "site")
         lens.attribute(QUESTION, chat=True, max_new_tokens=MAX_NEW_TOKENS)  # warm-up
         rounds, single, python = [], [], []
         with sync_playwright() as playwright:
