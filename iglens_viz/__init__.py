@@ -33,11 +33,11 @@ from .errors import (
     ReadoutMismatchError,
     UnsupportedModelError,
 )
-from .export.site import export_site
 from .lenses import Lens, evaluate_lens, fit_lens, load_lens, save_lens
 from .loading import load_model
 
-if TYPE_CHECKING:  # at run time compare is imported on first use (see __getattr__ below)
+if TYPE_CHECKING:  # at run time these are imported on first use (see __getattr__ below)
+    from .export.site import export_site
     from .widget.compare import compare
 
 for _name, _target in {
@@ -100,6 +100,10 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would type every unkno
             from .widget.compare import compare
 
             return compare
+        if name == "export_site":  # the export sits above the core: imported on first use
+            from .export.site import export_site
+
+            return export_site
         if name in _MOVED_TO_IGLENS_STUDY:
             raise AttributeError(
                 f"iglens_viz.{name} moved to the iglens_study package: `from iglens_study "
