@@ -77,23 +77,14 @@ def _renderer_memory(browser) -> dict[str, float]:
 def page_round(playwright, folder: Path, isolated: bool) -> dict:
     """One fresh browser's figures for the question (seconds, MB)."""
     from ui.helpers import launch_chromium
-    from ui.site_server import serve_site, wait_for_site
+    from ui.site_server import fail_off_origin, serve_site, wait_for_site
 
     server, url = serve_site(folder, isolated)
     browser = launch_chromium(playwright)
     try:
         page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        off_origin: list[str] = []
+        off_origin = fail_off_origin(page, url)
         errors: list[str] = []
-
-        def route(route):
-            if route.request.url.startswith(url):
-                route.continue_()
-            else:
-                off_origin.append(route.request.url)
-                route.abort()
-
-        page.route("**/*", route)
         page.on("pageerror", lambda err: errors.append(str(err)))
         started = time.monotonic()
         page.goto(url)

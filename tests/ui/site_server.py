@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["serve_site", "shadow_site", "site_state", "wait_for_site"]
+__all__ = ["fail_off_origin", "serve_site", "shadow_site", "site_state", "wait_for_site"]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -65,3 +65,18 @@ def wait_for_site(page, states: tuple[str | None, ...], limit: float = 900) -> s
             return state
         time.sleep(0.1)
     raise TimeoutError(f"the page stayed {site_state(page)!r}, not {states}, for {limit:.0f} s")
+
+
+def fail_off_origin(page, origin: str) -> list[str]:
+    """Fail every request of ``page`` off ``origin``; returns the list of those asked for."""
+    off_origin: list[str] = []
+
+    def route(route):
+        if route.request.url.startswith(origin):
+            route.continue_()
+        else:
+            off_origin.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", route)
+    return off_origin

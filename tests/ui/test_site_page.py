@@ -22,7 +22,7 @@ import pytest
 import iglens_viz
 from iglens_viz.export.site import read_manifest
 
-from .site_server import serve_site, site_state, wait_for_site
+from .site_server import fail_off_origin, serve_site, site_state, wait_for_site
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 
@@ -61,16 +61,7 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
     manifest = read_manifest(site)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    off_origin: list[str] = []
-
-    def route(route):
-        if route.request.url.startswith(served):
-            route.continue_()
-        else:
-            off_origin.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", route)
+    off_origin = fail_off_origin(page, served)
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     started = time.monotonic()
@@ -142,26 +133,11 @@ def test_a_typed_question_is_answered_in_the_page_as_in_python(
     context.close()
 
 
-def _watch_off_origin(page, origin: str) -> list[str]:
-    """Fail every request off ``origin``; the list of those asked for."""
-    off_origin: list[str] = []
-
-    def route(route):
-        if route.request.url.startswith(origin):
-            route.continue_()
-        else:
-            off_origin.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", route)
-    return off_origin
-
-
 def test_the_shipped_lesson_is_drawn_at_first_paint_before_the_model(browser, served, site):
     lesson = read_manifest(site)["lessons"][0]
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    off_origin = _watch_off_origin(page, served)
+    off_origin = fail_off_origin(page, served)
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.goto(served)
@@ -204,7 +180,7 @@ def test_a_damaged_part_is_one_error_line_naming_it(browser, site, tmp_path):
     try:
         context = browser.new_context()
         page = context.new_page()
-        off_origin = _watch_off_origin(page, origin)
+        off_origin = fail_off_origin(page, origin)
         page.goto(origin)
         assert wait_for_site(page, ("ready", "error")) == "error"
         status = page.text_content("[data-testid=site-status]")
